@@ -1,0 +1,168 @@
+//! CPU-specific kernels, each with a portable fallback that is tested to give the same output.
+//! The only `unsafe` in this crate lives here.
+#![allow(unsafe_code)]
+
+/// Carry-less 64×64 → 128-bit product, PCLMULQDQ when available.
+#[inline]
+pub(crate) fn clmul64(a: u64, b: u64) -> u128 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        cpufeatures::new!(has_pclmul, "pclmulqdq", "sse2");
+        if has_pclmul::get() {
+            // SAFETY: `has_pclmul::get()` confirmed at run time that the CPU supports
+            // PCLMULQDQ and SSE2, the features `clmul64_pclmul` is compiled for.
+            return unsafe { x86::clmul64_pclmul(a, b) };
+        }
+    }
+    clmul64_portable(a, b)
+}
+
+/// Low 64 bits of the carry-less product, by integer multiplication with holes (BearSSL's
+/// `bmul64`): with every fourth bit kept, no position of an integer product sums more than
+/// 15 ones below bit 64, so carries never reach the next kept bit. Constant time.
+#[inline]
+fn bmul64(x: u64, y: u64) -> u64 {
+    const M0: u64 = 0x1111_1111_1111_1111;
+    const M1: u64 = 0x2222_2222_2222_2222;
+    const M2: u64 = 0x4444_4444_4444_4444;
+    const M3: u64 = 0x8888_8888_8888_8888;
+    let (x0, x1, x2, x3) = (x & M0, x & M1, x & M2, x & M3);
+    let (y0, y1, y2, y3) = (y & M0, y & M1, y & M2, y & M3);
+    let m = |a: u64, b: u64| a.wrapping_mul(b);
+    let z0 = m(x0, y0) ^ m(x1, y3) ^ m(x2, y2) ^ m(x3, y1);
+    let z1 = m(x0, y1) ^ m(x1, y0) ^ m(x2, y3) ^ m(x3, y2);
+    let z2 = m(x0, y2) ^ m(x1, y1) ^ m(x2, y0) ^ m(x3, y3);
+    let z3 = m(x0, y3) ^ m(x1, y2) ^ m(x2, y1) ^ m(x3, y0);
+    (z0 & M0) | (z1 & M1) | (z2 & M2) | (z3 & M3)
+}
+
+/// Portable constant-time carry-less 64×64 → 128-bit product: the low half by [`bmul64`],
+/// the high half by [`bmul64`] on bit-reversed operands (BearSSL's `ghash_ctmul64`).
+#[inline]
+pub(crate) fn clmul64_portable(a: u64, b: u64) -> u128 {
+    let lo = bmul64(a, b);
+    let hi = bmul64(a.reverse_bits(), b.reverse_bits()).reverse_bits() >> 1;
+    u128::from(lo) | (u128::from(hi) << 64)
+}
+
+/// Gathers the top bit of each of the 16 bytes of `v` into a 16-bit mask (bit `i` = byte `i`),
+/// like SSE2's `pmovmskb`, portably.
+#[inline]
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))] // the fallback off x86-64; tested everywhere
+pub(crate) fn movemask_portable(v: u128) -> u16 {
+    // For 8 bytes in a u64: isolate the top bits and gather them with one multiplication.
+    const MAGIC: u64 = 0x0002_0408_1020_4081;
+    #[allow(clippy::cast_possible_truncation)] // splitting into halves; the mask fits in 8 bits
+    let half = |x: u64| (((x & 0x8080_8080_8080_8080).wrapping_mul(MAGIC)) >> 56) as u16;
+    #[allow(clippy::cast_possible_truncation)] // taking the low half
+    let lo = half(v as u64);
+    let hi = half((v >> 64) as u64);
+    lo | (hi << 8)
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86 {
+    use core::arch::x86_64::{
+        __m128i, _mm_clmulepi64_si128, _mm_cvtsi128_si64, _mm_movemask_epi8, _mm_set_epi64x,
+        _mm_slli_epi64, _mm_unpackhi_epi64,
+    };
+
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    #[allow(clippy::cast_possible_wrap)] // bit-for-bit reinterpretation of the halves
+    fn to_m128(v: u128) -> __m128i {
+        #[allow(clippy::cast_possible_truncation)] // taking the halves
+        let (lo, hi) = (v as u64 as i64, (v >> 64) as u64 as i64);
+        _mm_set_epi64x(hi, lo)
+    }
+
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    #[allow(clippy::cast_sign_loss)] // bit-for-bit reinterpretation of the halves
+    fn from_m128(v: __m128i) -> u128 {
+        let lo = _mm_cvtsi128_si64(v) as u64;
+        let hi = _mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v)) as u64;
+        u128::from(lo) | (u128::from(hi) << 64)
+    }
+
+    /// Carry-less product by PCLMULQDQ.
+    #[inline]
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    pub(crate) fn clmul64_pclmul(a: u64, b: u64) -> u128 {
+        let p = _mm_clmulepi64_si128::<0x00>(to_m128(u128::from(a)), to_m128(u128::from(b)));
+        from_m128(p)
+    }
+
+    /// The 8 masks of bit planes 7, 6, …, 0 of the 16 bytes of `v`: `out[k]` gathers bit
+    /// `7 − k` of every byte (SSE2 `pmovmskb` after `k` left shifts). SSE2 is part of the
+    /// x86-64 baseline, so no run-time check is needed.
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // pmovmskb fills 16 bits
+    pub(crate) fn movemask_planes(v: u128) -> [u16; 8] {
+        let mut x = to_m128(v);
+        let mut out = [0u16; 8];
+        for o in out.iter_mut() {
+            *o = _mm_movemask_epi8(x) as u16;
+            x = _mm_slli_epi64::<1>(x);
+        }
+        out
+    }
+}
+
+/// The 8 bit-plane masks of `v` (see `x86::movemask_planes`), on any CPU.
+#[inline]
+pub(crate) fn movemask_planes(v: u128) -> [u16; 8] {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: SSE2 is part of the x86-64 baseline: every x86-64 CPU has it, so the
+        // feature `x86::movemask_planes` is compiled for is always present.
+        unsafe { x86::movemask_planes(v) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        movemask_planes_portable(v)
+    }
+}
+
+/// Portable [`movemask_planes`].
+#[inline]
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))] // the fallback off x86-64; tested everywhere
+pub(crate) fn movemask_planes_portable(v: u128) -> [u16; 8] {
+    let mut out = [0u16; 8];
+    let mut x = v;
+    for o in out.iter_mut() {
+        *o = movemask_portable(x);
+        // Shift each 64-bit lane left by one, as _mm_slli_epi64 does.
+        #[allow(clippy::cast_possible_truncation)] // taking the low half
+        let lo = (x as u64).wrapping_shl(1);
+        #[allow(clippy::cast_possible_truncation)] // taking the high half
+        let hi = ((x >> 64) as u64).wrapping_shl(1);
+        x = u128::from(lo) | (u128::from(hi) << 64);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn planes_agree(v in any::<u128>()) {
+            prop_assert_eq!(movemask_planes(v), movemask_planes_portable(v));
+        }
+
+        #[test]
+        fn movemask_reads_top_bits(v in any::<u128>()) {
+            let mut expect = 0u16;
+            for i in 0..16 {
+                if (v >> (8 * i + 7)) & 1 == 1 {
+                    expect |= 1 << i;
+                }
+            }
+            prop_assert_eq!(movemask_portable(v), expect);
+        }
+    }
+}

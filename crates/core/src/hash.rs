@@ -1,0 +1,174 @@
+//! Hashes built from the fixed-key permutation π, and a random-oracle hash.
+//!
+//! The fixed-key constructions follow Guo, Katz, Wang and Yu, "Efficient and Secure
+//! Multiparty Computation from Fixed-Key Block Ciphers" (IEEE S&P 2020, ePrint 2019/074),
+//! [GKWW20, §7], with π = AES-128 under the public [`FIXED_KEY`](crate::aes::FIXED_KEY):
+//!
+//! | hash | definition | security | used by |
+//! |---|---|---|---|
+//! | [`cr`] | `π(x) ⊕ x` | correlation robust | hashing OT extension rows when Δ is not reused across calls |
+//! | [`ccr`] | `π(σ(x)) ⊕ σ(x)`, `σ(xL‖xR) = (xL⊕xR)‖xL` | circular correlation robust | free-XOR style correlations `x`, `x ⊕ Δ` |
+//! | [`tccr`] | `π(π(x) ⊕ i) ⊕ π(x)` | tweakable circular correlation robust | OT extension / KKRT outputs, tweak = OT index |
+//!
+//! (`xL` is the high 64 bits of `x`, `xR` the low 64 bits.) Each has a batch form that
+//! keeps the AES pipeline full; batch forms are the ones protocols should call.
+//!
+//! [`ro_hash`] is a random-oracle hash (BLAKE3 in key-derivation mode, so every use carries
+//! a domain-separation string) for places that need a full random oracle: hashing to seeds,
+//! coin tossing, and final PSI comparisons.
+
+use crate::aes::Aes;
+use crate::block::Block;
+
+/// The orthomorphism σ(xL‖xR) = (xL ⊕ xR)‖xL of [GKWW20, §7.3].
+#[inline]
+pub fn sigma(x: Block) -> Block {
+    let (lo, hi) = x.to_u64s();
+    Block::from_u64s(hi, hi ^ lo)
+}
+
+/// Correlation-robust hash `π(x) ⊕ x`.
+#[inline]
+pub fn cr(x: Block) -> Block {
+    Aes::fixed().encrypt_block(x) ^ x
+}
+
+/// Circular-correlation-robust hash `π(σ(x)) ⊕ σ(x)`.
+#[inline]
+pub fn ccr(x: Block) -> Block {
+    let s = sigma(x);
+    Aes::fixed().encrypt_block(s) ^ s
+}
+
+/// Tweakable circular-correlation-robust hash `π(π(x) ⊕ i) ⊕ π(x)`.
+#[inline]
+pub fn tccr(tweak: Block, x: Block) -> Block {
+    let aes = Aes::fixed();
+    let px = aes.encrypt_block(x);
+    aes.encrypt_block(px ^ tweak) ^ px
+}
+
+/// [`cr`] on every block of `xs`, in place.
+pub fn cr_in_place(xs: &mut [Block]) {
+    let mut buf = [Block::ZERO; 128];
+    for chunk in xs.chunks_mut(128) {
+        let b = &mut buf[..chunk.len()];
+        b.copy_from_slice(chunk);
+        Aes::fixed().encrypt_blocks(b);
+        Block::xor_slices_in_place(chunk, b);
+    }
+}
+
+/// [`ccr`] on every block of `xs`, in place.
+pub fn ccr_in_place(xs: &mut [Block]) {
+    let mut buf = [Block::ZERO; 128];
+    for chunk in xs.chunks_mut(128) {
+        for x in chunk.iter_mut() {
+            *x = sigma(*x);
+        }
+        let b = &mut buf[..chunk.len()];
+        b.copy_from_slice(chunk);
+        Aes::fixed().encrypt_blocks(b);
+        Block::xor_slices_in_place(chunk, b);
+    }
+}
+
+/// [`tccr`] on every block of `xs`, in place, with tweak `first_tweak + i` for block `i`
+/// (the usual choice: the tweak is the global OT index).
+pub fn tccr_in_place(first_tweak: u128, xs: &mut [Block]) {
+    let aes = Aes::fixed();
+    let mut buf = [Block::ZERO; 128];
+    for (c, chunk) in xs.chunks_mut(128).enumerate() {
+        let base = first_tweak.wrapping_add((c * 128) as u128);
+        aes.encrypt_blocks(chunk); // chunk = π(x)
+        let b = &mut buf[..chunk.len()];
+        for (i, (bi, px)) in b.iter_mut().zip(chunk.iter()).enumerate() {
+            *bi = *px ^ Block(base.wrapping_add(i as u128));
+        }
+        aes.encrypt_blocks(b); // b = π(π(x) ⊕ i)
+        Block::xor_slices_in_place(chunk, b);
+    }
+}
+
+/// A random-oracle hash of `input` under the domain-separation string `domain`, 32 bytes.
+///
+/// BLAKE3 in key-derivation mode: `domain` should be a hard-coded, globally unique,
+/// application-specific string (e.g. `"obliv-psi rr22 v1 coin toss"`).
+pub fn ro_hash(domain: &str, input: &[u8]) -> [u8; 32] {
+    let mut h = blake3::Hasher::new_derive_key(domain);
+    h.update(input);
+    *h.finalize().as_bytes()
+}
+
+/// A random-oracle hash with arbitrary-length output (BLAKE3 XOF), domain-separated.
+pub fn ro_hash_xof(domain: &str, input: &[u8], out: &mut [u8]) {
+    let mut h = blake3::Hasher::new_derive_key(domain);
+    h.update(input);
+    h.finalize_xof().fill(out);
+}
+
+/// A random-oracle hash to one block (the first 16 bytes of [`ro_hash`]).
+pub fn ro_hash_block(domain: &str, input: &[u8]) -> Block {
+    let h = ro_hash(domain, input);
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&h[..16]);
+    Block::from_bytes(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn batch_forms_match_single(xs in proptest::collection::vec(any::<u128>(), 0..300), t in any::<u64>()) {
+            let xs: Vec<Block> = xs.into_iter().map(Block).collect();
+            let mut a = xs.clone();
+            cr_in_place(&mut a);
+            prop_assert_eq!(a, xs.iter().map(|&x| cr(x)).collect::<Vec<_>>());
+            let mut b = xs.clone();
+            ccr_in_place(&mut b);
+            prop_assert_eq!(b, xs.iter().map(|&x| ccr(x)).collect::<Vec<_>>());
+            let mut c = xs.clone();
+            tccr_in_place(u128::from(t), &mut c);
+            let expect: Vec<Block> = xs.iter().enumerate().map(|(i, &x)| tccr(Block(u128::from(t) + i as u128), x)).collect();
+            prop_assert_eq!(c, expect);
+        }
+
+        #[test]
+        fn sigma_is_an_orthomorphism(x in any::<u128>(), y in any::<u128>()) {
+            // σ is linear, and both σ and σ(x) ⊕ x are permutations (σ(x) = x only at 0).
+            let (x, y) = (Block(x), Block(y));
+            prop_assert_eq!(sigma(x ^ y), sigma(x) ^ sigma(y));
+            prop_assert_eq!(sigma(x) ^ x == Block::ZERO, x == Block::ZERO);
+            prop_assert_eq!(sigma(x) == Block::ZERO, x == Block::ZERO);
+        }
+    }
+
+    #[test]
+    fn definitions_hold() {
+        let x = Block(0x0011_2233_4455_6677_8899_aabb_ccdd_eeff);
+        let pi = Aes::fixed();
+        assert_eq!(cr(x), pi.encrypt_block(x) ^ x);
+        assert_eq!(sigma(Block::from_u64s(1, 2)), Block::from_u64s(2, 3));
+        assert_eq!(
+            tccr(Block(5), x),
+            pi.encrypt_block(pi.encrypt_block(x) ^ Block(5)) ^ pi.encrypt_block(x)
+        );
+        assert_ne!(tccr(Block(5), x), tccr(Block(6), x));
+    }
+
+    #[test]
+    fn ro_hash_is_domain_separated() {
+        assert_ne!(ro_hash("a", b"x"), ro_hash("b", b"x"));
+        assert_eq!(ro_hash("a", b"x"), ro_hash("a", b"x"));
+        let mut long = [0u8; 100];
+        ro_hash_xof("a", b"x", &mut long);
+        assert_eq!(&long[..32], &ro_hash("a", b"x"));
+        assert_eq!(
+            ro_hash_block("a", b"x").to_bytes(),
+            ro_hash("a", b"x")[..16]
+        );
+    }
+}
