@@ -1,0 +1,3 @@
+//! Serial (one element at a time) backends.
+
+pub(crate) mod u64;

@@ -1,0 +1,3 @@
+//! GF(p), p = 2^127 − 1, on two 64-bit limbs with `u128` products.
+
+pub(crate) mod fp;

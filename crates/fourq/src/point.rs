@@ -1,0 +1,787 @@
+//! Points of FourQ, `E: −x² + y² = 1 + d·x²·y²` over GF(p²), in extended twisted Edwards
+//! coordinates (Hisil–Wong–Carter–Dawson 2008), with FourQlib's representations:
+//!
+//! | name | coordinates | meaning | used for |
+//! |------|-------------|---------|----------|
+//! | R1 ([`Point`]) | `(X, Y, Z, Ta, Tb)` | `x = X/Z`, `y = Y/Z`, `T = Ta·Tb = X·Y/Z` | accumulator |
+//! | R2 ([`PointR2`]) | `(X+Y, Y−X, 2Z, 2d·T)` | | table entries, addends |
+//! | R3 ([`PointR3`]) | `(X+Y, Y−X, Z, T)` | | second operand of the core addition |
+//! | R5 ([`AffineR5`]) | `(x+y, y−x, 2d·t)` with `Z = 1` | | fixed-base table entries |
+//!
+//! Splitting `T` into `Ta·Tb` lets doubling skip computing `T` (which the next doubling does
+//! not need). Because `a = −1` is a square and `d` is not a square in GF(p²), the addition
+//! law is *complete*: it is correct for every pair of points, including doubling and the
+//! identity, so no input ever needs a branch ([CL15, §5], [HWCD08, §3.1]).
+//!
+//! The endomorphisms ψ (degree-1 in the sense of GLS, from the Frobenius) and φ (from the CM
+//! by √−40 on the Q-curve) are evaluated as `τ̂ ∘ δψδ⁻¹ ∘ τ` and `τ̂ ∘ δφδ⁻¹ ∘ τ` through the
+//! 4-isogenous curve Ê, exactly as in [CL15, §3 and App. A] and FourQlib's `eccp2.c`.
+//!
+//! [CL15]: <https://eprint.iacr.org/2015/565>
+//! [HWCD08]: Hisil, Wong, Carter, Dawson, "Twisted Edwards curves revisited", ASIACRYPT 2008.
+
+use subtle::{Choice, ConditionallyNegatable, ConditionallySelectable, ConstantTimeEq, CtOption};
+use zeroize::Zeroize;
+
+use crate::constants::*;
+use crate::field::Fp2;
+
+/// A point of FourQ, in extended twisted Edwards coordinates `(X : Y : Z : Ta·Tb)`.
+///
+/// Every constructor of this crate returns a point of the prime-order subgroup (order `N`),
+/// except the crate-internal raw map used before cofactor clearing.
+#[derive(Clone, Copy)]
+pub struct Point {
+    pub(crate) x: Fp2,
+    pub(crate) y: Fp2,
+    pub(crate) z: Fp2,
+    pub(crate) ta: Fp2,
+    pub(crate) tb: Fp2,
+}
+
+/// `(X+Y, Y−X, 2Z, 2d·T)`.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct PointR2 {
+    pub(crate) xy: Fp2,
+    pub(crate) yx: Fp2,
+    pub(crate) z2: Fp2,
+    pub(crate) t2: Fp2,
+}
+
+/// `(X+Y, Y−X, Z, T)`.
+#[derive(Clone, Copy)]
+pub(crate) struct PointR3 {
+    xy: Fp2,
+    yx: Fp2,
+    z: Fp2,
+    t: Fp2,
+}
+
+/// Affine `(x+y, y−x, 2d·t)`.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct AffineR5 {
+    pub(crate) xy: Fp2,
+    pub(crate) yx: Fp2,
+    pub(crate) t2: Fp2,
+}
+
+impl Point {
+    /// The neutral element `(0, 1)`.
+    pub const IDENTITY: Point = Point {
+        x: Fp2::ZERO,
+        y: Fp2::ONE,
+        z: Fp2::ONE,
+        ta: Fp2::ZERO,
+        tb: Fp2::ONE,
+    };
+
+    /// The neutral element `(0, 1)`.
+    pub fn identity() -> Point {
+        Point::IDENTITY
+    }
+
+    /// FourQlib's generator `G` of the order-`N` subgroup.
+    pub fn generator() -> Point {
+        Point::from_affine(GEN_X, GEN_Y)
+    }
+
+    /// `(x, y, 1, x, y)`: FourQlib's `point_setup`.
+    pub(crate) fn from_affine(x: Fp2, y: Fp2) -> Point {
+        Point {
+            x,
+            y,
+            z: Fp2::ONE,
+            ta: x,
+            tb: y,
+        }
+    }
+
+    /// Does `(X : Y : Z)` satisfy `(−X² + Y²)Z² = Z⁴ + d·X²·Y²`? (`Z ≠ 0` is checked too.)
+    pub(crate) fn is_on_curve(&self) -> Choice {
+        let x2 = self.x.square();
+        let y2 = self.y.square();
+        let z2 = self.z.square();
+        let lhs = y2.sub(&x2).mul(&z2);
+        let rhs = z2.square().add(&D.mul(&x2).mul(&y2));
+        lhs.ct_eq(&rhs) & !self.z.is_zero()
+    }
+
+    /// `2P` (dbl-2008-hwcd with `a = −1`): `4M + 3S`. Reads `X, Y, Z` only.
+    #[inline(always)]
+    pub(crate) fn double_r1(&self) -> Point {
+        let t1 = self.x.square(); // X²
+        let t2 = self.y.square(); // Y²
+        let xy = self.x.add(&self.y);
+        let tb = t1.add(&t2); // X² + Y²
+        let t1 = t2.sub(&t1); // Y² − X²
+        let ta = xy.square().sub(&tb); // 2XY
+        let t2 = self.z.square().double().sub(&t1); // 2Z² − (Y² − X²)
+        Point {
+            x: ta.mul(&t2),
+            y: t1.mul(&tb),
+            z: t1.mul(&t2),
+            ta,
+            tb,
+        }
+    }
+
+    /// `(X+Y, Y−X, 2Z, 2d·T)`.
+    #[inline(always)]
+    pub(crate) fn to_r2(self) -> PointR2 {
+        PointR2 {
+            xy: self.x.add(&self.y),
+            yx: self.y.sub(&self.x),
+            z2: self.z.double(),
+            t2: self.ta.double().mul(&self.tb).mul(&D),
+        }
+    }
+
+    /// `(X+Y, Y−X, Z, T)`.
+    #[inline(always)]
+    pub(crate) fn to_r3(self) -> PointR3 {
+        PointR3 {
+            xy: self.x.add(&self.y),
+            yx: self.y.sub(&self.x),
+            z: self.z,
+            t: self.ta.mul(&self.tb),
+        }
+    }
+
+    /// `P + Q` with `Q` in R2: `9M` (add-2008-hwcd-3 with the `2d` folded into Q).
+    #[inline(always)]
+    pub(crate) fn add_r2(&self, q: &PointR2) -> Point {
+        add_core(q, &self.to_r3())
+    }
+
+    /// `P + Q` with `Q` affine in R5 (`Z_Q = 1`): `7M` (mixed addition, FourQlib `eccmadd`).
+    #[inline(always)]
+    pub(crate) fn add_r5(&self, q: &AffineR5) -> Point {
+        let c = self.ta.mul(&self.tb).mul(&q.t2); // 2d·T1·t2
+        let d = self.z.double(); // 2Z1
+        let a = self.y.sub(&self.x).mul(&q.yx); // (Y1−X1)(y2−x2)
+        let b = self.x.add(&self.y).mul(&q.xy); // (X1+Y1)(x2+y2)
+        finish_add(a, b, c, d)
+    }
+
+    /// `ψ(P)`: `τ̂ ∘ δψδ⁻¹ ∘ τ` ([CL15, §3]). Reads `X, Y, Z`.
+    pub(crate) fn psi(&self) -> Point {
+        let (x, y, z) = tau(self);
+        let (x, y, z) = delta_psi_delta(x, y, z);
+        tau_dual(x, y, z)
+    }
+
+    /// `φ(P)`: `τ̂ ∘ δφδ⁻¹ ∘ τ` ([CL15, §3]). Reads `X, Y, Z`.
+    pub(crate) fn phi(&self) -> Point {
+        let (x, y, z) = tau(self);
+        let (x, y, z) = delta_phi_delta(x, y, z);
+        tau_dual(x, y, z)
+    }
+
+    /// `[392]P`, FourQlib's `cofactor_clearing` chain: `3P`, `48P`, `49P`, `392P`.
+    pub(crate) fn mul_by_cofactor(&self) -> Point {
+        let q = self.to_r2();
+        let mut p = self.double_r1().add_r2(&q); // 3P
+        for _ in 0..4 {
+            p = p.double_r1(); // 48P
+        }
+        p = p.add_r2(&q); // 49P
+        for _ in 0..3 {
+            p = p.double_r1(); // 392P
+        }
+        p
+    }
+
+    /// Affine `(x, y)` with canonical coordinates (one constant-time inversion).
+    pub(crate) fn to_affine(self) -> (Fp2, Fp2) {
+        let zi = self.z.invert();
+        (self.x.mul(&zi).canonical(), self.y.mul(&zi).canonical())
+    }
+
+    /// The 32-byte encoding: `y` (as `y0 ‖ y1`, 127 bits each) with bit 255 set to the "sign"
+    /// of `x` — bit 126 of `x0`, or of `x1` when `x0 = 0` — as FourQlib's `encode`.
+    pub fn to_bytes(&self) -> [u8; 32] {
+        let (x, y) = self.to_affine();
+        let mut out = y.to_bytes();
+        let x0_zero = x.a0.is_zero();
+        let s = u8::conditional_select(&x.a0.bit(126), &x.a1.bit(126), x0_zero);
+        out[31] |= s << 7;
+        out
+    }
+
+    /// Decode a 32-byte encoding to a point of the curve, without the subgroup check.
+    ///
+    /// Rejects a non-canonical `y` (either half `≥ p`), a `y` with no matching `x` on the curve,
+    /// and the sign bit set when `x = 0`. Runs in constant time in the encoding.
+    pub fn from_bytes_unchecked_subgroup(bytes: &[u8; 32]) -> CtOption<Point> {
+        let sign = Choice::from(bytes[31] >> 7);
+        let mut yb = *bytes;
+        yb[31] &= 0x7f;
+        Fp2::from_bytes(&yb).and_then(|y| {
+            // x² = (y² − 1)/(d·y² + 1); the denominator never vanishes since d is a non-square.
+            let y2 = y.square();
+            let u = y2.sub(&Fp2::ONE);
+            let v = D.mul(&y2).add(&Fp2::ONE);
+            let (is_sq, mut x) = u.mul(&v.invert()).sqrt();
+            let x = {
+                let x0_zero = x.a0.is_zero();
+                let s = u8::conditional_select(&x.a0.bit(126), &x.a1.bit(126), x0_zero);
+                let flip = Choice::from(s) ^ sign;
+                x.conditional_negate(flip);
+                x.canonical()
+            };
+            let x_zero = x.is_zero();
+            let p = Point::from_affine(x, y);
+            CtOption::new(p, is_sq & !(x_zero & sign) & p.is_on_curve())
+        })
+    }
+
+    /// Decode and check membership of the order-`N` subgroup (`[N]P = O`).
+    ///
+    /// Returns `None` for a non-canonical encoding, a point off the curve, or a point outside
+    /// the prime-order subgroup (one with a component of order dividing 392). The subgroup
+    /// check is a variable-time multiplication by the public `N` on the public input.
+    pub fn from_bytes(bytes: &[u8; 32]) -> CtOption<Point> {
+        Point::from_bytes_unchecked_subgroup(bytes).and_then(|p| {
+            let ok = p.is_torsion_free_vartime();
+            CtOption::new(p, Choice::from(u8::from(ok)))
+        })
+    }
+
+    /// `[N]P == O`, computed with a variable-time window-5 NAF chain of the public `N`.
+    ///
+    /// Variable time in `P`: only for public points (decoding of received encodings).
+    pub fn is_torsion_free_vartime(&self) -> bool {
+        crate::scalar_mul::mul_vartime_u256(self, &ORDER).is_identity_vartime()
+    }
+
+    /// `P == O`, variable time (for public points).
+    pub fn is_identity_vartime(&self) -> bool {
+        bool::from(self.is_identity())
+    }
+
+    /// `P == O` in constant time: `X = 0` and `Y = Z`.
+    pub fn is_identity(&self) -> Choice {
+        self.x.is_zero() & self.y.ct_eq(&self.z)
+    }
+
+    /// `2P`.
+    pub fn double(&self) -> Point {
+        self.double_r1()
+    }
+
+    /// Constant-time table-free check that the point is on the curve (for tests and callers
+    /// holding points from elsewhere).
+    pub fn is_valid(&self) -> bool {
+        bool::from(self.is_on_curve())
+    }
+}
+
+/// `P + Q` from `P` in R2 and `Q` in R3: FourQlib's `eccadd_core`, `8M`.
+#[inline(always)]
+pub(crate) fn add_core(p: &PointR2, q: &PointR3) -> Point {
+    let c = p.t2.mul(&q.t); // 2d·T1·T2
+    let d = p.z2.mul(&q.z); // 2·Z1·Z2
+    let b = p.xy.mul(&q.xy); // (X1+Y1)(X2+Y2)
+    let a = p.yx.mul(&q.yx); // (Y1−X1)(Y2−X2)
+    finish_add(a, b, c, d)
+}
+
+/// Common tail of the additions: `E = B − A`, `F = D − C`, `G = D + C`, `H = B + A`,
+/// `(X3, Y3, Z3, T3) = (E·F, G·H, F·G, E·H)` with `T3` kept as `Ta = H`, `Tb = E`.
+#[inline(always)]
+fn finish_add(a: Fp2, b: Fp2, c: Fp2, d: Fp2) -> Point {
+    let f = d.sub(&c);
+    let g = d.add(&c);
+    let e = b.sub(&a);
+    let h = b.add(&a);
+    Point {
+        x: e.mul(&f),
+        y: g.mul(&h),
+        z: f.mul(&g),
+        ta: h,
+        tb: e,
+    }
+}
+
+/// τ: E → Ê, `(X, Y, Z) ↦ (ctau1·XY(Y²−X²), (X²+Y²)(2Z²−(Y²−X²)), (X²+Y²)(Y²−X²))`.
+#[inline(always)]
+fn tau(p: &Point) -> (Fp2, Fp2, Fp2) {
+    let t0 = p.x.square();
+    let t1 = p.y.square();
+    let xy = p.x.mul(&p.y);
+    let z = t0.add(&t1);
+    let t0 = t1.sub(&t0);
+    let y = p.z.square().double().sub(&t0);
+    (xy.mul(&t0).mul(&CTAU1), y.mul(&z), z.mul(&t0))
+}
+
+/// τ̂: Ê → E, returning R1 with `Ta = Y²−X²`-type factors as in FourQlib's `ecc_tau_dual`.
+#[inline(always)]
+fn tau_dual(x: Fp2, y: Fp2, z: Fp2) -> Point {
+    let t0 = x.square();
+    let z2 = z.square();
+    let t1 = y.square();
+    let ta = t1.sub(&t0); // Y² − X²
+    let t0 = t0.add(&t1); // X² + Y²
+    let zz = z2.double().sub(&ta); // 2Z² − (Y² − X²)
+    let tb = x.mul(&y).mul(&CTAUDUAL1);
+    Point {
+        x: tb.mul(&t0),
+        y: zz.mul(&ta),
+        z: zz.mul(&t0),
+        ta,
+        tb,
+    }
+}
+
+/// δ∘φ_W∘δ⁻¹ on Ê ([CL15, App. A]; FourQlib `ecc_delphidel`).
+#[inline(always)]
+fn delta_phi_delta(x: Fp2, y: Fp2, z: Fp2) -> (Fp2, Fp2, Fp2) {
+    let t4 = z.square();
+    let t3 = y.mul(&z);
+    let t2 = y.square();
+    let t0 = t4.mul(&CPHI4).add(&t2);
+    let t1 = t3.mul(&CPHI3);
+    let t5 = t0.sub(&t1);
+    let t0 = t0.add(&t1).mul(&z).mul(&t5);
+    let t1 = t3.mul(&CPHI1);
+    let t5 = t2.add(&t4.mul(&CPHI2));
+    let t6 = t1.sub(&t5).mul(&t1.add(&t5)).mul(&CPHI0);
+    let x = x.mul(&t6);
+    let t6 = t2.square();
+    let t2 = t3.square();
+    let t3 = t4.square();
+    let t1 = t2.mul(&CPHI8).add(&t6).add(&t3.mul(&CPHI9)).mul(&y);
+    let t2 = t2.mul(&CPHI6).add(&t3.mul(&CPHI7));
+    let yy = t6.add(&t2).mul(&CPHI5);
+    let x = x.mul(&t1).conj();
+    let yy = yy.mul(&z).mul(&t0).conj();
+    let zz = t0.mul(&t1).conj();
+    (x, yy, zz)
+}
+
+/// δ∘ψ_W∘δ⁻¹ on Ê ([CL15, App. A]; FourQlib `ecc_delpsidel`).
+#[inline(always)]
+fn delta_psi_delta(x: Fp2, y: Fp2, z: Fp2) -> (Fp2, Fp2, Fp2) {
+    let x = x.conj();
+    let z = z.conj();
+    let y = y.conj();
+    let t2 = z.square();
+    let t0 = x.square();
+    let x = x.mul(&t2);
+    let zz = t0.add(&t2.mul(&CPSI2));
+    let t1 = t0.add(&t2.mul(&CPSI3));
+    let t2 = t0.add(&t2.mul(&CPSI4)).neg();
+    let zz = zz.mul(&y);
+    let x = x.mul(&t2).mul(&CPSI1);
+    let y = t1.mul(&zz);
+    let z = zz.mul(&t2);
+    (x, y, z)
+}
+
+impl PointR2 {
+    /// `−Q = (Y−X, X+Y, 2Z, −2dT)`.
+    #[inline(always)]
+    pub(crate) fn conditional_negate(&mut self, neg: Choice) {
+        let (xy, yx) = (self.xy, self.yx);
+        self.xy = Fp2::conditional_select(&xy, &yx, neg);
+        self.yx = Fp2::conditional_select(&yx, &xy, neg);
+        self.t2.conditional_negate(neg);
+    }
+
+    /// `(2X, 2Y, 2Z)` (FourQlib R2→R4), a projective representative for doubling.
+    #[inline(always)]
+    pub(crate) fn to_r1_for_doubling(self) -> Point {
+        Point {
+            x: self.xy.sub(&self.yx),
+            y: self.xy.add(&self.yx),
+            z: self.z2,
+            ta: Fp2::ZERO,
+            tb: Fp2::ZERO,
+        }
+    }
+}
+
+impl ConditionallySelectable for PointR2 {
+    #[inline(always)]
+    fn conditional_select(a: &Self, b: &Self, c: Choice) -> Self {
+        PointR2 {
+            xy: Fp2::conditional_select(&a.xy, &b.xy, c),
+            yx: Fp2::conditional_select(&a.yx, &b.yx, c),
+            z2: Fp2::conditional_select(&a.z2, &b.z2, c),
+            t2: Fp2::conditional_select(&a.t2, &b.t2, c),
+        }
+    }
+}
+
+impl AffineR5 {
+    /// The identity `(1, 1, 0)`.
+    pub(crate) const IDENTITY: AffineR5 = AffineR5 {
+        xy: Fp2::ONE,
+        yx: Fp2::ONE,
+        t2: Fp2::ZERO,
+    };
+
+    /// From a point (one inversion).
+    pub(crate) fn from_point(p: &Point) -> AffineR5 {
+        let (x, y) = p.to_affine();
+        AffineR5 {
+            xy: x.add(&y),
+            yx: y.sub(&x),
+            t2: x.mul(&y).double().mul(&D),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn conditional_negate(&mut self, neg: Choice) {
+        let (xy, yx) = (self.xy, self.yx);
+        self.xy = Fp2::conditional_select(&xy, &yx, neg);
+        self.yx = Fp2::conditional_select(&yx, &xy, neg);
+        self.t2.conditional_negate(neg);
+    }
+}
+
+impl ConditionallySelectable for AffineR5 {
+    #[inline(always)]
+    fn conditional_select(a: &Self, b: &Self, c: Choice) -> Self {
+        AffineR5 {
+            xy: Fp2::conditional_select(&a.xy, &b.xy, c),
+            yx: Fp2::conditional_select(&a.yx, &b.yx, c),
+            t2: Fp2::conditional_select(&a.t2, &b.t2, c),
+        }
+    }
+}
+
+impl ConditionallySelectable for Point {
+    fn conditional_select(a: &Self, b: &Self, c: Choice) -> Self {
+        Point {
+            x: Fp2::conditional_select(&a.x, &b.x, c),
+            y: Fp2::conditional_select(&a.y, &b.y, c),
+            z: Fp2::conditional_select(&a.z, &b.z, c),
+            ta: Fp2::conditional_select(&a.ta, &b.ta, c),
+            tb: Fp2::conditional_select(&a.tb, &b.tb, c),
+        }
+    }
+}
+
+impl ConstantTimeEq for Point {
+    /// Projective equality: `X1·Z2 = X2·Z1` and `Y1·Z2 = Y2·Z1`.
+    fn ct_eq(&self, other: &Point) -> Choice {
+        self.x.mul(&other.z).ct_eq(&other.x.mul(&self.z))
+            & self.y.mul(&other.z).ct_eq(&other.y.mul(&self.z))
+    }
+}
+
+impl PartialEq for Point {
+    fn eq(&self, other: &Point) -> bool {
+        bool::from(self.ct_eq(other))
+    }
+}
+
+impl Eq for Point {}
+
+impl Default for Point {
+    fn default() -> Point {
+        Point::IDENTITY
+    }
+}
+
+impl core::fmt::Debug for Point {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // Points are public values; print the encoding.
+        write!(f, "Point(")?;
+        for b in self.to_bytes() {
+            write!(f, "{b:02x}")?;
+        }
+        write!(f, ")")
+    }
+}
+
+impl Zeroize for Point {
+    fn zeroize(&mut self) {
+        self.x.zeroize();
+        self.y.zeroize();
+        self.z.zeroize();
+        self.ta.zeroize();
+        self.tb.zeroize();
+    }
+}
+
+impl core::ops::Add<&Point> for &Point {
+    type Output = Point;
+    fn add(self, rhs: &Point) -> Point {
+        self.add_r2(&rhs.to_r2())
+    }
+}
+
+impl core::ops::Sub<&Point> for &Point {
+    type Output = Point;
+    fn sub(self, rhs: &Point) -> Point {
+        self.add_r2(&(-rhs).to_r2())
+    }
+}
+
+impl core::ops::Neg for &Point {
+    type Output = Point;
+    /// `−(x, y) = (−x, y)`.
+    fn neg(self) -> Point {
+        Point {
+            x: self.x.neg(),
+            y: self.y,
+            z: self.z,
+            ta: self.ta.neg(),
+            tb: self.tb,
+        }
+    }
+}
+
+impl core::ops::Neg for Point {
+    type Output = Point;
+    fn neg(self) -> Point {
+        -&self
+    }
+}
+
+macro_rules! forward_binop {
+    ($tr:ident, $f:ident, $atr:ident, $af:ident) => {
+        impl core::ops::$tr<Point> for Point {
+            type Output = Point;
+            fn $f(self, rhs: Point) -> Point {
+                core::ops::$tr::$f(&self, &rhs)
+            }
+        }
+        impl core::ops::$tr<&Point> for Point {
+            type Output = Point;
+            fn $f(self, rhs: &Point) -> Point {
+                core::ops::$tr::$f(&self, rhs)
+            }
+        }
+        impl core::ops::$tr<Point> for &Point {
+            type Output = Point;
+            fn $f(self, rhs: Point) -> Point {
+                core::ops::$tr::$f(self, &rhs)
+            }
+        }
+        impl core::ops::$atr<Point> for Point {
+            fn $af(&mut self, rhs: Point) {
+                *self = core::ops::$tr::$f(&*self, &rhs);
+            }
+        }
+        impl core::ops::$atr<&Point> for Point {
+            fn $af(&mut self, rhs: &Point) {
+                *self = core::ops::$tr::$f(&*self, rhs);
+            }
+        }
+    };
+}
+forward_binop!(Add, add, AddAssign, add_assign);
+forward_binop!(Sub, sub, SubAssign, sub_assign);
+
+impl core::iter::Sum for Point {
+    fn sum<I: Iterator<Item = Point>>(iter: I) -> Point {
+        iter.fold(Point::IDENTITY, |a, b| a + b)
+    }
+}
+
+impl<'a> core::iter::Sum<&'a Point> for Point {
+    fn sum<I: Iterator<Item = &'a Point>>(iter: I) -> Point {
+        iter.fold(Point::IDENTITY, |a, b| a + b)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Affine coordinates as FourQlib's `fp2compare64` words `[x0.lo, x0.hi, x1.lo, x1.hi]`.
+    pub(crate) fn words(p: &Point) -> ([u64; 4], [u64; 4]) {
+        let (x, y) = p.to_affine();
+        let w = |e: Fp2| [e.a0.0[0], e.a0.0[1], e.a1.0[0], e.a1.0[1]];
+        (w(x), w(y))
+    }
+
+    #[test]
+    fn generator_is_on_curve_and_in_subgroup() {
+        let g = Point::generator();
+        assert!(g.is_valid());
+        assert!(g.is_torsion_free_vartime());
+        assert!(!g.is_identity_vartime());
+        assert!(Point::IDENTITY.is_valid());
+    }
+
+    /// FourQlib `tests/ecc_tests.c`, "Point doubling": 1000 doublings of G.
+    #[test]
+    fn kat_1000_doublings() {
+        let mut p = Point::generator();
+        for _ in 0..1000 {
+            p = p.double_r1();
+        }
+        let (x, y) = words(&p);
+        assert_eq!(
+            x,
+            [
+                0xC9099C54855859D6,
+                0x2C3FD8822C82270F,
+                0xA7B3F6E2043E8E68,
+                0x4DA5B9E83AA7A1B2
+            ]
+        );
+        assert_eq!(
+            y,
+            [
+                0x3EE089F0EB49AA14,
+                0x2001EB3A57688396,
+                0x1FEE5617A7E954CD,
+                0x0FFDB0D761421F50
+            ]
+        );
+    }
+
+    /// FourQlib `tests/ecc_tests.c`, "Point addition": P ← P + P 1000 times, then
+    /// P ← 2G, P ← P + G 1000 times.
+    #[test]
+    fn kat_1000_additions() {
+        let mut p = Point::generator();
+        for _ in 0..1000 {
+            p = p.add_r2(&p.to_r2());
+        }
+        let (x, y) = words(&p);
+        assert_eq!(
+            x,
+            [
+                0xC9099C54855859D6,
+                0x2C3FD8822C82270F,
+                0xA7B3F6E2043E8E68,
+                0x4DA5B9E83AA7A1B2
+            ]
+        );
+        assert_eq!(
+            y,
+            [
+                0x3EE089F0EB49AA14,
+                0x2001EB3A57688396,
+                0x1FEE5617A7E954CD,
+                0x0FFDB0D761421F50
+            ]
+        );
+
+        let g = Point::generator();
+        let q = g.to_r2();
+        let mut p = g.double_r1();
+        for _ in 0..1000 {
+            p = p.add_r2(&q);
+        }
+        let (x, y) = words(&p);
+        assert_eq!(
+            x,
+            [
+                0x6480B1EF0A151DB0,
+                0x3E243958590C4D90,
+                0xAA270F644A65D473,
+                0x5327AF7D84238CD0
+            ]
+        );
+        assert_eq!(
+            y,
+            [
+                0x5E06003D73C43EB1,
+                0x3EF69A49CB7E0237,
+                0x4E752648AC2EF0AB,
+                0x293EB1E26DD23B4E
+            ]
+        );
+    }
+
+    /// FourQlib `tests/ecc_tests.c`, "Psi endomorphism": ψ applied 1000 times to G.
+    #[test]
+    fn kat_psi() {
+        let mut p = Point::generator();
+        for _ in 0..1000 {
+            p = p.psi();
+        }
+        let (x, y) = words(&p);
+        assert_eq!(
+            x,
+            [
+                0xD8F3C8C24A2BC7E2,
+                0x75AF54EDB41A2B93,
+                0x4DE2466701F009A9,
+                0x065249F9EDE0C798
+            ]
+        );
+        assert_eq!(
+            y,
+            [
+                0x1C6E119ADD608104,
+                0x06DBB85BFFB7C21E,
+                0xFD234D6C4CFA3EC1,
+                0x060A30903424BF13
+            ]
+        );
+    }
+
+    /// FourQlib `tests/ecc_tests.c`, "Phi endomorphism": φ applied 1000 times to G
+    /// (normalised after each step).
+    #[test]
+    fn kat_phi() {
+        let mut p = Point::generator();
+        for _ in 0..1000 {
+            let q = p.phi();
+            let (x, y) = q.to_affine();
+            p = Point::from_affine(x, y);
+        }
+        let (x, y) = words(&p);
+        assert_eq!(
+            x,
+            [
+                0xD5B5A3061287DB16,
+                0x5550AAB9E7A620EE,
+                0xEC321E6CF33610FC,
+                0x3E61EBB9A1CB0210
+            ]
+        );
+        assert_eq!(
+            y,
+            [
+                0x7E2851D5A8E83FB9,
+                0x5474BF8EC55603AE,
+                0xA5077613491788D5,
+                0x5476093DBF8BF6BF
+            ]
+        );
+    }
+
+    #[test]
+    fn group_laws_small() {
+        let g = Point::generator();
+        let g2 = g.double();
+        assert_eq!(g + g, g2);
+        assert_eq!(g2 - g, g);
+        assert_eq!(g + Point::IDENTITY, g);
+        assert_eq!(g + (-g), Point::IDENTITY);
+        assert!((g + (-g)).is_identity_vartime());
+        assert_eq!((g + g2) + g, g + (g2 + g));
+        let m = AffineR5::from_point(&g2);
+        assert_eq!(g.add_r5(&m), g + g2);
+        assert!(g.psi().is_valid() && g.phi().is_valid());
+    }
+
+    #[test]
+    fn encoding_round_trip_and_rejection() {
+        let mut p = Point::generator();
+        for _ in 0..20 {
+            let b = p.to_bytes();
+            let q = Option::<Point>::from(Point::from_bytes(&b)).unwrap();
+            assert_eq!(p, q);
+            assert_eq!(q.to_bytes(), b);
+            p = p.double() + Point::generator();
+        }
+        // The identity encodes as y = 1, sign 0.
+        let mut id = [0u8; 32];
+        id[0] = 1;
+        assert_eq!(Point::IDENTITY.to_bytes(), id);
+        assert!(Point::from_bytes(&id).is_some().unwrap_u8() == 1);
+        id[31] |= 0x80; // sign set with x = 0
+        assert!(bool::from(Point::from_bytes(&id).is_none()));
+    }
+}
