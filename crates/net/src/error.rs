@@ -1,0 +1,126 @@
+//! The error type of every channel operation.
+
+use std::io;
+use std::time::Duration;
+
+/// Result of a channel operation.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong on a channel.
+///
+/// Every variant is reachable by a peer's behaviour (or the lack of it); none is a panic in
+/// disguise. After any error other than a [`Error::Timeout`] that struck *between* frames, or a
+/// length error on an in-memory channel, the byte stream of a TCP channel is out of step with the
+/// peer and the channel reports [`Error::Broken`] from then on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system I/O error that none of the other variants describes.
+    #[error("I/O error during {op}: {source}")]
+    Io {
+        /// The operation that failed (`"read"`, `"write"`, `"accept"`, …).
+        op: &'static str,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// Nothing arrived (or nothing could be written) for `after`.
+    #[error("timed out after {after:?}")]
+    Timeout {
+        /// The timeout that expired.
+        after: Duration,
+    },
+    /// The peer closed the connection (or dropped its end) between two frames.
+    #[error("peer disconnected")]
+    PeerDisconnected,
+    /// The peer closed the connection in the middle of a frame.
+    #[error("peer disconnected mid-frame: got {got} of {expected} bytes")]
+    Truncated {
+        /// Bytes the frame (or its header) should have had.
+        expected: u64,
+        /// Bytes that arrived before the connection closed.
+        got: u64,
+    },
+    /// The peer announced a frame longer than the receiver accepts; nothing was allocated.
+    #[error("frame of {len} bytes exceeds the limit of {max} bytes")]
+    FrameTooLarge {
+        /// The announced length.
+        len: u64,
+        /// The limit in force for this receive.
+        max: u64,
+    },
+    /// A frame's length differs from the exact length the receiver expected.
+    #[error("expected a frame of {expected} bytes, got {got}")]
+    UnexpectedLength {
+        /// The expected length in bytes.
+        expected: u64,
+        /// The length that arrived.
+        got: u64,
+    },
+    /// A frame of typed values is not a whole number of elements.
+    #[error("frame of {len} bytes is not a multiple of the element size {elem_size}")]
+    NotMultiple {
+        /// The frame length in bytes.
+        len: u64,
+        /// The size of one element in bytes.
+        elem_size: usize,
+    },
+    /// Connecting failed on every attempt until the deadline.
+    #[error("could not connect to {addr} after {attempts} attempts: {source}")]
+    ConnectFailed {
+        /// The address we tried.
+        addr: String,
+        /// How many attempts were made.
+        attempts: u32,
+        /// The error of the last attempt.
+        #[source]
+        source: io::Error,
+    },
+    /// The session handshake with a peer failed.
+    #[error("handshake failed: {reason}")]
+    Handshake {
+        /// What was wrong.
+        reason: String,
+    },
+    /// A party index outside the session, or the party itself.
+    #[error("no channel to party {peer} (this is party {rank} of {parties})")]
+    NoSuchParty {
+        /// The requested peer.
+        peer: usize,
+        /// This party's rank.
+        rank: usize,
+        /// Number of parties in the session.
+        parties: usize,
+    },
+    /// An earlier error left the channel out of step with its peer; it cannot be used any more.
+    #[error("channel unusable after an earlier error")]
+    Broken,
+}
+
+impl Error {
+    /// Maps an I/O error of a stream operation to the matching variant: timeouts become
+    /// [`Error::Timeout`], resets and broken pipes [`Error::PeerDisconnected`].
+    pub(crate) fn from_io(op: &'static str, e: io::Error, timeout: Option<Duration>) -> Self {
+        match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Timeout {
+                after: timeout.unwrap_or_default(),
+            },
+            io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::NotConnected => Error::PeerDisconnected,
+            _ => Error::Io { op, source: e },
+        }
+    }
+
+    /// Whether this is a [`Error::Timeout`].
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout { .. })
+    }
+}
+
+/// Widens a length to `u64` for error reports (lossless on every supported target).
+pub(crate) fn len64(n: usize) -> u64 {
+    n as u64
+}

@@ -1,0 +1,134 @@
+//! An in-memory channel pair between two threads of one process, for tests and benches.
+
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+
+use crate::channel::{Channel, DEFAULT_MAX_FRAME_LEN, RecvBuf, Stats, StatsRecorder};
+use crate::error::{Error, Result, len64};
+
+/// Default receive timeout of an in-memory channel: 60 s, so that a test whose peer never
+/// answers fails instead of hanging, while slow (debug-build) computations between messages
+/// still fit.
+pub const DEFAULT_MEM_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One end of an in-memory channel pair (see [`mem_pair`]).
+///
+/// Messages travel as owned `Vec<u8>`s over an unbounded crossbeam channel: a send never
+/// blocks, [`Channel::send_vec`] and [`Channel::recv`] move the buffer without copying, and
+/// [`Channel::flush`] has nothing to do. Dropping one end makes the other's receives fail with
+/// [`Error::PeerDisconnected`] once the queued messages are consumed.
+#[derive(Debug)]
+pub struct MemChannel {
+    tx: Sender<Vec<u8>>,
+    rx: Receiver<Vec<u8>>,
+    timeout: Duration,
+    max_frame_len: usize,
+    stats: StatsRecorder,
+}
+
+/// Creates a connected pair of in-memory channels with the default receive timeout
+/// ([`DEFAULT_MEM_TIMEOUT`]).
+///
+/// ```
+/// use obliv_net::{Channel, mem_pair};
+/// let (mut a, mut b) = mem_pair();
+/// a.send(b"hello").unwrap();
+/// assert_eq!(b.recv().unwrap(), b"hello");
+/// ```
+pub fn mem_pair() -> (MemChannel, MemChannel) {
+    mem_pair_with_timeout(DEFAULT_MEM_TIMEOUT)
+}
+
+/// Creates a connected pair of in-memory channels whose receives time out after `timeout`.
+pub fn mem_pair_with_timeout(timeout: Duration) -> (MemChannel, MemChannel) {
+    let (tx_ab, rx_ab) = crossbeam_channel::unbounded();
+    let (tx_ba, rx_ba) = crossbeam_channel::unbounded();
+    let mk = |tx, rx| MemChannel {
+        tx,
+        rx,
+        timeout,
+        max_frame_len: DEFAULT_MAX_FRAME_LEN,
+        stats: StatsRecorder::default(),
+    };
+    (mk(tx_ab, rx_ba), mk(tx_ba, rx_ab))
+}
+
+impl MemChannel {
+    /// Sets the receive timeout.
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    /// Sets the largest frame [`Channel::recv`] accepts.
+    pub fn set_max_frame_len(&mut self, max: usize) {
+        self.max_frame_len = max;
+    }
+
+    fn next(&mut self) -> Result<Vec<u8>> {
+        match self.rx.recv_timeout(self.timeout) {
+            Ok(m) => Ok(m),
+            Err(RecvTimeoutError::Timeout) => Err(Error::Timeout {
+                after: self.timeout,
+            }),
+            Err(RecvTimeoutError::Disconnected) => Err(Error::PeerDisconnected),
+        }
+    }
+}
+
+fn check_len(len: usize, max_len: usize) -> Result<()> {
+    if len > max_len {
+        return Err(Error::FrameTooLarge {
+            len: len64(len),
+            max: len64(max_len),
+        });
+    }
+    Ok(())
+}
+
+impl Channel for MemChannel {
+    fn send(&mut self, msg: &[u8]) -> Result<()> {
+        self.send_vec(msg.to_vec())
+    }
+
+    fn send_vec(&mut self, msg: Vec<u8>) -> Result<()> {
+        let len = msg.len();
+        self.tx.send(msg).map_err(|_| Error::PeerDisconnected)?;
+        self.stats.record_send(len);
+        Ok(())
+    }
+
+    fn recv_frame(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()> {
+        let m = self.next()?;
+        self.stats.record_recv(m.len());
+        check_len(m.len(), max_len)?;
+        let dst = buf.prepare(m.len())?;
+        if dst.len() != m.len() {
+            return Err(Error::UnexpectedLength {
+                expected: len64(dst.len()),
+                got: len64(m.len()),
+            });
+        }
+        dst.copy_from_slice(&m);
+        Ok(())
+    }
+
+    fn recv_max(&mut self, max_len: usize) -> Result<Vec<u8>> {
+        let m = self.next()?;
+        self.stats.record_recv(m.len());
+        check_len(m.len(), max_len)?;
+        Ok(m)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn stats(&self) -> Stats {
+        self.stats.stats()
+    }
+
+    fn max_frame_len(&self) -> usize {
+        self.max_frame_len
+    }
+}

@@ -1,0 +1,171 @@
+//! A simulated network link (bandwidth and latency) over any channel.
+//!
+//! # Model
+//!
+//! Each direction of the link is a FIFO pipe of `bandwidth` bits per second followed by a
+//! propagation delay of `latency` (one way), with an unbounded send buffer. For the `i`-th
+//! message of `s_i` payload bytes, handed to [`Channel::send`] at time `t_i`:
+//!
+//! ```text
+//! start_i   = max(t_i, free_{i-1})            the link is busy until the previous one is out
+//! free_i    = start_i + 8·s_i / bandwidth     its last bit leaves the sender
+//! arrival_i = free_i + latency                its last bit reaches the receiver
+//! ```
+//!
+//! The sender computes `arrival_i` and sends it (8 bytes, nanoseconds since the Unix epoch) as
+//! a frame of its own ahead of the message on the inner channel; the receiver's
+//! [`Channel::recv_frame`] returns the message no earlier than `arrival_i`. Sends never block
+//! (like TCP with a large send buffer); only receivers wait. A transfer of `S` bytes in messages
+//! sent back to back thus completes `S·8/bandwidth + latency` after it starts, and a
+//! request/response costs at least `2·latency`, as on a real link. Both ends must read the same
+//! clock, so the ends live in one process or on one machine (wall clock, `SystemTime`). The
+//! timestamp frames are not counted in [`SimLink::stats`]; per-frame protocol headers (TCP/IP,
+//! our 8-byte length) are not charged to the bandwidth either.
+
+use std::thread;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::channel::{Channel, RecvBuf, Stats, StatsRecorder};
+use crate::error::Result;
+
+/// Parameters of a simulated link, the same in both directions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkModel {
+    /// Bandwidth in bits per second; `0` means unlimited.
+    pub bandwidth_bps: u64,
+    /// One-way latency (propagation delay).
+    pub latency: Duration,
+}
+
+impl LinkModel {
+    /// A link of `mbps` megabits per second (10^6 bit/s) and `latency_ms` milliseconds one way,
+    /// e.g. `LinkModel::mbps_ms(100, 10)` for the "100 Mbps / 10 ms" rows.
+    pub fn mbps_ms(mbps: u64, latency_ms: u64) -> Self {
+        LinkModel {
+            bandwidth_bps: mbps.saturating_mul(1_000_000),
+            latency: Duration::from_millis(latency_ms),
+        }
+    }
+
+    /// Time for `bytes` payload bytes to leave the sender: `8·bytes / bandwidth`.
+    pub fn transmit_time(&self, bytes: usize) -> Duration {
+        if self.bandwidth_bps == 0 {
+            return Duration::ZERO;
+        }
+        let ns = (bytes as u128) * 8 * 1_000_000_000 / u128::from(self.bandwidth_bps);
+        Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+
+    /// Theoretical time to move `bytes` one way in back-to-back messages on an idle link:
+    /// `8·bytes / bandwidth + latency`.
+    pub fn one_way_time(&self, bytes: usize) -> Duration {
+        self.transmit_time(bytes) + self.latency
+    }
+}
+
+/// A [`Channel`] that delays its inner channel's messages as a link of the given
+/// [`LinkModel`] would (see the module documentation for the model). Wrap both ends.
+#[derive(Debug)]
+pub struct SimLink<C> {
+    inner: C,
+    model: LinkModel,
+    /// When the outgoing link is next free, in nanoseconds since the Unix epoch.
+    free_ns: u64,
+    stats: StatsRecorder,
+}
+
+impl<C: Channel> SimLink<C> {
+    /// Wraps `inner` (whose peer must be wrapped too, with the same model).
+    pub fn new(inner: C, model: LinkModel) -> Self {
+        SimLink {
+            inner,
+            model,
+            free_ns: 0,
+            stats: StatsRecorder::default(),
+        }
+    }
+
+    /// The link's parameters.
+    pub fn model(&self) -> LinkModel {
+        self.model
+    }
+
+    /// The wrapped channel (whose own counters include the timestamp frames).
+    pub fn into_inner(self) -> C {
+        self.inner
+    }
+}
+
+/// Nanoseconds since the Unix epoch (saturating; 0 for a clock before 1970).
+fn now_ns() -> u64 {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Sleeps until the wall clock reads `t_ns`.
+fn sleep_until(t_ns: u64) {
+    loop {
+        let now = now_ns();
+        if now >= t_ns {
+            return;
+        }
+        thread::sleep(Duration::from_nanos(t_ns - now));
+    }
+}
+
+impl<C: Channel> Channel for SimLink<C> {
+    fn send(&mut self, msg: &[u8]) -> Result<()> {
+        let start = now_ns().max(self.free_ns);
+        self.free_ns = start.saturating_add(duration_ns(self.model.transmit_time(msg.len())));
+        let arrival = self.free_ns.saturating_add(duration_ns(self.model.latency));
+        self.inner.send(&arrival.to_le_bytes())?;
+        self.inner.send(msg)?;
+        self.stats.record_send(msg.len());
+        Ok(())
+    }
+
+    fn recv_frame(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()> {
+        let mut t = [0u8; 8];
+        self.inner.recv_into(&mut t)?;
+        let mut len = 0usize;
+        let mut counting = CountingBuf {
+            inner: buf,
+            len: &mut len,
+        };
+        self.inner.recv_frame(max_len, &mut counting)?;
+        sleep_until(u64::from_le_bytes(t));
+        self.stats.record_recv(len);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+
+    fn stats(&self) -> Stats {
+        self.stats.stats()
+    }
+
+    fn max_frame_len(&self) -> usize {
+        self.inner.max_frame_len()
+    }
+}
+
+/// Passes a receive through, remembering its length.
+struct CountingBuf<'a> {
+    inner: &'a mut dyn RecvBuf,
+    len: &'a mut usize,
+}
+
+impl RecvBuf for CountingBuf<'_> {
+    fn prepare(&mut self, len: usize) -> Result<&mut [u8]> {
+        *self.len = len;
+        self.inner.prepare(len)
+    }
+}

@@ -1,0 +1,150 @@
+//! The simulated link against bandwidth/latency theory.
+
+#![allow(clippy::unwrap_used)] // test helpers, outside #[test] functions
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use obliv_net::{Channel, LinkModel, SimLink, TcpChannel, TcpOptions, mem_pair};
+
+/// Sends `total` bytes in `msgs` back-to-back messages and returns the time from the first
+/// send until the receiver holds the last byte.
+fn one_way<A, B>(a: A, b: B, model: LinkModel, total: usize, msgs: usize) -> Duration
+where
+    A: Channel + 'static,
+    B: Channel + 'static,
+{
+    let mut a = SimLink::new(a, model);
+    let mut b = SimLink::new(b, model);
+    let per = total / msgs;
+    let rx = thread::spawn(move || {
+        let mut got = 0;
+        for _ in 0..msgs {
+            got += b.recv().unwrap().len();
+        }
+        (Instant::now(), got, b.stats())
+    });
+    let chunk = vec![0xa5u8; per];
+    let t0 = Instant::now();
+    for _ in 0..msgs {
+        a.send(&chunk).unwrap();
+    }
+    a.flush().unwrap();
+    let (t1, got, stats) = rx.join().unwrap();
+    assert_eq!(got, per * msgs);
+    // Timestamp frames are not counted.
+    assert_eq!(stats.messages_received, msgs as u64);
+    assert_eq!(stats.bytes_received, (per * msgs) as u64);
+    t1 - t0
+}
+
+fn check_within(elapsed: Duration, theory: Duration, rel: f64, slack: Duration) {
+    assert!(elapsed >= theory, "{elapsed:?} < theory {theory:?}");
+    let hi = theory.mul_f64(1.0 + rel) + slack;
+    assert!(elapsed <= hi, "{elapsed:?} > {hi:?} (theory {theory:?})");
+}
+
+/// 10 MB at 100 Mbps / 10 ms: theory 0.8 s + 10 ms = 0.81 s; measured within 10 % (plus a
+/// few ms of scheduling slack on a loaded machine).
+#[test]
+fn ten_megabytes_at_100mbps_10ms_mem() {
+    let model = LinkModel::mbps_ms(100, 10);
+    let total = 10_000_000;
+    let theory = model.one_way_time(total);
+    assert_eq!(theory, Duration::from_millis(810));
+    let (a, b) = mem_pair();
+    let dt = one_way(a, b, model, total, 10);
+    check_within(dt, theory, 0.10, Duration::from_millis(20));
+}
+
+#[test]
+fn ten_megabytes_at_100mbps_10ms_tcp() {
+    let model = LinkModel::mbps_ms(100, 10);
+    let total = 10_000_000;
+    let (a, b) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
+    let dt = one_way(a, b, model, total, 100);
+    check_within(
+        dt,
+        model.one_way_time(total),
+        0.10,
+        Duration::from_millis(20),
+    );
+}
+
+/// Ping-pong on a latency-only link: each round trip costs two one-way latencies.
+#[test]
+fn round_trips_cost_twice_the_latency() {
+    let model = LinkModel {
+        bandwidth_bps: 0,
+        latency: Duration::from_millis(10),
+    };
+    let (a, b) = mem_pair();
+    let mut a = SimLink::new(a, model);
+    let mut b = SimLink::new(b, model);
+    let n = 5;
+    let t = thread::spawn(move || {
+        for _ in 0..n {
+            let m = b.recv().unwrap();
+            b.send(&m).unwrap();
+        }
+    });
+    let t0 = Instant::now();
+    for _ in 0..n {
+        a.send(b"x").unwrap();
+        a.recv().unwrap();
+    }
+    let dt = t0.elapsed();
+    t.join().unwrap();
+    check_within(
+        dt,
+        Duration::from_millis(100),
+        0.10,
+        Duration::from_millis(20),
+    );
+    assert_eq!(a.stats().rounds, n);
+}
+
+/// A message sent while the link is busy queues behind the previous one; one sent after the
+/// link went idle does not pay for the earlier traffic.
+#[test]
+fn queueing_and_idle_link() {
+    // 8 Mbit/s: 1000 bytes take 1 ms.
+    let model = LinkModel {
+        bandwidth_bps: 8_000_000,
+        latency: Duration::from_millis(5),
+    };
+    assert_eq!(model.transmit_time(1000), Duration::from_millis(1));
+    let (a, b) = mem_pair();
+    let mut a = SimLink::new(a, model);
+    let mut b = SimLink::new(b, model);
+    let t0 = Instant::now();
+    a.send(&[0u8; 50_000]).unwrap(); // 50 ms on the wire
+    a.send(&[0u8; 1]).unwrap(); // queues behind it
+    b.recv().unwrap();
+    let first = t0.elapsed();
+    b.recv().unwrap();
+    let second = t0.elapsed();
+    check_within(
+        first,
+        Duration::from_millis(55),
+        0.10,
+        Duration::from_millis(10),
+    );
+    check_within(
+        second,
+        Duration::from_millis(55),
+        0.10,
+        Duration::from_millis(10),
+    );
+    // After the link went idle, a tiny message costs only the latency.
+    thread::sleep(Duration::from_millis(20));
+    let t1 = Instant::now();
+    a.send(&[0u8; 1]).unwrap();
+    b.recv().unwrap();
+    check_within(
+        t1.elapsed(),
+        Duration::from_millis(5),
+        0.10,
+        Duration::from_millis(10),
+    );
+}
