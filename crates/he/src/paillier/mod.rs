@@ -1,0 +1,855 @@
+//! Paillier's cryptosystem with `g = n + 1`, in the form used by every fast implementation:
+//!
+//! * **Keys** — `n = p·q` with `p ≡ q ≡ 3 (mod 4)` of equal size, so that `h = −x² mod n`
+//!   generates the subgroup `J_n` of elements of Jacobi symbol `+1` (\[DJN10, §4.2\]); the
+//!   public key carries `h_s = hⁿ mod n²`.
+//! * **Public-key encryption** (Damgård–Jurik–Nielsen, short exponent):
+//!   `c = (1 + m·n) · h_s^r mod n²` with `r` uniform in `[0, 2^ℓ)`, `ℓ = 2κ` for a modulus of
+//!   security level `κ` (224 bits for 2048-bit `n`, 256 for 3072, 304 for 4096; see
+//!   [`PublicKey::randomness_bits`]). `h_s^r` uses a precomputed fixed-base table, so an
+//!   encryption costs about `ℓ/5` multiplications modulo `n²` and no squaring.
+//! * **Secret-key encryption**: the same ciphertext distribution, with `h_s^r` computed modulo
+//!   `p²` and `q²` from two half-size tables and recombined by CRT.
+//! * **Decryption** by CRT (\[Pai99, §7\]): `m_p = L_p(c^{p−1} mod p²) · h_p mod p` with
+//!   `L_p(x) = (x − 1)/p`, `h_p = L_p(g^{p−1} mod p²)^{−1} mod p`, the same modulo `q`, and
+//!   Garner's recombination. A ciphertext outside `Z*_{n²}` is rejected.
+//! * **Homomorphic operations**: `E(a)·E(b) = E(a + b)`, `E(a)·E(b)^{−1} = E(a − b)`,
+//!   `E(a)·(1 + k·n) = E(a + k)`, `E(a)^k = E(k·a)`, `E(a)^{−1} = E(−a)`,
+//!   `E(a)·h_s^r = E(a)` re-randomised; all modulo `n`.
+//!
+//! ## Security assumptions
+//! Semantic security of Paillier rests on the decisional composite residuosity assumption
+//! (DCRA). The short-exponent encryption additionally assumes that `h_s^r` with `r` of `2κ`
+//! bits is indistinguishable from a uniform element of the subgroup `⟨h_s⟩` of `n`-th residues
+//! (the short-exponent assumption used by \[DJN10, §4.2\] and by SecretFlow HEU's ZPaillier,
+//! which takes `ℓ = |n|/2`; the best known attack on short exponents costs `2^{ℓ/2}` by
+//! Pollard's lambda method, hence `ℓ = 2κ`). Ciphertexts are malleable by design (IND-CPA only).
+//!
+//! ## Constant time
+//! The decryption exponentiations use GMP's `mpz_powm_sec` (side-channel silent: no
+//! secret-dependent branches or memory accesses); the fixed-base tables for the secret
+//! randomness `r` are read by a full scan with masks. GMP's plain multiplication and division,
+//! used after a table look-up and in CRT recombination, take time that depends on operand
+//! lengths, not on their bits, in practice, but GMP does not guarantee this. Key generation
+//! (prime search) and multiplication by a plaintext scalar are variable time.
+//!
+//! \[Pai99\] P. Paillier, *Public-Key Cryptosystems Based on Composite Degree Residuosity
+//! Classes*, EUROCRYPT 1999. \[DJN10\] I. Damgård, M. Jurik, J. B. Nielsen, *A generalization of
+//! Paillier's public-key system with applications to electronic voting*, IJIS 9(6), 2010.
+
+mod batch;
+pub mod encoding;
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use rand_core::CryptoRng;
+use rug::Integer;
+use rug::integer::IsPrime;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use zeroize::{Zeroize, ZeroizeOnDrop};
+
+use crate::bigint::{self, FixedBaseTable, random_bits, random_unit, serde_hex, wipe};
+use crate::error::{Error, Result};
+
+pub use encoding::{EncodedNumber, EncryptedNumber};
+
+/// Window width (bits) of the fixed-base tables.
+const WINDOW: u32 = 5;
+/// Miller–Rabin rounds on top of GMP's Baillie–PSW test in key generation and validation.
+const PRIME_REPS: u32 = 30;
+/// The moduli sizes accepted by the default constructors.
+pub const ALLOWED_BITS: [u32; 3] = [2048, 3072, 4096];
+/// The smallest modulus accepted by [`PublicKey::from_n`] and the `from_primes` constructors.
+const MIN_BITS: u32 = 2048;
+/// The largest modulus accepted anywhere.
+const MAX_BITS: u32 = 8192;
+/// The smallest modulus the explicitly insecure test constructors allow.
+const MIN_INSECURE_BITS: u32 = 256;
+
+/// Bits of the DJN randomness `r` for a modulus of `n_bits`: twice the NIST SP 800-57 security
+/// level (112 bits for 2048, 128 for 3072, 152 for 4096 — the last interpolated), and 160 for the
+/// test-only sizes below 2048.
+#[must_use]
+pub fn randomness_bits_for(n_bits: u32) -> u32 {
+    match n_bits {
+        b if b >= 7680 => 384,
+        b if b >= 4096 => 304,
+        b if b >= 3072 => 256,
+        b if b >= 2048 => 224,
+        _ => 160,
+    }
+}
+
+/// A Paillier ciphertext: an element of `Z*_{n²}` for the key it was made under.
+///
+/// A ciphertext received from a peer should be checked with [`PublicKey::validate`] before
+/// homomorphic operations; decryption checks it anyway.
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Ciphertext {
+    #[serde(with = "serde_hex")]
+    pub(crate) c: Integer,
+}
+
+impl fmt::Debug for Ciphertext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Ciphertext({} bits)", self.c.significant_bits())
+    }
+}
+
+impl Ciphertext {
+    /// The ciphertext as an integer in `[0, n²)`.
+    #[must_use]
+    pub fn as_integer(&self) -> &Integer {
+        &self.c
+    }
+    /// A ciphertext from its integer value; check it with [`PublicKey::validate`].
+    #[must_use]
+    pub fn from_integer(c: Integer) -> Self {
+        Self { c }
+    }
+    /// Big-endian bytes of the ciphertext.
+    #[must_use]
+    pub fn to_bytes(&self) -> Vec<u8> {
+        bigint::to_bytes(&self.c)
+    }
+    /// A ciphertext from big-endian bytes (length-limited); check it with
+    /// [`PublicKey::validate`].
+    ///
+    /// # Errors
+    /// [`Error::Decoding`] when the input is longer than any supported `n²`.
+    pub fn from_bytes(b: &[u8]) -> Result<Self> {
+        Ok(Self {
+            c: bigint::from_bytes(b)?,
+        })
+    }
+}
+
+struct PkInner {
+    n: Integer,
+    n2: Integer,
+    hs: Integer,
+    /// `⌊n/3⌋`: the largest magnitude of a signed plaintext (python-phe's `max_int`).
+    max_int: Integer,
+    n_bits: u32,
+    r_bits: u32,
+    table: OnceLock<FixedBaseTable>,
+}
+
+/// A Paillier public key: the modulus `n` and the DJN base `h_s = hⁿ mod n²`. Cloning is cheap
+/// (shared), and the fixed-base table for `h_s` is built on first use and shared by all clones.
+#[derive(Clone)]
+pub struct PublicKey {
+    inner: Arc<PkInner>,
+}
+
+impl fmt::Debug for PublicKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PublicKey")
+            .field("n_bits", &self.inner.n_bits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for PublicKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.n == other.inner.n && self.inner.hs == other.inner.hs
+    }
+}
+impl Eq for PublicKey {}
+
+#[derive(Serialize, Deserialize)]
+struct PublicKeyRepr {
+    #[serde(with = "serde_hex")]
+    n: Integer,
+    #[serde(with = "serde_hex")]
+    hs: Integer,
+}
+
+impl Serialize for PublicKey {
+    fn serialize<S: Serializer>(&self, s: S) -> core::result::Result<S::Ok, S::Error> {
+        PublicKeyRepr {
+            n: self.inner.n.clone(),
+            hs: self.inner.hs.clone(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for PublicKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> core::result::Result<Self, D::Error> {
+        let r = PublicKeyRepr::deserialize(d)?;
+        Self::from_parts(r.n, r.hs, MIN_BITS).map_err(serde::de::Error::custom)
+    }
+}
+
+impl PublicKey {
+    fn from_parts(n: Integer, hs: Integer, min_bits: u32) -> Result<Self> {
+        let n_bits = n.significant_bits();
+        if !(min_bits..=MAX_BITS).contains(&n_bits) {
+            return Err(Error::UnsupportedKeySize {
+                bits: n_bits,
+                allowed: "2048..=8192",
+            });
+        }
+        if n.is_even() {
+            return Err(Error::InvalidKey("n is even"));
+        }
+        let n2 = Integer::from(n.square_ref());
+        if hs <= 0u32 || hs >= n2 || Integer::from(hs.gcd_ref(&n)) != 1u32 {
+            return Err(Error::InvalidKey("h_s is not a unit modulo n²"));
+        }
+        let max_int = Integer::from(&n / 3u32);
+        Ok(Self {
+            inner: Arc::new(PkInner {
+                n,
+                n2,
+                hs,
+                max_int,
+                n_bits,
+                r_bits: randomness_bits_for(n_bits),
+                table: OnceLock::new(),
+            }),
+        })
+    }
+
+    /// A public key from the modulus alone (e.g. a python-phe key, which is just `n`): picks
+    /// `h = −x² mod n` for a random `x` and sets `h_s = hⁿ mod n²`.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedKeySize`] below 2048 or above 8192 bits; [`Error::InvalidKey`] for an
+    /// even `n`.
+    pub fn from_n(n: Integer) -> Result<Self> {
+        Self::from_n_with_min(n, MIN_BITS)
+    }
+
+    fn from_n_with_min(n: Integer, min_bits: u32) -> Result<Self> {
+        if n.is_even() || n <= 1u32 {
+            return Err(Error::InvalidKey("n is even"));
+        }
+        let hs = djn_base(&n, &mut rand::rng());
+        Self::from_parts(n, hs, min_bits)
+    }
+
+    /// The modulus `n`.
+    #[must_use]
+    pub fn n(&self) -> &Integer {
+        &self.inner.n
+    }
+    /// `n²`, the ciphertext modulus.
+    #[must_use]
+    pub fn n_squared(&self) -> &Integer {
+        &self.inner.n2
+    }
+    /// The DJN base `h_s = hⁿ mod n²`.
+    #[must_use]
+    pub fn h_s(&self) -> &Integer {
+        &self.inner.hs
+    }
+    /// Size of `n` in bits.
+    #[must_use]
+    pub fn bits(&self) -> u32 {
+        self.inner.n_bits
+    }
+    /// `⌊n/3⌋`, the largest magnitude of a signed plaintext; values in `(max_int, n − max_int)`
+    /// decode as overflow.
+    #[must_use]
+    pub fn max_int(&self) -> &Integer {
+        &self.inner.max_int
+    }
+    /// Bits `ℓ` of the encryption randomness `r` (see the module documentation).
+    #[must_use]
+    pub fn randomness_bits(&self) -> u32 {
+        self.inner.r_bits
+    }
+
+    fn table(&self) -> &FixedBaseTable {
+        self.inner.table.get_or_init(|| {
+            FixedBaseTable::new(&self.inner.hs, &self.inner.n2, self.inner.r_bits, WINDOW)
+        })
+    }
+
+    /// Builds the fixed-base table now rather than at the first encryption, and returns its
+    /// size in bytes (`⌈ℓ/5⌉ · 32 · |n²|/8`: 737 KiB for 2048-bit `n`, 1.6 MiB for 3072,
+    /// 2.4 MiB for 4096).
+    pub fn precompute(&self) -> usize {
+        self.table().memory_bytes()
+    }
+
+    /// Checks that `ct` is in `Z*_{n²}`: `0 < c < n²` and `gcd(c, n) = 1`.
+    ///
+    /// # Errors
+    /// [`Error::MalformedCiphertext`] otherwise.
+    pub fn validate(&self, ct: &Ciphertext) -> Result<()> {
+        if ct.c <= 0u32 || ct.c >= self.inner.n2 {
+            return Err(Error::MalformedCiphertext("not in [1, n²)"));
+        }
+        if Integer::from(ct.c.gcd_ref(&self.inner.n)) != 1u32 {
+            return Err(Error::MalformedCiphertext("not a unit modulo n²"));
+        }
+        Ok(())
+    }
+
+    fn check_plaintext(&self, m: &Integer) -> Result<()> {
+        if *m < 0u32 || *m >= self.inner.n {
+            return Err(Error::PlaintextOutOfRange);
+        }
+        Ok(())
+    }
+
+    /// `1 + m·n mod n²` = `g^m` for `g = n + 1`, `0 ≤ m < n`.
+    fn g_pow(&self, m: &Integer) -> Integer {
+        let mut x = Integer::from(m * &self.inner.n);
+        x += 1u32;
+        x
+    }
+
+    /// `h_s^r mod n²` for a fresh `r` of `ℓ` bits.
+    fn noise<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> Integer {
+        let mut r = random_bits(rng, self.inner.r_bits);
+        let x = self.table().pow(&r);
+        wipe(&mut r);
+        x
+    }
+
+    /// Encrypts `0 ≤ m < n` with the thread-local CSPRNG.
+    ///
+    /// # Errors
+    /// [`Error::PlaintextOutOfRange`] for `m` outside `[0, n)`.
+    pub fn encrypt(&self, m: &Integer) -> Result<Ciphertext> {
+        self.encrypt_with_rng(m, &mut rand::rng())
+    }
+
+    /// Encrypts `0 ≤ m < n`: `c = (1 + m·n) · h_s^r mod n²`.
+    ///
+    /// # Errors
+    /// [`Error::PlaintextOutOfRange`] for `m` outside `[0, n)`.
+    pub fn encrypt_with_rng<R: CryptoRng + ?Sized>(
+        &self,
+        m: &Integer,
+        rng: &mut R,
+    ) -> Result<Ciphertext> {
+        self.check_plaintext(m)?;
+        let mut c = self.g_pow(m);
+        c *= self.noise(rng);
+        c %= &self.inner.n2;
+        Ok(Ciphertext { c })
+    }
+
+    /// Encrypts a signed integer, represented as `v mod n` (python-phe's convention).
+    ///
+    /// # Errors
+    /// Never for 64-bit values and moduli of at least 256 bits; the `Result` is kept for
+    /// symmetry.
+    pub fn encrypt_i64(&self, v: i64) -> Result<Ciphertext> {
+        self.encrypt(&self.encode_signed(&Integer::from(v))?)
+    }
+
+    /// `v mod n` for `|v| ≤ max_int`.
+    ///
+    /// # Errors
+    /// [`Error::Overflow`] when `|v| > max_int`.
+    pub fn encode_signed(&self, v: &Integer) -> Result<Integer> {
+        if Integer::from(v.abs_ref()) > self.inner.max_int {
+            return Err(Error::Overflow("|value| exceeds max_int = n/3"));
+        }
+        Ok(if *v < 0u32 {
+            Integer::from(v + &self.inner.n)
+        } else {
+            v.clone()
+        })
+    }
+
+    /// The signed value of a plaintext `m ∈ [0, n)`: `m` if `m ≤ max_int`, `m − n` if
+    /// `m ≥ n − max_int`.
+    ///
+    /// # Errors
+    /// [`Error::Overflow`] in the band between, which only an overflowing computation reaches.
+    pub fn decode_signed(&self, m: &Integer) -> Result<Integer> {
+        self.check_plaintext(m)?;
+        if *m <= self.inner.max_int {
+            Ok(m.clone())
+        } else if Integer::from(&self.inner.n - m) <= self.inner.max_int {
+            Ok(Integer::from(m - &self.inner.n))
+        } else {
+            Err(Error::Overflow(
+                "plaintext in the overflow band (max_int, n - max_int)",
+            ))
+        }
+    }
+
+    /// `E(a + b) = a·b mod n²`.
+    #[must_use]
+    pub fn add(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
+        let mut c = Integer::from(&a.c * &b.c);
+        c %= &self.inner.n2;
+        Ciphertext { c }
+    }
+
+    /// `E(−a) = a^{−1} mod n²`.
+    ///
+    /// # Errors
+    /// [`Error::MalformedCiphertext`] when `a` is not invertible modulo `n²`.
+    pub fn neg(&self, a: &Ciphertext) -> Result<Ciphertext> {
+        let c =
+            a.c.invert_ref(&self.inner.n2)
+                .map(Integer::from)
+                .ok_or(Error::MalformedCiphertext("not a unit modulo n²"))?;
+        Ok(Ciphertext { c })
+    }
+
+    /// `E(a − b) = a · b^{−1} mod n²`.
+    ///
+    /// # Errors
+    /// [`Error::MalformedCiphertext`] when `b` is not invertible modulo `n²`.
+    pub fn sub(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext> {
+        Ok(self.add(a, &self.neg(b)?))
+    }
+
+    /// `E(a + k) = a · (1 + k·n) mod n²` for a plaintext `0 ≤ k < n`.
+    ///
+    /// # Errors
+    /// [`Error::PlaintextOutOfRange`] for `k` outside `[0, n)`.
+    pub fn add_plain(&self, a: &Ciphertext, k: &Integer) -> Result<Ciphertext> {
+        self.check_plaintext(k)?;
+        let mut c = self.g_pow(k);
+        c *= &a.c;
+        c %= &self.inner.n2;
+        Ok(Ciphertext { c })
+    }
+
+    /// `E(k·a) = a^k mod n²` for any integer `k` (taken modulo `n`; a negative `k`, or one
+    /// above `n/2`, is applied as `(a^{−1})^{|k|}` so the exponent stays short).
+    ///
+    /// Variable time in `k`: use it where the scalar is public or the evaluator's own value
+    /// and timing is not observable by others.
+    ///
+    /// # Errors
+    /// [`Error::MalformedCiphertext`] when `a` is not a unit and an inverse is needed.
+    pub fn mul_plain(&self, a: &Ciphertext, k: &Integer) -> Result<Ciphertext> {
+        let k = Integer::from(k.modulo_ref(&self.inner.n));
+        let half = Integer::from(&self.inner.n >> 1u32);
+        let (base, e) = if k > half {
+            (self.neg(a)?.c, Integer::from(&self.inner.n - &k))
+        } else {
+            (a.c.clone(), k)
+        };
+        let c = base
+            .pow_mod(&e, &self.inner.n2)
+            .map_err(|_| Error::MalformedCiphertext("not a unit modulo n²"))?;
+        Ok(Ciphertext { c })
+    }
+
+    /// A fresh encryption of the same plaintext: `a · h_s^r mod n²`.
+    #[must_use]
+    pub fn rerandomize(&self, a: &Ciphertext) -> Ciphertext {
+        self.rerandomize_with_rng(a, &mut rand::rng())
+    }
+
+    /// [`Self::rerandomize`] with an explicit RNG.
+    #[must_use]
+    pub fn rerandomize_with_rng<R: CryptoRng + ?Sized>(
+        &self,
+        a: &Ciphertext,
+        rng: &mut R,
+    ) -> Ciphertext {
+        let mut c = self.noise(rng);
+        c *= &a.c;
+        c %= &self.inner.n2;
+        Ciphertext { c }
+    }
+}
+
+/// `(−x²)ⁿ mod n²` for a random unit `x` of `Z_n` (DJN's `h_s`).
+fn djn_base<R: CryptoRng + ?Sized>(n: &Integer, rng: &mut R) -> Integer {
+    let x = random_unit(rng, n);
+    let h = n - Integer::from(x.square_ref()) % n;
+    let n2 = Integer::from(n.square_ref());
+    // n is odd and positive, so the modulus is valid and h (a unit) needs no inverse.
+    h.pow_mod(n, &n2).unwrap_or_default()
+}
+
+/// A random prime of exactly `bits` bits (top two bits set) with `p ≡ 3 (mod 4)`.
+fn random_prime_3mod4<R: CryptoRng + ?Sized>(rng: &mut R, bits: u32) -> Integer {
+    loop {
+        let mut p = random_bits(rng, bits);
+        p.set_bit(bits - 1, true);
+        p.set_bit(bits - 2, true);
+        p.set_bit(0, true);
+        p.set_bit(1, true);
+        if p.is_probably_prime(PRIME_REPS) != IsPrime::No {
+            return p;
+        }
+        wipe(&mut p);
+    }
+}
+
+struct CrtTables {
+    p: FixedBaseTable,
+    q: FixedBaseTable,
+}
+
+/// A Paillier secret key: the primes `p`, `q` and the CRT constants derived from them.
+/// Zeroized on drop (see [`crate::bigint`]'s note on GMP buffers); `Debug` prints no value.
+pub struct SecretKey {
+    pk: PublicKey,
+    p: Integer,
+    q: Integer,
+    p2: Integer,
+    q2: Integer,
+    p_minus_1: Integer,
+    q_minus_1: Integer,
+    /// `L_p(g^{p−1} mod p²)^{−1} mod p`.
+    hp: Integer,
+    /// `L_q(g^{q−1} mod q²)^{−1} mod q`.
+    hq: Integer,
+    /// `q^{−1} mod p`.
+    q_inv_p: Integer,
+    /// `(q²)^{−1} mod p²`.
+    q2_inv_p2: Integer,
+    tables: OnceLock<CrtTables>,
+}
+
+impl fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SecretKey")
+            .field("n_bits", &self.pk.bits())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Zeroize for SecretKey {
+    fn zeroize(&mut self) {
+        for x in [
+            &mut self.p,
+            &mut self.q,
+            &mut self.p2,
+            &mut self.q2,
+            &mut self.p_minus_1,
+            &mut self.q_minus_1,
+            &mut self.hp,
+            &mut self.hq,
+            &mut self.q_inv_p,
+            &mut self.q2_inv_p2,
+        ] {
+            wipe(x);
+        }
+        // The CRT tables hold powers of the public h_s only; dropping them is enough.
+        self.tables = OnceLock::new();
+    }
+}
+
+impl Drop for SecretKey {
+    fn drop(&mut self) {
+        self.zeroize();
+    }
+}
+impl ZeroizeOnDrop for SecretKey {}
+
+impl Clone for SecretKey {
+    fn clone(&self) -> Self {
+        // Rebuilding from p, q and h_s re-derives every constant; it cannot fail for a key
+        // that was valid when built.
+        Self::derive(self.pk.clone(), self.p.clone(), self.q.clone())
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct SecretKeyRepr {
+    #[serde(with = "serde_hex")]
+    p: Integer,
+    #[serde(with = "serde_hex")]
+    q: Integer,
+    #[serde(with = "serde_hex")]
+    hs: Integer,
+}
+
+impl Drop for SecretKeyRepr {
+    fn drop(&mut self) {
+        wipe(&mut self.p);
+        wipe(&mut self.q);
+    }
+}
+
+impl Serialize for SecretKey {
+    fn serialize<S: Serializer>(&self, s: S) -> core::result::Result<S::Ok, S::Error> {
+        SecretKeyRepr {
+            p: self.p.clone(),
+            q: self.q.clone(),
+            hs: self.pk.inner.hs.clone(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for SecretKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> core::result::Result<Self, D::Error> {
+        let r = SecretKeyRepr::deserialize(d)?;
+        Self::from_primes_inner(&r.p, &r.q, Some(r.hs.clone()), MIN_BITS)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// A Paillier key pair.
+#[derive(Debug, Clone)]
+pub struct Keypair {
+    /// The public key.
+    pub public: PublicKey,
+    /// The secret key (also holds a copy of the public key).
+    pub secret: SecretKey,
+}
+
+impl Keypair {
+    /// Generates a key pair with an `n` of `bits` ∈ {2048, 3072, 4096} bits using the
+    /// thread-local CSPRNG.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedKeySize`] for any other size.
+    pub fn generate(bits: u32) -> Result<Self> {
+        Self::generate_with_rng(bits, &mut rand::rng())
+    }
+
+    /// [`Self::generate`] with an explicit RNG.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedKeySize`] for a size not in [`ALLOWED_BITS`].
+    pub fn generate_with_rng<R: CryptoRng + ?Sized>(bits: u32, rng: &mut R) -> Result<Self> {
+        if !ALLOWED_BITS.contains(&bits) {
+            return Err(Error::UnsupportedKeySize {
+                bits,
+                allowed: "2048, 3072, 4096",
+            });
+        }
+        Ok(Self::generate_unchecked(bits, rng))
+    }
+
+    /// **Insecure**: a key of any even size from 256 bits, for fast tests only. Keys below 2048
+    /// bits are factorable; never use this for data.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedKeySize`] for odd sizes or sizes outside `256..=8192`.
+    pub fn generate_insecure_for_tests(bits: u32) -> Result<Self> {
+        if !bits.is_multiple_of(2) || !(MIN_INSECURE_BITS..=MAX_BITS).contains(&bits) {
+            return Err(Error::UnsupportedKeySize {
+                bits,
+                allowed: "even sizes 256..=8192",
+            });
+        }
+        Ok(Self::generate_unchecked(bits, &mut rand::rng()))
+    }
+
+    fn generate_unchecked<R: CryptoRng + ?Sized>(bits: u32, rng: &mut R) -> Self {
+        loop {
+            let p = random_prime_3mod4(rng, bits / 2);
+            let q = random_prime_3mod4(rng, bits / 2);
+            if p == q {
+                continue;
+            }
+            let n = Integer::from(&p * &q);
+            let hs = djn_base(&n, rng);
+            // The size is in range, n is odd and h_s a unit by construction.
+            match PublicKey::from_parts(n, hs, MIN_INSECURE_BITS) {
+                Ok(pk) => {
+                    let secret = SecretKey::derive(pk.clone(), p, q);
+                    return Self { public: pk, secret };
+                }
+                Err(_) => continue,
+            }
+        }
+    }
+}
+
+impl SecretKey {
+    /// A secret key from its primes (e.g. python-phe's `PaillierPrivateKey.p`, `.q`), with a
+    /// fresh DJN base. `p` and `q` need not be `≡ 3 (mod 4)`; they must be distinct probable
+    /// primes with `n = p·q` of 2048 to 8192 bits and `gcd(n, (p−1)(q−1)) = 1`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidKey`] or [`Error::UnsupportedKeySize`] when a condition fails.
+    pub fn from_primes(p: &Integer, q: &Integer) -> Result<Self> {
+        Self::from_primes_inner(p, q, None, MIN_BITS)
+    }
+
+    /// **Insecure**: [`Self::from_primes`] accepting moduli down to 256 bits, for tests only.
+    ///
+    /// # Errors
+    /// As [`Self::from_primes`].
+    pub fn from_primes_insecure_for_tests(p: &Integer, q: &Integer) -> Result<Self> {
+        Self::from_primes_inner(p, q, None, MIN_INSECURE_BITS)
+    }
+
+    fn from_primes_inner(
+        p: &Integer,
+        q: &Integer,
+        hs: Option<Integer>,
+        min_bits: u32,
+    ) -> Result<Self> {
+        if p == q || *p <= 2u32 || *q <= 2u32 {
+            return Err(Error::InvalidKey("p and q must be distinct odd primes"));
+        }
+        if p.is_probably_prime(PRIME_REPS) == IsPrime::No
+            || q.is_probably_prime(PRIME_REPS) == IsPrime::No
+        {
+            return Err(Error::InvalidKey("p or q is not prime"));
+        }
+        let n = Integer::from(p * q);
+        let phi = Integer::from(p - 1u32) * Integer::from(q - 1u32);
+        if Integer::from(n.gcd_ref(&phi)) != 1u32 {
+            return Err(Error::InvalidKey("gcd(n, phi(n)) != 1"));
+        }
+        let pk = match hs {
+            Some(hs) => PublicKey::from_parts(n, hs, min_bits)?,
+            None => PublicKey::from_n_with_min(n, min_bits)?,
+        };
+        Ok(Self::derive(pk, p.clone(), q.clone()))
+    }
+
+    /// Derives the CRT constants; `p ≠ q` odd primes with `p·q = pk.n`.
+    fn derive(pk: PublicKey, p: Integer, q: Integer) -> Self {
+        let p2 = Integer::from(p.square_ref());
+        let q2 = Integer::from(q.square_ref());
+        let p_minus_1 = Integer::from(&p - 1u32);
+        let q_minus_1 = Integer::from(&q - 1u32);
+        let h = |prime: &Integer, prime2: &Integer, pm1: &Integer| -> Integer {
+            // g^{p-1} mod p² with g = n + 1, then L_p and the inverse modulo p. For distinct
+            // primes L_p(g^{p−1}) = −q·… is a unit mod p, so the inverse exists.
+            let g = Integer::from(pk.n() + 1u32);
+            let x = g.pow_mod(pm1, prime2).unwrap_or_default();
+            let l = (x - 1u32) / prime;
+            l.invert(prime).unwrap_or_default()
+        };
+        let hp = h(&p, &p2, &p_minus_1);
+        let hq = h(&q, &q2, &q_minus_1);
+        let q_inv_p = q.invert_ref(&p).map(Integer::from).unwrap_or_default();
+        let q2_inv_p2 = q2.invert_ref(&p2).map(Integer::from).unwrap_or_default();
+        Self {
+            pk,
+            p,
+            q,
+            p2,
+            q2,
+            p_minus_1,
+            q_minus_1,
+            hp,
+            hq,
+            q_inv_p,
+            q2_inv_p2,
+            tables: OnceLock::new(),
+        }
+    }
+
+    /// The public key.
+    #[must_use]
+    pub fn public_key(&self) -> &PublicKey {
+        &self.pk
+    }
+
+    /// The prime factors `(p, q)` of `n`; handle with care.
+    #[must_use]
+    pub fn primes(&self) -> (&Integer, &Integer) {
+        (&self.p, &self.q)
+    }
+
+    fn tables(&self) -> &CrtTables {
+        self.tables.get_or_init(|| {
+            let r_bits = self.pk.inner.r_bits;
+            let hs = &self.pk.inner.hs;
+            CrtTables {
+                p: FixedBaseTable::new(&Integer::from(hs % &self.p2), &self.p2, r_bits, WINDOW),
+                q: FixedBaseTable::new(&Integer::from(hs % &self.q2), &self.q2, r_bits, WINDOW),
+            }
+        })
+    }
+
+    /// Builds the CRT fixed-base tables now; returns their size in bytes.
+    pub fn precompute(&self) -> usize {
+        let t = self.tables();
+        t.p.memory_bytes() + t.q.memory_bytes()
+    }
+
+    /// Encrypts `0 ≤ m < n` with the secret key (same ciphertext distribution as
+    /// [`PublicKey::encrypt`], `h_s^r` computed modulo `p²` and `q²` and recombined by CRT).
+    ///
+    /// # Errors
+    /// [`Error::PlaintextOutOfRange`] for `m` outside `[0, n)`.
+    pub fn encrypt(&self, m: &Integer) -> Result<Ciphertext> {
+        self.encrypt_with_rng(m, &mut rand::rng())
+    }
+
+    /// [`Self::encrypt`] with an explicit RNG.
+    ///
+    /// # Errors
+    /// [`Error::PlaintextOutOfRange`] for `m` outside `[0, n)`.
+    pub fn encrypt_with_rng<R: CryptoRng + ?Sized>(
+        &self,
+        m: &Integer,
+        rng: &mut R,
+    ) -> Result<Ciphertext> {
+        self.pk.check_plaintext(m)?;
+        let t = self.tables();
+        let mut r = random_bits(rng, self.pk.inner.r_bits);
+        let xp = t.p.pow(&r);
+        let xq = t.q.pow(&r);
+        wipe(&mut r);
+        // Garner: x = x_q + q²·((x_p − x_q)·(q²)^{−1} mod p²).
+        let mut d = Integer::from(&xp - &xq);
+        d *= &self.q2_inv_p2;
+        d = d.modulo(&self.p2);
+        d *= &self.q2;
+        d += xq;
+        let mut c = self.pk.g_pow(m);
+        c *= &d;
+        c %= &self.pk.inner.n2;
+        Ok(Ciphertext { c })
+    }
+
+    /// Decrypts to `m ∈ [0, n)` by CRT, with GMP's side-channel-silent exponentiation.
+    ///
+    /// # Errors
+    /// [`Error::MalformedCiphertext`] when `ct` is not in `Z*_{n²}`.
+    pub fn decrypt(&self, ct: &Ciphertext) -> Result<Integer> {
+        if ct.c <= 0u32 || ct.c >= self.pk.inner.n2 {
+            return Err(Error::MalformedCiphertext("not in [1, n²)"));
+        }
+        let cp = Integer::from(&ct.c % &self.p2);
+        let cq = Integer::from(&ct.c % &self.q2);
+        if cp.is_divisible(&self.p) || cq.is_divisible(&self.q) {
+            return Err(Error::MalformedCiphertext("not a unit modulo n²"));
+        }
+        let mp = Self::half(cp, &self.p, &self.p2, &self.p_minus_1, &self.hp);
+        let mq = Self::half(cq, &self.q, &self.q2, &self.q_minus_1, &self.hq);
+        Ok(self.recombine(mp, mq))
+    }
+
+    /// `L_p(c^{p−1} mod p²)·h_p mod p`.
+    fn half(c: Integer, p: &Integer, p2: &Integer, pm1: &Integer, hp: &Integer) -> Integer {
+        let x = c.secure_pow_mod(pm1, p2);
+        let mut l = (x - 1u32) / p;
+        l *= hp;
+        l %= p;
+        l
+    }
+
+    /// Garner: `m = m_q + q·((m_p − m_q)·q^{−1} mod p)`.
+    fn recombine(&self, mp: Integer, mq: Integer) -> Integer {
+        let mut d = mp - &mq;
+        d *= &self.q_inv_p;
+        d = d.modulo(&self.p);
+        d *= &self.q;
+        d += mq;
+        d
+    }
+
+    /// Decrypts and decodes a signed value (see [`PublicKey::decode_signed`]) that must fit
+    /// an `i64`.
+    ///
+    /// # Errors
+    /// [`Error::MalformedCiphertext`]; [`Error::Overflow`] in the overflow band or beyond `i64`.
+    pub fn decrypt_i64(&self, ct: &Ciphertext) -> Result<i64> {
+        let v = self.pk.decode_signed(&self.decrypt(ct)?)?;
+        v.to_i64().ok_or(Error::Overflow("value does not fit i64"))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,315 @@
+//! Unit and property tests for Paillier. A 2048-bit key is generated once per test binary and
+//! shared; property tests use a 1024-bit key from the explicitly insecure test constructor.
+
+use std::sync::OnceLock;
+
+use proptest::prelude::*;
+use rug::Integer;
+
+use super::*;
+
+pub(crate) fn key2048() -> &'static Keypair {
+    static K: OnceLock<Keypair> = OnceLock::new();
+    K.get_or_init(|| Keypair::generate(2048).expect("2048 is allowed"))
+}
+
+/// Test-only size: 1024 bits is insecure.
+pub(crate) fn key1024() -> &'static Keypair {
+    static K: OnceLock<Keypair> = OnceLock::new();
+    K.get_or_init(|| Keypair::generate_insecure_for_tests(1024).expect("test size"))
+}
+
+#[test]
+fn keygen_shape() {
+    let k = key2048();
+    let (p, q) = k.secret.primes();
+    assert_eq!(k.public.bits(), 2048);
+    assert_eq!(p.significant_bits(), 1024);
+    assert_eq!(q.significant_bits(), 1024);
+    assert_eq!(p.mod_u(4), 3);
+    assert_eq!(q.mod_u(4), 3);
+    assert_eq!(Integer::from(p * q), *k.public.n());
+    assert_eq!(k.public.randomness_bits(), 224);
+    assert!(Keypair::generate(1024).is_err());
+    assert!(Keypair::generate(2047).is_err());
+    assert!(Keypair::generate_insecure_for_tests(255).is_err());
+}
+
+#[test]
+fn roundtrip_edges_2048() {
+    let k = key2048();
+    let n = k.public.n().clone();
+    for m in [
+        Integer::new(),
+        Integer::from(1u32),
+        Integer::from(&n - 1u32),
+        Integer::from(&n >> 1u32),
+    ] {
+        let c = k.public.encrypt(&m).expect("in range");
+        assert_eq!(k.secret.decrypt(&c).expect("valid"), m);
+        let c = k.secret.encrypt(&m).expect("in range");
+        assert_eq!(k.secret.decrypt(&c).expect("valid"), m);
+    }
+    assert_eq!(k.public.encrypt(&n), Err(Error::PlaintextOutOfRange));
+    assert_eq!(
+        k.public.encrypt(&Integer::from(-1)),
+        Err(Error::PlaintextOutOfRange)
+    );
+    assert_eq!(k.secret.encrypt(&n), Err(Error::PlaintextOutOfRange));
+}
+
+#[test]
+fn encryption_is_randomised_and_rerandomisable() {
+    let k = key2048();
+    let m = Integer::from(42u32);
+    let a = k.public.encrypt(&m).expect("ok");
+    let b = k.public.encrypt(&m).expect("ok");
+    assert_ne!(a, b);
+    let r = k.public.rerandomize(&a);
+    assert_ne!(r, a);
+    assert_eq!(k.secret.decrypt(&r).expect("ok"), m);
+}
+
+#[test]
+fn matches_textbook_paillier() {
+    // c = g^m · r^n mod n² with a full-size r (what python-phe does) decrypts to m.
+    let k = key2048();
+    let n = k.public.n();
+    let n2 = k.public.n_squared();
+    let m = Integer::from(123_456_789u32);
+    let r = Integer::from(987_654_321u32);
+    let c = (Integer::from(&m * n) + 1u32) * r.pow_mod(n, n2).expect("odd") % n2;
+    assert_eq!(
+        k.secret.decrypt(&Ciphertext::from_integer(c)).expect("ok"),
+        m
+    );
+}
+
+#[test]
+fn malformed_ciphertexts_are_rejected() {
+    let k = key2048();
+    let (p, _) = k.secret.primes();
+    let n2 = k.public.n_squared().clone();
+    for bad in [
+        Integer::new(),
+        n2.clone(),
+        Integer::from(&n2 + 5u32),
+        p.clone(),
+        Integer::from(-3),
+    ] {
+        let c = Ciphertext::from_integer(bad);
+        assert!(matches!(
+            k.secret.decrypt(&c),
+            Err(Error::MalformedCiphertext(_))
+        ));
+        assert!(k.public.validate(&c).is_err());
+    }
+    let good = k.public.encrypt(&Integer::from(7u32)).expect("ok");
+    assert!(k.public.validate(&good).is_ok());
+    // A ciphertext under another key is (with overwhelming probability) garbage, never a panic.
+    let other = key1024();
+    let c = other.public.encrypt(&Integer::from(7u32)).expect("ok");
+    assert_ne!(k.secret.decrypt(&c).ok(), Some(Integer::from(7u32)));
+}
+
+#[test]
+fn signed_and_overflow() {
+    let k = key2048();
+    for v in [0i64, 1, -1, i64::MAX, i64::MIN, -123_456] {
+        let c = k.public.encrypt_i64(v).expect("ok");
+        assert_eq!(k.secret.decrypt_i64(&c).expect("ok"), v);
+    }
+    // A value in the overflow band is an error, not a wrapped number.
+    let band = Integer::from(k.public.n() >> 1u32);
+    let c = k.public.encrypt(&band).expect("ok");
+    assert!(matches!(k.secret.decrypt_i64(&c), Err(Error::Overflow(_))));
+    // i64 overflow of a valid signed value is an error too.
+    let big = Integer::from(i64::MAX) + 1u32;
+    let c = k.public.encrypt(&big).expect("ok");
+    assert!(matches!(k.secret.decrypt_i64(&c), Err(Error::Overflow(_))));
+    let too_big = Integer::from(k.public.max_int() + 1u32);
+    assert!(k.public.encode_signed(&too_big).is_err());
+}
+
+#[test]
+fn homomorphic_ops_2048() {
+    let k = key2048();
+    let (pk, sk) = (&k.public, &k.secret);
+    let a = pk.encrypt_i64(1000).expect("ok");
+    let b = pk.encrypt_i64(-37).expect("ok");
+    assert_eq!(sk.decrypt_i64(&pk.add(&a, &b)).expect("ok"), 963);
+    assert_eq!(
+        sk.decrypt_i64(&pk.sub(&a, &b).expect("ok")).expect("ok"),
+        1037
+    );
+    assert_eq!(sk.decrypt_i64(&pk.neg(&a).expect("ok")).expect("ok"), -1000);
+    assert_eq!(
+        sk.decrypt_i64(&pk.mul_plain(&b, &Integer::from(-3)).expect("ok"))
+            .expect("ok"),
+        111
+    );
+    assert_eq!(
+        sk.decrypt_i64(&pk.mul_plain(&a, &Integer::from(5u32)).expect("ok"))
+            .expect("ok"),
+        5000
+    );
+    let k7 = pk.encode_signed(&Integer::from(-7)).expect("ok");
+    assert_eq!(
+        sk.decrypt_i64(&pk.add_plain(&a, &k7).expect("ok"))
+            .expect("ok"),
+        993
+    );
+    assert!(pk.add_plain(&a, pk.n()).is_err());
+}
+
+#[test]
+fn batches_match_single() {
+    let k = key1024();
+    let (pk, sk) = (&k.public, &k.secret);
+    let vs: Vec<i64> = (-20..20).map(|i| i * 1_000_003).collect();
+    let cs = pk.encrypt_i64_batch(&vs).expect("ok");
+    assert_eq!(sk.decrypt_i64_batch(&cs).expect("ok"), vs);
+    let ms: Vec<Integer> = (0..40u32).map(Integer::from).collect();
+    let ds = sk.encrypt_batch(&ms).expect("ok");
+    assert_eq!(sk.decrypt_batch(&ds).expect("ok"), ms);
+    let sums = pk.add_batch(&cs, &ds).expect("ok");
+    let diffs = pk.sub_batch(&cs, &ds).expect("ok");
+    let negs = pk.neg_batch(&cs).expect("ok");
+    let prods = pk.mul_plain_batch(&cs, &ms).expect("ok");
+    let plus = pk.add_plain_batch(&cs, &ms).expect("ok");
+    let rr = pk.rerandomize_batch(&cs);
+    pk.validate_batch(&rr).expect("valid");
+    for i in 0..40 {
+        let v = vs[i];
+        let m = i64::try_from(i).expect("small");
+        assert_eq!(sk.decrypt_i64(&sums[i]).expect("ok"), v + m);
+        assert_eq!(sk.decrypt_i64(&diffs[i]).expect("ok"), v - m);
+        assert_eq!(sk.decrypt_i64(&negs[i]).expect("ok"), -v);
+        assert_eq!(sk.decrypt_i64(&prods[i]).expect("ok"), v * m);
+        assert_eq!(sk.decrypt_i64(&plus[i]).expect("ok"), v + m);
+        assert_eq!(sk.decrypt_i64(&rr[i]).expect("ok"), v);
+    }
+    assert_eq!(
+        sk.decrypt_i64(&pk.sum(&cs)).expect("ok"),
+        vs.iter().sum::<i64>()
+    );
+    assert!(pk.add_batch(&cs, &ds[1..]).is_err());
+}
+
+#[test]
+fn serde_roundtrip() {
+    let k = key1024();
+    // The insecure 1024-bit key is refused by deserialisation (2048-bit minimum)...
+    let s = serde_json::to_string(&k.public).expect("ser");
+    assert!(serde_json::from_str::<PublicKey>(&s).is_err());
+    // ...the 2048-bit one round-trips.
+    let k = key2048();
+    let s = serde_json::to_string(&k.public).expect("ser");
+    let pk: PublicKey = serde_json::from_str(&s).expect("de");
+    assert_eq!(pk, k.public);
+    let s = serde_json::to_string(&k.secret).expect("ser");
+    let sk: SecretKey = serde_json::from_str(&s).expect("de");
+    assert_eq!(sk.public_key(), &k.public);
+    let c = pk.encrypt_i64(-99).expect("ok");
+    let s = serde_json::to_string(&c).expect("ser");
+    let c2: Ciphertext = serde_json::from_str(&s).expect("de");
+    assert_eq!(c2, c);
+    assert_eq!(sk.decrypt_i64(&c2).expect("ok"), -99);
+    assert_eq!(Ciphertext::from_bytes(&c.to_bytes()).expect("ok"), c);
+    // Malformed inputs are errors.
+    assert!(serde_json::from_str::<Ciphertext>(r#"{"c":"xyz"}"#).is_err());
+    assert!(
+        serde_json::from_str::<Ciphertext>(&format!(r#"{{"c":"{}"}}"#, "f".repeat(5000))).is_err()
+    );
+    assert!(serde_json::from_str::<PublicKey>(r#"{"n":"10","hs":"3"}"#).is_err());
+    // Debug shows no secret.
+    let dbg = format!("{:?}", k.secret);
+    let (p, _) = k.secret.primes();
+    assert!(!dbg.contains(&p.to_string()) && !dbg.contains(&p.to_string_radix(16)));
+}
+
+#[test]
+fn from_primes_rejects_bad_input() {
+    let k = key2048();
+    let (p, q) = k.secret.primes();
+    let sk = SecretKey::from_primes(p, q).expect("valid");
+    let c = k.public.encrypt_i64(5).expect("ok");
+    assert_eq!(sk.decrypt_i64(&c).expect("ok"), 5);
+    assert!(SecretKey::from_primes(p, p).is_err());
+    assert!(SecretKey::from_primes(p, &Integer::from(q + 2u32)).is_err());
+    let k1 = key1024();
+    let (p1, q1) = k1.secret.primes();
+    assert!(SecretKey::from_primes(p1, q1).is_err());
+    assert!(SecretKey::from_primes_insecure_for_tests(p1, q1).is_ok());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn prop_homomorphic_laws(a in any::<i32>(), b in any::<i32>(), k in any::<i32>()) {
+        let key = key1024();
+        let (pk, sk) = (&key.public, &key.secret);
+        let (a, b, k) = (i64::from(a), i64::from(b), i64::from(k));
+        let ca = pk.encrypt_i64(a).expect("ok");
+        let cb = sk.encrypt(&pk.encode_signed(&Integer::from(b)).expect("ok")).expect("ok");
+        prop_assert_eq!(sk.decrypt_i64(&ca).expect("ok"), a);
+        prop_assert_eq!(sk.decrypt_i64(&pk.add(&ca, &cb)).expect("ok"), a + b);
+        prop_assert_eq!(sk.decrypt_i64(&pk.sub(&ca, &cb).expect("ok")).expect("ok"), a - b);
+        prop_assert_eq!(sk.decrypt_i64(&pk.mul_plain(&ca, &Integer::from(k)).expect("ok")).expect("ok"), a * k);
+        prop_assert_eq!(sk.decrypt_i64(&pk.neg(&cb).expect("ok")).expect("ok"), -b);
+        prop_assert_eq!(sk.decrypt_i64(&pk.rerandomize(&ca)).expect("ok"), a);
+    }
+
+    #[test]
+    fn prop_roundtrip_any_plaintext(bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
+        let key = key1024();
+        let m = Integer::from_digits(&bytes, rug::integer::Order::Msf) % key.public.n();
+        let c = key.public.encrypt(&m).expect("in range");
+        prop_assert_eq!(key.secret.decrypt(&c).expect("ok"), m);
+    }
+
+    #[test]
+    fn prop_float_encoding(x in -1e12f64..1e12f64, y in -1e6f64..1e6f64) {
+        let key = key1024();
+        let (pk, sk) = (&key.public, &key.secret);
+        let e = EncodedNumber::encode_f64(pk, x, None, None).expect("ok");
+        prop_assert_eq!(e.decode_f64(pk).expect("ok"), x);
+        let cx = pk.encrypt_f64(x).expect("ok");
+        let cy = pk.encrypt_f64(y).expect("ok");
+        let s = sk.decrypt_f64(&pk.add_encrypted(&cx, &cy).expect("ok")).expect("ok");
+        prop_assert!((s - (x + y)).abs() <= 1e-9 * (x.abs() + y.abs() + 1.0));
+        let d = sk.decrypt_f64(&pk.sub_encrypted(&cx, &cy).expect("ok")).expect("ok");
+        prop_assert!((d - (x - y)).abs() <= 1e-9 * (x.abs() + y.abs() + 1.0));
+        let ey = EncodedNumber::encode_f64(pk, y, Some(1e-6), None).expect("ok");
+        let p = sk.decrypt_f64(&pk.mul_encoded(&cx, &ey).expect("ok")).expect("ok");
+        let want = x * ey.decode_f64(pk).expect("ok");
+        prop_assert!((p - want).abs() <= 1e-9 * want.abs() + 1e-9);
+        let q = sk.decrypt_f64(&pk.add_encoded(&cx, &ey).expect("ok")).expect("ok");
+        prop_assert!((q - (x + ey.decode_f64(pk).expect("ok"))).abs() <= 1e-6 * (x.abs() + 1.0));
+    }
+}
+
+#[test]
+fn float_encoding_overflow_detected() {
+    let k = key1024();
+    let pk = &k.public;
+    // 2^1023 with exponent 0 needs a 1024-bit mantissa, above max_int ≈ n/3 < 2^1022.
+    let big = 2f64.powi(1023);
+    assert!(matches!(
+        EncodedNumber::encode_f64(pk, big, None, Some(0)),
+        Err(Error::Overflow(_))
+    ));
+    assert!(EncodedNumber::encode_f64(pk, f64::NAN, None, None).is_err());
+    assert!(EncodedNumber::encode_f64(pk, 1.0, Some(-1.0), None).is_err());
+    // Lowering an exponent far enough overflows the mantissa: an error, not a wrap.
+    let e = EncodedNumber::encode_f64(pk, 1.0, None, None).expect("ok");
+    assert!(matches!(
+        e.decrease_exponent_to(pk, e.exponent - 300),
+        Err(Error::Overflow(_))
+    ));
+    // Precision rounding: 0.1 at precision 1e-3 has exponent floor(log16(1e-3)) = -3.
+    let e = EncodedNumber::encode_f64(pk, 0.1, Some(1e-3), None).expect("ok");
+    assert_eq!(e.exponent, -3);
+    assert_eq!(e.mantissa(pk).expect("ok"), 410); // round(0.1 · 4096) = 410
+}
