@@ -1,0 +1,196 @@
+//! secp256k1 (k256) and P-256 (p256): short Weierstrass curves of prime order with the
+//! RFC 9380 SSWU hash-to-curve suites of their RustCrypto crates, and the macro that wraps
+//! any RustCrypto `primeorder`-style curve (also used for SM2).
+//!
+//! Encoding: SEC1 compressed points (33 bytes, tag `02`/`03` then `x`). Both curves have
+//! cofactor 1, so every point on the curve lies in the prime-order group, and decoding (a
+//! square root for `y`) rejects `x` with no point, `x ≥ p`, and any other tag. The identity
+//! has no SEC1 compressed form; [`crate::PrimeGroup::encode`] writes it as 33 zero bytes,
+//! which [`crate::PrimeGroup::decode`] rejects with [`crate::Error::Identity`].
+//!
+//! Batch: multiplications stay in projective coordinates and a chunk is normalised to
+//! affine with one field inversion (`group::Curve::batch_normalize`, Montgomery's trick).
+
+use crate::{Error, PrimeGroup, SecretScalar};
+use k256::hash2curve::{ExpandMsgXmd, hash_from_bytes};
+use sha2::Sha256;
+
+/// Implements [`PrimeGroup`] for a RustCrypto short-Weierstrass curve of prime order.
+macro_rules! impl_weierstrass {
+    (
+        $group:ident, $krate:ident, name: $name:expr, suite: $suite:expr, dst: $dst:expr,
+        hash: $hash:path
+    ) => {
+        impl PrimeGroup for $group {
+            const NAME: &'static str = $name;
+            const SUITE_ID: &'static str = $suite;
+            const DEFAULT_DST: &'static [u8] = $dst;
+            const ENCODED_LEN: usize = 33;
+
+            type ScalarInner = $krate::Scalar;
+            type Point = $krate::ProjectivePoint;
+            type Encoded = [u8; 33];
+
+            fn hash_to_point_with_dst(msg: &[u8], dst: &[u8]) -> Result<Self::Point, Error> {
+                $hash(msg, dst)
+            }
+
+            fn hash_to_point(msg: &[u8]) -> Self::Point {
+                // DEFAULT_DST is a non-empty constant, the only input on which the
+                // expander can fail.
+                #[allow(clippy::expect_used)]
+                Self::hash_to_point_with_dst(msg, Self::DEFAULT_DST).expect("non-empty DST")
+            }
+
+            fn generator() -> Self::Point {
+                <$krate::ProjectivePoint as group::Group>::generator()
+            }
+
+            fn mul(point: &Self::Point, k: &SecretScalar<$krate::Scalar>) -> Self::Point {
+                point * &k.0
+            }
+
+            fn mul_base(k: &SecretScalar<$krate::Scalar>) -> Self::Point {
+                <$krate::ProjectivePoint as group::Group>::mul_by_generator(&k.0)
+            }
+
+            fn encode(point: &Self::Point) -> [u8; 33] {
+                let a = <$krate::ProjectivePoint as group::Curve>::to_affine(point);
+                $crate::weierstrass::encode_affine::<$krate::AffinePoint>(&a)
+            }
+
+            fn decode(bytes: &[u8]) -> Result<Self::Point, Error> {
+                let repr: [u8; 33] = bytes.try_into().map_err(|_| Error::WrongLength {
+                    group: Self::NAME,
+                    expected: 33,
+                    got: bytes.len(),
+                })?;
+                if repr == [0u8; 33] {
+                    return Err(Error::Identity { group: Self::NAME });
+                }
+                // Only the SEC1 compressed tags: `from_bytes` would also take the all-zero
+                // identity, handled above.
+                if repr[0] != 0x02 && repr[0] != 0x03 {
+                    return Err(Error::InvalidPoint { group: Self::NAME });
+                }
+                let a: Option<$krate::AffinePoint> =
+                    <$krate::AffinePoint as group::GroupEncoding>::from_bytes(&repr.into()).into();
+                let a = a.ok_or(Error::InvalidPoint { group: Self::NAME })?;
+                Ok(a.into())
+            }
+
+            fn random_scalar<R: rand_core::CryptoRng + ?Sized>(
+                rng: &mut R,
+            ) -> SecretScalar<$krate::Scalar> {
+                loop {
+                    let s = SecretScalar(<$krate::Scalar as ff::Field>::random(&mut *rng));
+                    // Rejection of zero (probability < 2^-255) leaks only that a draw was zero.
+                    if !bool::from(ff::Field::is_zero(&s.0)) {
+                        return s;
+                    }
+                }
+            }
+
+            fn scalar_invert(k: &SecretScalar<$krate::Scalar>) -> SecretScalar<$krate::Scalar> {
+                // Scalars of this crate are never zero (see `random_scalar` and
+                // `scalar_from_bytes`), so the inverse exists; 0 would map to 0.
+                let inv: Option<$krate::Scalar> = ff::Field::invert(&k.0).into();
+                SecretScalar(inv.unwrap_or(<$krate::Scalar as ff::Field>::ZERO))
+            }
+
+            fn scalar_mul(
+                a: &SecretScalar<$krate::Scalar>,
+                b: &SecretScalar<$krate::Scalar>,
+            ) -> SecretScalar<$krate::Scalar> {
+                SecretScalar(a.0 * b.0)
+            }
+
+            fn scalar_to_bytes(k: &SecretScalar<$krate::Scalar>) -> zeroize::Zeroizing<Vec<u8>> {
+                let mut repr = ff::PrimeField::to_repr(&k.0);
+                let v = zeroize::Zeroizing::new(repr.to_vec());
+                zeroize::Zeroize::zeroize(repr.as_mut_slice());
+                v
+            }
+
+            fn scalar_from_bytes(bytes: &[u8]) -> Result<SecretScalar<$krate::Scalar>, Error> {
+                if bytes.len() != 32 {
+                    return Err(Error::WrongLength {
+                        group: Self::NAME,
+                        expected: 32,
+                        got: bytes.len(),
+                    });
+                }
+                let mut repr = <$krate::Scalar as ff::PrimeField>::Repr::default();
+                repr.as_mut_slice().copy_from_slice(bytes);
+                let s: Option<$krate::Scalar> = ff::PrimeField::from_repr(repr).into();
+                zeroize::Zeroize::zeroize(repr.as_mut_slice());
+                let s = SecretScalar(s.ok_or(Error::InvalidScalar { group: Self::NAME })?);
+                if bool::from(ff::Field::is_zero(&s.0)) {
+                    return Err(Error::InvalidScalar { group: Self::NAME });
+                }
+                Ok(s)
+            }
+
+            fn mul_and_encode_chunk(
+                points: &[Self::Point],
+                k: &SecretScalar<$krate::Scalar>,
+                out: &mut [[u8; 33]],
+            ) {
+                let prod: Vec<Self::Point> = points.iter().map(|p| p * &k.0).collect();
+                let mut aff = vec![<$krate::AffinePoint as Default>::default(); prod.len()];
+                <$krate::ProjectivePoint as group::Curve>::batch_normalize(&prod, &mut aff);
+                for (o, a) in out.iter_mut().zip(&aff) {
+                    *o = $crate::weierstrass::encode_affine::<$krate::AffinePoint>(a);
+                }
+            }
+        }
+    };
+}
+pub(crate) use impl_weierstrass;
+
+/// SEC1 compressed encoding of an affine point; the identity as 33 zero bytes (which is also
+/// what `GroupEncoding::to_bytes` writes into its fixed-width buffer).
+pub(crate) fn encode_affine<A>(a: &A) -> [u8; 33]
+where
+    A: group::GroupEncoding,
+{
+    let repr = a.to_bytes();
+    let mut out = [0u8; 33];
+    out.copy_from_slice(repr.as_ref());
+    out
+}
+
+/// secp256k1 (SEC 2) via k256, hashed with RFC 9380 `secp256k1_XMD:SHA-256_SSWU_RO_`
+/// (SSWU on a 3-isogenous curve, then the isogeny map; RFC 9380 §8.7).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Secp256k1;
+
+/// NIST P-256 via p256, hashed with RFC 9380 `P256_XMD:SHA-256_SSWU_RO_` (RFC 9380 §8.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct P256;
+
+fn hash_k256(msg: &[u8], dst: &[u8]) -> Result<k256::ProjectivePoint, Error> {
+    hash_from_bytes::<k256::Secp256k1, ExpandMsgXmd<Sha256>>(&[msg], &[dst])
+        .map_err(|_| Error::HashToCurve("empty domain separation tag"))
+}
+
+fn hash_p256(msg: &[u8], dst: &[u8]) -> Result<p256::ProjectivePoint, Error> {
+    hash_from_bytes::<p256::NistP256, ExpandMsgXmd<Sha256>>(&[msg], &[dst])
+        .map_err(|_| Error::HashToCurve("empty domain separation tag"))
+}
+
+impl_weierstrass!(
+    Secp256k1, k256,
+    name: "secp256k1",
+    suite: "secp256k1_XMD:SHA-256_SSWU_RO_",
+    dst: b"obliv-ec-v1-secp256k1_XMD:SHA-256_SSWU_RO_",
+    hash: hash_k256
+);
+
+impl_weierstrass!(
+    P256, p256,
+    name: "p256",
+    suite: "P256_XMD:SHA-256_SSWU_RO_",
+    dst: b"obliv-ec-v1-P256_XMD:SHA-256_SSWU_RO_",
+    hash: hash_p256
+);
