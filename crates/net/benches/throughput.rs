@@ -72,6 +72,13 @@ fn throughput(c: &mut Criterion) {
     bench_pair(c, "tcp-loopback", || {
         TcpChannel::loopback_pair(TcpOptions::default()).unwrap()
     });
+    bench_pair(c, "tcp-loopback-direct", || {
+        let o = TcpOptions {
+            read_ahead: None,
+            ..TcpOptions::default()
+        };
+        TcpChannel::loopback_pair(o).unwrap()
+    });
 }
 
 criterion_group!(benches, throughput);

@@ -221,8 +221,11 @@ pub trait Channel: Send {
 
     /// Receives the next frame into the buffer that `buf` provides for its length.
     ///
-    /// A frame longer than `max_len` gives [`Error::FrameTooLarge`] before `buf` is asked for
-    /// anything. An error from [`RecvBuf::prepare`] is returned as is.
+    /// A frame longer than `max_len` (or than the channel's own
+    /// [`max_frame_len`](Channel::max_frame_len), which caps every receive) gives
+    /// [`Error::FrameTooLarge`] before `buf` is asked for anything. An error from
+    /// [`RecvBuf::prepare`] is returned as is. Whether a rejected frame shows in the
+    /// counters depends on the implementation.
     fn recv_frame(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()>;
 
     /// Receives the next frame as a vector, if it is at most `max_len` bytes long.

@@ -48,4 +48,4 @@ pub use error::{Error, Result};
 pub use mem::{DEFAULT_MEM_TIMEOUT, MemChannel, mem_pair, mem_pair_with_timeout};
 pub use session::Session;
 pub use sim::{LinkModel, SimLink};
-pub use tcp::{ConnectOptions, TcpChannel, TcpOptions};
+pub use tcp::{ConnectOptions, DEFAULT_READ_AHEAD, TcpChannel, TcpOptions};

@@ -101,7 +101,7 @@ impl Channel for MemChannel {
     fn recv_frame(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()> {
         let m = self.next()?;
         self.stats.record_recv(m.len());
-        check_len(m.len(), max_len)?;
+        check_len(m.len(), max_len.min(self.max_frame_len))?;
         let dst = buf.prepare(m.len())?;
         if dst.len() != m.len() {
             return Err(Error::UnexpectedLength {
@@ -116,7 +116,7 @@ impl Channel for MemChannel {
     fn recv_max(&mut self, max_len: usize) -> Result<Vec<u8>> {
         let m = self.next()?;
         self.stats.record_recv(m.len());
-        check_len(m.len(), max_len)?;
+        check_len(m.len(), max_len.min(self.max_frame_len))?;
         Ok(m)
     }
 

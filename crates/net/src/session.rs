@@ -1,7 +1,7 @@
 //! An n-party session: a full mesh of channels, each party knowing its rank.
 
 use std::net::{SocketAddr, TcpListener};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::channel::{Channel, ChannelExt, Stats};
 use crate::error::{Error, Result};
@@ -12,6 +12,8 @@ use crate::tcp::{ConnectOptions, TcpChannel, accept_stream};
 const MAGIC: [u8; 8] = *b"OBLIVNET";
 /// Version of the handshake format.
 const VERSION: u32 = 1;
+/// How long an accepted connection may take to send its hello.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One party's view of an n-party session: its `rank` in `0..parties` and a channel to every
 /// other party.
@@ -238,8 +240,9 @@ impl Session<TcpChannel> {
             let left = end.saturating_duration_since(Instant::now());
             let (s, _) = accept_stream(listener, Some(left))?;
             let mut c = TcpChannel::from_stream(s, opts.tcp.clone())?;
-            // A stray client must not hold us past the deadline.
-            c.set_read_timeout(Some(end.saturating_duration_since(Instant::now())))?;
+            // A stray client must not hold us long: real parties send their hello at once.
+            let left = end.saturating_duration_since(Instant::now());
+            c.set_read_timeout(Some(left.min(HELLO_TIMEOUT)))?;
             let r = c.recv_array::<20>().and_then(|m| parse_hello(&m, parties));
             match r {
                 Ok(r) if r > rank && r < parties && channels[r].is_none() => {

@@ -7,14 +7,21 @@
 use std::fmt::Display;
 use std::io::{self, BufReader, IoSlice, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::channel::{Channel, DEFAULT_MAX_FRAME_LEN, RecvBuf, Stats, StatsRecorder};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+
+use crate::channel::{Channel, DEFAULT_MAX_FRAME_LEN, RecvBuf, Stats, StatsRecorder, VecBuf};
 use crate::error::{Error, Result, len64};
 
 /// Size of the length prefix of a frame.
 const HEADER: usize = 8;
+
+/// Default cap of the read-ahead queue: 64 MiB.
+pub const DEFAULT_READ_AHEAD: usize = 64 << 20;
 
 /// Settings of an established TCP channel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,6 +43,16 @@ pub struct TcpOptions {
     pub write_buffer: usize,
     /// Capacity of the read buffer; larger reads bypass it. Default 64 KiB.
     pub read_buffer: usize,
+    /// Read ahead on a background thread, queueing up to this many bytes of received frames
+    /// (plus one frame) before it stops reading. Default `Some(64 MiB)`; `None` reads in the
+    /// caller's thread, straight into the caller's buffer.
+    ///
+    /// Reading ahead means both parties may send large messages at the same time (as
+    /// ECDH-PSI does) without the two writes blocking each other on full kernel buffers, and
+    /// that receiving overlaps the caller's computation; it costs a thread and one copy for
+    /// the receives into a caller's buffer. See [`TcpChannel`] for the differences in error
+    /// behaviour.
+    pub read_ahead: Option<usize>,
 }
 
 impl Default for TcpOptions {
@@ -47,6 +64,7 @@ impl Default for TcpOptions {
             nodelay: true,
             write_buffer: 64 << 10,
             read_buffer: 64 << 10,
+            read_ahead: Some(DEFAULT_READ_AHEAD),
         }
     }
 }
@@ -80,17 +98,144 @@ impl Default for ConnectOptions {
 /// Writes collect in a buffer of [`TcpOptions::write_buffer`] bytes and go out when it fills,
 /// on [`Channel::flush`], before every receive, and (best effort) on drop; a large frame is
 /// written with one vectored write together with what is buffered.
+///
+/// Reads happen in one of two modes ([`TcpOptions::read_ahead`]):
+///
+/// - **read-ahead** (default): a background thread reads whole frames (up to
+///   [`TcpOptions::max_frame_len`] each) into a queue capped at the configured size. A frame
+///   over the per-call limit is consumed and rejected with [`Error::FrameTooLarge`] and the
+///   channel stays usable; a frame over the channel's limit ends the reader
+///   ([`Error::FrameTooLarge`], then [`Error::Broken`]). A receive times out when no byte
+///   arrives for [`TcpOptions::read_timeout`]; the channel stays usable after a timeout.
+/// - **direct**: the caller's thread reads straight into the caller's buffer. Any error in the
+///   middle of a frame, and any length error, leaves the stream out of step, so the channel
+///   answers [`Error::Broken`] from then on; a timeout before the first byte of a frame does
+///   not.
+///
+/// In both modes the channel's `max_frame_len` caps every receive; a per-call limit can only
+/// tighten it. Dropping the channel flushes and shuts the connection down.
 #[derive(Debug)]
 pub struct TcpChannel {
-    reader: BufReader<TcpStream>,
+    stream: TcpStream,
+    reader: Reader,
     wbuf: Vec<u8>,
     opts: TcpOptions,
     stats: StatsRecorder,
     broken: bool,
 }
 
+#[derive(Debug)]
+enum Reader {
+    Direct(BufReader<TcpStream>),
+    Ahead(ReadAhead),
+}
+
+/// The consumer side of a read-ahead thread.
+#[derive(Debug)]
+struct ReadAhead {
+    rx: Receiver<Result<Vec<u8>>>,
+    shared: Arc<Shared>,
+}
+
+/// State shared with the read-ahead thread.
+#[derive(Debug, Default)]
+struct Shared {
+    /// Bytes queued and not yet taken, and whether the consumer is gone.
+    queue: Mutex<(usize, bool)>,
+    /// Signalled when the queue shrinks or the consumer leaves.
+    cv: Condvar,
+    /// Bytes read from the socket so far (for the idle timeout).
+    progress: AtomicU64,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (usize, bool)> {
+        // A panic while holding this lock cannot corrupt a pair of integers.
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Reads exactly `buf.len()` bytes. `Err((got, e))` on failure.
+fn read_full(
+    r: &mut impl Read,
+    buf: &mut [u8],
+    progress: Option<&AtomicU64>,
+) -> std::result::Result<(), (usize, io::Error)> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => return Err((got, io::ErrorKind::UnexpectedEof.into())),
+            Ok(k) => {
+                got += k;
+                if let Some(p) = progress {
+                    p.fetch_add(len64(k), Ordering::Relaxed);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err((got, e)),
+        }
+    }
+    Ok(())
+}
+
+/// The error for a failed read of a `want`-byte piece of which `got` bytes arrived.
+fn piece_error(got: usize, want: u64, e: io::Error, timeout: Option<Duration>) -> Error {
+    if e.kind() == io::ErrorKind::UnexpectedEof {
+        if got == 0 && want == len64(HEADER) {
+            Error::PeerDisconnected
+        } else {
+            Error::Truncated {
+                expected: want,
+                got: len64(got),
+            }
+        }
+    } else {
+        Error::from_io("read", e, timeout)
+    }
+}
+
+/// Body of the read-ahead thread: reads frames until an error or until the consumer leaves.
+fn read_ahead_loop(
+    mut r: BufReader<TcpStream>,
+    tx: &Sender<Result<Vec<u8>>>,
+    shared: &Shared,
+    max_frame: usize,
+    cap: usize,
+) -> Result<()> {
+    loop {
+        {
+            let mut q = shared.lock();
+            while q.0 > cap && !q.1 {
+                q = shared.cv.wait(q).unwrap_or_else(PoisonError::into_inner);
+            }
+            if q.1 {
+                return Ok(());
+            }
+        }
+        let mut h = [0u8; HEADER];
+        read_full(&mut r, &mut h, Some(&shared.progress))
+            .map_err(|(got, e)| piece_error(got, len64(HEADER), e, None))?;
+        let len = u64::from_le_bytes(h);
+        let too_large = Error::FrameTooLarge {
+            len,
+            max: len64(max_frame),
+        };
+        if len > len64(max_frame) {
+            return Err(too_large);
+        }
+        let n = usize::try_from(len).map_err(|_| too_large)?;
+        let mut v = vec![0u8; n];
+        read_full(&mut r, &mut v, Some(&shared.progress))
+            .map_err(|(got, e)| piece_error(got, len, e, None))?;
+        shared.lock().0 += n;
+        if tx.send(Ok(v)).is_err() {
+            return Ok(());
+        }
+    }
+}
+
 impl TcpChannel {
-    /// Wraps a connected stream, applying `opts` (nodelay, timeouts).
+    /// Wraps a connected stream, applying `opts` (nodelay, timeouts, read mode).
     pub fn from_stream(stream: TcpStream, opts: TcpOptions) -> Result<Self> {
         let io = |e| Error::Io {
             op: "configure socket",
@@ -98,13 +243,45 @@ impl TcpChannel {
         };
         stream.set_nodelay(opts.nodelay).map_err(io)?;
         stream
-            .set_read_timeout(nonzero(opts.read_timeout))
-            .map_err(io)?;
-        stream
             .set_write_timeout(nonzero(opts.write_timeout))
             .map_err(io)?;
+        let cap = opts.read_buffer.max(HEADER);
+        let reader = match opts.read_ahead {
+            None => {
+                stream
+                    .set_read_timeout(nonzero(opts.read_timeout))
+                    .map_err(io)?;
+                Reader::Direct(BufReader::with_capacity(
+                    cap,
+                    stream.try_clone().map_err(io)?,
+                ))
+            }
+            Some(limit) => {
+                // The thread blocks in read until data, EOF, or our shutdown on drop.
+                stream.set_read_timeout(None).map_err(io)?;
+                let r = BufReader::with_capacity(cap, stream.try_clone().map_err(io)?);
+                let (tx, rx) = crossbeam_channel::unbounded();
+                let shared = Arc::new(Shared::default());
+                let sh = Arc::clone(&shared);
+                let max = opts.max_frame_len;
+                thread::Builder::new()
+                    .name("obliv-net-reader".into())
+                    .spawn(move || {
+                        if let Err(e) = read_ahead_loop(r, &tx, &sh, max, limit) {
+                            // The consumer may be gone already; then nobody needs to know.
+                            let _ = tx.send(Err(e));
+                        }
+                    })
+                    .map_err(|e| Error::Io {
+                        op: "spawn reader thread",
+                        source: e,
+                    })?;
+                Reader::Ahead(ReadAhead { rx, shared })
+            }
+        };
         Ok(TcpChannel {
-            reader: BufReader::with_capacity(opts.read_buffer.max(HEADER), stream),
+            stream,
+            reader,
             wbuf: Vec::with_capacity(opts.write_buffer),
             opts,
             stats: StatsRecorder::default(),
@@ -175,7 +352,7 @@ impl TcpChannel {
 
     /// The peer's address.
     pub fn peer_addr(&self) -> Result<SocketAddr> {
-        self.stream().peer_addr().map_err(|e| Error::Io {
+        self.stream.peer_addr().map_err(|e| Error::Io {
             op: "peer_addr",
             source: e,
         })
@@ -183,25 +360,33 @@ impl TcpChannel {
 
     /// Changes the idle read timeout.
     pub fn set_read_timeout(&mut self, t: Option<Duration>) -> Result<()> {
-        self.stream()
-            .set_read_timeout(nonzero(t))
-            .map_err(|e| Error::Io {
-                op: "set_read_timeout",
-                source: e,
-            })?;
+        if let Reader::Direct(_) = self.reader {
+            self.stream
+                .set_read_timeout(nonzero(t))
+                .map_err(|e| Error::Io {
+                    op: "set_read_timeout",
+                    source: e,
+                })?;
+        }
         self.opts.read_timeout = t;
         Ok(())
     }
 
-    /// Sets the largest frame [`Channel::recv`] accepts.
+    /// Lowers the largest frame this channel accepts. (In read-ahead mode the reader thread
+    /// keeps the limit it started with, so raising it has no effect there.)
     pub fn set_max_frame_len(&mut self, max: usize) {
         self.opts.max_frame_len = max;
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &TcpOptions {
+        &self.opts
     }
 
     /// Flushes, then shuts the connection down in both directions.
     pub fn close(mut self) -> Result<()> {
         self.flush()?;
-        self.stream()
+        self.stream
             .shutdown(Shutdown::Both)
             .map_err(|e| Error::from_io("shutdown", e, None))
     }
@@ -209,10 +394,6 @@ impl TcpChannel {
     /// Zeroes the counters (after a session handshake, which is not protocol traffic).
     pub(crate) fn reset_stats(&mut self) {
         self.stats = StatsRecorder::default();
-    }
-
-    fn stream(&self) -> &TcpStream {
-        self.reader.get_ref()
     }
 
     fn check(&self) -> Result<()> {
@@ -226,7 +407,7 @@ impl TcpChannel {
     /// Writes all of `parts`, marking the channel broken on failure.
     fn write_parts(&mut self, parts: &mut [IoSlice<'_>]) -> Result<()> {
         let mut parts = parts;
-        let mut s = self.reader.get_ref();
+        let mut s = &self.stream;
         while !parts.is_empty() {
             match s.write_vectored(parts) {
                 Ok(0) => {
@@ -244,40 +425,83 @@ impl TcpChannel {
         Ok(())
     }
 
-    /// Reads exactly `buf.len()` bytes. `Err((got, e))` on failure.
-    fn read_full(&mut self, buf: &mut [u8]) -> std::result::Result<(), (usize, io::Error)> {
-        let mut got = 0;
-        while got < buf.len() {
-            match self.reader.read(&mut buf[got..]) {
-                Ok(0) => return Err((got, io::ErrorKind::UnexpectedEof.into())),
-                Ok(k) => got += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err((got, e)),
+    /// Direct mode: reads the next frame into `buf`.
+    fn recv_direct(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()> {
+        let timeout = self.opts.read_timeout;
+        let Reader::Direct(r) = &mut self.reader else {
+            return Err(Error::Broken);
+        };
+        let mut h = [0u8; HEADER];
+        if let Err((got, e)) = read_full(r, &mut h, None) {
+            let err = piece_error(got, len64(HEADER), e, timeout);
+            // Nothing of this frame consumed: a timeout leaves the channel usable.
+            if !(got == 0 && err.is_timeout()) {
+                self.broken = true;
             }
+            return Err(err);
         }
+        // From here on, any failure leaves the stream out of step.
+        self.broken = true;
+        let len = u64::from_le_bytes(h);
+        let too_large = Error::FrameTooLarge {
+            len,
+            max: len64(max_len),
+        };
+        if len > len64(max_len) {
+            return Err(too_large);
+        }
+        let n = usize::try_from(len).map_err(|_| too_large)?;
+        let dst = buf.prepare(n)?;
+        if dst.len() != n {
+            return Err(Error::UnexpectedLength {
+                expected: len64(dst.len()),
+                got: len,
+            });
+        }
+        read_full(r, dst, None).map_err(|(got, e)| piece_error(got, len, e, timeout))?;
+        self.broken = false;
+        self.stats.record_recv(n);
         Ok(())
     }
 
-    /// Turns a failed read of a `want`-byte piece into an error; `at_boundary` says whether
-    /// the piece is a frame header (so that failing before its first byte leaves the stream in
-    /// step).
-    fn read_error(&mut self, got: usize, want: usize, e: io::Error, at_boundary: bool) -> Error {
-        if at_boundary && got == 0 {
-            // Nothing of this frame was consumed: a timeout leaves the channel usable.
-            let err = Error::from_io("read", e, self.opts.read_timeout);
-            if !err.is_timeout() {
-                self.broken = true;
+    /// Read-ahead mode: takes the next whole frame from the queue.
+    fn next_ahead(&mut self) -> Result<Vec<u8>> {
+        let timeout = self.opts.read_timeout;
+        let Reader::Ahead(ra) = &mut self.reader else {
+            return Err(Error::Broken);
+        };
+        let mut seen = ra.shared.progress.load(Ordering::Relaxed);
+        loop {
+            let r = match timeout {
+                Some(t) => ra.rx.recv_timeout(t),
+                None => ra.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            match r {
+                Ok(Ok(v)) => {
+                    ra.shared.lock().0 -= v.len();
+                    ra.shared.cv.notify_one();
+                    return Ok(v);
+                }
+                Ok(Err(e)) => {
+                    if !matches!(e, Error::PeerDisconnected) {
+                        self.broken = true;
+                    }
+                    return Err(e);
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    let now = ra.shared.progress.load(Ordering::Relaxed);
+                    if now != seen {
+                        // Bytes are arriving, only slowly: an idle timeout does not apply.
+                        seen = now;
+                        continue;
+                    }
+                    return Err(Error::Timeout {
+                        after: timeout.unwrap_or_default(),
+                    });
+                }
+                // The reader ended after reporting a clean end of stream.
+                Err(RecvTimeoutError::Disconnected) => return Err(Error::PeerDisconnected),
             }
-            return err;
-        }
-        self.broken = true;
-        if e.kind() == io::ErrorKind::UnexpectedEof {
-            Error::Truncated {
-                expected: len64(want),
-                got: len64(got),
-            }
-        } else {
-            Error::from_io("read", e, self.opts.read_timeout)
         }
     }
 }
@@ -352,58 +576,37 @@ impl Channel for TcpChannel {
 
     fn recv_frame(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()> {
         self.check()?;
-        if !self.wbuf.is_empty() {
-            self.flush()?;
+        self.flush()?;
+        let max_len = max_len.min(self.opts.max_frame_len);
+        if let Reader::Direct(_) = self.reader {
+            return self.recv_direct(max_len, buf);
         }
-        let mut h = [0u8; HEADER];
-        if let Err((got, e)) = self.read_full(&mut h) {
-            return Err(self.read_error(got, HEADER, e, true));
-        }
-        let len = u64::from_le_bytes(h);
-        if len > len64(max_len) {
-            self.broken = true;
-            return Err(Error::FrameTooLarge {
-                len,
-                max: len64(max_len),
+        let v = self.next_ahead()?;
+        self.stats.record_recv(v.len());
+        check_len(v.len(), max_len)?;
+        let dst = buf.prepare(v.len())?;
+        if dst.len() != v.len() {
+            return Err(Error::UnexpectedLength {
+                expected: len64(dst.len()),
+                got: len64(v.len()),
             });
         }
-        // Lossless: len <= max_len, a usize.
-        let n = usize::try_from(len).map_err(|_| Error::FrameTooLarge {
-            len,
-            max: len64(max_len),
-        })?;
-        let dst = match buf.prepare(n) {
-            Ok(d) if d.len() == n => d,
-            Ok(d) => {
-                let expected = len64(d.len());
-                self.broken = true;
-                return Err(Error::UnexpectedLength { expected, got: len });
-            }
-            Err(e) => {
-                self.broken = true;
-                return Err(e);
-            }
-        };
-        let mut got = 0;
-        while got < n {
-            match self.reader.read(&mut dst[got..]) {
-                Ok(0) => {
-                    self.broken = true;
-                    return Err(Error::Truncated {
-                        expected: len,
-                        got: len64(got),
-                    });
-                }
-                Ok(k) => got += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.broken = true;
-                    return Err(Error::from_io("read", e, self.opts.read_timeout));
-                }
-            }
-        }
-        self.stats.record_recv(n);
+        dst.copy_from_slice(&v);
         Ok(())
+    }
+
+    fn recv_max(&mut self, max_len: usize) -> Result<Vec<u8>> {
+        if let Reader::Direct(_) = self.reader {
+            let mut b = VecBuf::default();
+            self.recv_frame(max_len, &mut b)?;
+            return Ok(b.0);
+        }
+        self.check()?;
+        self.flush()?;
+        let v = self.next_ahead()?;
+        self.stats.record_recv(v.len());
+        check_len(v.len(), max_len.min(self.opts.max_frame_len))?;
+        Ok(v)
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -427,11 +630,27 @@ impl Channel for TcpChannel {
     }
 }
 
+fn check_len(len: usize, max_len: usize) -> Result<()> {
+    if len > max_len {
+        return Err(Error::FrameTooLarge {
+            len: len64(len),
+            max: len64(max_len),
+        });
+    }
+    Ok(())
+}
+
 impl Drop for TcpChannel {
     fn drop(&mut self) {
         if !self.broken && !self.wbuf.is_empty() {
             // Best effort: errors on drop have nowhere to go.
             let _ = self.flush();
         }
+        if let Reader::Ahead(ra) = &self.reader {
+            ra.shared.lock().1 = true;
+            ra.shared.cv.notify_all();
+        }
+        // Wakes the reader thread (which holds a clone of the socket) and tells the peer.
+        let _ = self.stream.shutdown(Shutdown::Both);
     }
 }

@@ -78,14 +78,27 @@ fn tcp_echo() {
 }
 
 #[test]
-fn tcp_echo_tiny_buffers() {
+fn tcp_echo_direct_reads() {
     let opts = TcpOptions {
-        write_buffer: 0,
-        read_buffer: 1,
+        read_ahead: None,
         ..TcpOptions::default()
     };
     let (a, b) = TcpChannel::loopback_pair(opts).unwrap();
     echo_all(a, b);
+}
+
+#[test]
+fn tcp_echo_tiny_buffers() {
+    for read_ahead in [None, Some(0), Some(100)] {
+        let opts = TcpOptions {
+            write_buffer: 0,
+            read_buffer: 1,
+            read_ahead,
+            ..TcpOptions::default()
+        };
+        let (a, b) = TcpChannel::loopback_pair(opts).unwrap();
+        echo_all(a, b);
+    }
 }
 
 #[test]
@@ -133,6 +146,17 @@ fn typed_helpers() {
         },
         {
             let (a, b) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
+            (
+                Box::new(a) as Box<dyn Channel>,
+                Box::new(b) as Box<dyn Channel>,
+            )
+        },
+        {
+            let o = TcpOptions {
+                read_ahead: None,
+                ..TcpOptions::default()
+            };
+            let (a, b) = TcpChannel::loopback_pair(o).unwrap();
             (
                 Box::new(a) as Box<dyn Channel>,
                 Box::new(b) as Box<dyn Channel>,
@@ -270,7 +294,7 @@ fn rounds_definition() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(48))]
 
     /// Any sequence of messages arrives intact and in order, and the counters add up.
     #[test]
@@ -292,8 +316,9 @@ proptest! {
     fn prop_tcp_sequence(
         msgs in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40_000), 0..12),
         wbuf in 0usize..100_000,
+        read_ahead in prop::option::of(0usize..100_000),
     ) {
-        let opts = TcpOptions { write_buffer: wbuf, ..TcpOptions::default() };
+        let opts = TcpOptions { write_buffer: wbuf, read_ahead, ..TcpOptions::default() };
         let (mut a, mut b) = TcpChannel::loopback_pair(opts).unwrap();
         let expect = msgs.clone();
         let t = thread::spawn(move || {

@@ -1,5 +1,6 @@
 //! A TCP peer that misbehaves (disconnects mid-frame, announces a huge frame, never answers,
 //! never reads) gives a typed error within the timeout: no hang, no panic, no huge allocation.
+//! Each scenario runs in both read modes (read-ahead thread and direct reads).
 
 #![allow(clippy::unwrap_used)] // test helpers, outside #[test] functions
 
@@ -8,29 +9,65 @@ use std::net::{TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use obliv_net::{Channel, ConnectOptions, Error, TcpChannel, TcpOptions};
+use obliv_net::{Channel, ChannelExt, ConnectOptions, Error, TcpChannel, TcpOptions};
 
 const T: Duration = Duration::from_millis(200);
 
-fn opts() -> TcpOptions {
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mode {
+    Ahead,
+    Direct,
+}
+
+fn opts(mode: Mode) -> TcpOptions {
     TcpOptions {
         read_timeout: Some(T),
         write_timeout: Some(T),
+        read_ahead: match mode {
+            Mode::Ahead => Some(1 << 20),
+            Mode::Direct => None,
+        },
         ..TcpOptions::default()
     }
 }
 
 /// Our channel and a raw socket as the hostile peer.
-fn hostile_pair() -> (TcpChannel, TcpStream) {
+fn hostile_pair(mode: Mode) -> (TcpChannel, TcpStream) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let raw = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-    let ch = TcpChannel::accept(&l, Some(Duration::from_secs(5)), opts()).unwrap();
+    let ch = TcpChannel::accept(&l, Some(Duration::from_secs(5)), opts(mode)).unwrap();
     (ch, raw)
 }
 
-#[test]
-fn disconnect_mid_frame() {
-    let (mut ch, mut raw) = hostile_pair();
+/// Generates one `#[test]` per read mode for each scenario function.
+macro_rules! both_modes {
+    ($($name:ident),* $(,)?) => {
+        mod ahead {
+            $( #[test] fn $name() { super::$name(super::Mode::Ahead) } )*
+        }
+        mod direct {
+            $( #[test] fn $name() { super::$name(super::Mode::Direct) } )*
+        }
+    };
+}
+
+both_modes!(
+    disconnect_mid_frame,
+    disconnect_mid_header,
+    disconnect_between_frames,
+    huge_frame_length_is_rejected_before_allocating,
+    silent_peer_times_out,
+    peer_silent_mid_frame_times_out,
+    peer_that_never_reads_gives_write_timeout,
+    unexpected_length,
+    peer_dropped_gives_error_on_send_eventually,
+    buffered_frames_flush_before_receive_and_on_drop,
+    slow_frame_is_not_an_idle_timeout,
+    simultaneous_large_sends,
+);
+
+fn disconnect_mid_frame(mode: Mode) {
+    let (mut ch, mut raw) = hostile_pair(mode);
     raw.write_all(&100u64.to_le_bytes()).unwrap();
     raw.write_all(&[1u8; 10]).unwrap();
     drop(raw);
@@ -50,9 +87,8 @@ fn disconnect_mid_frame() {
     assert!(matches!(ch.recv(), Err(Error::Broken)));
 }
 
-#[test]
-fn disconnect_mid_header() {
-    let (mut ch, mut raw) = hostile_pair();
+fn disconnect_mid_header(mode: Mode) {
+    let (mut ch, mut raw) = hostile_pair(mode);
     raw.write_all(&[1, 2, 3]).unwrap();
     drop(raw);
     let e = ch.recv().unwrap_err();
@@ -68,9 +104,8 @@ fn disconnect_mid_header() {
     );
 }
 
-#[test]
-fn disconnect_between_frames() {
-    let (mut ch, mut raw) = hostile_pair();
+fn disconnect_between_frames(mode: Mode) {
+    let (mut ch, mut raw) = hostile_pair(mode);
     raw.write_all(&2u64.to_le_bytes()).unwrap();
     raw.write_all(b"hi").unwrap();
     drop(raw);
@@ -78,9 +113,8 @@ fn disconnect_between_frames() {
     assert!(matches!(ch.recv(), Err(Error::PeerDisconnected)));
 }
 
-#[test]
-fn huge_frame_length_is_rejected_before_allocating() {
-    let (mut ch, mut raw) = hostile_pair();
+fn huge_frame_length_is_rejected_before_allocating(mode: Mode) {
+    let (mut ch, mut raw) = hostile_pair(mode);
     raw.write_all(&(1u64 << 40).to_le_bytes()).unwrap();
     raw.flush().unwrap();
     let e = ch.recv().unwrap_err();
@@ -92,25 +126,20 @@ fn huge_frame_length_is_rejected_before_allocating() {
     assert!(matches!(ch.recv(), Err(Error::Broken)));
     assert!(matches!(ch.send(b"x"), Err(Error::Broken)));
 
-    // The same with u64::MAX and a typed receive with its own tighter limit.
-    let (mut ch, mut raw) = hostile_pair();
+    // The same with u64::MAX and a typed receive with its own tighter limit (which direct
+    // reads apply to the header; the read-ahead thread applies the channel's limit).
+    let (mut ch, mut raw) = hostile_pair(mode);
     raw.write_all(&u64::MAX.to_le_bytes()).unwrap();
-    let e = obliv_net::ChannelExt::recv_pod_vec::<u128>(&mut ch, 4).unwrap_err();
+    let e = ch.recv_pod_vec::<u128>(4).unwrap_err();
+    let want_max = if mode == Mode::Direct { 64 } else { 1 << 30 };
     assert!(
-        matches!(
-            e,
-            Error::FrameTooLarge {
-                len: u64::MAX,
-                max: 64
-            }
-        ),
+        matches!(e, Error::FrameTooLarge { len: u64::MAX, max } if max == want_max),
         "{e:?}"
     );
 }
 
-#[test]
-fn silent_peer_times_out() {
-    let (mut ch, raw) = hostile_pair();
+fn silent_peer_times_out(mode: Mode) {
+    let (mut ch, raw) = hostile_pair(mode);
     let t0 = Instant::now();
     let e = ch.recv().unwrap_err();
     let dt = t0.elapsed();
@@ -123,22 +152,29 @@ fn silent_peer_times_out() {
     assert_eq!(ch.recv().unwrap(), b"abc");
 }
 
-#[test]
-fn peer_silent_mid_frame_times_out_and_breaks() {
-    let (mut ch, mut raw) = hostile_pair();
+fn peer_silent_mid_frame_times_out(mode: Mode) {
+    let (mut ch, mut raw) = hostile_pair(mode);
     raw.write_all(&100u64.to_le_bytes()).unwrap();
     raw.write_all(&[0u8; 50]).unwrap();
     let t0 = Instant::now();
     let e = ch.recv().unwrap_err();
     assert!(e.is_timeout(), "{e:?}");
     assert!(t0.elapsed() < Duration::from_secs(3));
-    assert!(matches!(ch.recv(), Err(Error::Broken)));
-    drop(raw);
+    match mode {
+        // Direct reads consumed half a frame: the stream is out of step.
+        Mode::Direct => assert!(matches!(ch.recv(), Err(Error::Broken))),
+        // The reader thread still holds the half frame; the rest completes it.
+        Mode::Ahead => {
+            raw.write_all(&[7u8; 50]).unwrap();
+            let m = ch.recv().unwrap();
+            assert_eq!(m.len(), 100);
+            assert_eq!(&m[50..], &[7u8; 50]);
+        }
+    }
 }
 
-#[test]
-fn peer_that_never_reads_gives_write_timeout() {
-    let (mut ch, raw) = hostile_pair();
+fn peer_that_never_reads_gives_write_timeout(mode: Mode) {
+    let (mut ch, raw) = hostile_pair(mode);
     let chunk = vec![0u8; 1 << 20];
     let t0 = Instant::now();
     let mut err = None;
@@ -155,11 +191,12 @@ fn peer_that_never_reads_gives_write_timeout() {
     drop(raw);
 }
 
-#[test]
-fn unexpected_length_on_tcp() {
-    let (mut ch, mut raw) = hostile_pair();
+fn unexpected_length(mode: Mode) {
+    let (mut ch, mut raw) = hostile_pair(mode);
     raw.write_all(&5u64.to_le_bytes()).unwrap();
     raw.write_all(b"hello").unwrap();
+    raw.write_all(&2u64.to_le_bytes()).unwrap();
+    raw.write_all(b"ok").unwrap();
     let mut buf = [0u8; 4];
     let e = ch.recv_into(&mut buf).unwrap_err();
     assert!(
@@ -172,11 +209,15 @@ fn unexpected_length_on_tcp() {
         ),
         "{e:?}"
     );
+    match mode {
+        Mode::Direct => assert!(matches!(ch.recv(), Err(Error::Broken))),
+        // Whole frames are consumed in read-ahead mode: the channel stays in step.
+        Mode::Ahead => assert_eq!(ch.recv().unwrap(), b"ok"),
+    }
 }
 
-#[test]
-fn peer_dropped_gives_error_on_send_eventually() {
-    let (mut ch, raw) = hostile_pair();
+fn peer_dropped_gives_error_on_send_eventually(mode: Mode) {
+    let (mut ch, raw) = hostile_pair(mode);
     drop(raw);
     let mut res = Ok(());
     for _ in 0..64 {
@@ -188,6 +229,66 @@ fn peer_dropped_gives_error_on_send_eventually() {
     }
     let e = res.unwrap_err();
     assert!(matches!(e, Error::PeerDisconnected), "{e:?}");
+}
+
+fn buffered_frames_flush_before_receive_and_on_drop(mode: Mode) {
+    let (mut a, mut b) = TcpChannel::loopback_pair(opts(mode)).unwrap();
+    // Small frames stay buffered; the receive below must flush them or time out.
+    a.send(b"ping").unwrap();
+    let t = thread::spawn(move || {
+        assert_eq!(b.recv().unwrap(), b"ping");
+        b.send(b"pong").unwrap();
+        // No flush: dropping the channel pushes the frame out.
+    });
+    assert_eq!(a.recv().unwrap(), b"pong");
+    t.join().unwrap();
+}
+
+/// A frame that trickles in slower than the timeout per frame, but faster than the timeout per
+/// byte, arrives whole: the timeout is an idle timeout.
+fn slow_frame_is_not_an_idle_timeout(mode: Mode) {
+    let (mut ch, mut raw) = hostile_pair(mode);
+    let w = thread::spawn(move || {
+        raw.write_all(&6u64.to_le_bytes()).unwrap();
+        for b in b"trickl" {
+            thread::sleep(T / 3);
+            raw.write_all(&[*b]).unwrap();
+        }
+        raw
+    });
+    assert_eq!(ch.recv().unwrap(), b"trickl");
+    drop(w.join().unwrap());
+}
+
+/// Both ends send 16 MiB before either receives. Read-ahead absorbs it; direct reads would
+/// block both writers on full kernel buffers (and fail with a write timeout).
+fn simultaneous_large_sends(mode: Mode) {
+    let o = TcpOptions {
+        read_ahead: match mode {
+            Mode::Ahead => Some(64 << 20),
+            Mode::Direct => None,
+        },
+        ..opts(mode)
+    };
+    let (mut a, mut b) = TcpChannel::loopback_pair(o).unwrap();
+    let big = vec![3u8; 16 << 20];
+    let big2 = big.clone();
+    let t = thread::spawn(move || {
+        let r = b.send(&big2).and_then(|()| b.recv());
+        (r, b)
+    });
+    let ra = a.send(&big).and_then(|()| a.recv());
+    let (rb, b) = t.join().unwrap();
+    match mode {
+        Mode::Ahead => {
+            assert_eq!(ra.unwrap().len(), 16 << 20);
+            assert_eq!(rb.unwrap().len(), 16 << 20);
+        }
+        Mode::Direct => {
+            assert!(ra.is_err() || rb.is_err(), "direct mode cannot absorb this");
+        }
+    }
+    drop((a, b));
 }
 
 #[test]
@@ -221,7 +322,8 @@ fn connect_retries_until_the_listener_appears() {
     let server = thread::spawn(move || {
         thread::sleep(Duration::from_millis(150));
         let l = TcpListener::bind(addr).unwrap();
-        let mut c = TcpChannel::accept(&l, Some(Duration::from_secs(5)), opts()).unwrap();
+        let mut c =
+            TcpChannel::accept(&l, Some(Duration::from_secs(5)), opts(Mode::Ahead)).unwrap();
         c.recv().unwrap()
     });
     let mut c = TcpChannel::connect(addr, &ConnectOptions::default()).unwrap();
@@ -234,21 +336,8 @@ fn connect_retries_until_the_listener_appears() {
 fn accept_times_out() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let t0 = Instant::now();
-    let e = TcpChannel::accept(&l, Some(Duration::from_millis(100)), opts()).unwrap_err();
+    let e =
+        TcpChannel::accept(&l, Some(Duration::from_millis(100)), opts(Mode::Direct)).unwrap_err();
     assert!(e.is_timeout(), "{e:?}");
     assert!(t0.elapsed() < Duration::from_secs(2));
-}
-
-#[test]
-fn buffered_frames_flush_before_receive_and_on_drop() {
-    let (mut a, mut b) = TcpChannel::loopback_pair(opts()).unwrap();
-    // Small frames stay buffered; the receive below must flush them or deadlock (timeout).
-    a.send(b"ping").unwrap();
-    let t = thread::spawn(move || {
-        assert_eq!(b.recv().unwrap(), b"ping");
-        b.send(b"pong").unwrap();
-        // No flush: dropping the channel pushes the frame out.
-    });
-    assert_eq!(a.recv().unwrap(), b"pong");
-    t.join().unwrap();
 }
