@@ -2,19 +2,70 @@
 //! The only `unsafe` in this crate lives here.
 #![allow(unsafe_code)]
 
-/// Carry-less 64×64 → 128-bit product, PCLMULQDQ when available.
+cpufeatures::new!(has_pclmul, "pclmulqdq", "sse2");
+
+/// Whether the PCLMULQDQ kernels can run (checked once, then cached).
 #[inline]
-pub(crate) fn clmul64(a: u64, b: u64) -> u128 {
+fn pclmul_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        cpufeatures::new!(has_pclmul, "pclmulqdq", "sse2");
-        if has_pclmul::get() {
-            // SAFETY: `has_pclmul::get()` confirmed at run time that the CPU supports
-            // PCLMULQDQ and SSE2, the features `clmul64_pclmul` is compiled for.
-            return unsafe { x86::clmul64_pclmul(a, b) };
-        }
+        has_pclmul::get()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Carry-less 64×64 → 128-bit product, PCLMULQDQ when available.
+#[inline]
+#[cfg_attr(not(test), allow(dead_code))] // the 128-bit kernels below are what the field uses
+pub(crate) fn clmul64(a: u64, b: u64) -> u128 {
+    #[cfg(target_arch = "x86_64")]
+    if pclmul_available() {
+        // SAFETY: `pclmul_available()` confirmed at run time that the CPU supports
+        // PCLMULQDQ and SSE2, the features `clmul64_pclmul` is compiled for.
+        return unsafe { x86::clmul64_pclmul(a, b) };
     }
     clmul64_portable(a, b)
+}
+
+/// Unreduced 128×128 → 256-bit carry-less product `(lo, hi)`, Karatsuba over three 64-bit
+/// products, PCLMULQDQ when available.
+#[inline]
+pub(crate) fn clmul128(a: u128, b: u128) -> (u128, u128) {
+    #[cfg(target_arch = "x86_64")]
+    if pclmul_available() {
+        // SAFETY: PCLMULQDQ and SSE2 were confirmed at run time (see `clmul64`).
+        return unsafe { x86::clmul128_pclmul(a, b) };
+    }
+    clmul128_with(a, b, clmul64_portable)
+}
+
+/// `Σ a[i]·b[i]` unreduced, as `(lo, hi)`. The slices have equal length (checked by the caller).
+#[inline]
+pub(crate) fn clmul_dot(a: &[u128], b: &[u128]) -> (u128, u128) {
+    #[cfg(target_arch = "x86_64")]
+    if pclmul_available() {
+        // SAFETY: PCLMULQDQ and SSE2 were confirmed at run time (see `clmul64`).
+        return unsafe { x86::clmul_dot_pclmul(a, b) };
+    }
+    a.iter().zip(b).fold((0, 0), |(l, h), (x, y)| {
+        let (pl, ph) = clmul128_with(*x, *y, clmul64_portable);
+        (l ^ pl, h ^ ph)
+    })
+}
+
+/// Karatsuba: three 64-bit carry-less products make one 128-bit one.
+#[inline(always)]
+#[allow(clippy::cast_possible_truncation)] // splitting into 64-bit halves
+fn clmul128_with(a: u128, b: u128, f: impl Fn(u64, u64) -> u128) -> (u128, u128) {
+    let (a0, a1) = (a as u64, (a >> 64) as u64);
+    let (b0, b1) = (b as u64, (b >> 64) as u64);
+    let lo = f(a0, b0);
+    let hi = f(a1, b1);
+    let mid = f(a0 ^ a1, b0 ^ b1) ^ lo ^ hi;
+    (lo ^ (mid << 64), hi ^ (mid >> 64))
 }
 
 /// Low 64 bits of the carry-less product, by integer multiplication with holes (BearSSL's
@@ -64,7 +115,8 @@ pub(crate) fn movemask_portable(v: u128) -> u16 {
 pub(crate) mod x86 {
     use core::arch::x86_64::{
         __m128i, _mm_clmulepi64_si128, _mm_cvtsi128_si64, _mm_movemask_epi8, _mm_set_epi64x,
-        _mm_slli_epi64, _mm_unpackhi_epi64,
+        _mm_setzero_si128, _mm_slli_epi64, _mm_slli_si128, _mm_srli_si128, _mm_unpackhi_epi64,
+        _mm_xor_si128,
     };
 
     #[inline]
@@ -93,6 +145,58 @@ pub(crate) mod x86 {
         from_m128(p)
     }
 
+    /// The 256-bit product of two 128-bit operands by four PCLMULQDQs (schoolbook: on this
+    /// hardware one more multiply beats Karatsuba's extra XORs and shuffles).
+    #[inline]
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    fn clmul128_m(a: __m128i, b: __m128i) -> (__m128i, __m128i, __m128i) {
+        let lo = _mm_clmulepi64_si128::<0x00>(a, b);
+        let hi = _mm_clmulepi64_si128::<0x11>(a, b);
+        let m1 = _mm_clmulepi64_si128::<0x10>(a, b);
+        let m2 = _mm_clmulepi64_si128::<0x01>(a, b);
+        (lo, _mm_xor_si128(m1, m2), hi)
+    }
+
+    /// Folds `(lo, mid, hi)` (mid at x^64) into `(lo, hi)` 128-bit halves.
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    fn fold(lo: __m128i, mid: __m128i, hi: __m128i) -> (u128, u128) {
+        let lo = _mm_xor_si128(lo, _mm_slli_si128::<8>(mid));
+        let hi = _mm_xor_si128(hi, _mm_srli_si128::<8>(mid));
+        (from_m128(lo), from_m128(hi))
+    }
+
+    /// Unreduced 128×128 carry-less product.
+    #[inline]
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    pub(crate) fn clmul128_pclmul(a: u128, b: u128) -> (u128, u128) {
+        let (lo, mid, hi) = clmul128_m(to_m128(a), to_m128(b));
+        fold(lo, mid, hi)
+    }
+
+    /// Unreduced inner product: the products are XORed before the single fold.
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    pub(crate) fn clmul_dot_pclmul(a: &[u128], b: &[u128]) -> (u128, u128) {
+        let (mut lo, mut mid, mut hi) = (
+            _mm_setzero_si128(),
+            _mm_setzero_si128(),
+            _mm_setzero_si128(),
+        );
+        for (x, y) in a.iter().zip(b) {
+            let (l, m, h) = clmul128_m(to_m128(*x), to_m128(*y));
+            lo = _mm_xor_si128(lo, l);
+            mid = _mm_xor_si128(mid, m);
+            hi = _mm_xor_si128(hi, h);
+        }
+        fold(lo, mid, hi)
+    }
+
+    /// [`super::transpose_tiles_with`] compiled with SSE2 so the intrinsics inline.
+    #[target_feature(enable = "sse2")]
+    pub(crate) fn transpose_tiles_sse2(input: &[u8], rows: usize, cols: usize, out: &mut [u8]) {
+        super::transpose_tiles_with(input, rows, cols, out, |v| movemask_planes(v));
+    }
+
     /// The 8 masks of bit planes 7, 6, …, 0 of the 16 bytes of `v`: `out[k]` gathers bit
     /// `7 − k` of every byte (SSE2 `pmovmskb` after `k` left shifts). SSE2 is part of the
     /// x86-64 baseline, so no run-time check is needed.
@@ -110,9 +214,10 @@ pub(crate) mod x86 {
     }
 }
 
-/// The 8 bit-plane masks of `v` (see `x86::movemask_planes`), on any CPU.
-#[inline]
-pub(crate) fn movemask_planes(v: u128) -> [u16; 8] {
+/// The 8 bit-plane masks of `v` (see `x86::movemask_planes`), on any CPU (tests compare the
+/// kernels through it).
+#[cfg(test)]
+fn movemask_planes(v: u128) -> [u16; 8] {
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY: SSE2 is part of the x86-64 baseline: every x86-64 CPU has it, so the
@@ -143,6 +248,47 @@ pub(crate) fn movemask_planes_portable(v: u128) -> [u16; 8] {
     out
 }
 
+/// The transpose kernel (see `crate::transpose`): shapes were checked by the caller
+/// (`rows % 16 == 0`, `cols % 8 == 0`, both buffers `rows * cols / 8` bytes).
+pub(crate) fn transpose_tiles(input: &[u8], rows: usize, cols: usize, out: &mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: SSE2 is part of the x86-64 baseline, so the feature the kernel is compiled
+        // for is always present.
+        unsafe { x86::transpose_tiles_sse2(input, rows, cols, out) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    transpose_tiles_with(input, rows, cols, out, movemask_planes_portable)
+}
+
+/// The transpose loop over 16-row × 8-column tiles, with the bit-plane kernel `planes`.
+#[inline(always)]
+fn transpose_tiles_with(
+    input: &[u8],
+    rows: usize,
+    cols: usize,
+    out: &mut [u8],
+    planes: impl Fn(u128) -> [u16; 8],
+) {
+    let in_row = cols / 8;
+    let out_row = rows / 8;
+    for (tile, rows16) in input.chunks_exact(16 * in_row).enumerate() {
+        let rr8 = tile * 2; // byte offset of these 16 rows within an output row
+        for cb in 0..in_row {
+            let mut gathered = [0u8; 16];
+            for (i, g) in gathered.iter_mut().enumerate() {
+                *g = rows16[i * in_row + cb];
+            }
+            let p = planes(u128::from_le_bytes(gathered));
+            let base = cb * 8 * out_row + rr8;
+            for (k, mask) in p.iter().enumerate() {
+                let at = base + (7 - k) * out_row;
+                out[at..at + 2].copy_from_slice(&mask.to_le_bytes());
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +298,14 @@ mod tests {
         #[test]
         fn planes_agree(v in any::<u128>()) {
             prop_assert_eq!(movemask_planes(v), movemask_planes_portable(v));
+        }
+
+        #[test]
+        fn transpose_kernels_agree(bytes in proptest::collection::vec(any::<u8>(), 32 * 3)) {
+            let (mut a, mut b) = (vec![0u8; bytes.len()], vec![0u8; bytes.len()]);
+            transpose_tiles(&bytes, 32, 24, &mut a);
+            transpose_tiles_with(&bytes, 32, 24, &mut b, movemask_planes_portable);
+            prop_assert_eq!(a, b);
         }
 
         #[test]

@@ -52,15 +52,8 @@ impl Wide {
 /// The unreduced carry-less product of `a` and `b`.
 #[inline]
 pub fn mul_wide(a: Block, b: Block) -> Wide {
-    let (a0, a1) = a.to_u64s();
-    let (b0, b1) = b.to_u64s();
-    let lo = backend::clmul64(a0, b0);
-    let hi = backend::clmul64(a1, b1);
-    let mid = backend::clmul64(a0 ^ a1, b0 ^ b1) ^ lo ^ hi;
-    Wide {
-        lo: lo ^ (mid << 64),
-        hi: hi ^ (mid >> 64),
-    }
+    let (lo, hi) = backend::clmul128(a.0, b.0);
+    Wide { lo, hi }
 }
 
 /// `a · b` in GF(2^128).
@@ -111,11 +104,8 @@ pub fn inner_product(a: &[Block], b: &[Block]) -> Block {
         b.len(),
         "inner product of vectors of different lengths"
     );
-    let mut acc = Wide::default();
-    for (x, y) in a.iter().zip(b) {
-        acc ^= mul_wide(*x, *y);
-    }
-    acc.reduce()
+    let (lo, hi) = backend::clmul_dot(bytemuck::cast_slice(a), bytemuck::cast_slice(b));
+    Wide { lo, hi }.reduce()
 }
 
 /// `out[i] = a[i] · s` for a scalar `s`.
@@ -139,6 +129,7 @@ pub fn eval_poly(coeffs: &[Block], x: Block) -> Block {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // tests split u128s into halves
 mod tests {
     use super::*;
     use proptest::prelude::*;
@@ -205,8 +196,14 @@ mod tests {
         }
 
         #[test]
-        fn portable_and_hardware_clmul_agree(a in any::<u64>(), b in any::<u64>()) {
+        fn portable_and_hardware_clmul_agree(a in any::<u64>(), b in any::<u64>(), c in any::<u128>(), d in any::<u128>()) {
             prop_assert_eq!(backend::clmul64(a, b), backend::clmul64_portable(a, b));
+            let naive = {
+                let (lo, hi) = (backend::clmul64_portable(c as u64, d as u64), backend::clmul64_portable((c >> 64) as u64, (d >> 64) as u64));
+                let m = backend::clmul64_portable(c as u64, (d >> 64) as u64) ^ backend::clmul64_portable((c >> 64) as u64, d as u64);
+                (lo ^ (m << 64), hi ^ (m >> 64))
+            };
+            prop_assert_eq!(backend::clmul128(c, d), naive);
         }
     }
 

@@ -21,7 +21,6 @@ pub fn transpose_bits(input: &[u8], rows: usize, cols: usize, out: &mut [u8]) ->
         });
     }
     let in_row = cols / 8;
-    let out_row = rows / 8;
     let expected = rows * in_row;
     if input.len() != expected || out.len() != expected {
         return Err(Error::UnexpectedLength {
@@ -29,21 +28,7 @@ pub fn transpose_bits(input: &[u8], rows: usize, cols: usize, out: &mut [u8]) ->
             got: input.len().max(out.len()),
         });
     }
-    for rr in (0..rows).step_by(16) {
-        for cb in 0..in_row {
-            let mut gathered = [0u8; 16];
-            for (i, g) in gathered.iter_mut().enumerate() {
-                *g = input[(rr + i) * in_row + cb];
-            }
-            let planes = backend::movemask_planes(u128::from_le_bytes(gathered));
-            let cc = cb * 8;
-            for (k, mask) in planes.iter().enumerate() {
-                let col = cc + 7 - k;
-                let at = col * out_row + rr / 8;
-                out[at..at + 2].copy_from_slice(&mask.to_le_bytes());
-            }
-        }
-    }
+    backend::transpose_tiles(input, rows, cols, out);
     Ok(())
 }
 
