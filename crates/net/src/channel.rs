@@ -306,6 +306,53 @@ impl<C: Channel + ?Sized> Channel for Box<C> {
     forward_channel!();
 }
 
+/// The sending half of a split channel (see [`Split`]).
+pub trait FrameSender: Send {
+    /// Sends `msg` as one frame (possibly buffered until [`flush`](FrameSender::flush)).
+    fn send(&mut self, msg: &[u8]) -> Result<()>;
+
+    /// Sends an owned message (moved, not copied, where the transport allows).
+    fn send_vec(&mut self, msg: Vec<u8>) -> Result<()> {
+        self.send(&msg)
+    }
+
+    /// Pushes buffered frames to the peer. A split sender is not flushed by receives on its
+    /// receiver: flush before waiting for an answer.
+    fn flush(&mut self) -> Result<()>;
+}
+
+/// The receiving half of a split channel (see [`Split`]).
+pub trait FrameReceiver: Send {
+    /// As [`Channel::recv_frame`].
+    fn recv_frame(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()>;
+
+    /// As [`Channel::recv_max`].
+    fn recv_max(&mut self, max_len: usize) -> Result<Vec<u8>> {
+        let mut b = VecBuf::default();
+        self.recv_frame(max_len, &mut b)?;
+        Ok(b.0)
+    }
+
+    /// The largest frame this receiver accepts at all.
+    fn max_frame_len(&self) -> usize {
+        DEFAULT_MAX_FRAME_LEN
+    }
+}
+
+/// A channel that divides into a sending and a receiving half, to be used from two threads
+/// (one streaming data out while the other takes the answers in), or to build a [`crate::Mux`].
+///
+/// The halves do not count traffic; [`crate::Mux`] sub-channels do.
+pub trait Split: Channel + Sized {
+    /// The sending half.
+    type Sender: FrameSender + 'static;
+    /// The receiving half.
+    type Receiver: FrameReceiver + 'static;
+
+    /// Divides the channel; frames buffered for sending stay in the sender.
+    fn split(self) -> (Self::Sender, Self::Receiver);
+}
+
 /// Typed helpers over [`Channel`] for plain-old-data values (`u64`, `[u8; N]`, a 128-bit
 /// `Block`, …), implemented for every channel including `dyn Channel`.
 ///

@@ -92,6 +92,12 @@ pub enum Error {
         /// Number of parties in the session.
         parties: usize,
     },
+    /// A sub-channel id that is already open on this side of a [`crate::Mux`].
+    #[error("sub-channel {id} is already open")]
+    SubChannelInUse {
+        /// The id.
+        id: u32,
+    },
     /// An earlier error left the channel out of step with its peer; it cannot be used any more.
     #[error("channel unusable after an earlier error")]
     Broken,
@@ -111,6 +117,59 @@ impl Error {
             | io::ErrorKind::UnexpectedEof
             | io::ErrorKind::NotConnected => Error::PeerDisconnected,
             _ => Error::Io { op, source: e },
+        }
+    }
+
+    /// A copy for reporting one failure to several receivers; an I/O error keeps its kind
+    /// and message.
+    pub(crate) fn clone_lossy(&self) -> Error {
+        let io = |e: &io::Error| io::Error::new(e.kind(), e.to_string());
+        match self {
+            Error::Io { op, source } => Error::Io {
+                op,
+                source: io(source),
+            },
+            Error::Timeout { after } => Error::Timeout { after: *after },
+            Error::PeerDisconnected => Error::PeerDisconnected,
+            Error::Truncated { expected, got } => Error::Truncated {
+                expected: *expected,
+                got: *got,
+            },
+            Error::FrameTooLarge { len, max } => Error::FrameTooLarge {
+                len: *len,
+                max: *max,
+            },
+            Error::UnexpectedLength { expected, got } => Error::UnexpectedLength {
+                expected: *expected,
+                got: *got,
+            },
+            Error::NotMultiple { len, elem_size } => Error::NotMultiple {
+                len: *len,
+                elem_size: *elem_size,
+            },
+            Error::ConnectFailed {
+                addr,
+                attempts,
+                source,
+            } => Error::ConnectFailed {
+                addr: addr.clone(),
+                attempts: *attempts,
+                source: io(source),
+            },
+            Error::Handshake { reason } => Error::Handshake {
+                reason: reason.clone(),
+            },
+            Error::NoSuchParty {
+                peer,
+                rank,
+                parties,
+            } => Error::NoSuchParty {
+                peer: *peer,
+                rank: *rank,
+                parties: *parties,
+            },
+            Error::SubChannelInUse { id } => Error::SubChannelInUse { id: *id },
+            Error::Broken => Error::Broken,
         }
     }
 

@@ -12,7 +12,9 @@
 //!   latency would, so WAN figures ("100 Mbps / 10 ms") can be measured in one process.
 //!
 //! [`Session`] gives each of `n` parties its rank and a channel to every other party, in memory
-//! or over TCP.
+//! or over TCP. [`Mux`] runs many sub-channels over one connection, for sub-protocols that run
+//! side by side (each on its own thread if need be); [`Split`] divides a channel into a sending
+//! and a receiving half.
 //!
 //! ```
 //! use obliv_net::{Channel, ChannelExt, mem_pair};
@@ -37,15 +39,20 @@ compile_error!(
 mod channel;
 mod error;
 mod mem;
+mod mux;
 mod session;
 mod sim;
 mod tcp;
 
 pub use channel::{
-    Channel, ChannelExt, DEFAULT_MAX_FRAME_LEN, ExactBuf, RecvBuf, Stats, StatsRecorder, VecBuf,
+    Channel, ChannelExt, DEFAULT_MAX_FRAME_LEN, ExactBuf, FrameReceiver, FrameSender, RecvBuf,
+    Split, Stats, StatsRecorder, VecBuf,
 };
 pub use error::{Error, Result};
-pub use mem::{DEFAULT_MEM_TIMEOUT, MemChannel, mem_pair, mem_pair_with_timeout};
+pub use mem::{
+    DEFAULT_MEM_TIMEOUT, MemChannel, MemReceiver, MemSender, mem_pair, mem_pair_with_timeout,
+};
+pub use mux::{Mux, MuxOptions, SubChannel};
 pub use session::Session;
-pub use sim::{LinkModel, SimLink};
-pub use tcp::{ConnectOptions, DEFAULT_READ_AHEAD, TcpChannel, TcpOptions};
+pub use sim::{LinkModel, SimLink, SimReceiver, SimSender};
+pub use tcp::{ConnectOptions, DEFAULT_READ_AHEAD, TcpChannel, TcpOptions, TcpReceiver, TcpSender};

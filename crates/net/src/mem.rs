@@ -4,7 +4,10 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use crate::channel::{Channel, DEFAULT_MAX_FRAME_LEN, RecvBuf, Stats, StatsRecorder};
+use crate::channel::{
+    Channel, DEFAULT_MAX_FRAME_LEN, FrameReceiver, FrameSender, RecvBuf, Split, Stats,
+    StatsRecorder,
+};
 use crate::error::{Error, Result, len64};
 
 /// Default receive timeout of an in-memory channel: 60 s, so that a test whose peer never
@@ -130,5 +133,88 @@ impl Channel for MemChannel {
 
     fn max_frame_len(&self) -> usize {
         self.max_frame_len
+    }
+}
+
+/// The sending half of a [`MemChannel`] (see [`Split`]).
+#[derive(Debug)]
+pub struct MemSender {
+    tx: Sender<Vec<u8>>,
+}
+
+/// The receiving half of a [`MemChannel`] (see [`Split`]).
+#[derive(Debug)]
+pub struct MemReceiver {
+    rx: Receiver<Vec<u8>>,
+    timeout: Duration,
+    max_frame_len: usize,
+}
+
+impl FrameSender for MemSender {
+    fn send(&mut self, msg: &[u8]) -> Result<()> {
+        self.send_vec(msg.to_vec())
+    }
+
+    fn send_vec(&mut self, msg: Vec<u8>) -> Result<()> {
+        self.tx.send(msg).map_err(|_| Error::PeerDisconnected)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl MemReceiver {
+    fn next(&mut self, max_len: usize) -> Result<Vec<u8>> {
+        let m = match self.rx.recv_timeout(self.timeout) {
+            Ok(m) => m,
+            Err(RecvTimeoutError::Timeout) => {
+                return Err(Error::Timeout {
+                    after: self.timeout,
+                });
+            }
+            Err(RecvTimeoutError::Disconnected) => return Err(Error::PeerDisconnected),
+        };
+        check_len(m.len(), max_len.min(self.max_frame_len))?;
+        Ok(m)
+    }
+}
+
+impl FrameReceiver for MemReceiver {
+    fn recv_frame(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()> {
+        let m = self.next(max_len)?;
+        let dst = buf.prepare(m.len())?;
+        if dst.len() != m.len() {
+            return Err(Error::UnexpectedLength {
+                expected: len64(dst.len()),
+                got: len64(m.len()),
+            });
+        }
+        dst.copy_from_slice(&m);
+        Ok(())
+    }
+
+    fn recv_max(&mut self, max_len: usize) -> Result<Vec<u8>> {
+        self.next(max_len)
+    }
+
+    fn max_frame_len(&self) -> usize {
+        self.max_frame_len
+    }
+}
+
+impl Split for MemChannel {
+    type Sender = MemSender;
+    type Receiver = MemReceiver;
+
+    fn split(self) -> (MemSender, MemReceiver) {
+        (
+            MemSender { tx: self.tx },
+            MemReceiver {
+                rx: self.rx,
+                timeout: self.timeout,
+                max_frame_len: self.max_frame_len,
+            },
+        )
     }
 }

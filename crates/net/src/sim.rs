@@ -25,7 +25,9 @@
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::channel::{Channel, RecvBuf, Stats, StatsRecorder};
+use crate::channel::{
+    Channel, ExactBuf, FrameReceiver, FrameSender, RecvBuf, Split, Stats, StatsRecorder,
+};
 use crate::error::Result;
 
 /// Parameters of a simulated link, the same in both directions.
@@ -119,27 +121,47 @@ fn sleep_until(t_ns: u64) {
     }
 }
 
+/// Stamps a message of `len` bytes sent now on a link that is free from `free_ns` on; returns
+/// the arrival time and moves `free_ns`.
+fn stamp(model: &LinkModel, free_ns: &mut u64, len: usize) -> [u8; 8] {
+    let start = now_ns().max(*free_ns);
+    *free_ns = start.saturating_add(duration_ns(model.transmit_time(len)));
+    free_ns
+        .saturating_add(duration_ns(model.latency))
+        .to_le_bytes()
+}
+
+/// Receives a stamped frame through `recv` and waits until its arrival time; returns its
+/// length.
+fn recv_stamped(
+    mut recv: impl FnMut(usize, &mut dyn RecvBuf) -> Result<()>,
+    max_len: usize,
+    buf: &mut dyn RecvBuf,
+) -> Result<usize> {
+    let mut t = [0u8; 8];
+    recv(8, &mut ExactBuf(&mut t))?;
+    let mut len = 0usize;
+    let mut counting = CountingBuf {
+        inner: buf,
+        len: &mut len,
+    };
+    recv(max_len, &mut counting)?;
+    sleep_until(u64::from_le_bytes(t));
+    Ok(len)
+}
+
 impl<C: Channel> Channel for SimLink<C> {
     fn send(&mut self, msg: &[u8]) -> Result<()> {
-        let start = now_ns().max(self.free_ns);
-        self.free_ns = start.saturating_add(duration_ns(self.model.transmit_time(msg.len())));
-        let arrival = self.free_ns.saturating_add(duration_ns(self.model.latency));
-        self.inner.send(&arrival.to_le_bytes())?;
+        let t = stamp(&self.model, &mut self.free_ns, msg.len());
+        self.inner.send(&t)?;
         self.inner.send(msg)?;
         self.stats.record_send(msg.len());
         Ok(())
     }
 
     fn recv_frame(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()> {
-        let mut t = [0u8; 8];
-        self.inner.recv_into(&mut t)?;
-        let mut len = 0usize;
-        let mut counting = CountingBuf {
-            inner: buf,
-            len: &mut len,
-        };
-        self.inner.recv_frame(max_len, &mut counting)?;
-        sleep_until(u64::from_le_bytes(t));
+        let inner = &mut self.inner;
+        let len = recv_stamped(|m, b| inner.recv_frame(m, b), max_len, buf)?;
         self.stats.record_recv(len);
         Ok(())
     }
@@ -154,6 +176,60 @@ impl<C: Channel> Channel for SimLink<C> {
 
     fn max_frame_len(&self) -> usize {
         self.inner.max_frame_len()
+    }
+}
+
+/// The sending half of a split [`SimLink`].
+#[derive(Debug)]
+pub struct SimSender<S> {
+    inner: S,
+    model: LinkModel,
+    free_ns: u64,
+}
+
+/// The receiving half of a split [`SimLink`].
+#[derive(Debug)]
+pub struct SimReceiver<R> {
+    inner: R,
+}
+
+impl<S: FrameSender> FrameSender for SimSender<S> {
+    fn send(&mut self, msg: &[u8]) -> Result<()> {
+        let t = stamp(&self.model, &mut self.free_ns, msg.len());
+        self.inner.send(&t)?;
+        self.inner.send(msg)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<R: FrameReceiver> FrameReceiver for SimReceiver<R> {
+    fn recv_frame(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()> {
+        let inner = &mut self.inner;
+        recv_stamped(|m, b| inner.recv_frame(m, b), max_len, buf).map(|_| ())
+    }
+
+    fn max_frame_len(&self) -> usize {
+        self.inner.max_frame_len()
+    }
+}
+
+impl<C: Split> Split for SimLink<C> {
+    type Sender = SimSender<C::Sender>;
+    type Receiver = SimReceiver<C::Receiver>;
+
+    fn split(self) -> (Self::Sender, Self::Receiver) {
+        let (s, r) = self.inner.split();
+        (
+            SimSender {
+                inner: s,
+                model: self.model,
+                free_ns: self.free_ns,
+            },
+            SimReceiver { inner: r },
+        )
     }
 }
 

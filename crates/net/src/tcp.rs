@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use crate::channel::{Channel, DEFAULT_MAX_FRAME_LEN, RecvBuf, Stats, StatsRecorder, VecBuf};
+use crate::channel::{
+    Channel, DEFAULT_MAX_FRAME_LEN, FrameReceiver, FrameSender, RecvBuf, Split, Stats,
+    StatsRecorder, VecBuf,
+};
 use crate::error::{Error, Result, len64};
 
 /// Size of the length prefix of a frame.
@@ -113,15 +116,254 @@ impl Default for ConnectOptions {
 ///   not.
 ///
 /// In both modes the channel's `max_frame_len` caps every receive; a per-call limit can only
-/// tighten it. Dropping the channel flushes and shuts the connection down.
+/// tighten it. Dropping the channel flushes and shuts the connection down. [`Split::split`]
+/// divides it into a [`TcpSender`] and a [`TcpReceiver`] for use from two threads.
 #[derive(Debug)]
 pub struct TcpChannel {
-    stream: TcpStream,
-    reader: Reader,
-    wbuf: Vec<u8>,
+    tx: TcpSender,
+    rx: TcpReceiver,
     opts: TcpOptions,
     stats: StatsRecorder,
+}
+
+/// The sending half of a [`TcpChannel`] (see [`Split`]). Dropping it flushes and shuts the
+/// connection down for writing, so the peer sees the end of the stream.
+#[derive(Debug)]
+pub struct TcpSender {
+    stream: TcpStream,
+    wbuf: Vec<u8>,
+    capacity: usize,
+    write_timeout: Option<Duration>,
     broken: bool,
+}
+
+/// The receiving half of a [`TcpChannel`] (see [`Split`]).
+#[derive(Debug)]
+pub struct TcpReceiver {
+    /// A handle on the socket for shutting reads down on drop.
+    stream: TcpStream,
+    reader: Reader,
+    read_timeout: Option<Duration>,
+    max_frame_len: usize,
+    broken: bool,
+}
+
+impl TcpSender {
+    fn check(&self) -> Result<()> {
+        if self.broken {
+            Err(Error::Broken)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Writes all of `parts`, marking the sender broken on failure.
+    fn write_parts(&mut self, parts: &mut [IoSlice<'_>]) -> Result<()> {
+        let mut parts = parts;
+        let mut s = &self.stream;
+        while !parts.is_empty() {
+            match s.write_vectored(parts) {
+                Ok(0) => {
+                    self.broken = true;
+                    return Err(Error::PeerDisconnected);
+                }
+                Ok(n) => IoSlice::advance_slices(&mut parts, n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.broken = true;
+                    return Err(Error::from_io("write", e, self.write_timeout));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl FrameSender for TcpSender {
+    fn send(&mut self, msg: &[u8]) -> Result<()> {
+        self.check()?;
+        let header = len64(msg.len()).to_le_bytes();
+        if self.wbuf.len() + HEADER + msg.len() <= self.capacity {
+            self.wbuf.extend_from_slice(&header);
+            self.wbuf.extend_from_slice(msg);
+            return Ok(());
+        }
+        let wbuf = std::mem::take(&mut self.wbuf);
+        let r = self.write_parts(&mut [
+            IoSlice::new(&wbuf),
+            IoSlice::new(&header),
+            IoSlice::new(msg),
+        ]);
+        self.wbuf = wbuf;
+        self.wbuf.clear();
+        r
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.check()?;
+        if self.wbuf.is_empty() {
+            return Ok(());
+        }
+        let wbuf = std::mem::take(&mut self.wbuf);
+        let r = self.write_parts(&mut [IoSlice::new(&wbuf)]);
+        self.wbuf = wbuf;
+        self.wbuf.clear();
+        r
+    }
+}
+
+impl Drop for TcpSender {
+    fn drop(&mut self) {
+        if !self.broken && !self.wbuf.is_empty() {
+            // Best effort: errors on drop have nowhere to go.
+            let _ = self.flush();
+        }
+        let _ = self.stream.shutdown(Shutdown::Write);
+    }
+}
+
+impl TcpReceiver {
+    fn check(&self) -> Result<()> {
+        if self.broken {
+            Err(Error::Broken)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Direct mode: reads the next frame into `buf`; returns its length.
+    fn recv_direct(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<usize> {
+        let timeout = self.read_timeout;
+        let Reader::Direct(r) = &mut self.reader else {
+            return Err(Error::Broken);
+        };
+        let mut h = [0u8; HEADER];
+        if let Err((got, e)) = read_full(r, &mut h, None) {
+            let err = piece_error(got, len64(HEADER), e, timeout);
+            // Nothing of this frame consumed: a timeout leaves the channel usable.
+            if !(got == 0 && err.is_timeout()) {
+                self.broken = true;
+            }
+            return Err(err);
+        }
+        // From here on, any failure leaves the stream out of step.
+        self.broken = true;
+        let len = u64::from_le_bytes(h);
+        let too_large = Error::FrameTooLarge {
+            len,
+            max: len64(max_len),
+        };
+        if len > len64(max_len) {
+            return Err(too_large);
+        }
+        let n = usize::try_from(len).map_err(|_| too_large)?;
+        let dst = buf.prepare(n)?;
+        if dst.len() != n {
+            return Err(Error::UnexpectedLength {
+                expected: len64(dst.len()),
+                got: len,
+            });
+        }
+        read_full(r, dst, None).map_err(|(got, e)| piece_error(got, len, e, timeout))?;
+        self.broken = false;
+        Ok(n)
+    }
+
+    /// Read-ahead mode: takes the next whole frame from the queue.
+    fn next_ahead(&mut self) -> Result<Vec<u8>> {
+        let timeout = self.read_timeout;
+        let Reader::Ahead(ra) = &mut self.reader else {
+            return Err(Error::Broken);
+        };
+        let mut seen = ra.shared.progress.load(Ordering::Relaxed);
+        loop {
+            let r = match timeout {
+                Some(t) => ra.rx.recv_timeout(t),
+                None => ra.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            match r {
+                Ok(Ok(v)) => {
+                    let mut q = ra.shared.lock();
+                    q.0 = q.0.saturating_sub(v.len());
+                    drop(q);
+                    ra.shared.cv.notify_one();
+                    return Ok(v);
+                }
+                Ok(Err(e)) => {
+                    if !matches!(e, Error::PeerDisconnected) {
+                        self.broken = true;
+                    }
+                    return Err(e);
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    let now = ra.shared.progress.load(Ordering::Relaxed);
+                    if now != seen {
+                        // Bytes are arriving, only slowly: an idle timeout does not apply.
+                        seen = now;
+                        continue;
+                    }
+                    return Err(Error::Timeout {
+                        after: timeout.unwrap_or_default(),
+                    });
+                }
+                // The reader ended after reporting a clean end of stream.
+                Err(RecvTimeoutError::Disconnected) => return Err(Error::PeerDisconnected),
+            }
+        }
+    }
+
+    /// Receives one frame into `buf`; returns its length.
+    fn recv_frame_len(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<usize> {
+        self.check()?;
+        let max_len = max_len.min(self.max_frame_len);
+        if let Reader::Direct(_) = self.reader {
+            return self.recv_direct(max_len, buf);
+        }
+        let v = self.next_ahead()?;
+        check_len(v.len(), max_len)?;
+        let dst = buf.prepare(v.len())?;
+        if dst.len() != v.len() {
+            return Err(Error::UnexpectedLength {
+                expected: len64(dst.len()),
+                got: len64(v.len()),
+            });
+        }
+        dst.copy_from_slice(&v);
+        Ok(v.len())
+    }
+}
+
+impl FrameReceiver for TcpReceiver {
+    fn recv_frame(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()> {
+        self.recv_frame_len(max_len, buf).map(|_| ())
+    }
+
+    fn recv_max(&mut self, max_len: usize) -> Result<Vec<u8>> {
+        if let Reader::Direct(_) = self.reader {
+            let mut b = VecBuf::default();
+            self.recv_frame_len(max_len, &mut b)?;
+            return Ok(b.0);
+        }
+        self.check()?;
+        let v = self.next_ahead()?;
+        check_len(v.len(), max_len.min(self.max_frame_len))?;
+        Ok(v)
+    }
+
+    fn max_frame_len(&self) -> usize {
+        self.max_frame_len
+    }
+}
+
+impl Drop for TcpReceiver {
+    fn drop(&mut self) {
+        if let Reader::Ahead(ra) = &self.reader {
+            ra.shared.lock().1 = true;
+            ra.shared.cv.notify_all();
+        }
+        // Wakes the reader thread, which holds a clone of the socket.
+        let _ = self.stream.shutdown(Shutdown::Read);
+    }
 }
 
 #[derive(Debug)]
@@ -279,13 +521,25 @@ impl TcpChannel {
                 Reader::Ahead(ReadAhead { rx, shared })
             }
         };
-        Ok(TcpChannel {
-            stream,
+        let rx = TcpReceiver {
+            stream: stream.try_clone().map_err(io)?,
             reader,
+            read_timeout: opts.read_timeout,
+            max_frame_len: opts.max_frame_len,
+            broken: false,
+        };
+        let tx = TcpSender {
+            stream,
             wbuf: Vec::with_capacity(opts.write_buffer),
+            capacity: opts.write_buffer,
+            write_timeout: opts.write_timeout,
+            broken: false,
+        };
+        Ok(TcpChannel {
+            tx,
+            rx,
             opts,
             stats: StatsRecorder::default(),
-            broken: false,
         })
     }
 
@@ -352,7 +606,7 @@ impl TcpChannel {
 
     /// The peer's address.
     pub fn peer_addr(&self) -> Result<SocketAddr> {
-        self.stream.peer_addr().map_err(|e| Error::Io {
+        self.tx.stream.peer_addr().map_err(|e| Error::Io {
             op: "peer_addr",
             source: e,
         })
@@ -360,14 +614,16 @@ impl TcpChannel {
 
     /// Changes the idle read timeout.
     pub fn set_read_timeout(&mut self, t: Option<Duration>) -> Result<()> {
-        if let Reader::Direct(_) = self.reader {
-            self.stream
+        if let Reader::Direct(_) = self.rx.reader {
+            self.rx
+                .stream
                 .set_read_timeout(nonzero(t))
                 .map_err(|e| Error::Io {
                     op: "set_read_timeout",
                     source: e,
                 })?;
         }
+        self.rx.read_timeout = t;
         self.opts.read_timeout = t;
         Ok(())
     }
@@ -376,6 +632,7 @@ impl TcpChannel {
     /// keeps the limit it started with, so raising it has no effect there.)
     pub fn set_max_frame_len(&mut self, max: usize) {
         self.opts.max_frame_len = max;
+        self.rx.max_frame_len = max;
     }
 
     /// The options in force.
@@ -386,7 +643,8 @@ impl TcpChannel {
     /// Flushes, then shuts the connection down in both directions.
     pub fn close(mut self) -> Result<()> {
         self.flush()?;
-        self.stream
+        self.tx
+            .stream
             .shutdown(Shutdown::Both)
             .map_err(|e| Error::from_io("shutdown", e, None))
     }
@@ -397,111 +655,10 @@ impl TcpChannel {
     }
 
     fn check(&self) -> Result<()> {
-        if self.broken {
+        if self.tx.broken || self.rx.broken {
             Err(Error::Broken)
         } else {
             Ok(())
-        }
-    }
-
-    /// Writes all of `parts`, marking the channel broken on failure.
-    fn write_parts(&mut self, parts: &mut [IoSlice<'_>]) -> Result<()> {
-        let mut parts = parts;
-        let mut s = &self.stream;
-        while !parts.is_empty() {
-            match s.write_vectored(parts) {
-                Ok(0) => {
-                    self.broken = true;
-                    return Err(Error::PeerDisconnected);
-                }
-                Ok(n) => IoSlice::advance_slices(&mut parts, n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.broken = true;
-                    return Err(Error::from_io("write", e, self.opts.write_timeout));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Direct mode: reads the next frame into `buf`.
-    fn recv_direct(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()> {
-        let timeout = self.opts.read_timeout;
-        let Reader::Direct(r) = &mut self.reader else {
-            return Err(Error::Broken);
-        };
-        let mut h = [0u8; HEADER];
-        if let Err((got, e)) = read_full(r, &mut h, None) {
-            let err = piece_error(got, len64(HEADER), e, timeout);
-            // Nothing of this frame consumed: a timeout leaves the channel usable.
-            if !(got == 0 && err.is_timeout()) {
-                self.broken = true;
-            }
-            return Err(err);
-        }
-        // From here on, any failure leaves the stream out of step.
-        self.broken = true;
-        let len = u64::from_le_bytes(h);
-        let too_large = Error::FrameTooLarge {
-            len,
-            max: len64(max_len),
-        };
-        if len > len64(max_len) {
-            return Err(too_large);
-        }
-        let n = usize::try_from(len).map_err(|_| too_large)?;
-        let dst = buf.prepare(n)?;
-        if dst.len() != n {
-            return Err(Error::UnexpectedLength {
-                expected: len64(dst.len()),
-                got: len,
-            });
-        }
-        read_full(r, dst, None).map_err(|(got, e)| piece_error(got, len, e, timeout))?;
-        self.broken = false;
-        self.stats.record_recv(n);
-        Ok(())
-    }
-
-    /// Read-ahead mode: takes the next whole frame from the queue.
-    fn next_ahead(&mut self) -> Result<Vec<u8>> {
-        let timeout = self.opts.read_timeout;
-        let Reader::Ahead(ra) = &mut self.reader else {
-            return Err(Error::Broken);
-        };
-        let mut seen = ra.shared.progress.load(Ordering::Relaxed);
-        loop {
-            let r = match timeout {
-                Some(t) => ra.rx.recv_timeout(t),
-                None => ra.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-            };
-            match r {
-                Ok(Ok(v)) => {
-                    ra.shared.lock().0 -= v.len();
-                    ra.shared.cv.notify_one();
-                    return Ok(v);
-                }
-                Ok(Err(e)) => {
-                    if !matches!(e, Error::PeerDisconnected) {
-                        self.broken = true;
-                    }
-                    return Err(e);
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    let now = ra.shared.progress.load(Ordering::Relaxed);
-                    if now != seen {
-                        // Bytes are arriving, only slowly: an idle timeout does not apply.
-                        seen = now;
-                        continue;
-                    }
-                    return Err(Error::Timeout {
-                        after: timeout.unwrap_or_default(),
-                    });
-                }
-                // The reader ended after reporting a clean end of stream.
-                Err(RecvTimeoutError::Disconnected) => return Err(Error::PeerDisconnected),
-            }
         }
     }
 }
@@ -555,70 +712,35 @@ pub(crate) fn accept_stream(
 impl Channel for TcpChannel {
     fn send(&mut self, msg: &[u8]) -> Result<()> {
         self.check()?;
-        let header = len64(msg.len()).to_le_bytes();
-        if self.wbuf.len() + HEADER + msg.len() <= self.opts.write_buffer {
-            self.wbuf.extend_from_slice(&header);
-            self.wbuf.extend_from_slice(msg);
-        } else {
-            let wbuf = std::mem::take(&mut self.wbuf);
-            let r = self.write_parts(&mut [
-                IoSlice::new(&wbuf),
-                IoSlice::new(&header),
-                IoSlice::new(msg),
-            ]);
-            self.wbuf = wbuf;
-            self.wbuf.clear();
-            r?;
-        }
+        self.tx.send(msg)?;
         self.stats.record_send(msg.len());
         Ok(())
     }
 
     fn recv_frame(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()> {
         self.check()?;
-        self.flush()?;
-        let max_len = max_len.min(self.opts.max_frame_len);
-        if let Reader::Direct(_) = self.reader {
-            return self.recv_direct(max_len, buf);
+        self.tx.flush()?;
+        let r = self.rx.recv_frame_len(max_len, buf);
+        match r {
+            Ok(n) => {
+                self.stats.record_recv(n);
+                Ok(())
+            }
+            Err(e) => Err(e),
         }
-        let v = self.next_ahead()?;
-        self.stats.record_recv(v.len());
-        check_len(v.len(), max_len)?;
-        let dst = buf.prepare(v.len())?;
-        if dst.len() != v.len() {
-            return Err(Error::UnexpectedLength {
-                expected: len64(dst.len()),
-                got: len64(v.len()),
-            });
-        }
-        dst.copy_from_slice(&v);
-        Ok(())
     }
 
     fn recv_max(&mut self, max_len: usize) -> Result<Vec<u8>> {
-        if let Reader::Direct(_) = self.reader {
-            let mut b = VecBuf::default();
-            self.recv_frame(max_len, &mut b)?;
-            return Ok(b.0);
-        }
         self.check()?;
-        self.flush()?;
-        let v = self.next_ahead()?;
+        self.tx.flush()?;
+        let v = self.rx.recv_max(max_len)?;
         self.stats.record_recv(v.len());
-        check_len(v.len(), max_len.min(self.opts.max_frame_len))?;
         Ok(v)
     }
 
     fn flush(&mut self) -> Result<()> {
         self.check()?;
-        if self.wbuf.is_empty() {
-            return Ok(());
-        }
-        let wbuf = std::mem::take(&mut self.wbuf);
-        let r = self.write_parts(&mut [IoSlice::new(&wbuf)]);
-        self.wbuf = wbuf;
-        self.wbuf.clear();
-        r
+        self.tx.flush()
     }
 
     fn stats(&self) -> Stats {
@@ -630,6 +752,15 @@ impl Channel for TcpChannel {
     }
 }
 
+impl Split for TcpChannel {
+    type Sender = TcpSender;
+    type Receiver = TcpReceiver;
+
+    fn split(self) -> (TcpSender, TcpReceiver) {
+        (self.tx, self.rx)
+    }
+}
+
 fn check_len(len: usize, max_len: usize) -> Result<()> {
     if len > max_len {
         return Err(Error::FrameTooLarge {
@@ -638,19 +769,4 @@ fn check_len(len: usize, max_len: usize) -> Result<()> {
         });
     }
     Ok(())
-}
-
-impl Drop for TcpChannel {
-    fn drop(&mut self) {
-        if !self.broken && !self.wbuf.is_empty() {
-            // Best effort: errors on drop have nowhere to go.
-            let _ = self.flush();
-        }
-        if let Reader::Ahead(ra) = &self.reader {
-            ra.shared.lock().1 = true;
-            ra.shared.cv.notify_all();
-        }
-        // Wakes the reader thread (which holds a clone of the socket) and tells the peer.
-        let _ = self.stream.shutdown(Shutdown::Both);
-    }
 }
