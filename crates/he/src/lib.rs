@@ -16,8 +16,10 @@
 #![forbid(unsafe_code)]
 
 mod bigint;
+pub mod elgamal;
 pub mod error;
 pub mod paillier;
+pub mod reencrypt;
 
 pub use error::{Error, Result};
 pub use rug::Integer;
