@@ -430,3 +430,84 @@ fn pod_bytes<T: Pod>(values: &[T]) -> &[u8] {
         bytemuck::cast_slice(values)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_arithmetic() {
+        let a = Stats {
+            bytes_sent: 10,
+            bytes_received: 20,
+            messages_sent: 1,
+            messages_received: 2,
+            rounds: 3,
+        };
+        let b = Stats {
+            bytes_sent: 4,
+            bytes_received: 5,
+            messages_sent: 1,
+            messages_received: 1,
+            rounds: 1,
+        };
+        assert_eq!((a + b) - b, a);
+        assert_eq!(b - a, Stats::default(), "subtraction saturates");
+        let mut c = a;
+        c += b;
+        assert_eq!(c, a + b);
+        assert_eq!(a.total_bytes(), 30);
+    }
+
+    #[test]
+    fn recorder_counts_send_to_recv_flips() {
+        let mut r = StatsRecorder::default();
+        r.record_recv(1); // a receive first is no flip
+        r.record_send(2);
+        r.record_send(3);
+        r.record_recv(4); // flip
+        r.record_recv(5);
+        r.record_send(6);
+        r.record_recv(7); // flip
+        let s = r.stats();
+        assert_eq!(s.rounds, 2);
+        assert_eq!((s.bytes_sent, s.bytes_received), (11, 17));
+        assert_eq!((s.messages_sent, s.messages_received), (3, 4));
+    }
+
+    #[test]
+    fn pod_buffer_checks_lengths() {
+        let mut b = PodVecBuf::<u32> {
+            v: Vec::new(),
+            exact: None,
+        };
+        assert!(matches!(
+            b.prepare(6),
+            Err(Error::NotMultiple {
+                len: 6,
+                elem_size: 4
+            })
+        ));
+        assert_eq!(b.prepare(8).map(|s| s.len()).ok(), Some(8));
+        assert_eq!(b.v.len(), 2);
+        let mut e = PodVecBuf::<u32> {
+            v: Vec::new(),
+            exact: Some(3),
+        };
+        assert!(matches!(
+            e.prepare(8),
+            Err(Error::UnexpectedLength {
+                expected: 12,
+                got: 8
+            })
+        ));
+        let mut z = PodVecBuf::<()> {
+            v: Vec::new(),
+            exact: None,
+        };
+        assert!(z.prepare(0).is_err());
+        let mut arr = [0u8; 3];
+        assert!(ExactBuf(&mut arr).prepare(2).is_err());
+        assert_eq!(ExactBuf(&mut arr).prepare(3).map(|s| s.len()).ok(), Some(3));
+    }
+}

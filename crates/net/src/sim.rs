@@ -245,3 +245,41 @@ impl RecvBuf for CountingBuf<'_> {
         self.inner.prepare(len)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_arithmetic() {
+        let m = LinkModel::mbps_ms(100, 10);
+        assert_eq!(m.bandwidth_bps, 100_000_000);
+        // 10 MB · 8 / 100 Mbit/s = 0.8 s.
+        assert_eq!(m.transmit_time(10_000_000), Duration::from_millis(800));
+        assert_eq!(m.one_way_time(10_000_000), Duration::from_millis(810));
+        // 1 Gbit/s: one byte is 8 ns.
+        assert_eq!(
+            LinkModel::mbps_ms(1000, 0).transmit_time(1),
+            Duration::from_nanos(8)
+        );
+        let unlimited = LinkModel {
+            bandwidth_bps: 0,
+            latency: Duration::from_millis(1),
+        };
+        assert_eq!(unlimited.transmit_time(usize::MAX), Duration::ZERO);
+    }
+
+    #[test]
+    fn stamps_queue_behind_a_busy_link() {
+        let m = LinkModel {
+            bandwidth_bps: 8_000, // 1000 bytes per second
+            latency: Duration::from_secs(1),
+        };
+        let mut free = 0;
+        let t1 = u64::from_le_bytes(stamp(&m, &mut free, 1000));
+        let t2 = u64::from_le_bytes(stamp(&m, &mut free, 1000));
+        // The second message starts when the first has left: one second later.
+        assert_eq!(t2 - t1, 1_000_000_000);
+        assert_eq!(free + 1_000_000_000, t2);
+    }
+}

@@ -4,6 +4,7 @@
 //! The receiver checks `L` against its limit *before* allocating anything, so a hostile length
 //! (say 2^40) yields [`Error::FrameTooLarge`] instead of an allocation failure.
 
+use std::collections::VecDeque;
 use std::fmt::Display;
 use std::io::{self, BufReader, IoSlice, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -275,6 +276,10 @@ impl TcpReceiver {
         let Reader::Ahead(ra) = &mut self.reader else {
             return Err(Error::Broken);
         };
+        if let Some(v) = ra.pending.pop_front() {
+            ra.release(v.len());
+            return Ok(v);
+        }
         let mut seen = ra.shared.progress.load(Ordering::Relaxed);
         loop {
             let r = match timeout {
@@ -282,12 +287,12 @@ impl TcpReceiver {
                 None => ra.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
             };
             match r {
-                Ok(Ok(v)) => {
-                    let mut q = ra.shared.lock();
-                    q.0 = q.0.saturating_sub(v.len());
-                    drop(q);
-                    ra.shared.cv.notify_one();
-                    return Ok(v);
+                Ok(Ok(batch)) => {
+                    ra.pending.extend(batch);
+                    if let Some(v) = ra.pending.pop_front() {
+                        ra.release(v.len());
+                        return Ok(v);
+                    }
                 }
                 Ok(Err(e)) => {
                     if !matches!(e, Error::PeerDisconnected) {
@@ -375,7 +380,9 @@ enum Reader {
 /// The consumer side of a read-ahead thread.
 #[derive(Debug)]
 struct ReadAhead {
-    rx: Receiver<Result<Vec<u8>>>,
+    rx: Receiver<Result<Batch>>,
+    /// Frames of the last batch not yet taken.
+    pending: VecDeque<Vec<u8>>,
     shared: Arc<Shared>,
 }
 
@@ -388,6 +395,16 @@ struct Shared {
     cv: Condvar,
     /// Bytes read from the socket so far (for the idle timeout).
     progress: AtomicU64,
+}
+
+impl ReadAhead {
+    /// Returns `n` bytes to the queue budget and wakes the reader if it waits for room.
+    fn release(&self, n: usize) {
+        let mut q = self.shared.lock();
+        q.0 = q.0.saturating_sub(n);
+        drop(q);
+        self.shared.cv.notify_one();
+    }
 }
 
 impl Shared {
@@ -439,7 +456,7 @@ fn piece_error(got: usize, want: u64, e: io::Error, timeout: Option<Duration>) -
 /// Body of the read-ahead thread: reads frames until an error or until the consumer leaves.
 fn read_ahead_loop(
     mut r: BufReader<TcpStream>,
-    tx: &Sender<Result<Vec<u8>>>,
+    tx: &Sender<Result<Batch>>,
     shared: &Shared,
     max_frame: usize,
     cap: usize,
@@ -454,26 +471,67 @@ fn read_ahead_loop(
                 return Ok(());
             }
         }
-        let mut h = [0u8; HEADER];
-        read_full(&mut r, &mut h, Some(&shared.progress))
-            .map_err(|(got, e)| piece_error(got, len64(HEADER), e, None))?;
-        let len = u64::from_le_bytes(h);
-        let too_large = Error::FrameTooLarge {
-            len,
-            max: len64(max_frame),
-        };
-        if len > len64(max_frame) {
-            return Err(too_large);
+        // One frame, waiting for it; then every further frame that already sits whole in the
+        // read buffer, so that a burst of small frames costs one hand-over, not one each.
+        let first = read_frame(&mut r, shared, max_frame)?;
+        let mut bytes = first.len();
+        let mut batch = vec![first];
+        let mut failed = None;
+        while bytes < BATCH_BYTES && next_frame_buffered(&r) {
+            match read_frame(&mut r, shared, max_frame) {
+                Ok(v) => {
+                    bytes += v.len();
+                    batch.push(v);
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
         }
-        let n = usize::try_from(len).map_err(|_| too_large)?;
-        let mut v = vec![0u8; n];
-        read_full(&mut r, &mut v, Some(&shared.progress))
-            .map_err(|(got, e)| piece_error(got, len, e, None))?;
-        shared.lock().0 += n;
-        if tx.send(Ok(v)).is_err() {
+        shared.lock().0 += bytes;
+        if tx.send(Ok(batch)).is_err() {
             return Ok(());
         }
+        if let Some(e) = failed {
+            return Err(e);
+        }
     }
+}
+
+/// Frames handed from the read-ahead thread to the consumer in one go.
+type Batch = Vec<Vec<u8>>;
+
+/// A batch stops growing at this many bytes.
+const BATCH_BYTES: usize = 1 << 20;
+
+/// Whether the read buffer already holds the next frame whole (so reading it cannot block).
+fn next_frame_buffered(r: &BufReader<TcpStream>) -> bool {
+    let b = r.buffer();
+    match b.first_chunk::<HEADER>() {
+        Some(h) => u64::from_le_bytes(*h) <= len64(b.len() - HEADER),
+        None => false,
+    }
+}
+
+/// Reads one frame, checking its length against `max_frame` before allocating.
+fn read_frame(r: &mut BufReader<TcpStream>, shared: &Shared, max_frame: usize) -> Result<Vec<u8>> {
+    let mut h = [0u8; HEADER];
+    read_full(r, &mut h, Some(&shared.progress))
+        .map_err(|(got, e)| piece_error(got, len64(HEADER), e, None))?;
+    let len = u64::from_le_bytes(h);
+    let too_large = Error::FrameTooLarge {
+        len,
+        max: len64(max_frame),
+    };
+    if len > len64(max_frame) {
+        return Err(too_large);
+    }
+    let n = usize::try_from(len).map_err(|_| too_large)?;
+    let mut v = vec![0u8; n];
+    read_full(r, &mut v, Some(&shared.progress))
+        .map_err(|(got, e)| piece_error(got, len, e, None))?;
+    Ok(v)
 }
 
 impl TcpChannel {
@@ -518,7 +576,11 @@ impl TcpChannel {
                         op: "spawn reader thread",
                         source: e,
                     })?;
-                Reader::Ahead(ReadAhead { rx, shared })
+                Reader::Ahead(ReadAhead {
+                    rx,
+                    pending: VecDeque::new(),
+                    shared,
+                })
             }
         };
         let rx = TcpReceiver {
