@@ -1,4 +1,764 @@
-//! Stash-less cuckoo hashing and simple hashing into bins, for PSI and batch PIR.
+//! Stash-less cuckoo hashing with three hash functions, and simple hashing into the same bins,
+//! for PSI (KKRT16, batch OPRF) and batch PIR.
 //!
-//! Work in progress: this crate is being built; see the workspace README.
+//! - [`CuckooParams`]: the number of bins for `n` items and a statistical security parameter
+//!   (2^-40 by default), from the empirical bound of [PSZ18] (see below).
+//! - [`CuckooHasher`]: the three hash functions `h_0, h_1, h_2 : Block → [0, bins)`, from one
+//!   AES call per item under a seed both parties share.
+//! - [`CuckooTable`]: every item in exactly one of its three bins, at most one item per bin, no
+//!   stash; records which hash function placed each item; insertion gives up after a bounded
+//!   number of evictions and returns [`Error::InsertionFailed`] with the item it could not
+//!   place, instead of looping.
+//! - [`SimpleTable`]: the other side's items, each in all of its (distinct) bins.
+//!
+//! # Hash functions
+//!
+//! `y = AES_seed(x)` (a pseudorandom permutation of the 128-bit item, keyed by the shared
+//! seed), and `h_k(x) = ⌊y_k · bins / 2^42⌋` where `y_k` is bits `42k .. 42k+42` of `y`
+//! (Lemire's multiply-shift range reduction; the bias is below `bins / 2^42`, i.e. under
+//! 2^-14 for `bins ≤ 2^28`). Items are 128-bit blocks; callers hash longer items first.
+//! The seed is public: cuckoo hashing needs the hash functions to be independent of the
+//! items, not secret. An adversary who chooses items *after* seeing the seed could force a
+//! failure, so the seed should be drawn (or coin-tossed) after the inputs are fixed.
+//!
+//! # Table size: the bound used
+//!
+//! With `h = 3` hash functions and no stash, [PSZ18, §5] (Pinkas, Schneider, Zohner, "Scalable
+//! Private Set Intersection Based on OT Extension", ACM TOPS 2018, ePrint 2016/930) fit their
+//! experiments to `λ = a_n·e + b_n`, where `e = bins / n` and `2^-λ` is the failure
+//! probability, with
+//!
+//! ```text
+//! a_n = 123.5/2 · (1 + erf((log2 n − 6.3) / (2.3·√2)))
+//! b_n = −130/2 · (1 + erf((log2 n − 6.45) / (2.18·√2))) − log2 n
+//! ```
+//!
+//! (the form libOTe's `CuckooIndex::selectParams` uses), so `e = (λ − b_n) / a_n`. For large
+//! `n`, `a_n → 123.5` and `b_n → −130 − log2 n`: `e ≈ 1.54` at `n = 2^20` and `1.57` at `2^24`
+//! for λ = 40; small `n` needs far more (`e ≈ 3.1` at `n = 16`). [`CuckooParams::new`] uses
+//! this bound, rounded up, with at least `n + 8` bins.
+//!
+//! The formula SecretFlow uses, `e = (λ + log2 n + 256) / 240` (an older fit from the same
+//! line of work: `e ≈ 1.32` at `2^20`), gives much smaller tables: by the fit above it reaches
+//! only about 2^-13 at `n = 2^20`, and Google's DPF library notes that it "does not work" and
+//! switched to the fit above. Asymptotically, 3-ary cuckoo hashing below the load threshold
+//! (`e > 1.09`) fails with probability `Θ(n^{-2})`, which is where the folklore "1.27n is
+//! enough for 2^-40 at 2^20" comes from — but that is an asymptotic statement without the
+//! constant. We take the published, conservative empirical bound by default and let the
+//! caller choose another factor with [`CuckooParams::with_factor`] (e.g. 1.27 for
+//! benchmarks comparable with other libraries), documenting the trade-off there.
+//!
+//! # Coinciding hash values and KKRT
+//!
+//! When two of an item's hash functions give the same bin (probability about `3/bins` per
+//! item), [`SimpleTable`] stores the item in that bin **once**, with a bit mask of the hash
+//! functions that lead there ([`SimpleEntry::hashes`]). In KKRT16 PSI the receiver's OPRF
+//! input in bin `b` is its item `x` itself (not `x‖k`), so the sender's value for an item `y`
+//! in bin `b` is `F_b(y)` whichever hash function led there: one value per (bin, item)
+//! pair, and the receiver compares its `F_b(x)` with the union of the sender's values. This
+//! is the libOTe/SecretFlow variant; the KKRT paper instead appends the hash index to the
+//! OPRF input (`x‖k`), which makes the (bin, item, k) values distinct and needs no
+//! deduplication. Deduplicating matters: sending `F_b(y)` twice would show the receiver that
+//! some sender item has two coinciding hash functions. The number of (bin, item) pairs,
+//! [`SimpleTable::len`], is then slightly below `3n` and depends on the items; a sender that
+//! must hide even that pads its message with random values up to `3n`.
+//!
+//! [PSZ18]: https://eprint.iacr.org/2016/930
 #![forbid(unsafe_code)]
+
+use obliv_core::{Aes, Block};
+
+/// Number of hash functions.
+pub const NUM_HASHES: usize = 3;
+
+/// Default statistical security parameter λ (failure probability 2^-λ).
+pub const DEFAULT_STAT_SEC: u32 = 40;
+
+/// Default bound on evictions per insertion.
+pub const DEFAULT_MAX_EVICTIONS: usize = 1000;
+
+/// Largest number of items (and bins) a table may hold: indices are stored as `u32`.
+pub const MAX_ITEMS: usize = (u32::MAX - 1) as usize;
+
+/// Bits of the AES output used per hash function.
+const HASH_BITS: u32 = 42;
+
+/// What went wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An item could not be placed within the eviction bound (the table is left holding all
+    /// the other items; rebuild with a new seed or more bins).
+    #[error(
+        "cuckoo insertion failed after {evictions} evictions: item {index} ({item}) has no bin"
+    )]
+    InsertionFailed {
+        /// The item left without a bin (not necessarily the one being inserted: the last one
+        /// evicted).
+        item: Block,
+        /// Its index in the input.
+        index: usize,
+        /// Evictions tried.
+        evictions: usize,
+    },
+    /// Parameters out of range.
+    #[error("invalid cuckoo parameters: {0}")]
+    InvalidParams(String),
+    /// An item index given twice, or the table is full.
+    #[error("item index {0} is already in the table")]
+    DuplicateIndex(usize),
+}
+
+/// Result of a cuckoo operation.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Table parameters: items, bins, and the eviction bound.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CuckooParams {
+    /// Number of items the table is sized for.
+    pub items: usize,
+    /// Number of bins.
+    pub bins: usize,
+    /// Evictions tried per insertion before giving up.
+    pub max_evictions: usize,
+}
+
+/// The error function, Abramowitz–Stegun 7.1.26 (absolute error below 1.5·10^-7), enough for
+/// choosing a table size.
+fn erf(x: f64) -> f64 {
+    let sign = if x < 0.0 { -1.0 } else { 1.0 };
+    let x = x.abs();
+    let t = 1.0 / (1.0 + 0.327_591_1 * x);
+    let y = 1.0
+        - (((((1.061_405_429 * t - 1.453_152_027) * t) + 1.421_413_741) * t - 0.284_496_736) * t
+            + 0.254_829_592)
+            * t
+            * (-x * x).exp();
+    sign * y
+}
+
+impl CuckooParams {
+    /// The expansion factor `e = bins / n` for failure probability `2^-stat_sec` by the
+    /// [PSZ18] fit (see the crate documentation).
+    ///
+    /// [PSZ18]: https://eprint.iacr.org/2016/930
+    pub fn factor(n: usize, stat_sec: u32) -> f64 {
+        let nn = (n.max(1) as f64).log2();
+        let a = 123.5 / 2.0 * (1.0 + erf((nn - 6.3) / (2.3 * std::f64::consts::SQRT_2)));
+        let b = -130.0 / 2.0 * (1.0 + erf((nn - 6.45) / (2.18 * std::f64::consts::SQRT_2))) - nn;
+        (f64::from(stat_sec) - b) / a
+    }
+
+    /// Parameters for `n` items and failure probability `2^-stat_sec`, by [`Self::factor`].
+    pub fn new(n: usize, stat_sec: u32) -> Result<Self> {
+        Self::with_factor(n, Self::factor(n, stat_sec))
+    }
+
+    /// Parameters for `n` items at the default 2^-40.
+    pub fn for_items(n: usize) -> Result<Self> {
+        Self::new(n, DEFAULT_STAT_SEC)
+    }
+
+    /// Parameters with a caller-chosen expansion factor `e` (`bins = ⌈e·n⌉`, at least
+    /// `n + 8`). The failure probability is then the caller's responsibility: by the [PSZ18]
+    /// fit it is about `2^-(a_n·e + b_n)`, e.g. 2^-7 for `e = 1.27` at `n = 2^20`, while
+    /// empirically (and asymptotically, `Θ(n^-2)`) such tables rarely fail.
+    ///
+    /// [PSZ18]: https://eprint.iacr.org/2016/930
+    pub fn with_factor(n: usize, e: f64) -> Result<Self> {
+        if n > MAX_ITEMS {
+            return Err(Error::InvalidParams(format!(
+                "{n} items, at most {MAX_ITEMS}"
+            )));
+        }
+        if !e.is_finite() || e < 1.0 {
+            return Err(Error::InvalidParams(format!("expansion factor {e} < 1")));
+        }
+        let bins_f = (e * n as f64).ceil();
+        if bins_f > MAX_ITEMS as f64 {
+            return Err(Error::InvalidParams(format!(
+                "{bins_f} bins, at most {MAX_ITEMS}"
+            )));
+        }
+        #[allow(clippy::cast_possible_truncation)] // checked against MAX_ITEMS just above
+        let bins = (bins_f as usize).max(n + 8);
+        Ok(CuckooParams {
+            items: n,
+            bins,
+            max_evictions: DEFAULT_MAX_EVICTIONS,
+        })
+    }
+
+    /// Parameters with an explicit number of bins (at least 1, at most [`MAX_ITEMS`]).
+    pub fn with_bins(n: usize, bins: usize) -> Result<Self> {
+        if bins == 0 || bins > MAX_ITEMS || n > MAX_ITEMS {
+            return Err(Error::InvalidParams(format!("{bins} bins for {n} items")));
+        }
+        Ok(CuckooParams {
+            items: n,
+            bins,
+            max_evictions: DEFAULT_MAX_EVICTIONS,
+        })
+    }
+}
+
+/// The three hash functions, keyed by a shared seed (see the crate documentation).
+#[derive(Clone, Debug)]
+pub struct CuckooHasher {
+    aes: Aes,
+    bins: u64,
+}
+
+impl CuckooHasher {
+    /// Hash functions onto `bins` bins (`1 ≤ bins ≤ MAX_ITEMS`) under `seed`.
+    pub fn new(seed: Block, bins: usize) -> Result<Self> {
+        if bins == 0 || bins > MAX_ITEMS {
+            return Err(Error::InvalidParams(format!("{bins} bins")));
+        }
+        Ok(CuckooHasher {
+            aes: Aes::new(seed),
+            bins: bins as u64,
+        })
+    }
+
+    /// Number of bins.
+    pub fn bins(&self) -> usize {
+        // `bins` came from a usize in `new`.
+        usize::try_from(self.bins).unwrap_or(usize::MAX)
+    }
+
+    #[inline]
+    fn reduce(&self, y: u128) -> [u32; NUM_HASHES] {
+        let mask = (1u128 << HASH_BITS) - 1;
+        let mut out = [0u32; NUM_HASHES];
+        for (k, o) in out.iter_mut().enumerate() {
+            let part = (y >> (HASH_BITS as usize * k)) & mask;
+            // part < 2^42 and bins < 2^32, so the product fits in 74 bits and the shifted
+            // result is < bins ≤ u32::MAX.
+            #[allow(clippy::cast_possible_truncation)]
+            {
+                *o = ((part * u128::from(self.bins)) >> HASH_BITS) as u32;
+            }
+        }
+        out
+    }
+
+    /// The bins `[h_0(x), h_1(x), h_2(x)]` of one item.
+    pub fn hash(&self, x: Block) -> [u32; NUM_HASHES] {
+        self.reduce(self.aes.encrypt_block(x).0)
+    }
+
+    /// The bins of many items (AES batched): `out[i] = hash(xs[i])`.
+    ///
+    /// # Panics
+    /// Panics if the slices differ in length (a caller bug).
+    pub fn hash_many(&self, xs: &[Block], out: &mut [[u32; NUM_HASHES]]) {
+        assert_eq!(
+            xs.len(),
+            out.len(),
+            "hash_many: slices of different lengths"
+        );
+        let mut buf = [Block::ZERO; 256];
+        for (xc, oc) in xs.chunks(256).zip(out.chunks_mut(256)) {
+            let b = &mut buf[..xc.len()];
+            self.aes.encrypt_blocks_into(xc, b);
+            for (o, y) in oc.iter_mut().zip(b.iter()) {
+                *o = self.reduce(y.0);
+            }
+        }
+    }
+}
+
+const EMPTY: u32 = u32::MAX;
+
+/// A stash-less cuckoo table: each inserted item sits in exactly one of its three bins.
+#[derive(Clone, Debug)]
+pub struct CuckooTable {
+    hasher: CuckooHasher,
+    max_evictions: usize,
+    /// `slots[b]` = index of the item in bin `b`, or `EMPTY`.
+    slots: Vec<u32>,
+    /// `which[b]` = the hash function that placed it.
+    which: Vec<u8>,
+    /// The items by index and their three bins.
+    items: Vec<Block>,
+    hashes: Vec<[u32; NUM_HASHES]>,
+    /// xorshift state for the random walk (public, only steers eviction choices).
+    walk: u64,
+}
+
+impl CuckooTable {
+    /// An empty table with `params.bins` bins and hash functions under `seed`.
+    pub fn new(params: &CuckooParams, seed: Block) -> Result<Self> {
+        let hasher = CuckooHasher::new(seed, params.bins)?;
+        let (lo, hi) = seed.to_u64s();
+        Ok(CuckooTable {
+            hasher,
+            max_evictions: params.max_evictions,
+            slots: vec![EMPTY; params.bins],
+            which: vec![0; params.bins],
+            items: Vec::with_capacity(params.items),
+            hashes: Vec::with_capacity(params.items),
+            walk: (lo ^ hi.rotate_left(17)) | 1,
+        })
+    }
+
+    /// Builds a table of `items` (item `i` gets index `i`) for the default 2^-40 parameters.
+    pub fn build(items: &[Block], seed: Block) -> Result<Self> {
+        let params = CuckooParams::for_items(items.len())?;
+        Self::build_with(&params, items, seed)
+    }
+
+    /// Builds a table of `items` with the given parameters.
+    pub fn build_with(params: &CuckooParams, items: &[Block], seed: Block) -> Result<Self> {
+        let mut t = Self::new(params, seed)?;
+        t.insert_all(items)?;
+        Ok(t)
+    }
+
+    /// Inserts items; item `items[j]` gets index `len() + j`.
+    pub fn insert_all(&mut self, items: &[Block]) -> Result<()> {
+        if self.items.len() + items.len() > self.slots.len()
+            || self.items.len() + items.len() > MAX_ITEMS
+        {
+            return Err(Error::InvalidParams(format!(
+                "{} items do not fit {} bins",
+                self.items.len() + items.len(),
+                self.slots.len()
+            )));
+        }
+        let start = self.items.len();
+        self.items.extend_from_slice(items);
+        self.hashes.resize(self.items.len(), [0; NUM_HASHES]);
+        self.hasher.hash_many(items, &mut self.hashes[start..]);
+        for i in start..self.items.len() {
+            self.place(i)?;
+        }
+        Ok(())
+    }
+
+    /// Inserts one item; returns its index.
+    pub fn insert(&mut self, item: Block) -> Result<usize> {
+        let i = self.items.len();
+        self.insert_all(&[item])?;
+        Ok(i)
+    }
+
+    #[inline]
+    fn next_walk(&mut self) -> u64 {
+        let mut x = self.walk;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.walk = x;
+        x
+    }
+
+    /// Random-walk insertion of item `i` (bounded).
+    fn place(&mut self, i: usize) -> Result<()> {
+        #[allow(clippy::cast_possible_truncation)] // i < MAX_ITEMS, checked in insert_all
+        let mut cur = i as u32;
+        let mut avoid = usize::MAX; // bin we were just evicted from
+        for evictions in 0..=self.max_evictions {
+            let hs = self.hashes[cur as usize];
+            // A free bin among the item's bins?
+            for (k, &b) in hs.iter().enumerate() {
+                if self.slots[b as usize] == EMPTY {
+                    self.slots[b as usize] = cur;
+                    #[allow(clippy::cast_possible_truncation)] // k < 3
+                    {
+                        self.which[b as usize] = k as u8;
+                    }
+                    return Ok(());
+                }
+            }
+            if evictions == self.max_evictions {
+                break;
+            }
+            // Evict from a random bin of the item, other than the one it was just evicted from.
+            let r = self.next_walk();
+            let mut k = usize::from(r % 3 == 1) + 2 * usize::from(r % 3 == 2);
+            if hs[k] as usize == avoid {
+                k = (k + 1 + usize::from(r & (1 << 40) != 0)) % NUM_HASHES;
+            }
+            let b = hs[k] as usize;
+            let out = self.slots[b];
+            self.slots[b] = cur;
+            #[allow(clippy::cast_possible_truncation)] // k < 3
+            {
+                self.which[b] = k as u8;
+            }
+            cur = out;
+            avoid = b;
+        }
+        Err(Error::InsertionFailed {
+            item: self.items[cur as usize],
+            index: cur as usize,
+            evictions: self.max_evictions,
+        })
+    }
+
+    /// Number of bins.
+    pub fn bins(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Number of items inserted.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether no item was inserted.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The hash functions (to give the other side the same bins).
+    pub fn hasher(&self) -> &CuckooHasher {
+        &self.hasher
+    }
+
+    /// Bin `b`: `Some((item index, hash function index))` or `None` if empty.
+    pub fn bin(&self, b: usize) -> Option<(usize, usize)> {
+        match self.slots.get(b) {
+            Some(&s) if s != EMPTY => Some((s as usize, usize::from(self.which[b]))),
+            _ => None,
+        }
+    }
+
+    /// The item in bin `b`, or `None`.
+    pub fn item_in_bin(&self, b: usize) -> Option<Block> {
+        self.bin(b).map(|(i, _)| self.items[i])
+    }
+
+    /// Where item `index` sits: `(bin, hash function index)`, or `None` for an unknown index.
+    /// (Linear in the three candidate bins.)
+    pub fn locate(&self, index: usize) -> Option<(usize, usize)> {
+        let hs = self.hashes.get(index)?;
+        hs.iter().find_map(|&b| {
+            let b = b as usize;
+            (self.slots[b] as usize == index).then(|| (b, usize::from(self.which[b])))
+        })
+    }
+
+    /// Finds an item: `Some((bin, index))` if `x` is in the table.
+    pub fn find(&self, x: Block) -> Option<(usize, usize)> {
+        self.hasher.hash(x).iter().find_map(|&b| {
+            let b = b as usize;
+            let s = self.slots[b];
+            (s != EMPTY && self.items[s as usize] == x).then_some((b, s as usize))
+        })
+    }
+
+    /// For each bin, the item in it or `filler` for an empty bin: the OPRF inputs of a KKRT
+    /// receiver (which uses a random dummy as `filler` so empty bins look like full ones).
+    pub fn bin_items(&self, filler: Block) -> Vec<Block> {
+        self.slots
+            .iter()
+            .map(|&s| {
+                if s == EMPTY {
+                    filler
+                } else {
+                    self.items[s as usize]
+                }
+            })
+            .collect()
+    }
+}
+
+/// One entry of a [`SimpleTable`] bin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimpleEntry {
+    /// Index of the item in the input.
+    pub item: u32,
+    /// Bit `k` set if `h_k(item)` is this bin (two or three bits when hash values coincide).
+    pub hashes: u8,
+}
+
+/// Simple hashing: every item in each of its distinct bins (deduplicated per bin).
+///
+/// Stored compactly (one offsets array and one entry array), so 2^24 items take
+/// about `3 · 8 · 2^24` bytes.
+#[derive(Clone, Debug)]
+pub struct SimpleTable {
+    offsets: Vec<usize>,
+    entries: Vec<SimpleEntry>,
+}
+
+impl SimpleTable {
+    /// Hashes `items` into `hasher.bins()` bins.
+    pub fn build(hasher: &CuckooHasher, items: &[Block]) -> Result<Self> {
+        if items.len() > MAX_ITEMS {
+            return Err(Error::InvalidParams(format!("{} items", items.len())));
+        }
+        let bins = hasher.bins();
+        let mut hs = vec![[0u32; NUM_HASHES]; items.len()];
+        hasher.hash_many(items, &mut hs);
+        // Distinct (bin, mask) pairs of each item.
+        let distinct = |h: &[u32; NUM_HASHES]| {
+            let mut out = [(0u32, 0u8); NUM_HASHES];
+            let mut n = 0;
+            for (k, &b) in h.iter().enumerate() {
+                if let Some(e) = out[..n].iter_mut().find(|e| e.0 == b) {
+                    e.1 |= 1 << k;
+                } else {
+                    out[n] = (b, 1 << k);
+                    n += 1;
+                }
+            }
+            (out, n)
+        };
+        let mut counts = vec![0usize; bins + 1];
+        for h in &hs {
+            let (d, n) = distinct(h);
+            for &(b, _) in &d[..n] {
+                counts[b as usize + 1] += 1;
+            }
+        }
+        for b in 0..bins {
+            counts[b + 1] += counts[b];
+        }
+        let offsets = counts;
+        let mut fill = offsets.clone();
+        let mut entries = vec![SimpleEntry { item: 0, hashes: 0 }; offsets[bins]];
+        for (i, h) in hs.iter().enumerate() {
+            let (d, n) = distinct(h);
+            for &(b, mask) in &d[..n] {
+                let at = &mut fill[b as usize];
+                #[allow(clippy::cast_possible_truncation)] // i < MAX_ITEMS < 2^32
+                {
+                    entries[*at] = SimpleEntry {
+                        item: i as u32,
+                        hashes: mask,
+                    };
+                }
+                *at += 1;
+            }
+        }
+        Ok(SimpleTable { offsets, entries })
+    }
+
+    /// Number of bins.
+    pub fn bins(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Total (bin, item) pairs (at most `3n`).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the table holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The entries of bin `b` (empty for `b` out of range).
+    pub fn bin(&self, b: usize) -> &[SimpleEntry] {
+        match (self.offsets.get(b), self.offsets.get(b + 1)) {
+            (Some(&s), Some(&e)) => &self.entries[s..e],
+            _ => &[],
+        }
+    }
+
+    /// The largest bin.
+    pub fn max_bin_len(&self) -> usize {
+        self.offsets
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// All `(bin, entry)` pairs in bin order (the form a batched OPRF evaluation takes).
+    pub fn iter(&self) -> impl Iterator<Item = (usize, SimpleEntry)> + '_ {
+        self.offsets
+            .windows(2)
+            .enumerate()
+            .flat_map(move |(b, w)| self.entries[w[0]..w[1]].iter().map(move |e| (b, *e)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use obliv_core::Prg;
+    use proptest::prelude::*;
+
+    fn items(n: usize, seed: u128) -> Vec<Block> {
+        Prg::new(Block(seed)).blocks(n)
+    }
+
+    #[test]
+    fn factors_follow_the_fit() {
+        let e20 = CuckooParams::factor(1 << 20, 40);
+        assert!((1.53..1.55).contains(&e20), "{e20}");
+        let e24 = CuckooParams::factor(1 << 24, 40);
+        assert!((1.56..1.58).contains(&e24), "{e24}");
+        assert!(CuckooParams::factor(16, 40) > 3.0);
+        assert!(CuckooParams::factor(1, 40) > 50.0);
+        // More security, more bins.
+        assert!(CuckooParams::factor(1 << 20, 60) > e20);
+        assert!(CuckooParams::with_factor(10, 0.5).is_err());
+        assert!(CuckooParams::with_factor(10, f64::NAN).is_err());
+        assert_eq!(CuckooParams::with_factor(0, 1.3).unwrap().bins, 8);
+        // erf against known values (A&S accuracy).
+        assert!((erf(0.5) - 0.520_499_877_8).abs() < 2e-7);
+        assert!((erf(-1.0) + 0.842_700_792_9).abs() < 2e-7);
+    }
+
+    #[test]
+    fn hashes_are_in_range_and_batch_agrees() {
+        let h = CuckooHasher::new(Block(5), 1000).unwrap();
+        let xs = items(777, 1);
+        let mut out = vec![[0u32; 3]; xs.len()];
+        h.hash_many(&xs, &mut out);
+        for (x, o) in xs.iter().zip(&out) {
+            assert_eq!(h.hash(*x), *o);
+            assert!(o.iter().all(|&b| b < 1000));
+        }
+        // Different seeds, different functions.
+        let h2 = CuckooHasher::new(Block(6), 1000).unwrap();
+        assert_ne!(h.hash(xs[0]), h2.hash(xs[0]));
+        assert!(CuckooHasher::new(Block(0), 0).is_err());
+    }
+
+    fn check_table(t: &CuckooTable, xs: &[Block]) {
+        let mut seen = vec![false; xs.len()];
+        for b in 0..t.bins() {
+            if let Some((i, k)) = t.bin(b) {
+                assert!(!seen[i]);
+                seen[i] = true;
+                assert_eq!(t.hasher().hash(xs[i])[k] as usize, b);
+            }
+        }
+        assert!(seen.iter().all(|&s| s), "every item placed");
+        for (i, x) in xs.iter().enumerate() {
+            let (b, idx) = t.find(*x).unwrap();
+            assert_eq!(idx, i);
+            assert_eq!(t.locate(i).map(|l| l.0), Some(b));
+        }
+    }
+
+    #[test]
+    fn small_sizes() {
+        for n in [0usize, 1, 2, 3, 17, 127, 128, 129, 1000] {
+            let xs = items(n, n as u128 + 10);
+            let t = CuckooTable::build(&xs, Block(99)).unwrap();
+            check_table(&t, &xs);
+            assert!(t.find(Block(u128::MAX)).is_none());
+            let filler = Block(42);
+            let bi = t.bin_items(filler);
+            assert_eq!(bi.iter().filter(|&&x| x != filler).count(), n);
+        }
+    }
+
+    #[test]
+    fn fills_2_20_tables_from_several_seeds() {
+        let n = 1 << 20;
+        let xs = items(n, 7);
+        for seed in 0..3u128 {
+            let t = CuckooTable::build(&xs, Block(seed * 0x1234_5678_9abc)).unwrap();
+            check_table(&t, &xs);
+        }
+    }
+
+    /// Many seeds at 2^20 with the default (2^-40) parameters: none may fail.
+    #[test]
+    #[ignore = "long: 64 tables of 2^20 items (about a minute)"]
+    fn fills_2_20_tables_from_many_seeds() {
+        let n = 1 << 20;
+        for seed in 0..64u128 {
+            let xs = items(n, 1000 + seed);
+            CuckooTable::build(&xs, Block(seed)).unwrap();
+        }
+    }
+
+    #[test]
+    fn overfull_table_reports_the_item() {
+        // 30 items in 31 bins with few evictions allowed: some seed must fail, and the error
+        // names an item of the input.
+        let xs = items(30, 3);
+        let mut failures = 0;
+        for seed in 0..50u128 {
+            let mut p = CuckooParams::with_bins(30, 31).unwrap();
+            p.max_evictions = 5;
+            match CuckooTable::build_with(&p, &xs, Block(seed)) {
+                Ok(t) => check_table(&t, &xs),
+                Err(Error::InsertionFailed { item, index, .. }) => {
+                    assert_eq!(xs[index], item);
+                    failures += 1;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(failures > 0);
+        // More items than bins is refused up front.
+        let p = CuckooParams::with_bins(30, 10).unwrap();
+        assert!(matches!(
+            CuckooTable::build_with(&p, &xs, Block(1)),
+            Err(Error::InvalidParams(_))
+        ));
+    }
+
+    #[test]
+    fn simple_table_holds_every_item_in_each_distinct_bin() {
+        let xs = items(5000, 11);
+        // A small table so that coinciding hash values occur.
+        let h = CuckooHasher::new(Block(3), 64).unwrap();
+        let s = SimpleTable::build(&h, &xs).unwrap();
+        let mut total = 0;
+        let mut coincide = 0;
+        for (i, x) in xs.iter().enumerate() {
+            let hs = h.hash(*x);
+            let mut distinct = hs.to_vec();
+            distinct.sort_unstable();
+            distinct.dedup();
+            total += distinct.len();
+            coincide += 3 - distinct.len();
+            for &b in &distinct {
+                let e: Vec<_> = s
+                    .bin(b as usize)
+                    .iter()
+                    .filter(|e| e.item as usize == i)
+                    .collect();
+                assert_eq!(e.len(), 1, "item once per bin");
+                for (k, &hb) in hs.iter().enumerate() {
+                    assert_eq!(e[0].hashes >> k & 1 == 1, hb == b);
+                }
+            }
+        }
+        assert!(coincide > 0);
+        assert_eq!(s.len(), total);
+        assert_eq!(s.iter().count(), total);
+        assert!(s.max_bin_len() >= total / 64);
+        assert!(s.bin(64).is_empty());
+    }
+
+    #[test]
+    fn cuckoo_and_simple_agree_on_bins() {
+        // PSI invariant: an item the cuckoo side placed in bin b is among the simple side's
+        // entries of bin b.
+        let xs = items(3000, 21);
+        let t = CuckooTable::build(&xs, Block(8)).unwrap();
+        let s = SimpleTable::build(t.hasher(), &xs).unwrap();
+        for b in 0..t.bins() {
+            if let Some((i, k)) = t.bin(b) {
+                assert!(
+                    s.bin(b)
+                        .iter()
+                        .any(|e| e.item as usize == i && e.hashes >> k & 1 == 1)
+                );
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_small_set_is_placed(n in 0usize..300, seed in any::<u64>()) {
+            let xs = items(n, u128::from(seed));
+            let t = CuckooTable::build(&xs, Block(u128::from(seed) << 1)).unwrap();
+            check_table(&t, &xs);
+        }
+    }
+}

@@ -1,4 +1,9 @@
-//! Oblivious transfer: base OT, OT extension (IKNP, SoftSpokenOT) and the KKRT16 batched OPRF.
-//!
-//! Work in progress: this crate is being built; see the workspace README.
+//! Oblivious transfer: base OT, IKNP OT extension and the KKRT16 batched OPRF.
 #![forbid(unsafe_code)]
+
+pub mod base;
+mod error;
+pub mod iknp;
+pub mod kkrt;
+
+pub use error::{Error, Result};

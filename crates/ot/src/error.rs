@@ -1,0 +1,43 @@
+//! The error type of obliv-ot.
+
+/// What went wrong in an OT protocol.
+///
+/// Every variant a peer can cause is a value here, never a panic: malformed points, messages of
+/// the wrong length, and channel failures (timeouts, disconnects) all end the protocol with an
+/// error that says what was wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The channel failed (I/O, timeout, disconnect, a frame of the wrong length).
+    #[error("channel error: {0}")]
+    Net(#[from] obliv_net::Error),
+    /// An obliv-core primitive rejected its arguments (a bug in this crate if it ever shows).
+    #[error("core primitive error: {0}")]
+    Core(#[from] obliv_core::Error),
+    /// The peer sent a group element that does not decode (or is the identity where that is
+    /// forbidden).
+    #[error("invalid group element from peer in {what} (element {index})")]
+    InvalidPoint {
+        /// Which message held it.
+        what: &'static str,
+        /// Its position in the message.
+        index: usize,
+    },
+    /// A peer message had the wrong length.
+    #[error("{what}: expected {expected} bytes, got {got}")]
+    UnexpectedLength {
+        /// Which message.
+        what: &'static str,
+        /// The length required.
+        expected: usize,
+        /// The length that arrived.
+        got: usize,
+    },
+    /// A caller-supplied argument is out of range (wrong number of base OTs, an instance index
+    /// past the batch, mismatched slice lengths, a batch too large).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+/// Result of an OT operation.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
