@@ -1,4 +1,69 @@
 //! Silent VOLE and subfield VOLE over GF(2^128) from LPN with an expand-convolute code.
 //!
-//! Work in progress: this crate is being built; see the workspace README.
+//! A *vector oblivious linear evaluation* (VOLE) gives the sender `Δ` and `B`, the receiver
+//! `A` and `C`, with
+//!
+//! ```text
+//!     C[i] = B[i] + A[i]·Δ        (in GF(2^128); + is XOR)
+//! ```
+//!
+//! where `A` is uniform in GF(2^128) ([`VoleSender`]/[`VoleReceiver`]) or in GF(2)
+//! ([`SubfieldVoleSender`]/[`SubfieldVoleReceiver`]: the subfield VOLE that RR22-style PSI and
+//! silent OT use; it is a correlated OT with global offset `Δ`). The sender learns nothing
+//! about `A`; the receiver nothing about `Δ`.
+//!
+//! The construction is the *silent* one (Boyle, Couteau, Gilboa, Ishai, Kohl, Rindal,
+//! Scholl, CCS 2019, [ePrint 2019/1159]; Weng, Yang, Katz, Wang, "Ferret"/"Wolverine",
+//! [ePrint 2020/925]): a regular-noise multi-point VOLE built from `t` GGM-tree punctured
+//! PRFs (SPCOT with correlated OT, [`extend`]) is compressed by the dual of a linear code
+//! in which syndrome decoding is hard. The code is Expand-Convolute ExConv7x24
+//! (Raghuraman, Rindal, Tanguy, CRYPTO 2023, [ePrint 2023/882], [`code`]), **not** Silver
+//! (broken in 2023). Communication is `O(t·log(n/t))` blocks per extension, sublinear in `n`.
+//!
+//! Everything rests on a batch of base correlated OTs under `Δ` ([`base`]); the generators
+//! bootstrap their later base correlations from their own outputs, so base OT runs once.
+//!
+//! ```
+//! # #[cfg(feature = "dealer")] {
+//! use obliv_core::{AesRng, gf128};
+//! use obliv_core::rand_core::SeedableRng;
+//! use obliv_vole::{VoleConfig, VoleReceiver, VoleSender, base::dealer};
+//!
+//! let cfg = VoleConfig::default();
+//! let mut rng = AesRng::from_seed([1; 16]);
+//! let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng); // tests only: a trusted dealer
+//! let (mut c0, mut c1) = obliv_net::mem_pair();
+//! let t = std::thread::spawn(move || {
+//!     let mut s = VoleSender::from_base(sb, cfg).unwrap();
+//!     (s.delta(), s.extend(&mut c0, 1000, &mut AesRng::from_seed([2; 16])).unwrap())
+//! });
+//! let mut r = VoleReceiver::from_base(rb, cfg).unwrap();
+//! let (a, c) = r.extend(&mut c1, 1000, &mut rng).unwrap();
+//! let (delta, b) = t.join().unwrap();
+//! assert!((0..1000).all(|i| c[i] == b[i] ^ gf128::mul(a[i], delta)));
+//! # }
+//! ```
+//!
+//! [ePrint 2019/1159]: https://eprint.iacr.org/2019/1159
+//! [ePrint 2020/925]: https://eprint.iacr.org/2020/925
+//! [ePrint 2023/882]: https://eprint.iacr.org/2023/882
 #![forbid(unsafe_code)]
+
+pub mod base;
+pub mod code;
+mod error;
+pub mod extend;
+mod ggm;
+mod vole;
+
+#[cfg(test)]
+mod tests;
+
+pub use base::{ReceiverBase, SenderBase};
+pub use code::{CodeElement, CodeField, ExConvCode, LpnCode};
+pub use error::{Error, Result};
+pub use extend::{Kind, Params, Security};
+pub use vole::{
+    DEFAULT_MAX_CHUNK, MAX_CHUNK_LIMIT, SubfieldVoleReceiver, SubfieldVoleSender, VoleConfig,
+    VoleReceiver, VoleSender,
+};

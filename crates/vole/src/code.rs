@@ -1,0 +1,480 @@
+//! Dual-LPN compression codes: the [`LpnCode`] trait and the Expand-Convolute code
+//! [`ExConvCode`] of Raghuraman, Rindal and Tanguy [RRT23].
+//!
+//! A silent VOLE first produces a VOLE on a long *sparse* vector `e` of length `N` (the noise,
+//! `t` non-zero entries) and then multiplies every vector by the `k × N` generator matrix `G` of
+//! a linear code: `A = G·e`, `B = G·b`, `C = G·c`. Because `G` is linear, `C = B + A·Δ` still
+//! holds after compression; by the dual-LPN (syndrome decoding) assumption, `G·e` is
+//! pseudorandom when the code has high (pseudo) minimum distance.
+//!
+//! # The Expand-Convolute code
+//!
+//! `G = [I_k | B·A]` (systematic, rate `k/N`, here 1/2): the message part of the input is kept,
+//! and the parity part `d = x[k..N]` (length `m = N − k`) is first *convolved* (`A`, applied
+//! twice with independent coefficients) and then *expanded* (`B`, 7 ones per row):
+//!
+//! - **Convolution** (the accumulator `A`): for `i = 0, 1, …, m−1` in order,
+//!   `d[i+1+p] += c_{i,p}·d[i]` for `p < 24` with pseudorandom bits `c_{i,p}`, then
+//!   `d[i+25] = μ·(d[i+25] + d[i])` (indices mod `m`). `A` is lower triangular with a band of
+//!   24 random diagonals and one fixed diagonal, i.e. `d ← A^{-1}`-style accumulation as in
+//!   libOTe's `ExConvCode::accumulateFixed`, run twice (second pass with the complemented
+//!   seed) to avoid a weakness when the expander lands near the end.
+//!   `μ` is 1 over GF(2) and a fixed non-zero constant ([`GF128_MIX`]) over GF(2^128): a
+//!   binary code applied to GF(2^128) noise splits into 128 binary instances with the same
+//!   noise support (the "splitting attack"), which the multiplication by `μ` prevents.
+//! - **Expansion** (`B`): `x[i] += Σ_{j<4} d[r_{i,j} + j·⌊m/4⌋] + Σ_{j<3} d[u_{i,j}]` for every
+//!   message position `i < k`, with `r` uniform in `[0, ⌊m/4⌋)` (the regular half) and `u`
+//!   uniform in `[0, m)` (libOTe's regular expander of weight 7: `⌊7/2⌋ = 3` uniform and 4
+//!   regular positions).
+//!
+//! The output is `x[0..k]`. Parameters are those of libOTe's `MultType::ExConv7x24`
+//! (expander weight 7, accumulator 24, rate 1/2), with the relative pseudo-minimum distance
+//! 0.15 that libOTe's parameter selection assumes for it; see the crate README for the noise
+//! weight this implies. The pseudorandom coefficients come from AES-CTR under seeds derived
+//! from a public code seed; this implementation does not reproduce libOTe's bit streams (only
+//! the structure and parameters), so its outputs differ from libOTe's.
+//!
+//! [RRT23]: https://eprint.iacr.org/2023/882
+
+use core::ops::{BitXor, BitXorAssign};
+
+use obliv_core::hash::ro_hash_block;
+use obliv_core::{Block, Prg, gf128};
+
+/// The constant μ by which the convolution multiplies over GF(2^128) (libOTe's `mulConst`,
+/// 4234123421 in the polynomial basis).
+pub const GF128_MIX: Block = Block(4_234_123_421);
+
+/// An element type a binary (or GF(2^128)) linear code can act on.
+///
+/// Addition is XOR. `select(bit)` is `self` if `bit == 1` and zero if `bit == 0`, computed
+/// without a branch; `mix` multiplies by [`GF128_MIX`] where the type is GF(2^128) and is the
+/// identity for plain GF(2) vectors.
+pub trait CodeElement:
+    Copy + Default + Send + Sync + BitXor<Output = Self> + BitXorAssign + 'static
+{
+    /// `self · bit` for `bit ∈ {0, 1}`, branch-free.
+    fn select(self, bit: u32) -> Self;
+    /// `self · μ` ([`GF128_MIX`]) for GF(2^128) elements, the identity otherwise.
+    fn mix(self) -> Self;
+}
+
+impl CodeElement for Block {
+    #[inline(always)]
+    fn select(self, bit: u32) -> Self {
+        Block(self.0 & 0u128.wrapping_sub(u128::from(bit)))
+    }
+    #[inline(always)]
+    fn mix(self) -> Self {
+        gf128::mul(self, GF128_MIX)
+    }
+}
+
+impl CodeElement for u8 {
+    #[inline(always)]
+    #[allow(clippy::cast_possible_truncation)] // bit is 0 or 1: the mask is 0x00 or 0xff
+    fn select(self, bit: u32) -> Self {
+        self & (0u8.wrapping_sub(bit as u8))
+    }
+    #[inline(always)]
+    fn mix(self) -> Self {
+        self
+    }
+}
+
+impl CodeElement for u64 {
+    #[inline(always)]
+    fn select(self, bit: u32) -> Self {
+        self & 0u64.wrapping_sub(u64::from(bit))
+    }
+    #[inline(always)]
+    fn mix(self) -> Self {
+        self
+    }
+}
+
+/// The field the code is linear over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CodeField {
+    /// GF(2): the code is applied coordinate-wise to GF(2) vectors and to blocks viewed as
+    /// 128 parallel GF(2) vectors (subfield VOLE, correlated OT).
+    Gf2,
+    /// GF(2^128): the convolution multiplies by [`GF128_MIX`] (full-field VOLE).
+    Gf128,
+}
+
+/// A linear compression code for dual LPN (syndrome decoding): maps a noise vector of
+/// length [`code_len`](LpnCode::code_len) `N` to `G·x` of length
+/// [`message_len`](LpnCode::message_len) `k`, written into `x[..k]`.
+///
+/// Implementations must be linear over their field: `E(a ⊕ b) = E(a) ⊕ E(b)`.
+pub trait LpnCode {
+    /// `k`: the number of outputs.
+    fn message_len(&self) -> usize;
+    /// `N`: the length of the noise vector.
+    fn code_len(&self) -> usize;
+    /// The field the code is linear over.
+    fn field(&self) -> CodeField;
+    /// Replaces `x[..k]` by `G·x` (the rest of `x` is scratch).
+    ///
+    /// # Panics
+    /// Panics if `x.len() != code_len()` (a caller bug).
+    fn dual_encode<E: CodeElement>(&self, x: &mut [E]);
+    /// [`dual_encode`](LpnCode::dual_encode) on two vectors at once (sharing the work of
+    /// generating the code), e.g. the receiver's `A` and `C`.
+    ///
+    /// # Panics
+    /// Panics if either length differs from `code_len()`.
+    fn dual_encode2<E: CodeElement, F: CodeElement>(&self, x: &mut [E], y: &mut [F]);
+}
+
+/// Expander weight of ExConv7x24.
+pub const EXPANDER_WEIGHT: usize = 7;
+/// Accumulator (convolution band) width of ExConv7x24.
+pub const ACCUMULATOR_WIDTH: usize = 24;
+/// The code's assumed relative pseudo-minimum distance (libOTe's estimate for ExConv7x24).
+pub const PSEUDO_MIN_DISTANCE: f64 = 0.15;
+
+/// libOTe's default ExConv code seed `block(9996754675674599, 56756745976768754)`.
+const DEFAULT_SEED: Block = Block::from_u64s(56_756_745_976_768_754, 9_996_754_675_674_599);
+
+/// The Expand-Convolute code ExConv7x24 (see the module documentation).
+#[derive(Clone, Debug)]
+pub struct ExConvCode {
+    k: usize,
+    n: usize,
+    field: CodeField,
+    acc_seeds: [Block; 2],
+    expander_seed: Block,
+}
+
+impl ExConvCode {
+    /// The code with `k` outputs and noise length `n` (`n ≥ k + 26`, usually `n ≈ 2k`) over
+    /// `field`, with the default public seed.
+    ///
+    /// # Panics
+    /// Panics if `n < k + 26` (the convolution band would wrap onto itself): a caller bug,
+    /// the protocol layer always picks `n ≥ 2k`.
+    pub fn new(k: usize, n: usize, field: CodeField) -> Self {
+        Self::with_seed(k, n, field, DEFAULT_SEED)
+    }
+
+    /// As [`ExConvCode::new`] with an explicit public seed.
+    ///
+    /// # Panics
+    /// As [`ExConvCode::new`].
+    pub fn with_seed(k: usize, n: usize, field: CodeField, seed: Block) -> Self {
+        assert!(
+            n >= k + ACCUMULATOR_WIDTH + 2,
+            "ExConv code needs n >= k + 26"
+        );
+        let s = seed.to_bytes();
+        let acc = ro_hash_block("obliv-vole exconv accumulator v1", &s);
+        ExConvCode {
+            k,
+            n,
+            field,
+            acc_seeds: [acc, !acc],
+            expander_seed: ro_hash_block("obliv-vole exconv expander v1", &s),
+        }
+    }
+
+    fn mixing(&self) -> bool {
+        self.field == CodeField::Gf128
+    }
+
+    /// One convolution pass over `x` (and `y` with the same coefficients, if given).
+    fn accumulate<E: CodeElement, F: CodeElement>(
+        &self,
+        seed: Block,
+        x: &mut [E],
+        mut y: Option<&mut [F]>,
+    ) {
+        let size = x.len();
+        let mix = self.mixing();
+        let mut prg = Prg::new(seed);
+        let mut coeffs = [0u32; 1024];
+        let mut used = coeffs.len();
+        let main = size.saturating_sub(ACCUMULATOR_WIDTH + 2);
+        for i in 0..size {
+            if used == coeffs.len() {
+                prg.fill_bytes(bytemuck::cast_slice_mut(&mut coeffs));
+                used = 0;
+            }
+            let c = coeffs[used];
+            used += 1;
+            if i < main {
+                acc_row(x, i, c, mix);
+                if let Some(y) = y.as_deref_mut() {
+                    acc_row(y, i, c, mix);
+                }
+            } else {
+                acc_row_wrap(x, i, c, mix);
+                if let Some(y) = y.as_deref_mut() {
+                    acc_row_wrap(y, i, c, mix);
+                }
+            }
+        }
+    }
+
+    /// `msg[i] += Σ parity[expander taps of row i]`.
+    fn expand<E: CodeElement, F: CodeElement>(
+        &self,
+        parity: &[E],
+        msg: &mut [E],
+        mut second: Option<(&[F], &mut [F])>,
+    ) {
+        let m = parity.len();
+        let reg = EXPANDER_WEIGHT - EXPANDER_WEIGHT / 2; // 4 regular taps
+        let uni = EXPANDER_WEIGHT / 2; // 3 uniform taps
+        let step = m / reg;
+        let mut prg = Prg::new(self.expander_seed);
+        let mut rnd = [0u64; 7 * 64];
+        for (row_block, out) in msg.chunks_mut(64).enumerate() {
+            prg.fill_bytes(bytemuck::cast_slice_mut(&mut rnd));
+            let base = row_block * 64;
+            for (r, o) in out.iter_mut().enumerate() {
+                let words = &rnd[r * 7..r * 7 + 7];
+                let mut idx = [0usize; EXPANDER_WEIGHT];
+                for j in 0..reg {
+                    idx[j] = bounded(words[j], step) + j * step;
+                }
+                for j in 0..uni {
+                    idx[reg + j] = bounded(words[reg + j], m);
+                }
+                let mut acc = *o;
+                for &ix in &idx {
+                    acc ^= parity[ix];
+                }
+                *o = acc;
+                if let Some((p2, m2)) = second.as_mut() {
+                    let mut acc = m2[base + r];
+                    for &ix in &idx {
+                        acc ^= p2[ix];
+                    }
+                    m2[base + r] = acc;
+                }
+            }
+        }
+    }
+}
+
+/// A uniform-ish index in `[0, bound)` from 64 random bits (Lemire's multiply-shift; the
+/// bias is below `bound / 2^64`, irrelevant for sampling a public code).
+#[inline(always)]
+#[allow(clippy::cast_possible_truncation)] // the high word of r·bound is < bound ≤ usize::MAX
+fn bounded(r: u64, bound: usize) -> usize {
+    ((u128::from(r) * bound as u128) >> 64) as usize
+}
+
+/// Convolution row `i` without wrap-around (`i + 25 < x.len()`).
+#[inline(always)]
+fn acc_row<E: CodeElement>(x: &mut [E], i: usize, c: u32, mix: bool) {
+    let xi = x[i];
+    let band: &mut [E; ACCUMULATOR_WIDTH + 1] = (&mut x[i + 1..i + 2 + ACCUMULATOR_WIDTH])
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("slice of length 25"));
+    for (p, xj) in band[..ACCUMULATOR_WIDTH].iter_mut().enumerate() {
+        *xj ^= xi.select((c >> p) & 1);
+    }
+    let last = band[ACCUMULATOR_WIDTH] ^ xi;
+    band[ACCUMULATOR_WIDTH] = if mix { last.mix() } else { last };
+}
+
+/// Convolution row `i` with indices taken mod `x.len()`.
+#[inline(never)]
+fn acc_row_wrap<E: CodeElement>(x: &mut [E], i: usize, c: u32, mix: bool) {
+    let size = x.len();
+    let xi = x[i];
+    for p in 0..ACCUMULATOR_WIDTH {
+        let j = (i + 1 + p) % size;
+        x[j] ^= xi.select((c >> p) & 1);
+    }
+    let j = (i + 1 + ACCUMULATOR_WIDTH) % size;
+    let last = x[j] ^ xi;
+    x[j] = if mix { last.mix() } else { last };
+}
+
+impl LpnCode for ExConvCode {
+    fn message_len(&self) -> usize {
+        self.k
+    }
+
+    fn code_len(&self) -> usize {
+        self.n
+    }
+
+    fn field(&self) -> CodeField {
+        self.field
+    }
+
+    fn dual_encode<E: CodeElement>(&self, x: &mut [E]) {
+        assert_eq!(x.len(), self.n, "dual_encode: wrong input length");
+        let (msg, parity) = x.split_at_mut(self.k);
+        for seed in self.acc_seeds {
+            self.accumulate::<E, E>(seed, parity, None);
+        }
+        self.expand::<E, E>(parity, msg, None);
+    }
+
+    fn dual_encode2<E: CodeElement, F: CodeElement>(&self, x: &mut [E], y: &mut [F]) {
+        assert_eq!(x.len(), self.n, "dual_encode2: wrong input length");
+        assert_eq!(y.len(), self.n, "dual_encode2: wrong input length");
+        let (msg, parity) = x.split_at_mut(self.k);
+        let (msg2, parity2) = y.split_at_mut(self.k);
+        for seed in self.acc_seeds {
+            self.accumulate(seed, parity, Some(&mut *parity2));
+        }
+        self.expand(parity, msg, Some((&*parity2, msg2)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The code's matrix, column by column: `G·e_j` for every unit vector `e_j`.
+    fn columns(code: &ExConvCode) -> Vec<Vec<u8>> {
+        (0..code.code_len())
+            .map(|j| {
+                let mut x = vec![0u8; code.code_len()];
+                x[j] = 1;
+                code.dual_encode(&mut x);
+                x.truncate(code.message_len());
+                x
+            })
+            .collect()
+    }
+
+    #[test]
+    fn systematic_and_structured() {
+        let code = ExConvCode::new(100, 200, CodeField::Gf2);
+        let cols = columns(&code);
+        // The first k columns are the identity.
+        for (j, col) in cols.iter().take(100).enumerate() {
+            for (i, &v) in col.iter().enumerate() {
+                assert_eq!(v, u8::from(i == j));
+            }
+        }
+        // Parity columns are dense-ish: the convolution spreads each input far.
+        let avg: f64 = cols[100..]
+            .iter()
+            .map(|c| c.iter().map(|&v| f64::from(v)).sum::<f64>())
+            .sum::<f64>()
+            / 100.0;
+        assert!(avg > 20.0, "average parity column weight {avg}");
+        // Deterministic in the seed, different for another seed.
+        let again = ExConvCode::new(100, 200, CodeField::Gf2);
+        assert_eq!(columns(&again), cols);
+        let other = ExConvCode::with_seed(100, 200, CodeField::Gf2, Block(5));
+        assert_ne!(columns(&other), cols);
+    }
+
+    #[test]
+    fn bit_block_and_word_encodings_agree() {
+        // A block is 128 parallel GF(2) vectors: encoding the blocks must equal encoding
+        // each bit slice.
+        let (k, n) = (300, 613);
+        let code = ExConvCode::new(k, n, CodeField::Gf2);
+        let mut prg = Prg::new(Block(77));
+        let x: Vec<Block> = prg.blocks(n);
+        let mut xb = x.clone();
+        code.dual_encode(&mut xb);
+        for bit in [0usize, 1, 63, 64, 127] {
+            let mut xs: Vec<u8> = x.iter().map(|b| u8::from(b.bit(bit))).collect();
+            code.dual_encode(&mut xs);
+            for i in 0..k {
+                assert_eq!(xs[i], u8::from(xb[i].bit(bit)));
+            }
+        }
+        let mut xw: Vec<u64> = x.iter().map(|b| b.to_u64s().0).collect();
+        code.dual_encode(&mut xw);
+        for i in 0..k {
+            assert_eq!(xw[i], xb[i].to_u64s().0);
+        }
+        // dual_encode2 equals two dual_encode calls.
+        let mut bits: Vec<u8> = x.iter().map(|b| u8::from(b.lsb())).collect();
+        let mut blocks = x.clone();
+        code.dual_encode2(&mut bits, &mut blocks);
+        assert_eq!(&blocks[..k], &xb[..k]);
+        for i in 0..k {
+            assert_eq!(bits[i], u8::from(xb[i].lsb()));
+        }
+    }
+
+    #[test]
+    fn gf128_code_is_gf128_linear_and_mixes() {
+        let (k, n) = (128, 300);
+        let code = ExConvCode::new(k, n, CodeField::Gf128);
+        let mut prg = Prg::new(Block(3));
+        let x = prg.blocks(n);
+        let s = Block(0x1234_5678_9abc_def0_1122_3344_5566_7788);
+        let mut ex = x.clone();
+        code.dual_encode(&mut ex);
+        let mut sx: Vec<Block> = x.iter().map(|v| gf128::mul(*v, s)).collect();
+        code.dual_encode(&mut sx);
+        for i in 0..k {
+            assert_eq!(sx[i], gf128::mul(ex[i], s));
+        }
+        // Not the binary code: GF(2^128) encoding differs from GF(2) encoding.
+        let mut bin = x.clone();
+        ExConvCode::new(k, n, CodeField::Gf2).dual_encode(&mut bin);
+        assert_ne!(&bin[..k], &ex[..k]);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        #[test]
+        fn encoding_is_linear_blocks(
+            k in 1usize..200,
+            extra in 26usize..300,
+            seed in any::<u128>(),
+            gf128 in any::<bool>(),
+        ) {
+            let n = k + k.max(extra);
+            let field = if gf128 { CodeField::Gf128 } else { CodeField::Gf2 };
+            let code = ExConvCode::new(k, n, field);
+            let mut prg = Prg::new(Block(seed));
+            let a = prg.blocks(n);
+            let b = prg.blocks(n);
+            let mut ab: Vec<Block> = a.iter().zip(&b).map(|(x, y)| *x ^ *y).collect();
+            let (mut ea, mut eb) = (a.clone(), b.clone());
+            code.dual_encode(&mut ea);
+            code.dual_encode(&mut eb);
+            code.dual_encode(&mut ab);
+            for i in 0..k {
+                prop_assert_eq!(ab[i], ea[i] ^ eb[i]);
+            }
+        }
+
+        #[test]
+        fn encoding_is_linear_bits_and_words(
+            k in 1usize..200,
+            extra in 26usize..300,
+            a in proptest::collection::vec(any::<u64>(), 600),
+            b in proptest::collection::vec(any::<u64>(), 600),
+        ) {
+            let n = k + k.max(extra);
+            let code = ExConvCode::new(k, n, CodeField::Gf2);
+            let (a, b) = (&a[..n], &b[..n]);
+            let mut ab: Vec<u64> = a.iter().zip(b).map(|(x, y)| x ^ y).collect();
+            let (mut ea, mut eb) = (a.to_vec(), b.to_vec());
+            code.dual_encode(&mut ea);
+            code.dual_encode(&mut eb);
+            code.dual_encode(&mut ab);
+            prop_assert_eq!(&ab[..k], &ea.iter().zip(&eb).map(|(x, y)| x ^ y).collect::<Vec<_>>()[..k]);
+            let mut abits: Vec<u8> = a.iter().map(|v| (v & 1) as u8).collect();
+            let mut bbits: Vec<u8> = b.iter().map(|v| (v & 1) as u8).collect();
+            let mut abbits: Vec<u8> = abits.iter().zip(&bbits).map(|(x, y)| x ^ y).collect();
+            code.dual_encode(&mut abits);
+            code.dual_encode(&mut bbits);
+            code.dual_encode(&mut abbits);
+            for i in 0..k {
+                prop_assert_eq!(abbits[i], abits[i] ^ bbits[i]);
+                prop_assert!(abbits[i] <= 1);
+            }
+        }
+    }
+}

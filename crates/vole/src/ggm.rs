@@ -1,0 +1,351 @@
+//! GGM-tree punctured PRFs, expanded level by level over many trees at once.
+//!
+//! Each of the `t` trees lives in its own region of `size_per` blocks of one output buffer:
+//! level `l` of a tree occupies the first `count[l]` blocks of its region, with
+//! `count[depth] = size_per` and `count[l] = ⌈count[l+1] / 2⌉` (trees are truncated on the
+//! right, so `size_per` need not be a power of two). A node `s` has children
+//! `G_0(s) = π_0(s) ⊕ s` and `G_1(s) = π_1(s) ⊕ s`, where `π_0, π_1` are AES-128 under two
+//! fixed public keys (the length-doubling PRG of [BCG+19, §4] / libOTe's PPRF, from
+//! fixed-key AES as a correlation-robust permutation).
+//!
+//! Expanding a level gathers the parents of *all* trees into one batch buffer, runs the two
+//! AES permutations on the whole batch, and scatters the children back (in place: a chunk
+//! of parents `[j0, j1)` writes children `[2·j0, 2·j1)`, so descending chunks never overwrite
+//! an unread parent). Per tree and level it also returns the XOR of the even (left) and odd
+//! (right) children, the values the SPCOT protocol transfers.
+//!
+//! The receiver of a punctured key runs the same expansion from a zero root. Its nodes on
+//! the path to the punctured leaf hold garbage; the sibling of the path at each level is
+//! repaired by XOR-ing a correction into it *while it is read* as a parent of the next level,
+//! with a constant-time index comparison, so no memory access depends on the secret path.
+//!
+//! [BCG+19]: https://eprint.iacr.org/2019/1159
+
+use std::sync::OnceLock;
+
+use obliv_core::{Aes, Block};
+
+/// Blocks per AES batch.
+const BATCH: usize = 1024;
+
+/// The two fixed public AES keys of the GGM PRG (arbitrary distinct constants: the first
+/// 32 bytes of the binary expansion of e).
+const GGM_KEYS: [Block; 2] = [
+    Block(0x2b7e_1516_28ae_d2a6_abf7_1588_09cf_4f3c),
+    Block(0xb7e1_5162_8aed_2a6a_bf71_5880_9cf4_f3c7),
+];
+
+fn ggm_aes() -> &'static [Aes; 2] {
+    static AES: OnceLock<[Aes; 2]> = OnceLock::new();
+    AES.get_or_init(|| [Aes::new(GGM_KEYS[0]), Aes::new(GGM_KEYS[1])])
+}
+
+/// The shape of a batch of truncated GGM trees.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TreeShape {
+    /// Number of trees.
+    pub(crate) trees: usize,
+    /// Leaves per tree.
+    pub(crate) size_per: usize,
+    /// Depth (levels below the root).
+    pub(crate) depth: usize,
+    /// Nodes per level, `count[0] = 1`, `count[depth] = size_per`.
+    pub(crate) count: Vec<usize>,
+}
+
+impl TreeShape {
+    /// `trees` trees with `size_per ≥ 2` leaves each.
+    pub(crate) fn new(trees: usize, size_per: usize) -> Self {
+        debug_assert!(size_per >= 2);
+        let depth = obliv_core::log2_ceil(size_per as u64) as usize;
+        let mut count = vec![0usize; depth + 1];
+        count[depth] = size_per;
+        for l in (0..depth).rev() {
+            count[l] = count[l + 1].div_ceil(2);
+        }
+        TreeShape {
+            trees,
+            size_per,
+            depth,
+            count,
+        }
+    }
+
+    /// Total leaves.
+    pub(crate) fn leaves(&self) -> usize {
+        self.trees * self.size_per
+    }
+}
+
+/// All-ones if `a == b`, else zero, without a branch.
+#[inline(always)]
+pub(crate) fn eq_mask(a: usize, b: usize) -> u128 {
+    let x = (a ^ b) as u64;
+    // (x | -x) has its top bit set iff x != 0.
+    let ne = (x | x.wrapping_neg()) >> 63;
+    u128::from(ne).wrapping_sub(1)
+}
+
+/// Scratch space for [`expand_level`].
+pub(crate) struct Scratch {
+    par: Vec<Block>,
+    left: Vec<Block>,
+    right: Vec<Block>,
+    pending: Vec<(usize, usize, usize, usize)>,
+}
+
+impl Scratch {
+    pub(crate) fn new() -> Self {
+        Scratch {
+            par: vec![Block::ZERO; BATCH],
+            left: vec![Block::ZERO; BATCH],
+            right: vec![Block::ZERO; BATCH],
+            pending: Vec::new(),
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        use zeroize::Zeroize;
+        self.par.zeroize();
+        self.left.zeroize();
+        self.right.zeroize();
+    }
+}
+
+/// Expands level `l` to level `l + 1` of every tree in `out`, returning in `sums[tree]` the
+/// XOR of the left and of the right children. If `fixes` is given, `fixes[tree] = (c, d)`
+/// XORs `d` into parent `c` of that tree as it is read (constant time in `c`).
+pub(crate) fn expand_level(
+    shape: &TreeShape,
+    l: usize,
+    out: &mut [Block],
+    fixes: Option<&[(usize, Block)]>,
+    sums: &mut [[Block; 2]],
+    s: &mut Scratch,
+) {
+    let n_par = shape.count[l];
+    let n_child = shape.count[l + 1];
+    for v in sums.iter_mut() {
+        *v = [Block::ZERO; 2];
+    }
+    s.pending.clear();
+    let mut fill = 0;
+    for tree in 0..shape.trees {
+        let base = tree * shape.size_per;
+        let mut end = n_par;
+        while end > 0 {
+            let take = end.min(BATCH - fill);
+            let j0 = end - take;
+            let dst = &mut s.par[fill..fill + take];
+            let region = &out[base..base + n_par];
+            match fixes {
+                Some(f) => {
+                    let (c, d) = f[tree];
+                    for (q, p) in dst.iter_mut().enumerate() {
+                        let j = j0 + q;
+                        *p = Block(region[j].0 ^ (d.0 & eq_mask(j, c)));
+                    }
+                }
+                None => dst.copy_from_slice(&region[j0..end]),
+            }
+            s.pending.push((tree, j0, take, fill));
+            fill += take;
+            end = j0;
+            if fill == BATCH {
+                flush(shape, n_child, out, sums, s, fill);
+                fill = 0;
+            }
+        }
+    }
+    if fill > 0 {
+        flush(shape, n_child, out, sums, s, fill);
+    }
+}
+
+fn flush(
+    shape: &TreeShape,
+    n_child: usize,
+    out: &mut [Block],
+    sums: &mut [[Block; 2]],
+    s: &mut Scratch,
+    fill: usize,
+) {
+    let [a0, a1] = ggm_aes();
+    let par = &s.par[..fill];
+    let left = &mut s.left[..fill];
+    let right = &mut s.right[..fill];
+    a0.encrypt_blocks_into(par, left);
+    a1.encrypt_blocks_into(par, right);
+    for ((l, r), p) in left.iter_mut().zip(right.iter_mut()).zip(par) {
+        *l ^= *p;
+        *r ^= *p;
+    }
+    for &(tree, j0, len, off) in &s.pending {
+        let base = tree * shape.size_per;
+        let region = &mut out[base..base + n_child];
+        let (mut sl, mut sr) = (Block::ZERO, Block::ZERO);
+        let full = if 2 * (j0 + len) <= n_child {
+            len
+        } else {
+            len - 1
+        };
+        let dst = &mut region[2 * j0..2 * (j0 + full)];
+        for (q, pair) in dst.chunks_exact_mut(2).enumerate() {
+            let (l, r) = (left[off + q], right[off + q]);
+            pair[0] = l;
+            pair[1] = r;
+            sl ^= l;
+            sr ^= r;
+        }
+        if full < len {
+            // The last parent of a truncated level has only a left child.
+            let l = left[off + full];
+            region[2 * (j0 + full)] = l;
+            sl ^= l;
+        }
+        sums[tree][0] ^= sl;
+        sums[tree][1] ^= sr;
+    }
+    s.pending.clear();
+}
+
+/// Full expansion from the given roots (the sender): leaves into `out`, returns the level sums
+/// `sums[tree * depth + (l − 1)]` for levels `l = 1..=depth`.
+pub(crate) fn expand_full(
+    shape: &TreeShape,
+    roots: &[Block],
+    out: &mut [Block],
+) -> Vec<[Block; 2]> {
+    debug_assert_eq!(roots.len(), shape.trees);
+    debug_assert_eq!(out.len(), shape.leaves());
+    for (tree, r) in roots.iter().enumerate() {
+        out[tree * shape.size_per] = *r;
+    }
+    let mut scratch = Scratch::new();
+    let mut level = vec![[Block::ZERO; 2]; shape.trees];
+    let mut all = vec![[Block::ZERO; 2]; shape.trees * shape.depth];
+    for l in 0..shape.depth {
+        expand_level(shape, l, out, None, &mut level, &mut scratch);
+        for (tree, v) in level.iter().enumerate() {
+            all[tree * shape.depth + l] = *v;
+        }
+    }
+    all
+}
+
+/// Punctured expansion (the receiver). `alpha[tree]` is the punctured leaf and
+/// `keys[tree * depth + (l − 1)]` the XOR of all level-`l` nodes on the side opposite to the
+/// path (the parity of `¬α_l`). Leaves go to `out`; the punctured leaf holds garbage and the
+/// sibling of the path at the last level is still to be fixed: returns `(c, d)` per tree,
+/// meaning leaf `c` must be XOR-ed with `d`, plus `T[tree]`, the XOR of all leaves of the tree
+/// after that fix (garbage leaf included).
+pub(crate) fn expand_punctured(
+    shape: &TreeShape,
+    alpha: &[usize],
+    keys: &[Block],
+    out: &mut [Block],
+) -> (Vec<(usize, Block)>, Vec<Block>) {
+    debug_assert_eq!(alpha.len(), shape.trees);
+    debug_assert_eq!(keys.len(), shape.trees * shape.depth);
+    for tree in 0..shape.trees {
+        out[tree * shape.size_per] = Block::ZERO;
+    }
+    let mut scratch = Scratch::new();
+    let mut level = vec![[Block::ZERO; 2]; shape.trees];
+    let mut fixes = vec![(usize::MAX, Block::ZERO); shape.trees];
+    let mut totals = vec![Block::ZERO; shape.trees];
+    for l in 0..shape.depth {
+        let f = if l == 0 { None } else { Some(&fixes[..]) };
+        expand_level(shape, l, out, f, &mut level, &mut scratch);
+        let shift = shape.depth - l;
+        for tree in 0..shape.trees {
+            let a = alpha[tree];
+            let path = a >> shift; // path node at level l
+            let bit = (a >> (shift - 1)) & 1; // α_{l+1}
+            let sib_bit = bit ^ 1;
+            let sib = 2 * path + sib_bit;
+            // S_{¬α}: select in constant time.
+            let m = 0u128.wrapping_sub(sib_bit as u128);
+            let s = Block((level[tree][0].0 & !m) | (level[tree][1].0 & m));
+            let d = keys[tree * shape.depth + l] ^ s;
+            fixes[tree] = (sib, d);
+            if l + 1 == shape.depth {
+                totals[tree] = level[tree][0] ^ level[tree][1] ^ d;
+            }
+        }
+    }
+    (fixes, totals)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use obliv_core::Prg;
+
+    /// The plain recursive definition of a tree's leaves.
+    fn leaves_reference(root: Block, size_per: usize) -> Vec<Block> {
+        let depth = obliv_core::log2_ceil(size_per as u64) as usize;
+        let [a0, a1] = ggm_aes();
+        let mut level = vec![root];
+        for _ in 0..depth {
+            let mut next = Vec::new();
+            for s in &level {
+                next.push(a0.encrypt_block(*s) ^ *s);
+                next.push(a1.encrypt_block(*s) ^ *s);
+            }
+            level = next;
+        }
+        level.truncate(size_per);
+        level
+    }
+
+    #[test]
+    fn masks() {
+        assert_eq!(eq_mask(5, 5), u128::MAX);
+        assert_eq!(eq_mask(5, 4), 0);
+        assert_eq!(eq_mask(0, usize::MAX), 0);
+        assert_eq!(eq_mask(usize::MAX, usize::MAX), u128::MAX);
+    }
+
+    #[test]
+    fn full_and_punctured_expansion_match_reference() {
+        for (trees, size_per) in [(1, 2), (3, 5), (5, 64), (7, 100), (2, 1500), (130, 33)] {
+            let shape = TreeShape::new(trees, size_per);
+            let mut prg = Prg::new(Block(size_per as u128));
+            let roots = prg.blocks(trees);
+            let mut out = vec![Block::ZERO; shape.leaves()];
+            let sums = expand_full(&shape, &roots, &mut out);
+            for (tree, root) in roots.iter().enumerate() {
+                let reference = leaves_reference(*root, size_per);
+                assert_eq!(&out[tree * size_per..(tree + 1) * size_per], &reference[..]);
+            }
+            // Receiver: puncture at alpha, receive the opposite-side sums.
+            let alpha: Vec<usize> = (0..trees).map(|i| (i * 7919 + 3) % size_per).collect();
+            let mut keys = vec![Block::ZERO; trees * shape.depth];
+            for tree in 0..trees {
+                for l in 1..=shape.depth {
+                    let bit = (alpha[tree] >> (shape.depth - l)) & 1;
+                    keys[tree * shape.depth + l - 1] = sums[tree * shape.depth + l - 1][bit ^ 1];
+                }
+            }
+            let mut rout = vec![Block::ZERO; shape.leaves()];
+            let (fixes, totals) = expand_punctured(&shape, &alpha, &keys, &mut rout);
+            for tree in 0..trees {
+                let region = &mut rout[tree * size_per..(tree + 1) * size_per];
+                let (c, d) = fixes[tree];
+                if c < size_per {
+                    region[c] ^= d;
+                }
+                let total = region.iter().fold(Block::ZERO, |a, b| a ^ *b);
+                assert_eq!(total, totals[tree]);
+                for j in 0..size_per {
+                    if j != alpha[tree] {
+                        assert_eq!(region[j], out[tree * size_per + j], "tree {tree} leaf {j}");
+                    }
+                }
+            }
+        }
+    }
+}

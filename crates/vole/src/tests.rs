@@ -1,0 +1,267 @@
+//! Two-party tests of the generators on injected (dealer) base correlations.
+
+use obliv_core::rand_core::SeedableRng;
+use obliv_core::{AesRng, Block, gf128};
+use obliv_net::{Channel, Stats, TcpChannel, TcpOptions, mem_pair};
+
+use crate::base::dealer;
+use crate::extend::Kind;
+use crate::extend::tamper::{self, Target};
+use crate::{
+    Error, Security, SubfieldVoleReceiver, SubfieldVoleSender, VoleConfig, VoleReceiver, VoleSender,
+};
+
+fn cfg(security: Security, max_chunk: usize) -> VoleConfig {
+    VoleConfig {
+        security,
+        max_chunk,
+    }
+}
+
+type SubOut = (Block, Vec<Block>, Vec<u8>, Vec<Block>, Stats, Stats);
+
+/// Runs a subfield VOLE of each size in `sizes` (one generator pair, consecutive calls).
+fn run_subfield<C: Channel + 'static>(
+    c0: C,
+    mut c1: C,
+    cfg: VoleConfig,
+    sizes: &[usize],
+    tamper_at: Option<Target>,
+) -> Vec<Result<SubOut, Error>> {
+    let mut rng = AesRng::from_seed([3; 16]);
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let sizes_s = sizes.to_vec();
+    let sender = std::thread::spawn(move || {
+        let mut c0 = c0;
+        let mut rng = AesRng::from_seed([4; 16]);
+        let mut s = SubfieldVoleSender::from_base(sb, cfg).unwrap();
+        let mut outs = Vec::new();
+        for n in sizes_s {
+            if let Some(target) = tamper_at {
+                tamper::set(Kind::Subfield, target, 1 << 77);
+            }
+            let before = c0.stats();
+            let b = s.extend(&mut c0, n, &mut rng);
+            outs.push(b.map(|b| (b, c0.stats() - before)));
+            if outs.last().is_some_and(|r| r.is_err()) {
+                break;
+            }
+        }
+        (s.delta(), outs)
+    });
+    let mut r = SubfieldVoleReceiver::from_base(rb, cfg).unwrap();
+    let mut results = Vec::new();
+    for &n in sizes {
+        let before = c1.stats();
+        let res = r.extend(&mut c1, n, &mut rng);
+        let failed = res.is_err();
+        results.push(res.map(|(a, c)| (a, c, c1.stats() - before)));
+        if failed {
+            break;
+        }
+    }
+    drop(c1);
+    let (delta, souts) = sender.join().unwrap();
+    results
+        .into_iter()
+        .zip(
+            souts
+                .into_iter()
+                .chain(std::iter::repeat_with(|| Err(Error::ConsistencyCheck))),
+        )
+        .map(|(r, s)| {
+            let (a, c, rs) = r?;
+            let (b, ss) = s?;
+            Ok((delta, b, a, c, ss, rs))
+        })
+        .collect()
+}
+
+fn assert_subfield(out: &SubOut, n: usize) {
+    let (delta, b, a, c, _, _) = out;
+    assert_eq!((b.len(), a.len(), c.len()), (n, n, n));
+    for i in 0..n {
+        assert!(a[i] <= 1);
+        let expect = if a[i] == 1 { b[i] ^ *delta } else { b[i] };
+        assert_eq!(c[i], expect, "correlation {i} of {n}");
+    }
+    if n >= 1000 {
+        let ones = a.iter().filter(|x| **x == 1).count();
+        assert!(ones > n * 2 / 5 && ones < n * 3 / 5, "{ones} ones of {n}");
+        assert_ne!(b[0], b[1]);
+    }
+}
+
+#[test]
+fn subfield_semi_honest_sizes() {
+    let sizes = [1, 2, 100, 1000, 4097, 20_011];
+    let (c0, c1) = mem_pair();
+    let outs = run_subfield(c0, c1, cfg(Security::SemiHonest, 1 << 16), &sizes, None);
+    assert_eq!(outs.len(), sizes.len());
+    for (out, n) in outs.iter().zip(sizes) {
+        assert_subfield(out.as_ref().unwrap(), n);
+    }
+}
+
+#[test]
+fn subfield_chunked_and_bootstrapped() {
+    // max_chunk 3000: 10_001 runs as four chunks, each bootstrapping the next.
+    let sizes = [10_001, 3000, 1];
+    let (c0, c1) = mem_pair();
+    let outs = run_subfield(c0, c1, cfg(Security::SemiHonest, 3000), &sizes, None);
+    for (out, n) in outs.iter().zip(sizes) {
+        assert_subfield(out.as_ref().unwrap(), n);
+    }
+}
+
+#[test]
+fn subfield_malicious_honest_run_passes() {
+    let sizes = [777, 5000];
+    let (c0, c1) = mem_pair();
+    let outs = run_subfield(c0, c1, cfg(Security::Malicious, 1 << 14), &sizes, None);
+    for (out, n) in outs.iter().zip(sizes) {
+        assert_subfield(out.as_ref().unwrap(), n);
+    }
+}
+
+#[test]
+fn subfield_malicious_check_catches_bit_flip() {
+    // (a) a flipped bit in the final correction d of tree 3;
+    // (b) the same bit flipped in both level sums of level 2 of tree 5.
+    for target in [Target::D(3), Target::Level(5, 2)] {
+        let (c0, c1) = mem_pair();
+        let outs = run_subfield(
+            c0,
+            c1,
+            cfg(Security::Malicious, 1 << 14),
+            &[5000],
+            Some(target),
+        );
+        assert!(
+            matches!(outs[0], Err(Error::ConsistencyCheck)),
+            "tampering {target:?} not caught"
+        );
+    }
+    // Without the check the same tampering silently breaks the correlation (of the bootstrap
+    // extension, whose outputs become the next base: the user's outputs then break too).
+    let (c0, c1) = mem_pair();
+    let outs = run_subfield(
+        c0,
+        c1,
+        cfg(Security::SemiHonest, 1 << 14),
+        &[5000],
+        Some(Target::D(3)),
+    );
+    let (delta, b, a, c, _, _) = outs[0].as_ref().unwrap();
+    let bad = (0..5000)
+        .filter(|&i| c[i] != if a[i] == 1 { b[i] ^ *delta } else { b[i] })
+        .count();
+    assert!(bad > 0, "tampering had no effect");
+}
+
+type FieldOut = (Block, Vec<Block>, Vec<Block>, Vec<Block>);
+
+fn run_field(
+    cfg: VoleConfig,
+    sizes: &[usize],
+    tamper_at: Option<Target>,
+) -> Vec<Result<FieldOut, Error>> {
+    let mut rng = AesRng::from_seed([5; 16]);
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let (mut c0, mut c1) = mem_pair();
+    let sizes_s = sizes.to_vec();
+    let sender = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([6; 16]);
+        let mut s = VoleSender::from_base(sb, cfg).unwrap();
+        let mut outs = Vec::new();
+        for n in sizes_s {
+            if let Some(target) = tamper_at {
+                tamper::set(Kind::Field, target, 1 << 5);
+            }
+            let r = s.extend(&mut c0, n, &mut rng);
+            let failed = r.is_err();
+            outs.push(r);
+            if failed {
+                break;
+            }
+        }
+        (s.delta(), outs)
+    });
+    let mut r = VoleReceiver::from_base(rb, cfg).unwrap();
+    let mut results = Vec::new();
+    for &n in sizes {
+        let res = r.extend(&mut c1, n, &mut rng);
+        let failed = res.is_err();
+        results.push(res);
+        if failed {
+            break;
+        }
+    }
+    drop(c1);
+    let (delta, souts) = sender.join().unwrap();
+    results
+        .into_iter()
+        .zip(
+            souts
+                .into_iter()
+                .chain(std::iter::repeat_with(|| Err(Error::ConsistencyCheck))),
+        )
+        .map(|(r, s)| {
+            let (a, c) = r?;
+            Ok((delta, s?, a, c))
+        })
+        .collect()
+}
+
+fn assert_field(out: &FieldOut, n: usize) {
+    let (delta, b, a, c) = out;
+    assert_eq!((b.len(), a.len(), c.len()), (n, n, n));
+    for i in 0..n {
+        assert_eq!(
+            c[i],
+            b[i] ^ gf128::mul(a[i], *delta),
+            "correlation {i} of {n}"
+        );
+    }
+    if n >= 2 {
+        assert_ne!(a[0], a[1]);
+        assert_ne!(a[0], Block::ZERO);
+    }
+}
+
+#[test]
+fn field_semi_honest_sizes_and_chunks() {
+    let sizes = [1, 513, 6000, 9001];
+    let outs = run_field(cfg(Security::SemiHonest, 4000), &sizes, None);
+    for (out, n) in outs.iter().zip(sizes) {
+        assert_field(out.as_ref().unwrap(), n);
+    }
+}
+
+#[test]
+fn field_malicious_passes_and_catches() {
+    let outs = run_field(cfg(Security::Malicious, 1 << 13), &[3001], None);
+    assert_field(outs[0].as_ref().unwrap(), 3001);
+    let outs = run_field(
+        cfg(Security::Malicious, 1 << 13),
+        &[3001],
+        Some(Target::Level(4, 1)),
+    );
+    assert!(matches!(outs[0], Err(Error::ConsistencyCheck)));
+}
+
+#[test]
+fn subfield_over_tcp_and_communication() {
+    let (c0, c1) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
+    let n = 1 << 16;
+    let outs = run_subfield(c0, c1, cfg(Security::SemiHonest, 1 << 20), &[n, n], None);
+    let first = outs[0].as_ref().unwrap();
+    assert_subfield(first, n);
+    let second = outs[1].as_ref().unwrap();
+    assert_subfield(second, n);
+    // Steady state (second call, bootstrapped base): sublinear communication.
+    let bytes = second.4.total_bytes();
+    assert_eq!(bytes, second.5.total_bytes());
+    let bits_per = bytes as f64 * 8.0 / n as f64;
+    assert!(bits_per < 8.0, "{bits_per} bits per correlation");
+}

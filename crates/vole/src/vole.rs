@@ -1,0 +1,633 @@
+//! The silent VOLE generators, in both roles and both flavours.
+//!
+//! | type | role | gets |
+//! |---|---|---|
+//! | [`SubfieldVoleSender`] | sender | `Δ ∈ GF(2^128)`, `B ∈ GF(2^128)^n` |
+//! | [`SubfieldVoleReceiver`] | receiver | `A ∈ GF(2)^n` (bytes 0/1), `C ∈ GF(2^128)^n` |
+//! | [`VoleSender`] | sender | `Δ`, `B ∈ GF(2^128)^n` |
+//! | [`VoleReceiver`] | receiver | `A ∈ GF(2^128)^n`, `C ∈ GF(2^128)^n` |
+//!
+//! with `C[i] = B[i] + A[i]·Δ` for every `i` (`+` is XOR; for subfield VOLE `A[i]·Δ` is `Δ`
+//! or 0, so the pair is also a correlated OT). `Δ` is fixed for the life of a sender.
+//!
+//! **Chunks and bootstrapping.** A request for `n` correlations runs as a sequence of silent
+//! extensions of at most [`VoleConfig::max_chunk`] outputs each; every extension produces a
+//! few thousand extra outputs that become the base correlations of the next one (standard
+//! since Boyle et al. CCS'19 §6 and Ferret §4: the outputs are COTs / VOLEs under the same
+//! `Δ`), so memory stays at `O(max_chunk)` and base OT runs once per generator. The
+//! GF(2^128) generators keep an inner subfield generator for the tree COTs they need and
+//! bootstrap their base VOLEs from their own previous output.
+//!
+//! Both parties must call the same methods with the same `n` and configuration, in the same
+//! order; the streaming `*_chunks` methods hand each chunk to a callback as it is produced.
+
+use obliv_core::Block;
+use obliv_net::Channel;
+use rand_core::CryptoRng;
+use zeroize::Zeroize;
+
+use crate::base::{ReceiverBase, SenderBase};
+use crate::error::{Error, Result};
+use crate::extend::{self, AVec, Kind, Params, Security, pack_bits, pack128};
+
+/// The default largest extension: 2^22 outputs (about 128 MiB of working memory per party).
+pub const DEFAULT_MAX_CHUNK: usize = 1 << 22;
+/// The largest allowed `max_chunk`.
+pub const MAX_CHUNK_LIMIT: usize = 1 << 26;
+/// Slack added to `max_chunk` when sizing the bootstrapped reserve.
+const RESERVE_SLACK: usize = 1 << 16;
+
+/// Configuration shared by both parties (they must agree on it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct VoleConfig {
+    /// Semi-honest or malicious (GGM consistency check).
+    pub security: Security,
+    /// Largest single extension (outputs per chunk); larger requests are split.
+    pub max_chunk: usize,
+}
+
+impl Default for VoleConfig {
+    fn default() -> Self {
+        VoleConfig {
+            security: Security::SemiHonest,
+            max_chunk: DEFAULT_MAX_CHUNK,
+        }
+    }
+}
+
+impl VoleConfig {
+    /// The default configuration with the given security.
+    pub fn with_security(security: Security) -> Self {
+        VoleConfig {
+            security,
+            ..Self::default()
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.max_chunk == 0 || self.max_chunk > MAX_CHUNK_LIMIT {
+            return Err(Error::TooLarge {
+                requested: self.max_chunk,
+                max: MAX_CHUNK_LIMIT,
+            });
+        }
+        Ok(())
+    }
+
+    /// COTs a subfield generator keeps in reserve for its next extension.
+    fn subfield_reserve(&self) -> usize {
+        Params::new(
+            Kind::Subfield,
+            self.max_chunk + RESERVE_SLACK,
+            self.security,
+        )
+        .cots_needed()
+    }
+
+    /// Base VOLEs a GF(2^128) generator keeps in reserve.
+    fn field_reserve(&self) -> usize {
+        Params::new(Kind::Field, self.max_chunk + RESERVE_SLACK, self.security).voles_needed()
+    }
+
+    /// The number of base COTs (with `Δ`) that `from_base` needs: enough for one bootstrap
+    /// extension that produces the first reserve.
+    pub fn base_cots_needed(&self) -> usize {
+        Params::new(Kind::Subfield, self.subfield_reserve(), self.security).cots_needed()
+    }
+}
+
+/// Tweak tags keeping the hash tweaks of the inner and outer generators apart.
+const TAG_SUBFIELD: u64 = 0;
+const TAG_FIELD: u64 = 1;
+
+/// Subfield VOLE sender: holds `Δ`, gets `B` with `C = B + A·Δ`.
+pub struct SubfieldVoleSender {
+    delta: Block,
+    pool: Vec<Block>,
+    cfg: VoleConfig,
+    counter: u64,
+    tag: u64,
+}
+
+impl core::fmt::Debug for SubfieldVoleSender {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SubfieldVoleSender")
+            .field("cfg", &self.cfg)
+            .field("pool", &self.pool.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for SubfieldVoleSender {
+    fn drop(&mut self) {
+        self.delta.zeroize();
+        self.pool.zeroize();
+    }
+}
+
+impl SubfieldVoleSender {
+    /// A sender from base COTs under `base.delta()` (at least
+    /// [`VoleConfig::base_cots_needed`] of them).
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] for an invalid `max_chunk`; [`Error::NotEnoughBase`] if the base is
+    /// too small.
+    pub fn from_base(base: SenderBase, cfg: VoleConfig) -> Result<Self> {
+        cfg.validate()?;
+        let needed = cfg.base_cots_needed();
+        if base.len() < needed {
+            return Err(Error::NotEnoughBase {
+                what: "base COTs",
+                needed,
+                have: base.len(),
+            });
+        }
+        Ok(SubfieldVoleSender {
+            delta: base.delta,
+            pool: base.q.clone(),
+            cfg,
+            counter: 0,
+            tag: TAG_SUBFIELD,
+        })
+    }
+
+    /// `Δ`.
+    pub fn delta(&self) -> Block {
+        self.delta
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> VoleConfig {
+        self.cfg
+    }
+
+    fn next_tweak(&mut self) -> u64 {
+        let t = (self.counter << 1) | self.tag;
+        self.counter += 1;
+        t
+    }
+
+    fn run<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        k_user: usize,
+        rng: &mut R,
+    ) -> Result<Vec<Block>> {
+        let reserve = self.cfg.subfield_reserve();
+        let params = Params::new(Kind::Subfield, k_user + reserve, self.cfg.security);
+        if self.pool.len() < params.cots_needed() {
+            // Bootstrap: one extension that only refills the reserve.
+            let boot = Params::new(Kind::Subfield, reserve, self.cfg.security);
+            let tw = self.next_tweak();
+            let out = extend::send(ch, &boot, self.delta, &self.pool, &[], tw, rng)?;
+            self.pool.zeroize();
+            self.pool = out;
+        }
+        let tw = self.next_tweak();
+        let mut out = extend::send(ch, &params, self.delta, &self.pool, &[], tw, rng)?;
+        let new_pool = out.split_off(k_user);
+        self.pool.zeroize();
+        self.pool = new_pool;
+        Ok(out)
+    }
+
+    /// Produces `n` correlations, handing them to `sink` chunk by chunk.
+    ///
+    /// # Errors
+    /// Channel errors, or [`Error::ConsistencyCheck`] is reported on the receiver's side.
+    pub fn extend_chunks<C, R, F>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+        mut sink: F,
+    ) -> Result<()>
+    where
+        C: Channel + ?Sized,
+        R: CryptoRng + ?Sized,
+        F: FnMut(&[Block]) -> Result<()>,
+    {
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(self.cfg.max_chunk);
+            let mut b = self.run(ch, k, rng)?;
+            sink(&b)?;
+            b.zeroize();
+            left -= k;
+        }
+        Ok(())
+    }
+
+    /// Produces `B` of `n` correlations.
+    ///
+    /// # Errors
+    /// As [`SubfieldVoleSender::extend_chunks`].
+    pub fn extend<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+    ) -> Result<Vec<Block>> {
+        if n <= self.cfg.max_chunk {
+            return if n == 0 {
+                Ok(Vec::new())
+            } else {
+                self.run(ch, n, rng)
+            };
+        }
+        let mut all = Vec::with_capacity(n);
+        self.extend_chunks(ch, n, rng, |b| {
+            all.extend_from_slice(b);
+            Ok(())
+        })?;
+        Ok(all)
+    }
+}
+
+/// Subfield VOLE receiver: gets `A ∈ {0,1}^n` (one byte per bit) and `C = B + A·Δ`.
+pub struct SubfieldVoleReceiver {
+    pool_r: Vec<u8>,
+    pool_t: Vec<Block>,
+    cfg: VoleConfig,
+    counter: u64,
+    tag: u64,
+}
+
+impl core::fmt::Debug for SubfieldVoleReceiver {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SubfieldVoleReceiver")
+            .field("cfg", &self.cfg)
+            .field("pool", &self.pool_t.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for SubfieldVoleReceiver {
+    fn drop(&mut self) {
+        self.pool_r.zeroize();
+        self.pool_t.zeroize();
+    }
+}
+
+impl SubfieldVoleReceiver {
+    /// A receiver from base COTs (at least [`VoleConfig::base_cots_needed`]).
+    ///
+    /// # Errors
+    /// As [`SubfieldVoleSender::from_base`].
+    pub fn from_base(base: ReceiverBase, cfg: VoleConfig) -> Result<Self> {
+        cfg.validate()?;
+        let needed = cfg.base_cots_needed();
+        if base.len() < needed {
+            return Err(Error::NotEnoughBase {
+                what: "base COTs",
+                needed,
+                have: base.len(),
+            });
+        }
+        Ok(SubfieldVoleReceiver {
+            pool_r: base.r.clone(),
+            pool_t: base.t.clone(),
+            cfg,
+            counter: 0,
+            tag: TAG_SUBFIELD,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> VoleConfig {
+        self.cfg
+    }
+
+    fn next_tweak(&mut self) -> u64 {
+        let t = (self.counter << 1) | self.tag;
+        self.counter += 1;
+        t
+    }
+
+    fn run_once<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        params: &Params,
+        rng: &mut R,
+    ) -> Result<(Vec<u8>, Vec<Block>)> {
+        let tw = self.next_tweak();
+        let (a, c) = extend::receive(ch, params, &self.pool_r, &self.pool_t, &[], &[], tw, rng)?;
+        match a {
+            AVec::Bits(bits) => Ok((bits, c)),
+            AVec::Field(_) => unreachable!("a subfield extension returns bits"),
+        }
+    }
+
+    fn run<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        k_user: usize,
+        rng: &mut R,
+    ) -> Result<(Vec<u8>, Vec<Block>)> {
+        let reserve = self.cfg.subfield_reserve();
+        let params = Params::new(Kind::Subfield, k_user + reserve, self.cfg.security);
+        if self.pool_t.len() < params.cots_needed() {
+            let boot = Params::new(Kind::Subfield, reserve, self.cfg.security);
+            let (a, c) = self.run_once(ch, &boot, rng)?;
+            self.pool_r.zeroize();
+            self.pool_t.zeroize();
+            self.pool_r = a;
+            self.pool_t = c;
+        }
+        let (mut a, mut c) = self.run_once(ch, &params, rng)?;
+        let (new_r, new_t) = (a.split_off(k_user), c.split_off(k_user));
+        self.pool_r.zeroize();
+        self.pool_t.zeroize();
+        self.pool_r = new_r;
+        self.pool_t = new_t;
+        Ok((a, c))
+    }
+
+    /// Produces `n` correlations, handing `(A, C)` to `sink` chunk by chunk.
+    ///
+    /// # Errors
+    /// Channel errors; [`Error::ConsistencyCheck`] if the sender cheated (malicious mode).
+    pub fn extend_chunks<C, R, F>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+        mut sink: F,
+    ) -> Result<()>
+    where
+        C: Channel + ?Sized,
+        R: CryptoRng + ?Sized,
+        F: FnMut(&[u8], &[Block]) -> Result<()>,
+    {
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(self.cfg.max_chunk);
+            let (mut a, mut c) = self.run(ch, k, rng)?;
+            sink(&a, &c)?;
+            a.zeroize();
+            c.zeroize();
+            left -= k;
+        }
+        Ok(())
+    }
+
+    /// Produces `(A, C)` of `n` correlations (`A` as bytes 0/1).
+    ///
+    /// # Errors
+    /// As [`SubfieldVoleReceiver::extend_chunks`].
+    pub fn extend<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+    ) -> Result<(Vec<u8>, Vec<Block>)> {
+        if n <= self.cfg.max_chunk {
+            return if n == 0 {
+                Ok((Vec::new(), Vec::new()))
+            } else {
+                self.run(ch, n, rng)
+            };
+        }
+        let (mut aa, mut cc) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        self.extend_chunks(ch, n, rng, |a, c| {
+            aa.extend_from_slice(a);
+            cc.extend_from_slice(c);
+            Ok(())
+        })?;
+        Ok((aa, cc))
+    }
+}
+
+/// GF(2^128) VOLE sender: holds `Δ`, gets `B` with `C = B + A·Δ`, `A` uniform in GF(2^128).
+pub struct VoleSender {
+    inner: SubfieldVoleSender,
+    pool_b: Vec<Block>,
+    counter: u64,
+}
+
+impl core::fmt::Debug for VoleSender {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("VoleSender")
+            .field("cfg", &self.inner.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for VoleSender {
+    fn drop(&mut self) {
+        self.pool_b.zeroize();
+    }
+}
+
+impl VoleSender {
+    /// A sender from base COTs under `Δ` (at least [`VoleConfig::base_cots_needed`]).
+    ///
+    /// # Errors
+    /// As [`SubfieldVoleSender::from_base`].
+    pub fn from_base(base: SenderBase, cfg: VoleConfig) -> Result<Self> {
+        Ok(VoleSender {
+            inner: SubfieldVoleSender::from_base(base, cfg)?,
+            pool_b: Vec::new(),
+            counter: 0,
+        })
+    }
+
+    /// `Δ`.
+    pub fn delta(&self) -> Block {
+        self.inner.delta
+    }
+
+    fn run<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        k_user: usize,
+        rng: &mut R,
+    ) -> Result<Vec<Block>> {
+        let cfg = self.inner.cfg;
+        let reserve = cfg.field_reserve();
+        let params = Params::new(Kind::Field, k_user + reserve, cfg.security);
+        if self.pool_b.len() < params.voles_needed() {
+            // Base VOLEs from 128 COTs each (non-interactive packing).
+            let mut cots = self.inner.extend(ch, 128 * reserve, rng)?;
+            self.pool_b.zeroize();
+            self.pool_b = cots.chunks_exact(128).map(pack128).collect();
+            cots.zeroize();
+        }
+        let mut cots = self.inner.extend(ch, params.cots_needed(), rng)?;
+        let tw = (self.counter << 1) | TAG_FIELD;
+        self.counter += 1;
+        let mut out = extend::send(ch, &params, self.inner.delta, &cots, &self.pool_b, tw, rng)?;
+        cots.zeroize();
+        let new_pool = out.split_off(k_user);
+        self.pool_b.zeroize();
+        self.pool_b = new_pool;
+        Ok(out)
+    }
+
+    /// Produces `n` correlations, handing `B` to `sink` chunk by chunk.
+    ///
+    /// # Errors
+    /// Channel errors.
+    pub fn extend_chunks<C, R, F>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+        mut sink: F,
+    ) -> Result<()>
+    where
+        C: Channel + ?Sized,
+        R: CryptoRng + ?Sized,
+        F: FnMut(&[Block]) -> Result<()>,
+    {
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(self.inner.cfg.max_chunk);
+            let mut b = self.run(ch, k, rng)?;
+            sink(&b)?;
+            b.zeroize();
+            left -= k;
+        }
+        Ok(())
+    }
+
+    /// Produces `B` of `n` correlations.
+    ///
+    /// # Errors
+    /// Channel errors.
+    pub fn extend<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+    ) -> Result<Vec<Block>> {
+        let mut all = Vec::with_capacity(n);
+        self.extend_chunks(ch, n, rng, |b| {
+            all.extend_from_slice(b);
+            Ok(())
+        })?;
+        Ok(all)
+    }
+}
+
+/// GF(2^128) VOLE receiver: gets `A` (uniform in GF(2^128)) and `C = B + A·Δ`.
+pub struct VoleReceiver {
+    inner: SubfieldVoleReceiver,
+    pool_a: Vec<Block>,
+    pool_c: Vec<Block>,
+    counter: u64,
+}
+
+impl core::fmt::Debug for VoleReceiver {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("VoleReceiver")
+            .field("cfg", &self.inner.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for VoleReceiver {
+    fn drop(&mut self) {
+        self.pool_a.zeroize();
+        self.pool_c.zeroize();
+    }
+}
+
+impl VoleReceiver {
+    /// A receiver from base COTs (at least [`VoleConfig::base_cots_needed`]).
+    ///
+    /// # Errors
+    /// As [`SubfieldVoleReceiver::from_base`].
+    pub fn from_base(base: ReceiverBase, cfg: VoleConfig) -> Result<Self> {
+        Ok(VoleReceiver {
+            inner: SubfieldVoleReceiver::from_base(base, cfg)?,
+            pool_a: Vec::new(),
+            pool_c: Vec::new(),
+            counter: 0,
+        })
+    }
+
+    fn run<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        k_user: usize,
+        rng: &mut R,
+    ) -> Result<(Vec<Block>, Vec<Block>)> {
+        let cfg = self.inner.cfg;
+        let reserve = cfg.field_reserve();
+        let params = Params::new(Kind::Field, k_user + reserve, cfg.security);
+        if self.pool_a.len() < params.voles_needed() {
+            let (mut bits, mut cots) = self.inner.extend(ch, 128 * reserve, rng)?;
+            self.pool_a.zeroize();
+            self.pool_c.zeroize();
+            self.pool_a = bits.chunks_exact(128).map(pack_bits).collect();
+            self.pool_c = cots.chunks_exact(128).map(pack128).collect();
+            bits.zeroize();
+            cots.zeroize();
+        }
+        let (mut r, mut t) = self.inner.extend(ch, params.cots_needed(), rng)?;
+        let tw = (self.counter << 1) | TAG_FIELD;
+        self.counter += 1;
+        let res = extend::receive(ch, &params, &r, &t, &self.pool_a, &self.pool_c, tw, rng);
+        r.zeroize();
+        t.zeroize();
+        let (a, mut c) = res?;
+        let mut a = match a {
+            AVec::Field(v) => v,
+            AVec::Bits(_) => unreachable!("a GF(2^128) extension returns field elements"),
+        };
+        let (new_a, new_c) = (a.split_off(k_user), c.split_off(k_user));
+        self.pool_a.zeroize();
+        self.pool_c.zeroize();
+        self.pool_a = new_a;
+        self.pool_c = new_c;
+        Ok((a, c))
+    }
+
+    /// Produces `n` correlations, handing `(A, C)` to `sink` chunk by chunk.
+    ///
+    /// # Errors
+    /// Channel errors; [`Error::ConsistencyCheck`] if the sender cheated (malicious mode).
+    pub fn extend_chunks<C, R, F>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+        mut sink: F,
+    ) -> Result<()>
+    where
+        C: Channel + ?Sized,
+        R: CryptoRng + ?Sized,
+        F: FnMut(&[Block], &[Block]) -> Result<()>,
+    {
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(self.inner.cfg.max_chunk);
+            let (mut a, mut c) = self.run(ch, k, rng)?;
+            sink(&a, &c)?;
+            a.zeroize();
+            c.zeroize();
+            left -= k;
+        }
+        Ok(())
+    }
+
+    /// Produces `(A, C)` of `n` correlations.
+    ///
+    /// # Errors
+    /// As [`VoleReceiver::extend_chunks`].
+    pub fn extend<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+    ) -> Result<(Vec<Block>, Vec<Block>)> {
+        let (mut aa, mut cc) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        self.extend_chunks(ch, n, rng, |a, c| {
+            aa.extend_from_slice(a);
+            cc.extend_from_slice(c);
+            Ok(())
+        })?;
+        Ok((aa, cc))
+    }
+}
