@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use obliv_net::{Channel, ChannelExt, TcpChannel, TcpOptions, mem_pair};
+use obliv_net::{Channel, ChannelExt, Mux, TcpChannel, TcpOptions, mem_pair};
 
 /// Sizes from the issue: 1 KB and 1 MB messages.
 const SIZES: [usize; 2] = [1 << 10, 1 << 20];
@@ -78,6 +78,11 @@ fn throughput(c: &mut Criterion) {
             ..TcpOptions::default()
         };
         TcpChannel::loopback_pair(o).unwrap()
+    });
+    bench_pair(c, "mux-sub-over-tcp", || {
+        let (a, b) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
+        let (ma, mb) = (Mux::new(a).unwrap(), Mux::new(b).unwrap());
+        (ma.sub(0).unwrap(), mb.sub(0).unwrap())
     });
 }
 

@@ -56,3 +56,8 @@ pub use mux::{Mux, MuxOptions, SubChannel};
 pub use session::Session;
 pub use sim::{LinkModel, SimLink, SimReceiver, SimSender};
 pub use tcp::{ConnectOptions, DEFAULT_READ_AHEAD, TcpChannel, TcpOptions, TcpReceiver, TcpSender};
+
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

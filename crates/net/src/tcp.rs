@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::fmt::Display;
 use std::io::{self, BufReader, IoSlice, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -395,6 +395,8 @@ struct Shared {
     cv: Condvar,
     /// Bytes read from the socket so far (for the idle timeout).
     progress: AtomicU64,
+    /// The channel's frame limit, which the reader applies before allocating.
+    max_frame: AtomicUsize,
 }
 
 impl ReadAhead {
@@ -458,7 +460,6 @@ fn read_ahead_loop(
     mut r: BufReader<TcpStream>,
     tx: &Sender<Result<Batch>>,
     shared: &Shared,
-    max_frame: usize,
     cap: usize,
 ) -> Result<()> {
     loop {
@@ -473,12 +474,12 @@ fn read_ahead_loop(
         }
         // One frame, waiting for it; then every further frame that already sits whole in the
         // read buffer, so that a burst of small frames costs one hand-over, not one each.
-        let first = read_frame(&mut r, shared, max_frame)?;
+        let first = read_frame(&mut r, shared)?;
         let mut bytes = first.len();
         let mut batch = vec![first];
         let mut failed = None;
         while bytes < BATCH_BYTES && next_frame_buffered(&r) {
-            match read_frame(&mut r, shared, max_frame) {
+            match read_frame(&mut r, shared) {
                 Ok(v) => {
                     bytes += v.len();
                     batch.push(v);
@@ -514,8 +515,9 @@ fn next_frame_buffered(r: &BufReader<TcpStream>) -> bool {
     }
 }
 
-/// Reads one frame, checking its length against `max_frame` before allocating.
-fn read_frame(r: &mut BufReader<TcpStream>, shared: &Shared, max_frame: usize) -> Result<Vec<u8>> {
+/// Reads one frame, checking its length against the channel's limit before allocating.
+fn read_frame(r: &mut BufReader<TcpStream>, shared: &Shared) -> Result<Vec<u8>> {
+    let max_frame = shared.max_frame.load(Ordering::Relaxed);
     let mut h = [0u8; HEADER];
     read_full(r, &mut h, Some(&shared.progress))
         .map_err(|(got, e)| piece_error(got, len64(HEADER), e, None))?;
@@ -561,13 +563,15 @@ impl TcpChannel {
                 stream.set_read_timeout(None).map_err(io)?;
                 let r = BufReader::with_capacity(cap, stream.try_clone().map_err(io)?);
                 let (tx, rx) = crossbeam_channel::unbounded();
-                let shared = Arc::new(Shared::default());
+                let shared = Arc::new(Shared {
+                    max_frame: AtomicUsize::new(opts.max_frame_len),
+                    ..Shared::default()
+                });
                 let sh = Arc::clone(&shared);
-                let max = opts.max_frame_len;
                 thread::Builder::new()
                     .name("obliv-net-reader".into())
                     .spawn(move || {
-                        if let Err(e) = read_ahead_loop(r, &tx, &sh, max, limit) {
+                        if let Err(e) = read_ahead_loop(r, &tx, &sh, limit) {
                             // The consumer may be gone already; then nobody needs to know.
                             let _ = tx.send(Err(e));
                         }
@@ -690,11 +694,13 @@ impl TcpChannel {
         Ok(())
     }
 
-    /// Lowers the largest frame this channel accepts. (In read-ahead mode the reader thread
-    /// keeps the limit it started with, so raising it has no effect there.)
+    /// Sets the largest frame this channel accepts (from the next frame header on).
     pub fn set_max_frame_len(&mut self, max: usize) {
         self.opts.max_frame_len = max;
         self.rx.max_frame_len = max;
+        if let Reader::Ahead(ra) = &self.rx.reader {
+            ra.shared.max_frame.store(max, Ordering::Relaxed);
+        }
     }
 
     /// The options in force.

@@ -226,3 +226,45 @@ fn split_halves_work_on_two_threads() {
         split_duplex(a, b);
     }
 }
+
+/// A peer that speaks garbage to a `Mux` ends every sub-channel with a typed error.
+#[test]
+fn malformed_mux_traffic_gives_typed_errors() {
+    use obliv_net::MemChannel;
+    /// Frames the peer sends, and a check of the error they must cause.
+    type Case = (Vec<Vec<u8>>, fn(&Error) -> bool);
+    let cases: Vec<Case> = vec![
+        // An id frame of 3 bytes.
+        (vec![vec![1, 0, 0]], |e| {
+            matches!(
+                e,
+                Error::UnexpectedLength {
+                    expected: 4,
+                    got: 3
+                }
+            )
+        }),
+        // An id frame of 5 bytes.
+        (vec![vec![1, 0, 0, 0, 0]], |e| {
+            matches!(e, Error::FrameTooLarge { len: 5, max: 4 })
+        }),
+        // An id and no payload before the peer leaves.
+        (vec![vec![1, 0, 0, 0]], |e| {
+            matches!(e, Error::PeerDisconnected)
+        }),
+    ];
+    for (frames, expected) in cases {
+        let (mut raw, b): (MemChannel, MemChannel) = mem_pair();
+        let mb = Mux::new(b).unwrap();
+        let mut sub = mb.sub(1).unwrap();
+        for f in frames {
+            raw.send(&f).unwrap();
+        }
+        drop(raw);
+        let e = sub.recv().unwrap_err();
+        assert!(expected(&e), "{e:?}");
+        // Sub-channels opened later learn the same.
+        let e2 = mb.sub(2).unwrap().recv().unwrap_err();
+        assert!(expected(&e2), "{e2:?}");
+    }
+}

@@ -64,7 +64,30 @@ both_modes!(
     buffered_frames_flush_before_receive_and_on_drop,
     slow_frame_is_not_an_idle_timeout,
     simultaneous_large_sends,
+    lowered_limit_applies_before_allocating,
 );
+
+fn lowered_limit_applies_before_allocating(mode: Mode) {
+    let (mut ch, mut raw) = hostile_pair(mode);
+    ch.set_max_frame_len(1000);
+    assert_eq!(ch.max_frame_len(), 1000);
+    raw.write_all(&1000u64.to_le_bytes()).unwrap();
+    raw.write_all(&[9u8; 1000]).unwrap();
+    raw.write_all(&1001u64.to_le_bytes()).unwrap();
+    assert_eq!(ch.recv().unwrap(), vec![9u8; 1000]);
+    let e = ch.recv().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::FrameTooLarge {
+                len: 1001,
+                max: 1000
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(matches!(ch.recv(), Err(Error::Broken)));
+}
 
 fn disconnect_mid_frame(mode: Mode) {
     let (mut ch, mut raw) = hostile_pair(mode);
@@ -340,4 +363,51 @@ fn accept_times_out() {
         TcpChannel::accept(&l, Some(Duration::from_millis(100)), opts(Mode::Direct)).unwrap_err();
     assert!(e.is_timeout(), "{e:?}");
     assert!(t0.elapsed() < Duration::from_secs(2));
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+
+    /// Whatever bytes a peer sends before closing, receiving ends in a typed error (after
+    /// zero or more well-formed frames), never a panic or a hang; every frame honours the
+    /// limit.
+    #[test]
+    fn arbitrary_streams_end_in_typed_errors(
+        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2000),
+        small_lengths in proptest::prelude::any::<bool>(),
+        direct in proptest::prelude::any::<bool>(),
+    ) {
+        let mode = if direct { Mode::Direct } else { Mode::Ahead };
+        let (mut ch, mut raw) = hostile_pair(mode);
+        ch.set_max_frame_len(1000);
+        let mut bytes = bytes;
+        if small_lengths && bytes.len() >= 8 {
+            // Make the first header plausible so that some frames parse.
+            let first = (bytes.len() as u64) % 64;
+            bytes[..8].copy_from_slice(&first.to_le_bytes());
+        }
+        raw.write_all(&bytes).unwrap();
+        drop(raw);
+        let t0 = Instant::now();
+        let mut frames = 0;
+        let err = loop {
+            match ch.recv() {
+                Ok(m) => {
+                    proptest::prop_assert!(m.len() <= 1000);
+                    frames += 1;
+                    proptest::prop_assert!(frames <= bytes.len() / 8 + 1);
+                }
+                Err(e) => break e,
+            }
+        };
+        proptest::prop_assert!(
+            matches!(
+                err,
+                Error::PeerDisconnected | Error::Truncated { .. } | Error::FrameTooLarge { .. }
+            ),
+            "{:?}",
+            err
+        );
+        proptest::prop_assert!(t0.elapsed() < Duration::from_secs(5));
+    }
 }
