@@ -1,4 +1,14 @@
-//! Private information retrieval: distributed point functions, two-server DPF-PIR and an IT-PIR baseline.
+//! Private information retrieval: a distributed point function (DPF), two-server DPF-PIR,
+//! batch PIR with cuckoo hashing, an IT-PIR baseline and a TCP server.
 //!
-//! Work in progress: this crate is being built; see the workspace README.
+//! See the crate README for the papers, the security model and measured figures.
 #![forbid(unsafe_code)]
+
+pub mod db;
+pub mod dpf;
+pub mod dpf_pir;
+mod error;
+
+pub use db::Database;
+pub use dpf::DpfKey;
+pub use error::{Error, Result};

@@ -1,0 +1,320 @@
+//! The database both servers hold, and the one-pass XOR scan at the heart of every answer.
+//!
+//! Records are stored contiguously, each padded with zeros to a whole number of 16-byte
+//! blocks (the *stride*). [`Database::xor_selected`] XORs together the records whose bit is
+//! set in a bit vector, reading the database once, front to back, four records at a time, with
+//! masks instead of branches (the bit vector is a secret share; besides, branch mispredictions
+//! on pseudorandom bits would cost more than the masking). The inner loop is plain `u64` code
+//! that the compiler vectorises; it runs at memory bandwidth (see the README for figures).
+
+use std::path::Path;
+
+use obliv_core::{Block, log2_ceil};
+use rand_core::Rng;
+
+use crate::error::{Error, Result};
+
+/// Largest number of records (indices travel as `u32` inside batch layouts).
+pub const MAX_RECORDS: usize = 1 << 32;
+
+/// Largest record size in bytes (16 MiB): answers are one record long.
+pub const MAX_RECORD_LEN: usize = 1 << 24;
+
+/// `N` fixed-size records, stored contiguously and padded to 16 bytes each.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Database {
+    records: usize,
+    record_len: usize,
+    /// Blocks per record: `⌈record_len / 16⌉`.
+    stride: usize,
+    data: Vec<Block>,
+}
+
+impl core::fmt::Debug for Database {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Database")
+            .field("records", &self.records)
+            .field("record_len", &self.record_len)
+            .finish_non_exhaustive()
+    }
+}
+
+fn check_shape(records: usize, record_len: usize) -> Result<()> {
+    if records == 0 || records > MAX_RECORDS {
+        return Err(Error::InvalidParameter {
+            what: "number of records must be in 1..=2^32",
+        });
+    }
+    if record_len == 0 || record_len > MAX_RECORD_LEN {
+        return Err(Error::InvalidParameter {
+            what: "record length must be in 1..=2^24 bytes",
+        });
+    }
+    Ok(())
+}
+
+impl Database {
+    /// A database of `bytes.len() / record_len` records cut from `bytes`.
+    ///
+    /// Errors: [`Error::InvalidParameter`] if `bytes` is empty or not a whole number of
+    /// records, or the shape exceeds [`MAX_RECORDS`] / [`MAX_RECORD_LEN`].
+    pub fn from_bytes(record_len: usize, bytes: &[u8]) -> Result<Self> {
+        if record_len == 0 || !bytes.len().is_multiple_of(record_len) {
+            return Err(Error::InvalidParameter {
+                what: "database bytes are not a whole number of records",
+            });
+        }
+        let records = bytes.len() / record_len;
+        check_shape(records, record_len)?;
+        let stride = record_len.div_ceil(16);
+        let mut data = vec![Block::ZERO; records * stride];
+        for (dst, src) in data
+            .chunks_exact_mut(stride)
+            .zip(bytes.chunks_exact(record_len))
+        {
+            Block::slice_as_bytes_mut(dst)[..record_len].copy_from_slice(src);
+        }
+        Ok(Database {
+            records,
+            record_len,
+            stride,
+            data,
+        })
+    }
+
+    /// A database of `records` uniformly random records of `record_len` bytes.
+    pub fn random<R: Rng + ?Sized>(records: usize, record_len: usize, rng: &mut R) -> Result<Self> {
+        check_shape(records, record_len)?;
+        let stride = record_len.div_ceil(16);
+        let mut data = vec![Block::ZERO; records * stride];
+        for rec in data.chunks_exact_mut(stride) {
+            rng.fill_bytes(&mut Block::slice_as_bytes_mut(rec)[..record_len]);
+        }
+        Ok(Database {
+            records,
+            record_len,
+            stride,
+            data,
+        })
+    }
+
+    /// Loads a file of fixed-size records (its length must be a multiple of `record_len`).
+    pub fn from_file(path: impl AsRef<Path>, record_len: usize) -> Result<Self> {
+        let bytes = std::fs::read(path)?;
+        Self::from_bytes(record_len, &bytes)
+    }
+
+    /// Number of records `N`.
+    pub fn len(&self) -> usize {
+        self.records
+    }
+
+    /// Whether the database has no records (never true: a database holds at least one).
+    pub fn is_empty(&self) -> bool {
+        self.records == 0
+    }
+
+    /// Record size in bytes.
+    pub fn record_len(&self) -> usize {
+        self.record_len
+    }
+
+    /// Blocks per (padded) record.
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// Bytes of the whole padded database (what a scan reads).
+    pub fn size_bytes(&self) -> usize {
+        self.data.len() * 16
+    }
+
+    /// `⌈log2 N⌉`: the DPF domain that indexes the records.
+    pub fn domain_bits(&self) -> u32 {
+        log2_ceil(self.records as u64)
+    }
+
+    /// Record `i` (its `record_len` bytes, without padding), or `None` if `i ≥ N`.
+    pub fn record(&self, i: usize) -> Option<&[u8]> {
+        (i < self.records).then(|| {
+            &Block::slice_as_bytes(&self.data[i * self.stride..(i + 1) * self.stride])
+                [..self.record_len]
+        })
+    }
+
+    /// The padded record `i` as blocks.
+    pub fn record_blocks(&self, i: usize) -> &[Block] {
+        &self.data[i * self.stride..(i + 1) * self.stride]
+    }
+
+    /// `acc ⊕= ⨁_{i : bit i of bits set} record(first + i)` for `i < count`: one pass over
+    /// records `first .. first + count`.
+    ///
+    /// # Panics
+    /// Panics if `acc` is not one stride long, the range exceeds the database, or `bits` has
+    /// fewer than `count` bits (caller bugs).
+    pub fn xor_selected_range(
+        &self,
+        bits: &[Block],
+        first: usize,
+        count: usize,
+        acc: &mut [Block],
+    ) {
+        assert_eq!(acc.len(), self.stride, "accumulator length");
+        assert!(first + count <= self.records, "record range");
+        assert!(bits.len() * 128 >= count, "bit vector too short");
+        let region = &self.data[first * self.stride..(first + count) * self.stride];
+        let bit = |i: usize| -> u64 {
+            #[allow(clippy::cast_possible_truncation)] // a single bit
+            let b = (bits[i >> 7].0 >> (i & 127)) as u64 & 1;
+            b
+        };
+        xor_masked(region, self.stride, count, bit, acc);
+    }
+
+    /// `acc ⊕= ⨁ record(indices[i])` over the `i` whose bit is set in `bits` (the bucket scan
+    /// of batch PIR: the records of a bucket are listed by index).
+    ///
+    /// # Panics
+    /// Panics if an index is out of range, `bits` is too short, or `acc` has the wrong length.
+    pub fn xor_selected_indices(&self, bits: &[Block], indices: &[u32], acc: &mut [Block]) {
+        assert_eq!(acc.len(), self.stride, "accumulator length");
+        assert!(bits.len() * 128 >= indices.len(), "bit vector too short");
+        let acc64: &mut [u64] = bytemuck_u64_mut(acc);
+        let mut quads = indices.chunks_exact(4);
+        let mut base = 0usize;
+        for q in quads.by_ref() {
+            let m = |k: usize| mask((bits[(base + k) >> 7].0 >> ((base + k) & 127)) & 1);
+            let r = |k: usize| cast_u64(self.record_blocks(q[k] as usize));
+            xor4(acc64, [r(0), r(1), r(2), r(3)], [m(0), m(1), m(2), m(3)]);
+            base += 4;
+        }
+        for (k, &ix) in quads.remainder().iter().enumerate() {
+            let i = base + k;
+            let m = mask((bits[i >> 7].0 >> (i & 127)) & 1);
+            xor1(acc64, cast_u64(self.record_blocks(ix as usize)), m);
+        }
+    }
+
+    /// XOR of the records selected by the full bit vector `bits` (bit `i` selects record `i`),
+    /// as a fresh padded record.
+    pub fn xor_selected(&self, bits: &[Block]) -> Vec<Block> {
+        let mut acc = vec![Block::ZERO; self.stride];
+        self.xor_selected_range(bits, 0, self.records, &mut acc);
+        acc
+    }
+
+    /// [`xor_selected`](Self::xor_selected) split over `threads` scoped threads, each scanning
+    /// a contiguous slice of the database (for one query's latency on an idle machine).
+    pub fn xor_selected_parallel(&self, bits: &[Block], threads: usize) -> Vec<Block> {
+        let threads = threads.clamp(1, self.records.div_ceil(1024).max(1));
+        if threads == 1 {
+            return self.xor_selected(bits);
+        }
+        // Split on multiples of 128 records so each part starts on a bit-vector block.
+        let per = self.records.div_ceil(threads).div_ceil(128) * 128;
+        let parts: Vec<Vec<Block>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    s.spawn(move || {
+                        let first = (t * per).min(self.records);
+                        let count = per.min(self.records - first);
+                        let mut acc = vec![Block::ZERO; self.stride];
+                        if count > 0 {
+                            let sub = &bits[first / 128..];
+                            let region =
+                                &self.data[first * self.stride..(first + count) * self.stride];
+                            let bit = |i: usize| -> u64 {
+                                #[allow(clippy::cast_possible_truncation)] // a single bit
+                                let b = (sub[i >> 7].0 >> (i & 127)) as u64 & 1;
+                                b
+                            };
+                            xor_masked(region, self.stride, count, bit, &mut acc);
+                        }
+                        acc
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| match h.join() {
+                    Ok(v) => v,
+                    Err(p) => std::panic::resume_unwind(p),
+                })
+                .collect()
+        });
+        let mut acc = vec![Block::ZERO; self.stride];
+        for p in &parts {
+            Block::xor_slices_in_place(&mut acc, p);
+        }
+        acc
+    }
+}
+
+/// All ones if `bit` is 1, else 0.
+#[inline(always)]
+fn mask<T: Into<u128>>(bit: T) -> u64 {
+    #[allow(clippy::cast_possible_truncation)] // a single bit
+    let b = (bit.into() & 1) as u64;
+    0u64.wrapping_sub(b)
+}
+
+fn cast_u64(b: &[Block]) -> &[u64] {
+    bytemuck::cast_slice(b)
+}
+
+fn bytemuck_u64_mut(b: &mut [Block]) -> &mut [u64] {
+    bytemuck::cast_slice_mut(b)
+}
+
+/// The scan kernel: `acc ⊕= ⨁_{i<count} mask(bit(i)) & region[i]` over records of
+/// `stride` blocks, four records per step.
+#[inline]
+fn xor_masked(
+    region: &[Block],
+    stride: usize,
+    count: usize,
+    bit: impl Fn(usize) -> u64,
+    acc: &mut [Block],
+) {
+    let acc64 = bytemuck_u64_mut(acc);
+    let words = stride * 2;
+    let data = cast_u64(region);
+    let mut quads = data[..count * words].chunks_exact(4 * words);
+    let mut i = 0usize;
+    for q in quads.by_ref() {
+        let (r0, rest) = q.split_at(words);
+        let (r1, rest) = rest.split_at(words);
+        let (r2, r3) = rest.split_at(words);
+        let m = [
+            0u64.wrapping_sub(bit(i)),
+            0u64.wrapping_sub(bit(i + 1)),
+            0u64.wrapping_sub(bit(i + 2)),
+            0u64.wrapping_sub(bit(i + 3)),
+        ];
+        xor4(acc64, [r0, r1, r2, r3], m);
+        i += 4;
+    }
+    for r in quads.remainder().chunks_exact(words) {
+        xor1(acc64, r, 0u64.wrapping_sub(bit(i)));
+        i += 1;
+    }
+}
+
+/// `acc ⊕= (r0 & m0) ⊕ (r1 & m1) ⊕ (r2 & m2) ⊕ (r3 & m3)`, vectorised by the compiler.
+#[inline(always)]
+fn xor4(acc: &mut [u64], r: [&[u64]; 4], m: [u64; 4]) {
+    let n = acc.len();
+    let (r0, r1, r2, r3) = (&r[0][..n], &r[1][..n], &r[2][..n], &r[3][..n]);
+    for k in 0..n {
+        acc[k] ^= (r0[k] & m[0]) ^ (r1[k] & m[1]) ^ (r2[k] & m[2]) ^ (r3[k] & m[3]);
+    }
+}
+
+/// `acc ⊕= r & m`.
+#[inline(always)]
+fn xor1(acc: &mut [u64], r: &[u64], m: u64) {
+    for (a, x) in acc.iter_mut().zip(r) {
+        *a ^= x & m;
+    }
+}
