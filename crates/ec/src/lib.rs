@@ -43,6 +43,11 @@
 //! ```
 #![forbid(unsafe_code)]
 
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod dynamic;
 mod error;
 mod ristretto;
