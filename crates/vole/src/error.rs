@@ -30,9 +30,9 @@ pub enum Error {
     /// messages that do not define a valid multi-point VOLE. The outputs were discarded.
     #[error("GGM-tree consistency check failed: the sender is cheating")]
     ConsistencyCheck,
-    /// The base OT protocol failed.
+    /// The base OT / OT extension that sets up the base correlations failed.
     #[error("base OT failed: {0}")]
-    BaseOt(String),
+    BaseOt(#[from] obliv_ot::Error),
     /// The requested number of correlations is larger than supported in one call.
     #[error("requested {requested} correlations, the limit is {max}")]
     TooLarge {

@@ -24,24 +24,22 @@
 //! bootstrap their later base correlations from their own outputs, so base OT runs once.
 //!
 //! ```
-//! # #[cfg(feature = "dealer")] {
 //! use obliv_core::{AesRng, gf128};
 //! use obliv_core::rand_core::SeedableRng;
-//! use obliv_vole::{VoleConfig, VoleReceiver, VoleSender, base::dealer};
+//! use obliv_vole::{VoleConfig, VoleReceiver, VoleSender};
 //!
 //! let cfg = VoleConfig::default();
-//! let mut rng = AesRng::from_seed([1; 16]);
-//! let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng); // tests only: a trusted dealer
 //! let (mut c0, mut c1) = obliv_net::mem_pair();
 //! let t = std::thread::spawn(move || {
-//!     let mut s = VoleSender::from_base(sb, cfg).unwrap();
-//!     (s.delta(), s.extend(&mut c0, 1000, &mut AesRng::from_seed([2; 16])).unwrap())
+//!     let mut rng = AesRng::from_seed([2; 16]);
+//!     let mut s = VoleSender::new(&mut c0, cfg, &mut rng).unwrap(); // base OT + IKNP
+//!     (s.delta(), s.extend(&mut c0, 1000, &mut rng).unwrap())
 //! });
-//! let mut r = VoleReceiver::from_base(rb, cfg).unwrap();
+//! let mut rng = AesRng::from_seed([1; 16]);
+//! let mut r = VoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
 //! let (a, c) = r.extend(&mut c1, 1000, &mut rng).unwrap();
 //! let (delta, b) = t.join().unwrap();
 //! assert!((0..1000).all(|i| c[i] == b[i] ^ gf128::mul(a[i], delta)));
-//! # }
 //! ```
 //!
 //! [ePrint 2019/1159]: https://eprint.iacr.org/2019/1159

@@ -265,3 +265,29 @@ fn subfield_over_tcp_and_communication() {
     let bits_per = bytes as f64 * 8.0 / n as f64;
     assert!(bits_per < 8.0, "{bits_per} bits per correlation");
 }
+
+#[test]
+fn real_base_ot_over_tcp_field_and_subfield() {
+    let (mut c0, mut c1) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
+    let cfg = VoleConfig::default();
+    let sender = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([7; 16]);
+        let mut s = VoleSender::new(&mut c0, cfg, &mut rng).unwrap();
+        let b = s.extend(&mut c0, 5000, &mut rng).unwrap();
+        let mut ss = SubfieldVoleSender::new(&mut c0, cfg, &mut rng).unwrap();
+        let bb = ss.extend(&mut c0, 3001, &mut rng).unwrap();
+        (s.delta(), b, ss.delta(), bb)
+    });
+    let mut rng = AesRng::from_seed([8; 16]);
+    let mut r = VoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
+    let (a, c) = r.extend(&mut c1, 5000, &mut rng).unwrap();
+    let mut rr = SubfieldVoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
+    let (aa, cc) = rr.extend(&mut c1, 3001, &mut rng).unwrap();
+    let (delta, b, delta2, bb) = sender.join().unwrap();
+    assert_field(&(delta, b, a, c), 5000);
+    assert_subfield(
+        &(delta2, bb, aa, cc, Stats::default(), Stats::default()),
+        3001,
+    );
+    assert_ne!(delta, delta2);
+}

@@ -126,6 +126,27 @@ impl Drop for SubfieldVoleSender {
 }
 
 impl SubfieldVoleSender {
+    /// A sender with a fresh random `Δ`: runs 128 base OTs (Chou–Orlandi) and IKNP OT
+    /// extension for [`VoleConfig::base_cots_needed`] correlated OTs (obliv-ot), then
+    /// bootstraps. The peer runs [`SubfieldVoleReceiver::new`].
+    ///
+    /// The IKNP base is semi-honest: with [`Security::Malicious`] the GGM consistency check
+    /// protects the receiver against a malicious sender, but a malicious *receiver* could
+    /// attack the IKNP base setup (KOS/SoftSpokenOT base COTs are future work).
+    ///
+    /// # Errors
+    /// [`Error::BaseOt`] if base OT or OT extension fails; channel errors.
+    pub fn new<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        ch: &mut C,
+        cfg: VoleConfig,
+        rng: &mut R,
+    ) -> Result<Self> {
+        cfg.validate()?;
+        let mut iknp = obliv_ot::iknp::Sender::setup(ch, rng)?;
+        let q = iknp.send_correlated(ch, cfg.base_cots_needed())?;
+        Self::from_base(SenderBase::new(iknp.delta(), q), cfg)
+    }
+
     /// A sender from base COTs under `base.delta()` (at least
     /// [`VoleConfig::base_cots_needed`] of them).
     ///
@@ -270,6 +291,24 @@ impl Drop for SubfieldVoleReceiver {
 }
 
 impl SubfieldVoleReceiver {
+    /// A receiver: runs the base OTs and IKNP extension with the sender's
+    /// [`SubfieldVoleSender::new`] (random choice bits), then bootstraps.
+    ///
+    /// # Errors
+    /// As [`SubfieldVoleSender::new`].
+    pub fn new<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        ch: &mut C,
+        cfg: VoleConfig,
+        rng: &mut R,
+    ) -> Result<Self> {
+        cfg.validate()?;
+        let mut iknp = obliv_ot::iknp::Receiver::setup(ch, rng)?;
+        let choices = obliv_ot::iknp::random_bits(cfg.base_cots_needed(), rng);
+        let t = iknp.receive_correlated(ch, &choices)?;
+        let r = choices.iter().map(|b| u8::from(*b)).collect();
+        Self::from_base(ReceiverBase::new(r, t)?, cfg)
+    }
+
     /// A receiver from base COTs (at least [`VoleConfig::base_cots_needed`]).
     ///
     /// # Errors
@@ -420,6 +459,23 @@ impl Drop for VoleSender {
 }
 
 impl VoleSender {
+    /// A sender with a fresh random `Δ`, base correlations from base OT + IKNP (see
+    /// [`SubfieldVoleSender::new`]). The peer runs [`VoleReceiver::new`].
+    ///
+    /// # Errors
+    /// As [`SubfieldVoleSender::new`].
+    pub fn new<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        ch: &mut C,
+        cfg: VoleConfig,
+        rng: &mut R,
+    ) -> Result<Self> {
+        Ok(VoleSender {
+            inner: SubfieldVoleSender::new(ch, cfg, rng)?,
+            pool_b: Vec::new(),
+            counter: 0,
+        })
+    }
+
     /// A sender from base COTs under `Δ` (at least [`VoleConfig::base_cots_needed`]).
     ///
     /// # Errors
@@ -534,6 +590,24 @@ impl Drop for VoleReceiver {
 }
 
 impl VoleReceiver {
+    /// A receiver, base correlations from base OT + IKNP with the sender's
+    /// [`VoleSender::new`].
+    ///
+    /// # Errors
+    /// As [`SubfieldVoleSender::new`].
+    pub fn new<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        ch: &mut C,
+        cfg: VoleConfig,
+        rng: &mut R,
+    ) -> Result<Self> {
+        Ok(VoleReceiver {
+            inner: SubfieldVoleReceiver::new(ch, cfg, rng)?,
+            pool_a: Vec::new(),
+            pool_c: Vec::new(),
+            counter: 0,
+        })
+    }
+
     /// A receiver from base COTs (at least [`VoleConfig::base_cots_needed`]).
     ///
     /// # Errors
