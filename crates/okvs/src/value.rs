@@ -1,0 +1,284 @@
+//! Value types stored in an OKVS and the two kinds of dense columns.
+//!
+//! An OKVS row for key `k` is `(s(k) ‖ δ(k))`: a sparse binary part `s(k)` with three ones
+//! and a dense part `δ(k)` of `d` coefficients. Decoding is the inner product
+//! `⟨s(k) ‖ δ(k), P⟩`, so a value type needs addition (here always XOR: every supported value
+//! type is a vector space over GF(2)) and multiplication by the dense coefficients:
+//!
+//! - [`Binary`] dense columns: `δ(k) ∈ GF(2)^d`, the multiplication is "keep or drop", so any
+//!   [`OkvsValue`] works (`Block`, `u64`, `u128`, `u32`, `[u64; N]`, …). This is the dense
+//!   part of PaXoS and of RR22's low-communication mode, where `d = g + λ` (λ = 40 extra
+//!   columns let Gaussian elimination pick `g` independent ones except with probability 2^-λ).
+//! - [`Gf128`] dense columns: `δ(k) = (x, x², …, x^g)` for a field element `x = H₂(k)` of
+//!   GF(2^128), so `d = g` and values must be GF(2^128) elements ([`Block`]). This is RR22's
+//!   default ("fast") dense part: the `g × g` system is a generalised Vandermonde matrix,
+//!   invertible except with probability about `g²/2^128`.
+
+use core::fmt::Debug;
+
+use obliv_core::Block;
+use obliv_core::gf128;
+use obliv_core::rand_core::Rng;
+
+/// A value that an OKVS can store: an element of a vector space over GF(2), added by XOR.
+///
+/// Implemented for [`Block`], `u128`, `u64`, `u32`, `u16`, `u8` and `[u64; N]`.
+pub trait OkvsValue: Copy + Default + PartialEq + Debug + Send + Sync + 'static {
+    /// `self + other` (bitwise XOR).
+    fn xor(self, other: Self) -> Self;
+    /// `self · bit` for `bit ∈ {0, 1}`, without a branch on `bit`.
+    fn and_bit(self, bit: u64) -> Self;
+    /// A uniformly random value.
+    fn random<R: Rng + ?Sized>(rng: &mut R) -> Self;
+}
+
+macro_rules! impl_okvs_value_int {
+    ($($t:ty),*) => {$(
+        impl OkvsValue for $t {
+            #[inline(always)]
+            fn xor(self, other: Self) -> Self {
+                self ^ other
+            }
+            #[inline(always)]
+            #[allow(clippy::cast_possible_truncation)] // a 0/1 mask broadcast to every bit
+            fn and_bit(self, bit: u64) -> Self {
+                self & (0 as $t).wrapping_sub((bit & 1) as $t)
+            }
+            fn random<R: Rng + ?Sized>(rng: &mut R) -> Self {
+                let mut b = [0u8; core::mem::size_of::<$t>()];
+                rng.fill_bytes(&mut b);
+                <$t>::from_le_bytes(b)
+            }
+        }
+    )*};
+}
+impl_okvs_value_int!(u8, u16, u32, u64, u128);
+
+impl OkvsValue for Block {
+    #[inline(always)]
+    fn xor(self, other: Self) -> Self {
+        self ^ other
+    }
+    #[inline(always)]
+    fn and_bit(self, bit: u64) -> Self {
+        Block(self.0 & 0u128.wrapping_sub(u128::from(bit & 1)))
+    }
+    fn random<R: Rng + ?Sized>(rng: &mut R) -> Self {
+        Block::random(rng)
+    }
+}
+
+impl<const N: usize> OkvsValue for [u64; N]
+where
+    [u64; N]: Default,
+{
+    #[inline(always)]
+    fn xor(mut self, other: Self) -> Self {
+        for (a, b) in self.iter_mut().zip(other) {
+            *a ^= b;
+        }
+        self
+    }
+    #[inline(always)]
+    fn and_bit(mut self, bit: u64) -> Self {
+        let m = 0u64.wrapping_sub(bit & 1);
+        for a in self.iter_mut() {
+            *a &= m;
+        }
+        self
+    }
+    fn random<R: Rng + ?Sized>(rng: &mut R) -> Self {
+        let mut out = [0u64; N];
+        for a in out.iter_mut() {
+            *a = rng.next_u64();
+        }
+        out
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Binary {}
+    impl Sealed for super::Gf128 {}
+}
+
+/// Which dense-column kind an OKVS uses (the run-time mirror of [`DenseKind`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DenseType {
+    /// `d = g + λ` binary dense columns ([`Binary`]).
+    Binary,
+    /// `d = g` dense columns over GF(2^128) ([`Gf128`]).
+    Gf128,
+}
+
+/// The field of the dense coefficients: GF(2) for [`Binary`], GF(2^128) for [`Gf128`].
+///
+/// Sealed: the solver relies on exactly these two.
+pub trait DenseKind: sealed::Sealed + Copy + Debug + Default + Send + Sync + 'static {
+    /// The run-time tag.
+    const TYPE: DenseType;
+    /// A dense coefficient (a bit stored as `u8`, or a GF(2^128) element).
+    type Coef: Copy + PartialEq + Debug + Send + Sync;
+    /// The additive identity.
+    const ZERO: Self::Coef;
+    /// `a + b`.
+    fn add(a: Self::Coef, b: Self::Coef) -> Self::Coef;
+    /// `a · b`.
+    fn mul(a: Self::Coef, b: Self::Coef) -> Self::Coef;
+    /// `a⁻¹` (`a ≠ 0`).
+    fn inv(a: Self::Coef) -> Self::Coef;
+    /// Writes the dense row `δ(k)` (length `out.len()`) of a key whose dense hash is `h`.
+    fn row(h: Block, out: &mut [Self::Coef]);
+}
+
+/// Binary dense columns: coefficient `j` of the dense row is bit `j` of `H₂(k)` (`d ≤ 128`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Binary;
+
+/// GF(2^128) dense columns: the dense row is `(x, x², …, x^d)` with `x = H₂(k)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Gf128;
+
+impl DenseKind for Binary {
+    const TYPE: DenseType = DenseType::Binary;
+    type Coef = u8;
+    const ZERO: u8 = 0;
+    #[inline]
+    fn add(a: u8, b: u8) -> u8 {
+        a ^ b
+    }
+    #[inline]
+    fn mul(a: u8, b: u8) -> u8 {
+        a & b
+    }
+    #[inline]
+    fn inv(a: u8) -> u8 {
+        a
+    }
+    fn row(h: Block, out: &mut [u8]) {
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = u8::from(h.bit(j));
+        }
+    }
+}
+
+impl DenseKind for Gf128 {
+    const TYPE: DenseType = DenseType::Gf128;
+    type Coef = Block;
+    const ZERO: Block = Block::ZERO;
+    #[inline]
+    fn add(a: Block, b: Block) -> Block {
+        a ^ b
+    }
+    #[inline]
+    fn mul(a: Block, b: Block) -> Block {
+        gf128::mul(a, b)
+    }
+    #[inline]
+    fn inv(a: Block) -> Block {
+        gf128::invert(a)
+    }
+    fn row(h: Block, out: &mut [Block]) {
+        let mut x = h;
+        for o in out.iter_mut() {
+            *o = x;
+            x = gf128::mul(x, h);
+        }
+    }
+}
+
+/// A value type that can be multiplied by the dense coefficients of `D`.
+///
+/// Every [`OkvsValue`] works with [`Binary`]; only [`Block`] (GF(2^128)) works with
+/// [`Gf128`].
+pub trait DenseValue<D: DenseKind>: OkvsValue {
+    /// `self · c`.
+    fn scale(self, c: D::Coef) -> Self;
+    /// The dense part of a decode: `Σ_j δ_j(k) · p[j]` for the key with dense hash `h`
+    /// (`δ` as in [`DenseKind::row`], `p.len()` = the dense size).
+    fn dense_dot(h: Block, p: &[Self]) -> Self;
+}
+
+impl<V: OkvsValue> DenseValue<Binary> for V {
+    #[inline(always)]
+    fn scale(self, c: u8) -> Self {
+        self.and_bit(u64::from(c))
+    }
+    #[inline(always)]
+    fn dense_dot(h: Block, p: &[Self]) -> Self {
+        let mut acc = V::default();
+        let (lo, hi) = h.to_u64s();
+        for (j, v) in p.iter().take(64).enumerate() {
+            acc = acc.xor(v.and_bit(lo >> j));
+        }
+        for (j, v) in p.iter().skip(64).take(64).enumerate() {
+            acc = acc.xor(v.and_bit(hi >> j));
+        }
+        acc
+    }
+}
+
+impl DenseValue<Gf128> for Block {
+    #[inline(always)]
+    fn scale(self, c: Block) -> Self {
+        gf128::mul(self, c)
+    }
+    #[inline(always)]
+    fn dense_dot(h: Block, p: &[Self]) -> Self {
+        let mut acc = gf128::Wide::default();
+        let mut x = h;
+        let last = p.len().saturating_sub(1);
+        for (j, v) in p.iter().enumerate() {
+            acc ^= gf128::mul_wide(*v, x);
+            if j != last {
+                x = gf128::mul(x, h);
+            }
+        }
+        acc.reduce()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use obliv_core::AesRng;
+    use obliv_core::rand_core::SeedableRng;
+
+    #[test]
+    fn and_bit_masks() {
+        assert_eq!(0xdead_beefu64.and_bit(1), 0xdead_beef);
+        assert_eq!(0xdead_beefu64.and_bit(0), 0);
+        assert_eq!(Block(7).and_bit(1), Block(7));
+        assert_eq!(Block(7).and_bit(0), Block::ZERO);
+        assert_eq!([1u64, 2].and_bit(0), [0, 0]);
+        assert_eq!([1u64, 2].xor([3, 3]), [2, 1]);
+    }
+
+    /// `dense_dot` equals the inner product with the row of `DenseKind::row`.
+    #[test]
+    fn dense_dot_matches_row() {
+        let mut rng = AesRng::from_seed([3; 16]);
+        for d in [1usize, 3, 40, 64, 65, 100, 128] {
+            let h = Block::random(&mut rng);
+            let p: Vec<Block> = (0..d).map(|_| Block::random(&mut rng)).collect();
+            let mut row = vec![0u8; d];
+            Binary::row(h, &mut row);
+            let want = p.iter().zip(&row).fold(Block::ZERO, |a, (v, &c)| {
+                a ^ DenseValue::<Binary>::scale(*v, c)
+            });
+            assert_eq!(<Block as DenseValue<Binary>>::dense_dot(h, &p), want);
+        }
+        for d in [1usize, 2, 3, 7] {
+            let h = Block::random(&mut rng);
+            let p: Vec<Block> = (0..d).map(|_| Block::random(&mut rng)).collect();
+            let mut row = vec![Block::ZERO; d];
+            Gf128::row(h, &mut row);
+            let want = gf128::inner_product(&p, &row);
+            assert_eq!(<Block as DenseValue<Gf128>>::dense_dot(h, &p), want);
+            assert_eq!(row[0], h);
+            if d > 1 {
+                assert_eq!(row[1], gf128::mul(h, h));
+            }
+        }
+    }
+}
