@@ -126,6 +126,21 @@ impl Stats {
     }
 }
 
+impl std::fmt::Display for Stats {
+    /// `"1234 B sent, 5678 B received, 3 rounds (4 + 5 messages)"`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} B sent, {} B received, {} rounds ({} + {} messages)",
+            self.bytes_sent,
+            self.bytes_received,
+            self.rounds,
+            self.messages_sent,
+            self.messages_received
+        )
+    }
+}
+
 impl Sub for Stats {
     type Output = Stats;
     /// The traffic between two snapshots (`later - earlier`), saturating at zero.
@@ -457,6 +472,10 @@ mod tests {
         c += b;
         assert_eq!(c, a + b);
         assert_eq!(a.total_bytes(), 30);
+        assert_eq!(
+            a.to_string(),
+            "10 B sent, 20 B received, 3 rounds (1 + 2 messages)"
+        );
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! [`Session`] gives each of `n` parties its rank and a channel to every other party, in memory
 //! or over TCP. [`Mux`] runs many sub-channels over one connection, for sub-protocols that run
 //! side by side (each on its own thread if need be); [`Split`] divides a channel into a sending
-//! and a receiving half.
+//! and a receiving half. [`run_pair`], [`run_mem`], [`run_tcp`] and [`run_parties`] run the
+//! parties of a protocol on threads, for tests and benches.
 //!
 //! ```
 //! use obliv_net::{Channel, ChannelExt, mem_pair};
@@ -40,6 +41,7 @@ mod channel;
 mod error;
 mod mem;
 mod mux;
+mod run;
 mod session;
 mod sim;
 mod tcp;
@@ -53,6 +55,7 @@ pub use mem::{
     DEFAULT_MEM_TIMEOUT, MemChannel, MemReceiver, MemSender, mem_pair, mem_pair_with_timeout,
 };
 pub use mux::{Mux, MuxOptions, SubChannel};
+pub use run::{run_mem, run_pair, run_parties, run_tcp};
 pub use session::Session;
 pub use sim::{LinkModel, SimLink, SimReceiver, SimSender};
 pub use tcp::{ConnectOptions, DEFAULT_READ_AHEAD, TcpChannel, TcpOptions, TcpReceiver, TcpSender};
