@@ -1,4 +1,24 @@
-//! Private set intersection: ECDH-PSI (2 and 3 parties), KKRT16, RR22 and unbalanced ECDH-OPRF PSI.
+//! Private set intersection.
 //!
-//! Work in progress: this crate is being built; see the workspace README.
+//! - [`ecdh`]: two-party ECDH-PSI on any `obliv-ec` curve, streamed in batches.
+//!
+//! Every protocol runs over an [`obliv_net::Channel`], opens with a handshake that checks
+//! protocol, version, curve and parameters on both sides ([`handshake`]), and treats every
+//! peer message as untrusted: sizes are checked before allocation, points are validated, and
+//! anything out of place is an [`Error`], never a panic.
 #![forbid(unsafe_code)]
+
+pub mod ecdh;
+mod error;
+pub mod handshake;
+
+pub use error::{Error, Result};
+
+/// The plain intersection: indices (ascending) of `ours` whose item occurs in `theirs`. The
+/// oracle that the protocol tests compare against, and a reference for callers.
+pub fn plain_intersection<T: AsRef<[u8]>, U: AsRef<[u8]>>(ours: &[T], theirs: &[U]) -> Vec<usize> {
+    let set: std::collections::HashSet<&[u8]> = theirs.iter().map(|t| t.as_ref()).collect();
+    (0..ours.len())
+        .filter(|&i| set.contains(ours[i].as_ref()))
+        .collect()
+}
