@@ -1,4 +1,5 @@
 //! Two-party ECDH-PSI against the plain intersection, over the in-memory channel and TCP.
+#![allow(clippy::unwrap_used)] // test helpers unwrap like the tests do
 
 use obliv_core::AesRng;
 use obliv_ec::Curve;
