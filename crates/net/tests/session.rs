@@ -167,3 +167,31 @@ fn session_map_wraps_channels() {
         assert_eq!(sum, expected_sum(3, r));
     }
 }
+
+#[test]
+fn tcp_session_binding_its_own_addresses() {
+    // Reserve three loopback ports, release them, and let each party bind its own.
+    let addrs: Vec<SocketAddr> = (0..3)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect::<Vec<_>>()
+        .iter()
+        .map(|l| l.local_addr().unwrap())
+        .collect();
+    assert!(matches!(
+        Session::tcp(3, &addrs, &ConnectOptions::default()),
+        Err(Error::NoSuchParty { peer: 3, .. })
+    ));
+    let handles: Vec<_> = (0..3)
+        .map(|rank| {
+            let addrs = addrs.clone();
+            thread::spawn(move || {
+                let mut s = Session::tcp(rank, &addrs, &ConnectOptions::default()).unwrap();
+                (rank, all_to_all(&mut s))
+            })
+        })
+        .collect();
+    for h in handles {
+        let (r, sum) = h.join().unwrap();
+        assert_eq!(sum, expected_sum(3, r));
+    }
+}
