@@ -644,6 +644,15 @@ impl TcpChannel {
         }
     }
 
+    /// Binds a listener on `addr` (`"127.0.0.1:0"` for an ephemeral loopback port), for
+    /// [`TcpChannel::accept`].
+    pub fn listen<A: ToSocketAddrs>(addr: A) -> Result<TcpListener> {
+        TcpListener::bind(addr).map_err(|e| Error::Io {
+            op: "bind",
+            source: e,
+        })
+    }
+
     /// Accepts one connection on `listener`, waiting at most `timeout` (`None`: forever).
     pub fn accept(
         listener: &TcpListener,
@@ -656,10 +665,7 @@ impl TcpChannel {
 
     /// A connected pair over loopback (`127.0.0.1`, ephemeral port), for tests and benches.
     pub fn loopback_pair(opts: TcpOptions) -> Result<(Self, Self)> {
-        let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| Error::Io {
-            op: "bind",
-            source: e,
-        })?;
+        let listener = Self::listen("127.0.0.1:0")?;
         let addr = local_addr(&listener)?;
         let copts = ConnectOptions {
             tcp: opts.clone(),

@@ -357,7 +357,7 @@ fn connect_retries_until_the_listener_appears() {
 
 #[test]
 fn accept_times_out() {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let l = TcpChannel::listen("127.0.0.1:0").unwrap();
     let t0 = Instant::now();
     let e =
         TcpChannel::accept(&l, Some(Duration::from_millis(100)), opts(Mode::Direct)).unwrap_err();
