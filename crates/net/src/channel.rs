@@ -27,14 +27,21 @@ pub trait RecvBuf {
     fn prepare(&mut self, len: usize) -> Result<&mut [u8]>;
 }
 
-/// Receives into an owned, freshly allocated byte vector.
+/// Receives into an owned byte vector, reusing its capacity when it suffices: keep one
+/// `VecBuf` across receives in a hot loop to avoid an allocation per frame.
 #[derive(Debug, Default)]
 pub struct VecBuf(pub Vec<u8>);
 
 impl RecvBuf for VecBuf {
     fn prepare(&mut self, len: usize) -> Result<&mut [u8]> {
-        // `vec![0; n]` is a zeroed allocation: large buffers are mapped lazily by the OS.
-        self.0 = vec![0u8; len];
+        if self.0.capacity() >= len {
+            self.0.clear();
+            self.0.resize(len, 0);
+        } else {
+            // A fresh zeroed allocation: large buffers are mapped lazily by the OS, so a
+            // hostile length costs address space, not memory, until the bytes arrive.
+            self.0 = vec![0u8; len];
+        }
         Ok(&mut self.0)
     }
 }
@@ -525,6 +532,12 @@ mod tests {
             exact: None,
         };
         assert!(z.prepare(0).is_err());
+        let mut v = VecBuf(Vec::with_capacity(100));
+        let p = v.0.as_ptr();
+        assert_eq!(v.prepare(50).map(|s| s.len()).ok(), Some(50));
+        assert_eq!(v.0.as_ptr(), p, "capacity reused");
+        assert_eq!(v.prepare(0).map(|s| s.len()).ok(), Some(0));
+        assert_eq!(v.prepare(200).map(|s| s.len()).ok(), Some(200));
         let mut arr = [0u8; 3];
         assert!(ExactBuf(&mut arr).prepare(2).is_err());
         assert_eq!(ExactBuf(&mut arr).prepare(3).map(|s| s.len()).ok(), Some(3));
