@@ -4,6 +4,7 @@
 //! See the crate README for the papers, the security model and measured figures.
 #![forbid(unsafe_code)]
 
+pub mod batch;
 pub mod db;
 pub mod dpf;
 pub mod dpf_pir;
