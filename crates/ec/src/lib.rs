@@ -50,6 +50,7 @@ struct ReadmeDoctests;
 
 mod dynamic;
 mod error;
+mod fastmul;
 mod ristretto;
 mod secret;
 pub mod sm2;

@@ -106,7 +106,8 @@ impl_weierstrass!(
     name: "sm2",
     suite: "SM2_XMD:SM3_SSWU_RO_",
     dst: b"obliv-ec-v1-SM2_XMD:SM3_SSWU_RO_",
-    hash: hash_to_curve_sm2
+    hash: hash_to_curve_sm2,
+    fast: crate::fastmul::Sm2Params
 );
 
 #[cfg(test)]

@@ -17,9 +17,55 @@ use sha2::Sha256;
 
 /// Implements [`PrimeGroup`] for a RustCrypto short-Weierstrass curve of prime order.
 macro_rules! impl_weierstrass {
+    (@chunk $krate:ident) => {
+            fn mul_and_encode_chunk(
+        points: &[Self::Point],
+        k: &SecretScalar<$krate::Scalar>,
+        out: &mut [[u8; 33]],
+    ) {
+        let prod: Vec<Self::Point> = points.iter().map(|p| p * &k.0).collect();
+        let mut aff = vec![<$krate::AffinePoint as Default>::default(); prod.len()];
+        <$krate::ProjectivePoint as group::Curve>::batch_normalize(&prod, &mut aff);
+        for (o, a) in out.iter_mut().zip(&aff) {
+            *o = $crate::weierstrass::encode_affine::<$krate::AffinePoint>(a);
+        }
+    }
+    };
+    (@chunk $krate:ident $fast:ty) => {
+        fn mul_and_encode_chunk(
+            points: &[Self::Point],
+            k: &SecretScalar<$krate::Scalar>,
+            out: &mut [[u8; 33]],
+        ) {
+            // The crate normalises the inputs (one inversion); the multiplication and the
+            // output normalisation run in `fastmul` with the scalar recoded once.
+            let mut aff = vec![<$krate::AffinePoint as Default>::default(); points.len()];
+            <$krate::ProjectivePoint as group::Curve>::batch_normalize(points, &mut aff);
+            let coords: Vec<Option<([u8; 32], [u8; 32])>> = aff
+                .iter()
+                .map(|a| {
+                    let s = $krate::elliptic_curve::sec1::ToSec1Point::to_sec1_point(a, false);
+                    match (s.x(), s.y()) {
+                        (Some(x), Some(y)) => {
+                            let mut xb = [0u8; 32];
+                            let mut yb = [0u8; 32];
+                            xb.copy_from_slice(x.as_slice());
+                            yb.copy_from_slice(y.as_slice());
+                            Some((xb, yb))
+                        }
+                        _ => None,
+                    }
+                })
+                .collect();
+            let mut repr = ff::PrimeField::to_repr(&k.0);
+            let digits = $crate::fastmul::nibbles(repr.as_slice());
+            zeroize::Zeroize::zeroize(repr.as_mut_slice());
+            $crate::fastmul::mul_affine_batch::<$fast>(&coords, &digits, out);
+        }
+    };
     (
         $group:ident, $krate:ident, name: $name:expr, suite: $suite:expr, dst: $dst:expr,
-        hash: $hash:path
+        hash: $hash:path $(, fast: $fast:ty)?
     ) => {
         impl PrimeGroup for $group {
             const NAME: &'static str = $name;
@@ -131,18 +177,7 @@ macro_rules! impl_weierstrass {
                 Ok(s)
             }
 
-            fn mul_and_encode_chunk(
-                points: &[Self::Point],
-                k: &SecretScalar<$krate::Scalar>,
-                out: &mut [[u8; 33]],
-            ) {
-                let prod: Vec<Self::Point> = points.iter().map(|p| p * &k.0).collect();
-                let mut aff = vec![<$krate::AffinePoint as Default>::default(); prod.len()];
-                <$krate::ProjectivePoint as group::Curve>::batch_normalize(&prod, &mut aff);
-                for (o, a) in out.iter_mut().zip(&aff) {
-                    *o = $crate::weierstrass::encode_affine::<$krate::AffinePoint>(a);
-                }
-            }
+            $crate::weierstrass::impl_weierstrass!(@chunk $krate $($fast)?);
         }
     };
 }
@@ -192,5 +227,6 @@ impl_weierstrass!(
     name: "p256",
     suite: "P256_XMD:SHA-256_SSWU_RO_",
     dst: b"obliv-ec-v1-P256_XMD:SHA-256_SSWU_RO_",
-    hash: hash_p256
+    hash: hash_p256,
+    fast: crate::fastmul::P256Params
 );

@@ -1,0 +1,425 @@
+//! The same-scalar batch multiplication for the `a = −3` curves P-256 and SM2: constant-time
+//! Montgomery field arithmetic on 4 × 64-bit limbs, the complete projective formulas of
+//! Renes–Costello–Batina [RCB16, Algorithms 4 and 6] and a fixed 4-bit window, with the
+//! scalar recoded once for the whole chunk and the outputs normalised with one shared
+//! inversion.
+//!
+//! Why: the `p256`/`sm2` crates' generic field arithmetic costs 28–52 ns per multiplication
+//! on this machine against about 12 ns here (measured by the `ec` bench), and the batch
+//! path of ECDH-PSI is nothing but `[k]P` for one `k` and many `P`. The crates remain the
+//! reference: every output of this module is checked against their `mul` in the tests.
+//!
+//! Constant time: no branch or index depends on the scalar or on the points; the table is
+//! read by scanning all 16 entries with `subtle` selects; reductions use masks.
+//!
+//! [RCB16]: J. Renes, C. Costello, L. Batina, "Complete addition formulas for prime order
+//! elliptic curves", EUROCRYPT 2016, <https://eprint.iacr.org/2015/1060>.
+
+// Limb arithmetic: u128 products are split into their u64 halves on purpose.
+#![allow(clippy::cast_possible_truncation)]
+
+use core::marker::PhantomData;
+use subtle::{Choice, ConditionallySelectable, ConstantTimeEq};
+
+/// Parameters of a prime field `GF(p)`, `p < 2^256`, and of the curve `y² = x³ − 3x + b`.
+pub(crate) trait Params: Copy + Send + Sync + 'static {
+    /// `p`, little-endian limbs.
+    const P: [u64; 4];
+    /// `−p^{-1} mod 2^64`.
+    const INV: u64;
+    /// `R² mod p`, `R = 2^256`.
+    const R2: [u64; 4];
+    /// `R mod p` (one in Montgomery form).
+    const ONE: [u64; 4];
+    /// `b·R mod p`.
+    const B: [u64; 4];
+}
+
+/// NIST P-256.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct P256Params;
+impl Params for P256Params {
+    const P: [u64; 4] = [0xffffffffffffffff, 0xffffffff, 0x0, 0xffffffff00000001];
+    const INV: u64 = 1;
+    const R2: [u64; 4] = [0x3, 0xfffffffbffffffff, 0xfffffffffffffffe, 0x4fffffffd];
+    const ONE: [u64; 4] = [0x1, 0xffffffff00000000, 0xffffffffffffffff, 0xfffffffe];
+    const B: [u64; 4] = [
+        0xd89cdf6229c4bddf,
+        0xacf005cd78843090,
+        0xe5a220abf7212ed6,
+        0xdc30061d04874834,
+    ];
+}
+
+/// SM2 (GB/T 32918.5).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sm2Params;
+impl Params for Sm2Params {
+    const P: [u64; 4] = [
+        0xffffffffffffffff,
+        0xffffffff00000000,
+        0xffffffffffffffff,
+        0xfffffffeffffffff,
+    ];
+    const INV: u64 = 1;
+    const R2: [u64; 4] = [0x200000003, 0x2ffffffff, 0x100000001, 0x400000002];
+    const ONE: [u64; 4] = [0x1, 0xffffffff, 0x0, 0x100000000];
+    const B: [u64; 4] = [
+        0x90d230632bc0dd42,
+        0x71cf379ae9b537ab,
+        0x527981505ea51c3c,
+        0x240fe188ba20e2c8,
+    ];
+}
+
+/// An element of `GF(p)` in Montgomery form, fully reduced (`< p`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fe<C: Params>([u64; 4], PhantomData<C>);
+
+#[inline(always)]
+fn adc(a: u64, b: u64, carry: u64) -> (u64, u64) {
+    let t = u128::from(a) + u128::from(b) + u128::from(carry);
+    (t as u64, (t >> 64) as u64)
+}
+
+#[inline(always)]
+fn sbb(a: u64, b: u64, borrow: u64) -> (u64, u64) {
+    let t = u128::from(a)
+        .wrapping_sub(u128::from(b))
+        .wrapping_sub(u128::from(borrow));
+    (t as u64, (t >> 127) as u64)
+}
+
+#[inline(always)]
+fn mac(acc: u64, a: u64, b: u64, carry: u64) -> (u64, u64) {
+    let t = u128::from(acc) + u128::from(a) * u128::from(b) + u128::from(carry);
+    (t as u64, (t >> 64) as u64)
+}
+
+/// `x − p` if `x ≥ p` (with `hi` the bit above the 256 limbs), else `x`; constant time.
+#[inline(always)]
+fn reduce_once<C: Params>(x: [u64; 4], hi: u64) -> [u64; 4] {
+    let p = C::P;
+    let (r0, b) = sbb(x[0], p[0], 0);
+    let (r1, b) = sbb(x[1], p[1], b);
+    let (r2, b) = sbb(x[2], p[2], b);
+    let (r3, b) = sbb(x[3], p[3], b);
+    let (_, b) = sbb(hi, 0, b);
+    // b = 1 iff x < p: keep x.
+    let keep = b.wrapping_neg();
+    [
+        (x[0] & keep) | (r0 & !keep),
+        (x[1] & keep) | (r1 & !keep),
+        (x[2] & keep) | (r2 & !keep),
+        (x[3] & keep) | (r3 & !keep),
+    ]
+}
+
+impl<C: Params> Fe<C> {
+    pub(crate) const ZERO: Self = Fe([0; 4], PhantomData);
+    pub(crate) const ONE: Self = Fe(C::ONE, PhantomData);
+
+    fn b() -> Self {
+        Fe(C::B, PhantomData)
+    }
+
+    /// Montgomery product `a·b·R^{-1} mod p` (CIOS).
+    #[inline(always)]
+    fn mul(&self, rhs: &Self) -> Self {
+        let (a, b, p) = (&self.0, &rhs.0, &C::P);
+        let mut t = [0u64; 6];
+        for &bi in b {
+            let mut c = 0;
+            for j in 0..4 {
+                (t[j], c) = mac(t[j], a[j], bi, c);
+            }
+            let (s, c2) = adc(t[4], c, 0);
+            t[4] = s;
+            t[5] = c2;
+            let m = t[0].wrapping_mul(C::INV);
+            let (_, mut c) = mac(t[0], m, p[0], 0);
+            for j in 1..4 {
+                (t[j - 1], c) = mac(t[j], m, p[j], c);
+            }
+            let (s, c2) = adc(t[4], c, 0);
+            t[3] = s;
+            t[4] = t[5] + c2;
+        }
+        Fe(
+            reduce_once::<C>([t[0], t[1], t[2], t[3]], t[4]),
+            PhantomData,
+        )
+    }
+
+    #[inline(always)]
+    fn square(&self) -> Self {
+        self.mul(self)
+    }
+
+    #[inline(always)]
+    fn add(&self, rhs: &Self) -> Self {
+        let (a, b) = (&self.0, &rhs.0);
+        let (r0, c) = adc(a[0], b[0], 0);
+        let (r1, c) = adc(a[1], b[1], c);
+        let (r2, c) = adc(a[2], b[2], c);
+        let (r3, c) = adc(a[3], b[3], c);
+        Fe(reduce_once::<C>([r0, r1, r2, r3], c), PhantomData)
+    }
+
+    #[inline(always)]
+    fn sub(&self, rhs: &Self) -> Self {
+        let (a, b, p) = (&self.0, &rhs.0, &C::P);
+        let (r0, bw) = sbb(a[0], b[0], 0);
+        let (r1, bw) = sbb(a[1], b[1], bw);
+        let (r2, bw) = sbb(a[2], b[2], bw);
+        let (r3, bw) = sbb(a[3], b[3], bw);
+        // Add p back if it borrowed.
+        let m = bw.wrapping_neg();
+        let (r0, c) = adc(r0, p[0] & m, 0);
+        let (r1, c) = adc(r1, p[1] & m, c);
+        let (r2, c) = adc(r2, p[2] & m, c);
+        let (r3, _) = adc(r3, p[3] & m, c);
+        Fe([r0, r1, r2, r3], PhantomData)
+    }
+
+    #[inline(always)]
+    fn double(&self) -> Self {
+        self.add(self)
+    }
+
+    /// From 32 big-endian bytes; `None` if not below `p`.
+    pub(crate) fn from_be_bytes(bytes: &[u8]) -> Option<Self> {
+        let mut l = [0u64; 4];
+        for (i, limb) in l.iter_mut().enumerate() {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&bytes[32 - 8 * (i + 1)..32 - 8 * i]);
+            *limb = u64::from_be_bytes(w);
+        }
+        // Canonical iff x − p borrows.
+        let p = C::P;
+        let (_, b) = sbb(l[0], p[0], 0);
+        let (_, b) = sbb(l[1], p[1], b);
+        let (_, b) = sbb(l[2], p[2], b);
+        let (_, b) = sbb(l[3], p[3], b);
+        if b == 0 {
+            return None;
+        }
+        Some(Fe(l, PhantomData).mul(&Fe(C::R2, PhantomData)))
+    }
+
+    /// To 32 big-endian bytes (out of Montgomery form).
+    pub(crate) fn to_be_bytes(self) -> [u8; 32] {
+        let n = self.mul(&Fe([1, 0, 0, 0], PhantomData)).0;
+        let mut out = [0u8; 32];
+        for (i, limb) in n.iter().enumerate() {
+            out[32 - 8 * (i + 1)..32 - 8 * i].copy_from_slice(&limb.to_be_bytes());
+        }
+        out
+    }
+
+    /// `self^(p−2) = self^{-1}` (0 maps to 0); the exponent is public.
+    fn invert(&self) -> Self {
+        let mut e = C::P;
+        e[0] -= 2; // p is odd and > 2: no borrow.
+        let mut r = Self::ONE;
+        for i in (0..256).rev() {
+            r = r.square();
+            let bit = (e[i / 64] >> (i % 64)) & 1;
+            let rm = r.mul(self);
+            r = Self::conditional_select(&r, &rm, Choice::from(bit as u8));
+        }
+        r
+    }
+
+    fn is_zero(&self) -> Choice {
+        (self.0[0] | self.0[1] | self.0[2] | self.0[3]).ct_eq(&0)
+    }
+}
+
+impl<C: Params> ConditionallySelectable for Fe<C> {
+    fn conditional_select(a: &Self, b: &Self, choice: Choice) -> Self {
+        Fe(
+            [
+                u64::conditional_select(&a.0[0], &b.0[0], choice),
+                u64::conditional_select(&a.0[1], &b.0[1], choice),
+                u64::conditional_select(&a.0[2], &b.0[2], choice),
+                u64::conditional_select(&a.0[3], &b.0[3], choice),
+            ],
+            PhantomData,
+        )
+    }
+}
+
+/// A point in homogeneous projective coordinates `(X : Y : Z)`, `x = X/Z`, `y = Y/Z`;
+/// the identity is `(0 : 1 : 0)`.
+#[derive(Clone, Copy, Debug)]
+struct Point<C: Params> {
+    x: Fe<C>,
+    y: Fe<C>,
+    z: Fe<C>,
+}
+
+impl<C: Params> ConditionallySelectable for Point<C> {
+    fn conditional_select(a: &Self, b: &Self, choice: Choice) -> Self {
+        Point {
+            x: Fe::conditional_select(&a.x, &b.x, choice),
+            y: Fe::conditional_select(&a.y, &b.y, choice),
+            z: Fe::conditional_select(&a.z, &b.z, choice),
+        }
+    }
+}
+
+impl<C: Params> Point<C> {
+    const IDENTITY: Self = Point {
+        x: Fe::ZERO,
+        y: Fe::ONE,
+        z: Fe::ZERO,
+    };
+
+    /// Complete addition, [RCB16, Algorithm 4] (`a = −3`).
+    fn add(&self, rhs: &Self) -> Self {
+        let b = Fe::<C>::b();
+        let xx = self.x.mul(&rhs.x);
+        let yy = self.y.mul(&rhs.y);
+        let zz = self.z.mul(&rhs.z);
+        let xy_pairs = self
+            .x
+            .add(&self.y)
+            .mul(&rhs.x.add(&rhs.y))
+            .sub(&xx.add(&yy));
+        let yz_pairs = self
+            .y
+            .add(&self.z)
+            .mul(&rhs.y.add(&rhs.z))
+            .sub(&yy.add(&zz));
+        let xz_pairs = self
+            .x
+            .add(&self.z)
+            .mul(&rhs.x.add(&rhs.z))
+            .sub(&xx.add(&zz));
+        let bzz_part = xz_pairs.sub(&b.mul(&zz));
+        let bzz3_part = bzz_part.double().add(&bzz_part);
+        let yy_m_bzz3 = yy.sub(&bzz3_part);
+        let yy_p_bzz3 = yy.add(&bzz3_part);
+        let zz3 = zz.double().add(&zz);
+        let bxz_part = b.mul(&xz_pairs).sub(&zz3.add(&xx));
+        let bxz3_part = bxz_part.double().add(&bxz_part);
+        let xx3_m_zz3 = xx.double().add(&xx).sub(&zz3);
+        Point {
+            x: yy_p_bzz3.mul(&xy_pairs).sub(&yz_pairs.mul(&bxz3_part)),
+            y: yy_p_bzz3.mul(&yy_m_bzz3).add(&xx3_m_zz3.mul(&bxz3_part)),
+            z: yy_m_bzz3.mul(&yz_pairs).add(&xy_pairs.mul(&xx3_m_zz3)),
+        }
+    }
+
+    /// Exception-free doubling, [RCB16, Algorithm 6] (`a = −3`).
+    fn double(&self) -> Self {
+        let b = Fe::<C>::b();
+        let xx = self.x.square();
+        let yy = self.y.square();
+        let zz = self.z.square();
+        let xy2 = self.x.mul(&self.y).double();
+        let xz2 = self.x.mul(&self.z).double();
+        let bzz_part = b.mul(&zz).sub(&xz2);
+        let bzz3_part = bzz_part.double().add(&bzz_part);
+        let yy_m_bzz3 = yy.sub(&bzz3_part);
+        let yy_p_bzz3 = yy.add(&bzz3_part);
+        let y_frag = yy_p_bzz3.mul(&yy_m_bzz3);
+        let x_frag = yy_m_bzz3.mul(&xy2);
+        let zz3 = zz.double().add(&zz);
+        let bxz2_part = b.mul(&xz2).sub(&zz3.add(&xx));
+        let bxz6_part = bxz2_part.double().add(&bxz2_part);
+        let xx3_m_zz3 = xx.double().add(&xx).sub(&zz3);
+        let y = y_frag.add(&xx3_m_zz3.mul(&bxz6_part));
+        let yz2 = self.y.mul(&self.z).double();
+        let x = x_frag.sub(&bxz6_part.mul(&yz2));
+        let z = yz2.mul(&yy).double().double();
+        Point { x, y, z }
+    }
+
+    /// `[k]P` for the scalar given as its 64 big-endian nibbles: fixed 4-bit window over a
+    /// table of `[0..15]P` read in constant time.
+    fn mul_nibbles(&self, nibbles: &[u8; 64]) -> Self {
+        let mut table = [Self::IDENTITY; 16];
+        table[1] = *self;
+        for i in 2..16 {
+            table[i] = if i % 2 == 0 {
+                table[i / 2].double()
+            } else {
+                table[i - 1].add(self)
+            };
+        }
+        let mut acc = Self::IDENTITY;
+        for (i, &d) in nibbles.iter().enumerate() {
+            if i != 0 {
+                acc = acc.double().double().double().double();
+            }
+            let mut t = Self::IDENTITY;
+            for (j, e) in table.iter().enumerate() {
+                // j < 16: the cast is lossless.
+                t.conditional_assign(e, d.ct_eq(&(j as u8)));
+            }
+            acc = acc.add(&t);
+        }
+        acc
+    }
+}
+
+/// The 64 big-endian 4-bit digits of a 32-byte big-endian scalar (the recoding, done once
+/// per batch).
+pub(crate) fn nibbles(k: &[u8]) -> zeroize::Zeroizing<[u8; 64]> {
+    let mut out = zeroize::Zeroizing::new([0u8; 64]);
+    for (i, byte) in k.iter().take(32).enumerate() {
+        out[2 * i] = byte >> 4;
+        out[2 * i + 1] = byte & 0x0f;
+    }
+    out
+}
+
+/// `[k]P_i` for affine inputs `(x_i, y_i)` (big-endian coordinates of points on the curve;
+/// `None` for the identity), written as SEC1 compressed encodings (identity: 33 zeros).
+/// One inversion for the whole slice.
+pub(crate) fn mul_affine_batch<C: Params>(
+    points: &[Option<([u8; 32], [u8; 32])>],
+    k: &[u8; 64],
+    out: &mut [[u8; 33]],
+) {
+    let prods: Vec<Point<C>> = points
+        .iter()
+        .map(|p| match p {
+            Some((x, y)) => {
+                // The coordinates come from the backend's own affine points: canonical.
+                let x = Fe::<C>::from_be_bytes(x).unwrap_or(Fe::ZERO);
+                let y = Fe::<C>::from_be_bytes(y).unwrap_or(Fe::ZERO);
+                Point { x, y, z: Fe::ONE }.mul_nibbles(k)
+            }
+            None => Point::IDENTITY,
+        })
+        .collect();
+    // Montgomery's trick: prefix products, one inversion, then back.
+    let mut prefix = Vec::with_capacity(prods.len());
+    let mut acc = Fe::<C>::ONE;
+    for p in &prods {
+        prefix.push(acc);
+        // Skip zeros (identity outputs) so one of them does not zero the whole batch.
+        let z = Fe::conditional_select(&p.z, &Fe::ONE, p.z.is_zero());
+        acc = acc.mul(&z);
+    }
+    let mut inv = acc.invert();
+    for i in (0..prods.len()).rev() {
+        let p = &prods[i];
+        let zero = p.z.is_zero();
+        let z = Fe::conditional_select(&p.z, &Fe::ONE, zero);
+        let zinv = inv.mul(&prefix[i]);
+        inv = inv.mul(&z);
+        let x = p.x.mul(&zinv).to_be_bytes();
+        let y = p.y.mul(&zinv).to_be_bytes();
+        let mut enc = [0u8; 33];
+        enc[0] = 0x02 | (y[31] & 1);
+        enc[1..].copy_from_slice(&x);
+        // Identity: 33 zero bytes.
+        for (o, e) in out[i].iter_mut().zip(enc) {
+            *o = u8::conditional_select(&e, &0, zero);
+        }
+    }
+}
