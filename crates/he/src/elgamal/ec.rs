@@ -41,6 +41,8 @@ where
     type Table: Send + Sync;
     /// Precomputes the table for `base`.
     fn table(base: &Self) -> Self::Table;
+    /// The table of the generator, built once per program.
+    fn generator_table() -> &'static Self::Table;
     /// `s·base` from `base`'s table, in constant time.
     fn mul_table(table: &Self::Table, s: &Self::Scalar) -> Self;
 }
@@ -49,6 +51,9 @@ impl ElGamalGroup for RistrettoPoint {
     type Table = RistrettoBasepointTable;
     fn table(base: &Self) -> Self::Table {
         RistrettoBasepointTable::create(base)
+    }
+    fn generator_table() -> &'static Self::Table {
+        curve25519_dalek::constants::RISTRETTO_BASEPOINT_TABLE
     }
     fn mul_table(table: &Self::Table, s: &Self::Scalar) -> Self {
         table * s
@@ -65,12 +70,19 @@ macro_rules! impl_elgamal_group_generic {
             fn table(base: &Self) -> Self::Table {
                 *base
             }
+            fn generator_table() -> &'static Self::Table {
+                static G: ::std::sync::OnceLock<$t> = ::std::sync::OnceLock::new();
+                G.get_or_init(<$t as $crate::elgamal::ec::__group::Group>::generator)
+            }
             fn mul_table(table: &Self::Table, s: &Self::Scalar) -> Self {
                 *table * s
             }
         }
     };
 }
+
+#[doc(hidden)]
+pub use group as __group;
 
 /// `v` as a scalar (negative values map to `−|v|`).
 fn scalar_from_i64<S: PrimeField>(v: i64) -> S {
@@ -225,7 +237,9 @@ where
     G::Scalar: Zeroize,
 {
     y: G,
-    tables: Arc<(G::Table, G::Table)>,
+    /// The generator's table (static) and `Y`'s.
+    g_table: &'static G::Table,
+    y_table: Arc<G::Table>,
 }
 
 impl<G: ElGamalGroup> Clone for PublicKey<G>
@@ -235,7 +249,8 @@ where
     fn clone(&self) -> Self {
         Self {
             y: self.y,
-            tables: Arc::clone(&self.tables),
+            g_table: self.g_table,
+            y_table: Arc::clone(&self.y_table),
         }
     }
 }
@@ -334,7 +349,8 @@ where
     pub fn from_point(y: G) -> Self {
         Self {
             y,
-            tables: Arc::new((G::table(&G::generator()), G::table(&y))),
+            g_table: G::generator_table(),
+            y_table: Arc::new(G::table(&y)),
         }
     }
 
@@ -351,8 +367,8 @@ where
         rng: &mut R,
     ) -> Ciphertext<G> {
         let mut r = G::Scalar::random(rng);
-        let c1 = G::mul_table(&self.tables.0, &r);
-        let c2 = G::mul_table(&self.tables.0, m) + G::mul_table(&self.tables.1, &r);
+        let c1 = G::mul_table(self.g_table, &r);
+        let c2 = G::mul_table(self.g_table, m) + G::mul_table(&self.y_table, &r);
         r.zeroize();
         Ciphertext { c1, c2 }
     }
@@ -397,7 +413,7 @@ where
     /// `E(a + k)` for a public plaintext `k`.
     #[must_use]
     pub fn add_plain(&self, a: &Ciphertext<G>, k: i64) -> Ciphertext<G> {
-        let kg = G::mul_table(&self.tables.0, &scalar_from_i64(k));
+        let kg = G::mul_table(self.g_table, &scalar_from_i64(k));
         Ciphertext {
             c1: a.c1,
             c2: a.c2 + kg,
@@ -427,8 +443,8 @@ where
     ) -> Ciphertext<G> {
         let mut r = G::Scalar::random(rng);
         let c = Ciphertext {
-            c1: a.c1 + G::mul_table(&self.tables.0, &r),
-            c2: a.c2 + G::mul_table(&self.tables.1, &r),
+            c1: a.c1 + G::mul_table(self.g_table, &r),
+            c2: a.c2 + G::mul_table(&self.y_table, &r),
         };
         r.zeroize();
         c
@@ -719,6 +735,25 @@ mod tests {
             assert_eq!(sk.decrypt(&prods[i], t).expect("ok"), ms[i] * (i as u64));
         }
         assert!(pk.add_batch(&cs, &cs[1..]).is_err());
+    }
+
+    // The generic path (no precomputed tables) on another curve: secp256k1.
+    crate::impl_elgamal_group_generic!(k256::ProjectivePoint);
+
+    #[test]
+    fn generic_group_secp256k1() {
+        let mut rng = rand::rng();
+        let t = BsgsTable::<k256::ProjectivePoint>::new(20, 10).expect("valid");
+        let sk = SecretKey::<k256::ProjectivePoint>::generate(&mut rng);
+        let pk = sk.public_key();
+        let a = pk.encrypt_i64(-300, &mut rng);
+        let b = pk.encrypt(1000, &mut rng);
+        assert_eq!(sk.decrypt(&pk.add(&a, &b), &t).expect("ok"), 700);
+        assert_eq!(sk.decrypt_i64(&pk.mul_i64(&a, 3), &t).expect("ok"), -900);
+        assert!(sk.decrypt(&pk.encrypt(1 << 20, &mut rng), &t).is_err());
+        let s = serde_json::to_string(&pk.encrypt(5, &mut rng)).expect("ser");
+        let c: Ciphertext<k256::ProjectivePoint> = serde_json::from_str(&s).expect("de");
+        assert_eq!(sk.decrypt(&c, &t).expect("ok"), 5);
     }
 
     proptest! {

@@ -31,6 +31,7 @@ use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::bigint::{FixedBaseTable, random_bits, serde_hex, wipe};
 use crate::error::{Error, Result};
+use crate::ifma::CtPow;
 
 /// RFC 3526 group 14: `p = 2^2048 − 2^1984 − 1 + 2^64·(⌊2^1918·π⌋ + 124476)`.
 const P2048: &str = concat!(
@@ -80,6 +81,8 @@ pub struct Group {
     g: Integer,
     exp_bits: u32,
     g_table: OnceLock<FixedBaseTable>,
+    /// Constant-time exponentiation modulo `p` (AVX-512 IFMA or GMP) for decryption.
+    ct: CtPow,
 }
 
 impl fmt::Debug for Group {
@@ -104,6 +107,7 @@ impl Group {
             // The constants are valid hexadecimal (checked by the tests).
             let p = Integer::from_str_radix(hex, 16).unwrap_or_default();
             let q = Integer::from(&p - 1u32) >> 1u32;
+            let ct = CtPow::new(&p);
             Arc::new(Group {
                 id,
                 p,
@@ -111,6 +115,7 @@ impl Group {
                 g: Integer::from(2u32),
                 exp_bits,
                 g_table: OnceLock::new(),
+                ct,
             })
         })
     }
@@ -456,9 +461,16 @@ impl SecretKey {
         if !g.is_qr(&c.c1) || !g.is_qr(&c.c2) {
             return Err(Error::MalformedCiphertext("component not in QR_p"));
         }
-        // c₁^{q−x} = (c₁^x)^{−1} since c₁ has order dividing q.
-        let e = Integer::from(&g.q - &self.x);
-        let s = c.c1.clone().secure_pow_mod(&e, &g.p);
+        // (c₁^{−1})^x: the inverse is of the public c₁ (variable time is harmless there), and
+        // the exponentiation by the short secret x is GMP's side-channel-silent one.
+        let inv =
+            c.c1.invert_ref(&g.p)
+                .map(Integer::from)
+                .ok_or(Error::MalformedCiphertext("c1 not invertible"))?;
+        // The window count follows the exponent size, a public parameter (320/420 bits for
+        // generated keys; a deserialised key may use a longer x).
+        let e_bits = g.exp_bits.max(self.x.significant_bits());
+        let s = g.ct.pow(inv, &self.x, e_bits, &g.p);
         Ok(s * &c.c2 % &g.p)
     }
 

@@ -1,0 +1,389 @@
+//! Constant-time modular exponentiation with AVX-512 IFMA (52-bit multiply-accumulate), for
+//! the secret-exponent exponentiations of Paillier CRT decryption modulo `p²` and `q²`.
+//!
+//! Numbers are held in radix `2^52`, `8·N` limbs (`N` zmm registers). Multiplication is
+//! word-serial *almost Montgomery multiplication* (AMM) with `R = 2^(52·8N) > 4M`: inputs and
+//! outputs stay below `2M`, so no conditional subtraction is needed until the very end
+//! (Gueron–Krasnov, *Software implementation of modular exponentiation, using advanced vector
+//! instructions architectures*, WAIFI 2012; Drucker–Gueron, *Fast modular squaring with
+//! AVX512IFMA*, ITNG 2019; the layout of OpenSSL's `rsaz-avx512`). Per limb `aᵢ` of `a`:
+//!
+//! ```text
+//! X += lo52(aᵢ·B);  y = (X₀·k₀) mod 2^52;  X += lo52(y·M);  X = X / 2^52 (a lane shift);
+//! X += hi52(aᵢ·B) + hi52(y·M)
+//! ```
+//!
+//! Lanes are not normalised inside the loop (each stays below `2^61`); carries are propagated
+//! once at the end. Exponentiation is a fixed 5-bit window with the table read by a full
+//! masked scan, so neither the branch pattern nor the memory accesses depend on the exponent
+//! or the base; the final reduction below `M` is a masked subtraction.
+//!
+//! Used only when the CPU reports `avx512f` and `avx512ifma` at run time; otherwise callers
+//! fall back to GMP's `mpz_powm_sec`.
+#![allow(unsafe_code)]
+#![allow(clippy::cast_possible_truncation)] // limb arithmetic: truncation to 52/64 bits intended
+#![allow(clippy::needless_range_loop)] // several arrays indexed in lock-step
+
+use rug::Integer;
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) use imp::IfmaModulus;
+
+#[cfg(target_arch = "x86_64")]
+mod imp {
+    use core::arch::x86_64::{
+        __m512i, _mm_cvtsi128_si64, _mm512_add_epi64, _mm512_alignr_epi64, _mm512_and_si512,
+        _mm512_castsi512_si128, _mm512_loadu_si512, _mm512_madd52hi_epu64, _mm512_madd52lo_epu64,
+        _mm512_maskz_set1_epi64, _mm512_or_si512, _mm512_set1_epi64, _mm512_setzero_si512,
+        _mm512_storeu_si512,
+    };
+
+    use rug::Integer;
+    use rug::integer::Order;
+    use subtle::ConstantTimeEq;
+    use zeroize::Zeroize;
+
+    const MASK52: u64 = (1 << 52) - 1;
+    const WINDOW: u32 = 5;
+
+    /// A number in radix `2^52`: `N` blocks of 8 limbs, 64-byte aligned for the vector loads.
+    #[derive(Clone, Copy)]
+    #[repr(C, align(64))]
+    struct Num<const N: usize>([[u64; 8]; N]);
+
+    impl<const N: usize> Num<N> {
+        const ZERO: Self = Self([[0; 8]; N]);
+
+        fn limb(&self, i: usize) -> u64 {
+            self.0[i / 8][i % 8]
+        }
+
+        fn limb_mut(&mut self, i: usize) -> &mut u64 {
+            &mut self.0[i / 8][i % 8]
+        }
+
+        fn from_integer(x: &Integer) -> Self {
+            let mut out = Self::ZERO;
+            let mut words = x.to_digits::<u64>(Order::Lsf);
+            // Repack 64-bit words into 52-bit limbs (x < 2^(52·8N) by the callers' checks).
+            for i in 0..8 * N {
+                let lo = i * 52;
+                let (w, s) = (lo / 64, lo % 64);
+                let mut v = words.get(w).map_or(0, |x| x >> s);
+                if s > 12 {
+                    v |= words.get(w + 1).map_or(0, |x| x << (64 - s));
+                }
+                *out.limb_mut(i) = v & MASK52;
+            }
+            words.zeroize();
+            out
+        }
+
+        fn value(&self) -> Integer {
+            let mut words = vec![0u64; (8 * N * 52).div_ceil(64)];
+            for i in 0..8 * N {
+                let v = self.limb(i) & MASK52;
+                let lo = i * 52;
+                let (w, s) = (lo / 64, lo % 64);
+                words[w] |= v << s;
+                if s > 12 {
+                    words[w + 1] |= v >> (64 - s);
+                }
+            }
+            let x = Integer::from_digits(&words, Order::Lsf);
+            words.zeroize();
+            x
+        }
+
+        fn zeroize(&mut self) {
+            for b in self.0.iter_mut() {
+                b.zeroize();
+            }
+        }
+    }
+
+    /// The precomputed constants for one odd modulus.
+    pub(crate) struct IfmaModulus<const N: usize> {
+        m: Num<N>,
+        /// `R² mod M`.
+        r2: Num<N>,
+        /// `−M^{−1} mod 2^52`.
+        k0: u64,
+    }
+
+    impl<const N: usize> Drop for IfmaModulus<N> {
+        fn drop(&mut self) {
+            self.m.zeroize();
+            self.r2.zeroize();
+            self.k0.zeroize();
+        }
+    }
+
+    /// Whether the running CPU has the instructions this module needs.
+    pub(crate) fn available() -> bool {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512ifma")
+    }
+
+    impl<const N: usize> IfmaModulus<N> {
+        /// The context for an odd `m` with `4m < 2^(52·8N)`; `None` otherwise or without IFMA.
+        pub(crate) fn new(m: &Integer) -> Option<Self> {
+            let r_bits = u32::try_from(52 * 8 * N).ok()?;
+            if !available() || m.is_even() || *m <= 1u32 || m.significant_bits() + 2 > r_bits {
+                return None;
+            }
+            let r2 = (Integer::from(1u32) << (2 * r_bits)) % m;
+            let two52 = Integer::from(1u64 << 52);
+            let inv = Integer::from(m % &two52).invert(&two52).ok()?;
+            let k0 = (two52 - inv).to_u64()? & MASK52;
+            Some(Self {
+                m: Num::from_integer(m),
+                r2: Num::from_integer(&r2),
+                k0,
+            })
+        }
+
+        /// `base^e mod M` in constant time (for a fixed bit length `e_bits` of the exponent:
+        /// bits of `e` above it are ignored). `base` must be below `M`.
+        pub(crate) fn pow(&self, base: &Integer, e: &Integer, e_bits: u32) -> Integer {
+            // SAFETY: `new` returned `Some` only after `available()` confirmed avx512f and
+            // avx512ifma on this CPU, and `self` exists only through `new`.
+            unsafe { self.pow_impl(base, e, e_bits) }
+        }
+
+        #[target_feature(enable = "avx512f,avx512ifma")]
+        fn pow_impl(&self, base: &Integer, e: &Integer, e_bits: u32) -> Integer {
+            let one = {
+                let mut o = Num::<N>::ZERO;
+                o.0[0][0] = 1;
+                o
+            };
+            let mut table = [Num::<N>::ZERO; 1 << WINDOW];
+            table[0] = self.amm(&one, &self.r2); // R mod M (Montgomery one), < 2M
+            table[1] = self.amm(&Num::from_integer(base), &self.r2);
+            for k in 2..table.len() {
+                table[k] = self.amm(&table[k - 1], &table[1]);
+            }
+            let windows = e_bits.div_ceil(WINDOW).max(1);
+            let digit = |w: u32| -> u32 {
+                (0..WINDOW).fold(0u32, |d, k| d | (u32::from(e.get_bit(w * WINDOW + k)) << k))
+            };
+            let mut acc = self.select(&table, digit(windows - 1));
+            for w in (0..windows - 1).rev() {
+                for _ in 0..WINDOW {
+                    acc = self.amm(&acc, &acc);
+                }
+                let t = self.select(&table, digit(w));
+                acc = self.amm(&acc, &t);
+            }
+            // Out of Montgomery form: AMM(acc, 1) ≤ M, then a masked subtraction of M.
+            let mut r = self.amm(&acc, &one);
+            self.reduce_once(&mut r);
+            let out = r.value();
+            for t in table.iter_mut() {
+                t.zeroize();
+            }
+            acc.zeroize();
+            r.zeroize();
+            out
+        }
+
+        /// The table entry `table[d]`, reading every entry.
+        #[target_feature(enable = "avx512f,avx512ifma")]
+        fn select(&self, table: &[Num<N>; 1 << WINDOW], d: u32) -> Num<N> {
+            let mut acc = [_mm512_setzero_si512(); N];
+            for (e, entry) in (0u32..).zip(table.iter()) {
+                let mask = _mm512_set1_epi64(0i64.wrapping_sub(i64::from(e.ct_eq(&d).unwrap_u8())));
+                for (j, a) in acc.iter_mut().enumerate() {
+                    *a = _mm512_or_si512(*a, _mm512_and_si512(load(&entry.0[j]), mask));
+                }
+            }
+            let mut out = Num::ZERO;
+            for (j, a) in acc.iter().enumerate() {
+                store(&mut out.0[j], *a);
+            }
+            out
+        }
+
+        /// `r − M` if `r ≥ M`, else `r`, without branching on `r` (limbs normalised).
+        fn reduce_once(&self, r: &mut Num<N>) {
+            let mut t = Num::<N>::ZERO;
+            let mut borrow = 0u64;
+            for i in 0..8 * N {
+                let d = r.limb(i).wrapping_sub(self.m.limb(i)).wrapping_sub(borrow);
+                *t.limb_mut(i) = d & MASK52;
+                borrow = (d >> 63) & 1;
+            }
+            // borrow = 1 ⇔ r < M: keep r; else take t.
+            let keep = 0u64.wrapping_sub(borrow);
+            for i in 0..8 * N {
+                let v = (r.limb(i) & keep) | (t.limb(i) & !keep);
+                *r.limb_mut(i) = v;
+            }
+            t.zeroize();
+        }
+
+        /// Almost Montgomery multiplication: `a·b·R^{−1} mod M`, `< 2M` for `a, b < 2M`.
+        #[target_feature(enable = "avx512f,avx512ifma")]
+        fn amm(&self, a: &Num<N>, b: &Num<N>) -> Num<N> {
+            let mut bv = [_mm512_setzero_si512(); N];
+            let mut mv = [_mm512_setzero_si512(); N];
+            for j in 0..N {
+                bv[j] = load(&b.0[j]);
+                mv[j] = load(&self.m.0[j]);
+            }
+            let zero = _mm512_setzero_si512();
+            let mut x = [zero; N];
+            for i in 0..8 * N {
+                let ai = _mm512_set1_epi64(a.limb(i) as i64);
+                for j in 0..N {
+                    x[j] = _mm512_madd52lo_epu64(x[j], ai, bv[j]);
+                }
+                let x0 = _mm_cvtsi128_si64(_mm512_castsi512_si128(x[0])) as u64;
+                let y = x0.wrapping_mul(self.k0) & MASK52;
+                let yv = _mm512_set1_epi64(y as i64);
+                for j in 0..N {
+                    x[j] = _mm512_madd52lo_epu64(x[j], yv, mv[j]);
+                }
+                // Lane 0 is now ≡ 0 mod 2^52; its high bits carry into the next limb.
+                let carry = (_mm_cvtsi128_si64(_mm512_castsi512_si128(x[0])) as u64) >> 52;
+                for j in 0..N - 1 {
+                    x[j] = _mm512_alignr_epi64::<1>(x[j + 1], x[j]);
+                }
+                x[N - 1] = _mm512_alignr_epi64::<1>(zero, x[N - 1]);
+                x[0] = _mm512_add_epi64(x[0], _mm512_maskz_set1_epi64(1, carry as i64));
+                for j in 0..N {
+                    x[j] = _mm512_madd52hi_epu64(x[j], ai, bv[j]);
+                    x[j] = _mm512_madd52hi_epu64(x[j], yv, mv[j]);
+                }
+            }
+            let mut out = Num::ZERO;
+            for j in 0..N {
+                store(&mut out.0[j], x[j]);
+            }
+            let mut carry = 0u64;
+            for i in 0..8 * N {
+                let v = out.limb(i) + carry;
+                *out.limb_mut(i) = v & MASK52;
+                carry = v >> 52;
+            }
+            out
+        }
+    }
+
+    #[target_feature(enable = "avx512f")]
+    fn load(a: &[u64; 8]) -> __m512i {
+        // SAFETY: `a` is a valid, readable 64-byte array; the load is unaligned-tolerant.
+        unsafe { _mm512_loadu_si512(a.as_ptr().cast()) }
+    }
+
+    #[target_feature(enable = "avx512f")]
+    fn store(a: &mut [u64; 8], v: __m512i) {
+        // SAFETY: `a` is a valid, writable 64-byte array; the store is unaligned-tolerant.
+        unsafe { _mm512_storeu_si512(a.as_mut_ptr().cast(), v) }
+    }
+}
+
+/// A constant-time exponentiation context for one modulus: IFMA when the CPU has it and the
+/// size fits (moduli up to 4158 bits), else GMP's `mpz_powm_sec`.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum CtPow {
+    /// Up to 2078-bit moduli.
+    #[cfg(target_arch = "x86_64")]
+    Ifma5(Box<IfmaModulus<5>>),
+    /// Up to 3326-bit moduli.
+    #[cfg(target_arch = "x86_64")]
+    Ifma8(Box<IfmaModulus<8>>),
+    /// Up to 4158-bit moduli.
+    #[cfg(target_arch = "x86_64")]
+    Ifma10(Box<IfmaModulus<10>>),
+    /// GMP fallback.
+    Gmp,
+}
+
+impl CtPow {
+    #[cfg(not(target_arch = "x86_64"))]
+    pub(crate) fn new(_m: &Integer) -> Self {
+        Self::Gmp
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn new(m: &Integer) -> Self {
+        let bits = m.significant_bits();
+        let ctx = if bits + 2 <= 52 * 40 {
+            IfmaModulus::<5>::new(m).map(|c| Self::Ifma5(Box::new(c)))
+        } else if bits + 2 <= 52 * 64 {
+            IfmaModulus::<8>::new(m).map(|c| Self::Ifma8(Box::new(c)))
+        } else if bits + 2 <= 52 * 80 {
+            IfmaModulus::<10>::new(m).map(|c| Self::Ifma10(Box::new(c)))
+        } else {
+            None
+        };
+        ctx.unwrap_or(Self::Gmp)
+    }
+
+    /// `base^e mod m` in constant time for `0 ≤ base < m`, `e > 0` of at most `e_bits` bits.
+    pub(crate) fn pow(&self, base: Integer, e: &Integer, e_bits: u32, m: &Integer) -> Integer {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Self::Ifma5(c) => c.pow(&base, e, e_bits),
+            #[cfg(target_arch = "x86_64")]
+            Self::Ifma8(c) => c.pow(&base, e, e_bits),
+            #[cfg(target_arch = "x86_64")]
+            Self::Ifma10(c) => c.pow(&base, e, e_bits),
+            Self::Gmp => {
+                let _ = e_bits;
+                base.secure_pow_mod(e, m)
+            }
+        }
+    }
+
+    /// Whether the vector path is in use.
+    #[cfg(test)]
+    pub(crate) fn is_ifma(&self) -> bool {
+        !matches!(self, Self::Gmp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bigint::{random_below, random_bits};
+
+    #[test]
+    fn matches_gmp() {
+        let mut rng = rand::rng();
+        for bits in [64u32, 521, 2046, 2048, 3072, 4096] {
+            let mut m = random_bits(&mut rng, bits);
+            m.set_bit(bits - 1, true);
+            m.set_bit(0, true);
+            let ctx = CtPow::new(&m);
+            #[cfg(target_arch = "x86_64")]
+            if imp::available() {
+                assert!(ctx.is_ifma(), "{bits}");
+            }
+            for e_bits in [1u32, 5, 6, 1024, bits] {
+                for _ in 0..3 {
+                    let b = random_below(&mut rng, &m);
+                    let mut e = random_bits(&mut rng, e_bits);
+                    e.set_bit(e_bits - 1, true);
+                    let want = b.clone().pow_mod(&e, &m).expect("odd modulus");
+                    assert_eq!(ctx.pow(b, &e, e_bits, &m), want, "{bits} {e_bits}");
+                }
+            }
+            // Edge bases: 0, 1, m − 1.
+            let e = Integer::from(65_537u32);
+            for b in [
+                Integer::new(),
+                Integer::from(1u32),
+                Integer::from(&m - 1u32),
+            ] {
+                let want = b.clone().pow_mod(&e, &m).expect("odd modulus");
+                assert_eq!(ctx.pow(b, &e, 17, &m), want);
+            }
+        }
+        // Moduli beyond 4158 bits use GMP.
+        let m = random_bits(&mut rng, 4200) | 1u32;
+        assert!(!CtPow::new(&m).is_ifma());
+    }
+}
