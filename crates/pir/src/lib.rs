@@ -9,7 +9,10 @@ pub mod db;
 pub mod dpf;
 pub mod dpf_pir;
 mod error;
+pub mod it_pir;
+pub mod server;
 
 pub use db::Database;
 pub use dpf::DpfKey;
 pub use error::{Error, Result};
+pub use server::{PirClient, PirServer, ServerConfig, ServerHandle, ServerInfo};

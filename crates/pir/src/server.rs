@@ -1,0 +1,642 @@
+//! A PIR server over TCP (or any [`Channel`]) and its client.
+//!
+//! # Wire protocol
+//!
+//! One request frame, one response frame, repeated on a connection for as long as the client
+//! likes. A request is a tag byte and a body:
+//!
+//! | tag | request | body | response body |
+//! |---|---|---|---|
+//! | 1 | info | empty | `N` (u64) ‖ record length (u64) ‖ batch buckets (u64, 0: none) ‖ batch seed (16) |
+//! | 2 | DPF-PIR | one DPF key ([`crate::dpf_pir`]) | one padded record |
+//! | 3 | batch | `B` DPF keys ([`crate::batch`]) | `B` padded records |
+//! | 4 | IT-PIR | a column subset ([`crate::it_pir`]) | `rows` padded records |
+//!
+//! A response starts with a status byte: 0 ok (then the body), 1 error (then a UTF-8 message),
+//! 2 busy. Integers are little-endian.
+//!
+//! # Server
+//!
+//! [`PirServer`] accepts connections on a [`TcpListener`]; each connection gets a light I/O
+//! thread (at most [`ServerConfig::max_connections`]; beyond that a connection is answered
+//! "busy" and closed) that reads requests of at most [`ServerConfig::max_query_len`] bytes with
+//! an idle timeout. The work (key expansion and scan) runs on a pool of
+//! [`ServerConfig::workers`] threads, by default one per core, fed by a bounded queue of
+//! [`ServerConfig::queue_depth`] requests: when the queue is full a connection waits up to
+//! [`ServerConfig::queue_timeout`] (back-pressure) and then answers "busy".
+
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, SendTimeoutError, Sender, bounded};
+use obliv_core::AesRng;
+use obliv_net::{Channel, ConnectOptions, Stats, TcpChannel, TcpOptions};
+
+use crate::batch::{self, BatchLayout, BatchParams};
+use crate::db::{Database, MAX_RECORD_LEN, MAX_RECORDS};
+use crate::error::{Error, Result};
+use crate::{dpf_pir, it_pir};
+
+const TAG_INFO: u8 = 1;
+const TAG_DPF: u8 = 2;
+const TAG_BATCH: u8 = 3;
+const TAG_IT: u8 = 4;
+const STATUS_OK: u8 = 0;
+const STATUS_ERROR: u8 = 1;
+const STATUS_BUSY: u8 = 2;
+
+/// Settings of a [`PirServer`].
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Worker threads that compute answers. Default: the number of cores.
+    pub workers: usize,
+    /// Requests waiting for a worker before connections are held back. Default 64.
+    pub queue_depth: usize,
+    /// How long a request may wait for room in the queue before the answer is "busy".
+    /// Default 10 s.
+    pub queue_timeout: Duration,
+    /// Concurrent connections; more are answered "busy" and closed. Default 1024.
+    pub max_connections: usize,
+    /// Largest request frame accepted. Default 1 MiB (a DPF key for `N = 2^32` is 449 bytes).
+    pub max_query_len: usize,
+    /// A connection idle for this long is closed. Default 60 s.
+    pub idle_timeout: Duration,
+    /// Batch layout offered to clients (`None`: no batch queries). Default: batches of 10.
+    pub batch: Option<BatchParams>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            workers: thread::available_parallelism().map_or(1, |n| n.get()),
+            queue_depth: 64,
+            queue_timeout: Duration::from_secs(10),
+            max_connections: 1024,
+            max_query_len: 1 << 20,
+            idle_timeout: Duration::from_secs(60),
+            batch: Some(BatchParams::for_batch(10)),
+        }
+    }
+}
+
+/// What a server holds: the database and the batch layout.
+#[derive(Debug)]
+pub struct ServerState {
+    db: Database,
+    layout: Option<BatchLayout>,
+}
+
+impl ServerState {
+    /// A state for `db`, with the batch layout of `batch` if given.
+    pub fn new(db: Database, batch: Option<BatchParams>) -> Result<Self> {
+        let layout = batch.map(|p| BatchLayout::new(db.len(), p)).transpose()?;
+        Ok(ServerState { db, layout })
+    }
+
+    /// The database.
+    pub fn db(&self) -> &Database {
+        &self.db
+    }
+
+    /// Computes the response frame to one request frame (never panics on any input).
+    pub fn handle(&self, req: &[u8]) -> Vec<u8> {
+        let ok = |body: Vec<u8>| {
+            let mut v = Vec::with_capacity(body.len() + 1);
+            v.push(STATUS_OK);
+            v.extend_from_slice(&body);
+            v
+        };
+        let result = match req.split_first() {
+            Some((&TAG_INFO, [])) => {
+                let mut v = Vec::with_capacity(40);
+                v.extend_from_slice(&(self.db.len() as u64).to_le_bytes());
+                v.extend_from_slice(&(self.db.record_len() as u64).to_le_bytes());
+                let (b, seed) = self
+                    .layout
+                    .as_ref()
+                    .map_or((0, [0; 16]), |l| (l.buckets(), l.params().seed));
+                v.extend_from_slice(&(b as u64).to_le_bytes());
+                v.extend_from_slice(&seed);
+                Ok(v)
+            }
+            Some((&TAG_DPF, key)) => dpf_pir::answer(&self.db, key),
+            Some((&TAG_BATCH, keys)) => match &self.layout {
+                Some(l) => batch::answer(&self.db, l, keys),
+                None => Err(Error::Malformed {
+                    what: "this server offers no batch queries",
+                }),
+            },
+            Some((&TAG_IT, subset)) => it_pir::answer(&self.db, subset),
+            _ => Err(Error::Malformed {
+                what: "unknown request",
+            }),
+        };
+        match result {
+            Ok(body) => ok(body),
+            Err(e) => {
+                let mut v = vec![STATUS_ERROR];
+                v.extend_from_slice(e.to_string().as_bytes());
+                v
+            }
+        }
+    }
+
+    /// Serves requests on `ch` in this thread until the peer disconnects (then `Ok`) or the
+    /// channel fails (a timeout included).
+    pub fn serve_channel<C: Channel + ?Sized>(
+        &self,
+        ch: &mut C,
+        max_query_len: usize,
+    ) -> Result<()> {
+        loop {
+            let req = match ch.recv_max(max_query_len) {
+                Ok(r) => r,
+                Err(obliv_net::Error::PeerDisconnected) => return Ok(()),
+                Err(e) => return Err(e.into()),
+            };
+            let resp = self.handle(&req);
+            ch.send_vec(resp)?;
+            ch.flush()?;
+        }
+    }
+}
+
+/// One request for the worker pool.
+struct Job {
+    req: Vec<u8>,
+    reply: Sender<Vec<u8>>,
+}
+
+/// A multi-client PIR server over TCP (see the module documentation).
+#[derive(Debug)]
+pub struct PirServer {
+    state: Arc<ServerState>,
+    config: ServerConfig,
+}
+
+/// A server running on background threads; [`ServerHandle::shutdown`] stops accepting.
+#[derive(Debug)]
+pub struct ServerHandle {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<()>>>,
+}
+
+impl ServerHandle {
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting connections and waits for the accept loop to end (open connections
+    /// finish their current request and close when their client does or times out).
+    pub fn shutdown(mut self) -> Result<()> {
+        self.stop_and_join()
+    }
+
+    fn stop_and_join(&mut self) -> Result<()> {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the blocking accept; failure means it is not listening any more.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .unwrap_or_else(|_| Err(Error::Server("accept thread panicked".into()))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        let _ = self.stop_and_join();
+    }
+}
+
+impl PirServer {
+    /// A server for `db` (builds the batch layout if `config.batch` is set).
+    ///
+    /// Errors: [`Error::InvalidParameter`] for zero workers, queue depth or limits.
+    pub fn new(db: Database, config: ServerConfig) -> Result<Self> {
+        if config.workers == 0 || config.queue_depth == 0 || config.max_connections == 0 {
+            return Err(Error::InvalidParameter {
+                what: "workers, queue depth and connection limit must be positive",
+            });
+        }
+        let state = Arc::new(ServerState::new(db, config.batch)?);
+        Ok(PirServer { state, config })
+    }
+
+    /// The shared state (database and layout).
+    pub fn state(&self) -> &Arc<ServerState> {
+        &self.state
+    }
+
+    /// Serves on `listener` in this thread, forever (or until an accept error).
+    pub fn serve(&self, listener: TcpListener) -> Result<()> {
+        self.run(listener, &AtomicBool::new(false))
+    }
+
+    /// Serves on `listener` on background threads.
+    pub fn spawn(self, listener: TcpListener) -> Result<ServerHandle> {
+        let addr = listener.local_addr()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = Arc::clone(&stop);
+        let thread = thread::Builder::new()
+            .name("obliv-pir-accept".into())
+            .spawn(move || self.run(listener, &s))?;
+        Ok(ServerHandle {
+            addr,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    fn run(&self, listener: TcpListener, stop: &AtomicBool) -> Result<()> {
+        let (tx, rx) = bounded::<Job>(self.config.queue_depth);
+        let mut workers = Vec::with_capacity(self.config.workers);
+        for i in 0..self.config.workers {
+            let rx: Receiver<Job> = rx.clone();
+            let state = Arc::clone(&self.state);
+            workers.push(
+                thread::Builder::new()
+                    .name(format!("obliv-pir-worker-{i}"))
+                    .spawn(move || {
+                        // Ends when every sender (accept loop and connections) is gone.
+                        for job in rx {
+                            let resp = state.handle(&job.req);
+                            let _ = job.reply.send(resp);
+                        }
+                    })?,
+            );
+        }
+        drop(rx);
+        let active = Arc::new(AtomicUsize::new(0));
+        for stream in listener.incoming() {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let Ok(stream) = stream else { continue };
+            if active.fetch_add(1, Ordering::SeqCst) >= self.config.max_connections {
+                active.fetch_sub(1, Ordering::SeqCst);
+                refuse(stream);
+                continue;
+            }
+            let tx = tx.clone();
+            let active = Arc::clone(&active);
+            let config = self.config.clone();
+            let spawned = thread::Builder::new()
+                .name("obliv-pir-conn".into())
+                .spawn(move || {
+                    let _ = connection(stream, &tx, &config);
+                    active.fetch_sub(1, Ordering::SeqCst);
+                });
+            if spawned.is_err() {
+                // Out of threads: the connection was dropped with the closure.
+                continue;
+            }
+        }
+        drop(tx);
+        for w in workers {
+            let _ = w.join();
+        }
+        Ok(())
+    }
+}
+
+/// Answers "busy" on a connection over the limit and closes it.
+fn refuse(stream: TcpStream) {
+    let opts = TcpOptions {
+        read_ahead: None,
+        ..TcpOptions::default()
+    };
+    if let Ok(mut ch) = TcpChannel::from_stream(stream, opts) {
+        let _ = ch.send(&[STATUS_BUSY]);
+        let _ = ch.close();
+    }
+}
+
+/// Serves one connection: read a request, queue it for the pool, send the reply.
+fn connection(stream: TcpStream, jobs: &Sender<Job>, config: &ServerConfig) -> Result<()> {
+    let opts = TcpOptions {
+        read_timeout: Some(config.idle_timeout),
+        write_timeout: Some(config.idle_timeout),
+        max_frame_len: config.max_query_len,
+        read_ahead: None,
+        ..TcpOptions::default()
+    };
+    let mut ch = TcpChannel::from_stream(stream, opts)?;
+    let (reply_tx, reply_rx) = bounded(1);
+    loop {
+        let req = match ch.recv_max(config.max_query_len) {
+            Ok(r) => r,
+            Err(obliv_net::Error::PeerDisconnected) => return Ok(()),
+            Err(e) => {
+                let mut v = vec![STATUS_ERROR];
+                v.extend_from_slice(e.to_string().as_bytes());
+                let _ = ch.send(&v);
+                let _ = ch.flush();
+                return Err(e.into());
+            }
+        };
+        let job = Job {
+            req,
+            reply: reply_tx.clone(),
+        };
+        let resp = match jobs.send_timeout(job, config.queue_timeout) {
+            Ok(()) => reply_rx
+                .recv()
+                .map_err(|_| Error::Server("worker pool stopped".into()))?,
+            Err(SendTimeoutError::Timeout(_)) => vec![STATUS_BUSY],
+            Err(SendTimeoutError::Disconnected(_)) => return Ok(()),
+        };
+        ch.send_vec(resp)?;
+        ch.flush()?;
+    }
+}
+
+/// Serves `db` on `listener` with the default configuration, forever: the entry point for
+/// `obliv pir serve`.
+pub fn serve(listener: TcpListener, db: Database, config: ServerConfig) -> Result<()> {
+    PirServer::new(db, config)?.serve(listener)
+}
+
+/// What a server announces about its database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerInfo {
+    /// Number of records.
+    pub records: usize,
+    /// Record length in bytes.
+    pub record_len: usize,
+    /// Batch parameters, if the server takes batch queries.
+    pub batch: Option<BatchParams>,
+}
+
+/// A client of two PIR servers over any pair of channels.
+pub struct PirClient<C: Channel> {
+    servers: [C; 2],
+    info: ServerInfo,
+    layout: Option<BatchLayout>,
+    rng: AesRng,
+}
+
+impl<C: Channel> core::fmt::Debug for PirClient<C> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PirClient")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PirClient<TcpChannel> {
+    /// Connects to the two servers (retrying for up to 30 s while they start).
+    pub fn connect<A: ToSocketAddrs + std::fmt::Display>(addr0: A, addr1: A) -> Result<Self> {
+        let opts = ConnectOptions {
+            tcp: TcpOptions {
+                read_ahead: None,
+                ..TcpOptions::default()
+            },
+            ..ConnectOptions::default()
+        };
+        let c0 = TcpChannel::connect(addr0, &opts)?;
+        let c1 = TcpChannel::connect(addr1, &opts)?;
+        Self::new(c0, c1, AesRng::from_entropy())
+    }
+}
+
+impl<C: Channel> PirClient<C> {
+    /// A client over connected channels to server 0 and server 1; asks both for their
+    /// database shape and checks that they agree.
+    pub fn new(ch0: C, ch1: C, rng: AesRng) -> Result<Self> {
+        let mut servers = [ch0, ch1];
+        let mut infos = [None, None];
+        for (s, info) in servers.iter_mut().zip(&mut infos) {
+            let body = exchange(s, &[TAG_INFO], 1 + 40)?;
+            if body.len() != 40 {
+                return Err(Error::WrongLength {
+                    expected: 40,
+                    got: body.len(),
+                });
+            }
+            let u = |i: usize| {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&body[8 * i..8 * i + 8]);
+                u64::from_le_bytes(b)
+            };
+            let (records, record_len, buckets) = (u(0), u(1), u(2));
+            if records == 0
+                || records > MAX_RECORDS as u64
+                || record_len == 0
+                || record_len > MAX_RECORD_LEN as u64
+                || buckets > (batch::MAX_BATCH * 2) as u64
+            {
+                return Err(Error::Malformed {
+                    what: "server info out of range",
+                });
+            }
+            let mut seed = [0u8; 16];
+            seed.copy_from_slice(&body[24..40]);
+            // Bounds checked above: all three fit in usize.
+            let to_usize = |x: u64| usize::try_from(x).unwrap_or(usize::MAX);
+            *info = Some(ServerInfo {
+                records: to_usize(records),
+                record_len: to_usize(record_len),
+                batch: (buckets > 0).then_some(BatchParams {
+                    buckets: to_usize(buckets),
+                    seed,
+                }),
+            });
+        }
+        let [Some(i0), Some(i1)] = infos else {
+            return Err(Error::Malformed {
+                what: "missing server info",
+            });
+        };
+        if i0 != i1 {
+            return Err(Error::Malformed {
+                what: "the two servers hold differently shaped databases",
+            });
+        }
+        let layout = i0
+            .batch
+            .map(|p| BatchLayout::new(i0.records, p))
+            .transpose()?;
+        Ok(PirClient {
+            servers,
+            info: i0,
+            layout,
+            rng,
+        })
+    }
+
+    /// The servers' database shape.
+    pub fn info(&self) -> ServerInfo {
+        self.info
+    }
+
+    /// Traffic so far, summed over both servers.
+    pub fn stats(&self) -> Stats {
+        self.servers[0].stats() + self.servers[1].stats()
+    }
+
+    fn padded(&self) -> usize {
+        self.info.record_len.div_ceil(16) * 16
+    }
+
+    /// Sends one request to each server, then reads both responses.
+    fn both(&mut self, tag: u8, m0: &[u8], m1: &[u8], resp_len: usize) -> Result<[Vec<u8>; 2]> {
+        for (s, m) in self.servers.iter_mut().zip([m0, m1]) {
+            let mut req = Vec::with_capacity(m.len() + 1);
+            req.push(tag);
+            req.extend_from_slice(m);
+            s.send_vec(req)?;
+            s.flush()?;
+        }
+        let a0 = response(&mut self.servers[0], resp_len + 1)?;
+        let a1 = response(&mut self.servers[1], resp_len + 1)?;
+        Ok([a0, a1])
+    }
+
+    /// Retrieves record `index` with DPF-PIR.
+    pub fn query(&mut self, index: usize) -> Result<Vec<u8>> {
+        let q = dpf_pir::query(self.info.records, index, &mut self.rng)?;
+        let p = self.padded();
+        let [a0, a1] = self.both(TAG_DPF, &q.to_server0, &q.to_server1, p)?;
+        dpf_pir::reconstruct(self.info.record_len, &a0, &a1)
+    }
+
+    /// Retrieves several records in one round with batch PIR; if cuckoo placement fails
+    /// (rare, see [`crate::batch`]) the batch is split in two.
+    pub fn query_batch(&mut self, indices: &[usize]) -> Result<Vec<Vec<u8>>> {
+        let Some(layout) = self.layout.take() else {
+            return Err(Error::InvalidParameter {
+                what: "the servers offer no batch queries",
+            });
+        };
+        let r = self.batch_with(&layout, indices);
+        self.layout = Some(layout);
+        r
+    }
+
+    fn batch_with(&mut self, layout: &BatchLayout, indices: &[usize]) -> Result<Vec<Vec<u8>>> {
+        if indices.is_empty() {
+            return Ok(Vec::new());
+        }
+        let q = match batch::query(layout, indices, &mut self.rng) {
+            Ok(q) => q,
+            Err(Error::CuckooFailure { .. }) | Err(Error::InvalidParameter { .. })
+                if indices.len() > 1 =>
+            {
+                let (a, b) = indices.split_at(indices.len() / 2);
+                let mut r = self.batch_with(layout, a)?;
+                r.extend(self.batch_with(layout, b)?);
+                return Ok(r);
+            }
+            Err(e) => return Err(e),
+        };
+        let len = self.padded() * layout.buckets();
+        let [a0, a1] = self.both(TAG_BATCH, &q.to_server0, &q.to_server1, len)?;
+        batch::reconstruct(self.info.record_len, layout.buckets(), &q, &a0, &a1)
+    }
+
+    /// Retrieves record `index` with the IT-PIR baseline.
+    pub fn query_it(&mut self, index: usize) -> Result<Vec<u8>> {
+        let q = it_pir::query(self.info.records, index, &mut self.rng)?;
+        let (rows, _) = it_pir::shape(self.info.records);
+        let len = rows * self.padded();
+        let [a0, a1] = self.both(TAG_IT, &q.to_server0, &q.to_server1, len)?;
+        it_pir::reconstruct(self.info.records, self.info.record_len, &q, &a0, &a1)
+    }
+}
+
+/// Reads one response frame of at most `max` bytes and strips the status.
+fn response<C: Channel + ?Sized>(ch: &mut C, max: usize) -> Result<Vec<u8>> {
+    let mut r = match ch.recv_max(max.max(4096)) {
+        Ok(r) => r,
+        Err(obliv_net::Error::FrameTooLarge { .. }) => {
+            return Err(Error::Malformed {
+                what: "response longer than expected",
+            });
+        }
+        Err(e) => return Err(e.into()),
+    };
+    match r.first() {
+        Some(&STATUS_OK) => {
+            r.remove(0);
+            Ok(r)
+        }
+        Some(&STATUS_BUSY) => Err(Error::Busy),
+        Some(&STATUS_ERROR) => Err(Error::Server(String::from_utf8_lossy(&r[1..]).into_owned())),
+        _ => Err(Error::Malformed {
+            what: "unknown response status",
+        }),
+    }
+}
+
+fn exchange<C: Channel + ?Sized>(ch: &mut C, req: &[u8], max: usize) -> Result<Vec<u8>> {
+    ch.send(req)?;
+    ch.flush()?;
+    response(ch, max)
+}
+
+/// Retrieves record `index` from the servers at `addr0` and `addr1`: the entry point for
+/// `obliv pir query`.
+pub fn query(addr0: &str, addr1: &str, index: usize) -> Result<Vec<u8>> {
+    PirClient::connect(addr0, addr1)?.query(index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use obliv_net::mem_pair;
+    use rand_core::SeedableRng;
+
+    #[test]
+    fn handle_rejects_garbage() {
+        let mut rng = AesRng::from_seed([17; 16]);
+        let st = ServerState::new(Database::random(100, 10, &mut rng).unwrap(), None).unwrap();
+        for req in [
+            &[][..],
+            &[9],
+            &[TAG_INFO, 0],
+            &[TAG_DPF, 1, 2, 3],
+            &[TAG_BATCH],
+            &[TAG_IT, 0],
+        ] {
+            assert_eq!(st.handle(req)[0], STATUS_ERROR, "{req:?}");
+        }
+    }
+
+    #[test]
+    fn client_over_memory_channels() {
+        let mut rng = AesRng::from_seed([18; 16]);
+        let db = Database::random(300, 50, &mut rng).unwrap();
+        let st = Arc::new(ServerState::new(db, Some(BatchParams::for_batch(4))).unwrap());
+        let (c0, mut s0) = mem_pair();
+        let (c1, mut s1) = mem_pair();
+        let (st0, st1) = (Arc::clone(&st), Arc::clone(&st));
+        let t0 = thread::spawn(move || st0.serve_channel(&mut s0, 1 << 16));
+        let t1 = thread::spawn(move || st1.serve_channel(&mut s1, 1 << 16));
+        let mut client = PirClient::new(c0, c1, AesRng::from_seed([19; 16])).unwrap();
+        assert_eq!(client.info().records, 300);
+        for i in [0, 7, 299] {
+            assert_eq!(client.query(i).unwrap(), st.db().record(i).unwrap());
+            assert_eq!(client.query_it(i).unwrap(), st.db().record(i).unwrap());
+        }
+        let idx = [5, 9, 5, 100, 250, 3, 1, 2];
+        let recs = client.query_batch(&idx).unwrap();
+        for (i, r) in idx.iter().zip(&recs) {
+            assert_eq!(r.as_slice(), st.db().record(*i).unwrap());
+        }
+        assert!(matches!(
+            client.query(300),
+            Err(Error::IndexOutOfRange { .. })
+        ));
+        drop(client);
+        t0.join().unwrap().unwrap();
+        t1.join().unwrap().unwrap();
+    }
+}
