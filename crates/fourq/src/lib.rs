@@ -14,6 +14,7 @@ mod backend;
 mod constants;
 mod error;
 mod field;
+mod group_impl;
 mod hash;
 mod point;
 mod scalar;
