@@ -33,6 +33,12 @@ pub(crate) trait Params: Copy + Send + Sync + 'static {
     const ONE: [u64; 4];
     /// `b·R mod p`.
     const B: [u64; 4];
+    /// `|Z|` of the SSWU map, `Z = −Z_NEG` (RFC 9380 §6.6.2, App. H.2).
+    const Z_NEG: u64;
+    /// `c1 = (p − 3)/4`, little-endian limbs (the public exponent of `sqrt_ratio`).
+    const C1: [u64; 4];
+    /// `c2 = sqrt(−Z)`, big-endian bytes.
+    const C2: [u8; 32];
 }
 
 /// NIST P-256.
@@ -48,6 +54,18 @@ impl Params for P256Params {
         0xacf005cd78843090,
         0xe5a220abf7212ed6,
         0xdc30061d04874834,
+    ];
+    const Z_NEG: u64 = 10;
+    const C1: [u64; 4] = [
+        0xffffffffffffffff,
+        0x3fffffff,
+        0x4000000000000000,
+        0x3fffffffc0000000,
+    ];
+    const C2: [u8; 32] = [
+        0xda, 0x53, 0x8e, 0x3b, 0xe1, 0xd8, 0x9b, 0x99, 0xc9, 0x78, 0xfc, 0x67, 0x51, 0x80, 0xaa,
+        0xb2, 0x7b, 0x8d, 0x1f, 0xf8, 0x4c, 0x55, 0xd5, 0xb6, 0x2c, 0xcd, 0x34, 0x27, 0xe4, 0x33,
+        0xc4, 0x7f,
     ];
 }
 
@@ -70,7 +88,22 @@ impl Params for Sm2Params {
         0x527981505ea51c3c,
         0x240fe188ba20e2c8,
     ];
+    const Z_NEG: u64 = 9;
+    const C1: [u64; 4] = [
+        0x3fffffffffffffff,
+        0xffffffffc0000000,
+        0xffffffffffffffff,
+        0x3fffffffbfffffff,
+    ];
+    const C2: [u8; 32] = {
+        let mut c = [0u8; 32];
+        c[31] = 3;
+        c
+    };
 }
+
+/// Big-endian affine coordinates `(x, y)` of a point, `None` for the identity.
+pub(crate) type AffineXy = Option<([u8; 32], [u8; 32])>;
 
 /// An element of `GF(p)` in Montgomery form, fully reduced (`< p`).
 #[derive(Clone, Copy, Debug)]
@@ -231,6 +264,53 @@ impl<C: Params> Fe<C> {
         r
     }
 
+    /// A small constant.
+    fn from_u64(v: u64) -> Self {
+        Fe([v, 0, 0, 0], PhantomData).mul(&Fe(C::R2, PhantomData))
+    }
+
+    fn neg(&self) -> Self {
+        Self::ZERO.sub(self)
+    }
+
+    /// `self^e` for a public exponent `e` (little-endian limbs).
+    fn pow_public(&self, e: &[u64; 4]) -> Self {
+        let mut r = Self::ONE;
+        for i in (0..256).rev() {
+            r = r.square();
+            if (e[i / 64] >> (i % 64)) & 1 == 1 {
+                r = r.mul(self);
+            }
+        }
+        r
+    }
+
+    /// `sgn0` of RFC 9380 §4.1 (`m = 1`): parity of the canonical representative.
+    fn sgn0(&self) -> Choice {
+        Choice::from(self.to_be_bytes()[31] & 1)
+    }
+
+    fn ct_eq(&self, other: &Self) -> Choice {
+        self.0[0].ct_eq(&other.0[0])
+            & self.0[1].ct_eq(&other.0[1])
+            & self.0[2].ct_eq(&other.0[2])
+            & self.0[3].ct_eq(&other.0[3])
+    }
+
+    /// `OS2IP(bytes) mod p` for 48 big-endian bytes: `d0·2^192 + d1`, `d0, d1 < 2^192 < p`.
+    fn reduce_be48(bytes: &[u8]) -> Self {
+        let load = |part: &[u8]| {
+            let mut b = [0u8; 32];
+            b[8..].copy_from_slice(part);
+            // Below 2^192 < p: canonical.
+            Self::from_be_bytes(&b).unwrap_or(Self::ZERO)
+        };
+        let mut two192 = [0u8; 32];
+        two192[7] = 1;
+        let two192 = Self::from_be_bytes(&two192).unwrap_or(Self::ZERO);
+        load(&bytes[..24]).mul(&two192).add(&load(&bytes[24..48]))
+    }
+
     fn is_zero(&self) -> Choice {
         (self.0[0] | self.0[1] | self.0[2] | self.0[3]).ct_eq(&0)
     }
@@ -365,6 +445,78 @@ impl<C: Params> Point<C> {
     }
 }
 
+/// `sqrt_ratio(u, v)` for `p ≡ 3 (mod 4)` (RFC 9380 App. F.2.1.2).
+fn sqrt_ratio<C: Params>(u: &Fe<C>, v: &Fe<C>, c2: &Fe<C>) -> (Choice, Fe<C>) {
+    let tv1 = v.square();
+    let tv2 = u.mul(v);
+    let tv1 = tv1.mul(&tv2);
+    let y1 = tv1.pow_public(&C::C1).mul(&tv2);
+    let y2 = y1.mul(c2);
+    let tv3 = y1.square().mul(v);
+    let is_qr = tv3.ct_eq(u);
+    (is_qr, Fe::conditional_select(&y2, &y1, is_qr))
+}
+
+/// `map_to_curve_simple_swu(u)` (RFC 9380 §6.6.2, App. F.2, `A = −3`), returned in projective
+/// form `(x_n : y·x_d : x_d)` so that no inversion is needed.
+fn map_to_curve<C: Params>(u: &Fe<C>) -> Point<C> {
+    let z = Fe::<C>::from_u64(C::Z_NEG).neg();
+    let a = Fe::<C>::from_u64(3).neg();
+    let b = Fe::<C>::b();
+    let c2 = Fe::<C>::from_be_bytes(&C::C2).unwrap_or(Fe::ZERO);
+    let tv1 = z.mul(&u.square()); // 1-2
+    let tv2 = tv1.square().add(&tv1); // 3-4
+    let tv3 = b.mul(&tv2.add(&Fe::ONE)); // 5-6
+    let tv4 = Fe::conditional_select(&z, &tv2.neg(), !tv2.is_zero()); // 7
+    let tv4 = a.mul(&tv4); // 8
+    let tv2 = tv3.square(); // 9
+    let tv6 = tv4.square(); // 10
+    let tv5 = a.mul(&tv6); // 11
+    let tv2 = tv2.add(&tv5).mul(&tv3); // 12-13
+    let tv6 = tv6.mul(&tv4); // 14
+    let tv2 = tv2.add(&b.mul(&tv6)); // 15-16
+    let x = tv1.mul(&tv3); // 17
+    let (is_gx1_square, y1) = sqrt_ratio(&tv2, &tv6, &c2); // 18
+    let y = tv1.mul(u).mul(&y1); // 19-20
+    let x = Fe::conditional_select(&x, &tv3, is_gx1_square); // 21
+    let y = Fe::conditional_select(&y, &y1, is_gx1_square); // 22
+    let e1 = u.sgn0().ct_eq(&y.sgn0()); // 23
+    let y = Fe::conditional_select(&y.neg(), &y, e1); // 24
+    // 25: x / tv4, kept as the projective Z (tv4 ≠ 0 since A·Z ≠ 0).
+    Point {
+        x,
+        y: y.mul(&tv4),
+        z: tv4,
+    }
+}
+
+/// RFC 9380 `hash_to_curve` (`_RO_`, `L = 48`, `h = 1`) with the SSWU map on this curve and
+/// the expander `X`: the affine coordinates of the result, big-endian (`None` for the
+/// identity, which occurs with negligible probability).
+///
+/// # Errors
+/// [`crate::Error::HashToCurve`] if the expander rejects `dst` (empty).
+pub(crate) fn hash_to_curve<C: Params, X>(msg: &[u8], dst: &[u8]) -> Result<AffineXy, crate::Error>
+where
+    X: k256::hash2curve::ExpandMsg<k256::elliptic_curve::consts::U16>,
+{
+    let mut uniform = [0u8; 96];
+    crate::sswu::expand::<X>(msg, dst, &mut uniform)?;
+    let u0 = Fe::<C>::reduce_be48(&uniform[..48]);
+    let u1 = Fe::<C>::reduce_be48(&uniform[48..]);
+    let p = map_to_curve(&u0).add(&map_to_curve(&u1));
+    Ok(to_affine(&p))
+}
+
+/// Affine big-endian coordinates (`None` for the identity); one inversion.
+fn to_affine<C: Params>(p: &Point<C>) -> AffineXy {
+    if bool::from(p.z.is_zero()) {
+        return None;
+    }
+    let zi = p.z.invert();
+    Some((p.x.mul(&zi).to_be_bytes(), p.y.mul(&zi).to_be_bytes()))
+}
+
 /// The 64 big-endian 4-bit digits of a 32-byte big-endian scalar (the recoding, done once
 /// per batch).
 pub(crate) fn nibbles(k: &[u8]) -> zeroize::Zeroizing<[u8; 64]> {
@@ -379,11 +531,7 @@ pub(crate) fn nibbles(k: &[u8]) -> zeroize::Zeroizing<[u8; 64]> {
 /// `[k]P_i` for affine inputs `(x_i, y_i)` (big-endian coordinates of points on the curve;
 /// `None` for the identity), written as SEC1 compressed encodings (identity: 33 zeros).
 /// One inversion for the whole slice.
-pub(crate) fn mul_affine_batch<C: Params>(
-    points: &[Option<([u8; 32], [u8; 32])>],
-    k: &[u8; 64],
-    out: &mut [[u8; 33]],
-) {
+pub(crate) fn mul_affine_batch<C: Params>(points: &[AffineXy], k: &[u8; 64], out: &mut [[u8; 33]]) {
     let prods: Vec<Point<C>> = points
         .iter()
         .map(|p| match p {

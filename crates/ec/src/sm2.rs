@@ -23,54 +23,28 @@
 //!
 //! The default domain separation tag is `"obliv-ec-v1-SM2_XMD:SM3_SSWU_RO_"`.
 
-use crate::sswu::{SswuParams, hash_to_field2, map_to_curve};
 use crate::weierstrass::impl_weierstrass;
 use crate::{Error, PrimeGroup, SecretScalar};
-use ff::PrimeField;
+use k256::hash2curve::ExpandMsgXmd;
+#[cfg(test)]
 use sm2::elliptic_curve::hazmat::FieldArithmetic;
 use sm2::elliptic_curve::sec1::FromSec1Point;
-use std::sync::OnceLock;
 
-/// SM2's base field element type (the `sm2` crate keeps the type's module private).
+/// SM2's base field element type in the `sm2` crate (its module is private).
+#[cfg(test)]
 pub(crate) type Fe = <::sm2::Sm2 as FieldArithmetic>::FieldElement;
 
 /// The SM2 curve (GB/T 32918) via the `sm2` crate, hashed with `SM2_XMD:SM3_SSWU_RO_`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sm2;
 
-fn fe_from_be(bytes: [u8; 32]) -> Fe {
-    let mut r = <Fe as PrimeField>::Repr::default();
-    r.as_mut_slice().copy_from_slice(&bytes);
-    // Constants below are all canonical (< p).
-    Option::<Fe>::from(Fe::from_repr(r)).unwrap_or(Fe::ZERO)
-}
-
-/// SM2 curve coefficient `b` (GB/T 32918.5, big-endian).
-const SM2_B: [u8; 32] = [
-    0x28, 0xe9, 0xfa, 0x9e, 0x9d, 0x9f, 0x5e, 0x34, 0x4d, 0x5a, 0x9e, 0x4b, 0xcf, 0x65, 0x09, 0xa7,
-    0xf3, 0x97, 0x89, 0xf5, 0x15, 0xab, 0x8f, 0x92, 0xdd, 0xbc, 0xbd, 0x41, 0x4d, 0x94, 0x0e, 0x93,
-];
-
-pub(crate) fn params() -> &'static SswuParams<Fe> {
-    static P: OnceLock<SswuParams<Fe>> = OnceLock::new();
-    P.get_or_init(|| SswuParams {
-        a: -Fe::from(3u64),
-        b: fe_from_be(SM2_B),
-        z: -Fe::from(9u64),
-        // (p - 3) / 4, little-endian limbs.
-        c1: [
-            0x3fffffffffffffff,
-            0xffffffffc0000000,
-            0xffffffffffffffff,
-            0x3fffffffbfffffff,
-        ],
-        c2: Fe::from(3u64),
-    })
-}
-
-/// The affine point `(x, y)`, which the caller guarantees lies on SM2.
-fn point_from_xy(x: &Fe, y: &Fe) -> ::sm2::ProjectivePoint {
-    let sec1 = ::sm2::Sec1Point::from_affine_coordinates(&x.to_repr(), &y.to_repr(), false);
+/// The point with big-endian affine coordinates `xy` (which the caller guarantees lie on
+/// SM2), or the identity for `None`.
+fn point_from_xy(xy: crate::fastmul::AffineXy) -> ::sm2::ProjectivePoint {
+    let Some((x, y)) = xy else {
+        return ::sm2::ProjectivePoint::IDENTITY;
+    };
+    let sec1 = ::sm2::Sec1Point::from_affine_coordinates(&x.into(), &y.into(), false);
     // SSWU outputs satisfy the curve equation (tested), so decoding succeeds; the check is
     // the sm2 crate's on-curve test, cheap next to the map itself.
     let a: Option<::sm2::AffinePoint> = ::sm2::AffinePoint::from_sec1_point(&sec1).into();
@@ -78,27 +52,17 @@ fn point_from_xy(x: &Fe, y: &Fe) -> ::sm2::ProjectivePoint {
         .unwrap_or(::sm2::ProjectivePoint::IDENTITY)
 }
 
-/// `map_to_curve` of the suite: simplified SWU with SM2's constants.
-pub fn map_to_curve_sm2(u: &[u8; 32]) -> Result<::sm2::ProjectivePoint, Error> {
-    let mut r = <Fe as PrimeField>::Repr::default();
-    r.as_mut_slice().copy_from_slice(u);
-    let u: Option<Fe> = Fe::from_repr(r).into();
-    let u = u.ok_or(Error::InvalidScalar { group: "sm2" })?;
-    let (x, y) = map_to_curve(&u, params());
-    Ok(point_from_xy(&x, &y))
-}
-
 /// `hash_to_curve` of `SM2_XMD:SM3_SSWU_RO_` with domain separation tag `dst`:
-/// `u = hash_to_field(msg, 2)`, `P = map_to_curve(u0) + map_to_curve(u1)` (cofactor 1).
+/// `u = hash_to_field(msg, 2)` with `expand_message_xmd`/SM3, then
+/// `P = map_to_curve(u0) + map_to_curve(u1)` (simplified SWU, `Z = −9`; cofactor 1).
 ///
 /// # Errors
 /// [`Error::HashToCurve`] if `dst` is empty.
 pub fn hash_to_curve_sm2(msg: &[u8], dst: &[u8]) -> Result<::sm2::ProjectivePoint, Error> {
-    let [u0, u1] = hash_to_field2::<Fe, k256::hash2curve::ExpandMsgXmd<sm3::Sm3>>(msg, dst)?;
-    let p = params();
-    let (x0, y0) = map_to_curve(&u0, p);
-    let (x1, y1) = map_to_curve(&u1, p);
-    Ok(point_from_xy(&x0, &y0) + point_from_xy(&x1, &y1))
+    let xy = crate::fastmul::hash_to_curve::<crate::fastmul::Sm2Params, ExpandMsgXmd<sm3::Sm3>>(
+        msg, dst,
+    )?;
+    Ok(point_from_xy(xy))
 }
 
 impl_weierstrass!(
@@ -113,7 +77,61 @@ impl_weierstrass!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ff::Field;
+    use crate::sswu::{SswuParams, hash_to_field2, map_to_curve};
+    use ff::{Field, PrimeField};
+
+    fn fe_from_be(bytes: [u8; 32]) -> Fe {
+        let mut r = <Fe as PrimeField>::Repr::default();
+        r.as_mut_slice().copy_from_slice(&bytes);
+        Option::<Fe>::from(Fe::from_repr(r)).unwrap()
+    }
+
+    /// SM2 curve coefficient `b` (GB/T 32918.5, big-endian).
+    const SM2_B: [u8; 32] = [
+        0x28, 0xe9, 0xfa, 0x9e, 0x9d, 0x9f, 0x5e, 0x34, 0x4d, 0x5a, 0x9e, 0x4b, 0xcf, 0x65, 0x09,
+        0xa7, 0xf3, 0x97, 0x89, 0xf5, 0x15, 0xab, 0x8f, 0x92, 0xdd, 0xbc, 0xbd, 0x41, 0x4d, 0x94,
+        0x0e, 0x93,
+    ];
+
+    /// The suite's constants on the sm2 crate's field, for the reference implementation.
+    fn params() -> SswuParams<Fe> {
+        SswuParams {
+            a: -Fe::from(3u64),
+            b: fe_from_be(SM2_B),
+            z: -Fe::from(9u64),
+            c1: [
+                0x3fffffffffffffff,
+                0xffffffffc0000000,
+                0xffffffffffffffff,
+                0x3fffffffbfffffff,
+            ],
+            c2: Fe::from(3u64),
+        }
+    }
+
+    /// The reference (generic, RFC-transcribed) implementation of the suite.
+    fn hash_reference(msg: &[u8], dst: &[u8]) -> ::sm2::ProjectivePoint {
+        let [u0, u1] = hash_to_field2::<Fe, ExpandMsgXmd<sm3::Sm3>>(msg, dst).unwrap();
+        let p = params();
+        let pt = |u: &Fe| {
+            let (x, y) = map_to_curve(u, &p);
+            let (xb, yb): ([u8; 32], [u8; 32]) = (x.to_repr().into(), y.to_repr().into());
+            point_from_xy(Some((xb, yb)))
+        };
+        pt(&u0) + pt(&u1)
+    }
+
+    #[test]
+    fn fast_hash_matches_reference() {
+        for i in 0..64u32 {
+            let msg = format!("message {i}");
+            assert_eq!(
+                hash_to_curve_sm2(msg.as_bytes(), b"DST").unwrap(),
+                hash_reference(msg.as_bytes(), b"DST"),
+                "{msg}"
+            );
+        }
+    }
 
     fn on_curve(x: &Fe, y: &Fe) -> bool {
         let p = params();
@@ -151,7 +169,7 @@ mod tests {
         let p = params();
         let mut u = Fe::ZERO;
         for i in 0..200u64 {
-            let (x, y) = map_to_curve(&u, p);
+            let (x, y) = map_to_curve(&u, &p);
             assert!(on_curve(&x, &y), "u #{i}");
             if !bool::from(u.is_zero()) {
                 assert_eq!(bool::from(u.is_odd()), bool::from(y.is_odd()));

@@ -3,18 +3,23 @@
 //! `hash_to_field` step (RFC 9380 §5.2) with `expand_message_xmd` (§5.3.1), `m = 1`,
 //! `L = 48`, `count = 2`.
 //!
-//! Written generically over an `ff::PrimeField` with a big-endian `Repr` so that the very same
-//! code is checked against the RFC 9380 Appendix J.1.1 vectors on P-256 (`Z = −10`) in the
-//! tests below, and then used with SM2's parameters in [`crate::sm2`].
+//! `expand` is what every suite of this crate uses. The map and `hash_to_field` here are a
+//! straight transcription of the RFC, generic over an `ff::PrimeField` with a big-endian
+//! `Repr`, kept as the *reference* for the tests: they are checked against the RFC 9380
+//! Appendix J.1.1 vectors on P-256 (`Z = −10`), and the fast implementation in
+//! `fastmul.rs` (which the groups use) is checked against them on SM2.
 //!
 //! Constant time: every step is field arithmetic and conditional moves (`subtle`); the one
 //! exponentiation has the public exponent `c1 = (p − 3)/4`.
 
+#[cfg(test)]
 use ff::PrimeField;
 use k256::elliptic_curve::consts::U16;
 use k256::hash2curve::{ExpandMsg, Expander};
+#[cfg(test)]
 use subtle::{Choice, ConstantTimeEq};
 
+#[cfg(test)]
 /// Constants of the map for one curve (RFC 9380 §6.6.2 and Appendix F.2.1.2).
 pub(crate) struct SswuParams<F> {
     /// Curve coefficient `A`.
@@ -29,11 +34,13 @@ pub(crate) struct SswuParams<F> {
     pub(crate) c2: F,
 }
 
+#[cfg(test)]
 /// `sgn0` of RFC 9380 §4.1 for `m = 1`: the parity of the canonical representative.
 fn sgn0<F: PrimeField>(x: &F) -> Choice {
     x.is_odd()
 }
 
+#[cfg(test)]
 /// `sqrt_ratio(u, v)` for `p ≡ 3 (mod 4)` (RFC 9380 Appendix F.2.1.2): `(true, sqrt(u/v))`
 /// if `u/v` is square, else `(false, sqrt(Z·u/v))`.
 fn sqrt_ratio_3mod4<F: PrimeField>(u: F, v: F, p: &SswuParams<F>) -> (Choice, F) {
@@ -48,6 +55,7 @@ fn sqrt_ratio_3mod4<F: PrimeField>(u: F, v: F, p: &SswuParams<F>) -> (Choice, F)
     (is_qr, F::conditional_select(&y2, &y1, is_qr)) // 10. y = CMOV(y2, y1, isQR)
 }
 
+#[cfg(test)]
 /// `map_to_curve_simple_swu(u)` (RFC 9380 Appendix F.2, straight-line version): the affine
 /// coordinates `(x, y)` of a point on the curve.
 pub(crate) fn map_to_curve<F: PrimeField>(u: &F, p: &SswuParams<F>) -> (F, F) {
@@ -75,6 +83,7 @@ pub(crate) fn map_to_curve<F: PrimeField>(u: &F, p: &SswuParams<F>) -> (F, F) {
     (x * inv.unwrap_or(F::ZERO), y)
 }
 
+#[cfg(test)]
 /// Reduce 48 big-endian bytes modulo `p` (the `OS2IP(tv) mod p` of `hash_to_field`):
 /// `d0·2^192 + d1` with `d0, d1 < 2^192 < p`, each read through the canonical `Repr`.
 fn reduce_be48<F: PrimeField>(bytes: &[u8]) -> F
@@ -119,6 +128,7 @@ pub(crate) fn expand<X: ExpandMsg<U16>>(
     Ok(())
 }
 
+#[cfg(test)]
 /// `hash_to_field(msg, 2)` with the expander `X` (RFC 9380 §5.2) for fields of about 256
 /// bits (`L = 48`, k = 128).
 ///

@@ -41,7 +41,7 @@ macro_rules! impl_weierstrass {
             // output normalisation run in `fastmul` with the scalar recoded once.
             let mut aff = vec![<$krate::AffinePoint as Default>::default(); points.len()];
             <$krate::ProjectivePoint as group::Curve>::batch_normalize(points, &mut aff);
-            let coords: Vec<Option<([u8; 32], [u8; 32])>> = aff
+            let coords: Vec<$crate::fastmul::AffineXy> = aff
                 .iter()
                 .map(|a| {
                     let s = $krate::elliptic_curve::sec1::ToSec1Point::to_sec1_point(a, false);
@@ -209,9 +209,20 @@ fn hash_k256(msg: &[u8], dst: &[u8]) -> Result<k256::ProjectivePoint, Error> {
         .map_err(|_| Error::HashToCurve("empty domain separation tag"))
 }
 
+/// P-256's suite on the field arithmetic of `fastmul` (the same RFC 9380 algorithm as the
+/// p256 crate's `hash2curve`, about twice as fast here; checked against RFC 9380 J.1.1).
 fn hash_p256(msg: &[u8], dst: &[u8]) -> Result<p256::ProjectivePoint, Error> {
-    hash_from_bytes::<p256::NistP256, ExpandMsgXmd<Sha256>>(&[msg], &[dst])
-        .map_err(|_| Error::HashToCurve("empty domain separation tag"))
+    use p256::elliptic_curve::sec1::FromSec1Point;
+    let xy = crate::fastmul::hash_to_curve::<crate::fastmul::P256Params, ExpandMsgXmd<Sha256>>(
+        msg, dst,
+    )?;
+    let Some((x, y)) = xy else {
+        return Ok(p256::ProjectivePoint::IDENTITY);
+    };
+    let sec1 = p256::Sec1Point::from_affine_coordinates(&x.into(), &y.into(), false);
+    // The SSWU output lies on the curve, so this decodes.
+    let a: Option<p256::AffinePoint> = p256::AffinePoint::from_sec1_point(&sec1).into();
+    Ok(a.map(Into::into).unwrap_or(p256::ProjectivePoint::IDENTITY))
 }
 
 impl_weierstrass!(
