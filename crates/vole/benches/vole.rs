@@ -1,11 +1,24 @@
-//! Benchmarks of obliv-vole: the ExConv7x24 encoder.
-#![allow(missing_docs)]
+//! Benchmarks of obliv-vole: silent subfield / GF(2^128) VOLE end to end (both parties, one
+//! thread each, in-memory channel), and the ExConv7x24 encoder alone.
+//!
+//! `cargo bench -p obliv-vole --bench vole` (2^20 outputs);
+//! `OBLIV_BENCH_SCALE=full cargo bench -p obliv-vole --bench vole` (2^24).
+//! Communication (bytes per correlation, both directions) is printed once per size.
+#![allow(missing_docs, clippy::unwrap_used)] // a bench: panics are failures
+
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use obliv_core::{Block, Prg};
-use obliv_vole::{CodeField, ExConvCode, LpnCode};
+use obliv_core::rand_core::SeedableRng;
+use obliv_core::{AesRng, Block, Prg};
+use obliv_net::{Channel, mem_pair};
+use obliv_vole::{
+    CodeField, ExConvCode, LpnCode, Security, SubfieldVoleReceiver, SubfieldVoleSender, VoleConfig,
+    VoleReceiver, VoleSender,
+};
 
-fn scale() -> usize {
+fn log_n() -> u32 {
     if std::env::var("OBLIV_BENCH_SCALE").as_deref() == Ok("full") {
         24
     } else {
@@ -13,10 +26,105 @@ fn scale() -> usize {
     }
 }
 
+/// Runs `iters` extensions of `n` on fresh generators; returns the wall time of the
+/// extensions (setup excluded) and the bytes exchanged per extension.
+fn run(field: bool, security: Security, n: usize, iters: u64) -> (Duration, u64) {
+    let cfg = VoleConfig {
+        security,
+        max_chunk: n.min(obliv_vole::DEFAULT_MAX_CHUNK),
+    };
+    let (mut c0, mut c1) = mem_pair();
+    let barrier = Arc::new(Barrier::new(2));
+    let b2 = barrier.clone();
+    let sender = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([1; 16]);
+        if field {
+            let mut s = VoleSender::new(&mut c0, cfg, &mut rng).unwrap();
+            s.extend(&mut c0, 1000, &mut rng).unwrap(); // warm the pools
+            b2.wait();
+            for _ in 0..iters {
+                s.extend_chunks(&mut c0, n, &mut rng, |b| {
+                    std::hint::black_box(b);
+                    Ok(())
+                })
+                .unwrap();
+            }
+        } else {
+            let mut s = SubfieldVoleSender::new(&mut c0, cfg, &mut rng).unwrap();
+            s.extend(&mut c0, 1000, &mut rng).unwrap();
+            b2.wait();
+            for _ in 0..iters {
+                s.extend_chunks(&mut c0, n, &mut rng, |b| {
+                    std::hint::black_box(b);
+                    Ok(())
+                })
+                .unwrap();
+            }
+        }
+    });
+    let mut rng = AesRng::from_seed([2; 16]);
+    let (start, before);
+    if field {
+        let mut r = VoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
+        r.extend(&mut c1, 1000, &mut rng).unwrap();
+        barrier.wait();
+        before = c1.stats();
+        start = Instant::now();
+        for _ in 0..iters {
+            r.extend_chunks(&mut c1, n, &mut rng, |a, c| {
+                std::hint::black_box((a, c));
+                Ok(())
+            })
+            .unwrap();
+        }
+    } else {
+        let mut r = SubfieldVoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
+        r.extend(&mut c1, 1000, &mut rng).unwrap();
+        barrier.wait();
+        before = c1.stats();
+        start = Instant::now();
+        for _ in 0..iters {
+            r.extend_chunks(&mut c1, n, &mut rng, |a, c| {
+                std::hint::black_box((a, c));
+                Ok(())
+            })
+            .unwrap();
+        }
+    }
+    sender.join().unwrap();
+    let elapsed = start.elapsed();
+    let bytes = (c1.stats() - before).total_bytes() / iters.max(1);
+    (elapsed, bytes)
+}
+
+fn bench_vole(c: &mut Criterion) {
+    let n = 1usize << log_n();
+    let mut g = c.benchmark_group("silent_vole");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(n as u64));
+    for (name, field, security) in [
+        ("subfield_semi_honest", false, Security::SemiHonest),
+        ("subfield_malicious", false, Security::Malicious),
+        ("gf128_semi_honest", true, Security::SemiHonest),
+        ("gf128_malicious", true, Security::Malicious),
+    ] {
+        let (_, bytes) = run(field, security, n, 1);
+        eprintln!(
+            "{name} n=2^{}: {bytes} bytes, {:.4} bits per correlation",
+            log_n(),
+            bytes as f64 * 8.0 / n as f64
+        );
+        g.bench_function(BenchmarkId::new(name, n), |b| {
+            b.iter_custom(|iters| run(field, security, n, iters).0)
+        });
+    }
+    g.finish();
+}
+
 fn bench_code(c: &mut Criterion) {
     let mut g = c.benchmark_group("exconv7x24_dual_encode");
     g.sample_size(10);
-    let k = 1usize << scale();
+    let k = 1usize << log_n();
     let n = 2 * k;
     g.throughput(Throughput::Elements(k as u64));
     let x = Prg::new(Block(1)).blocks(n);
@@ -50,5 +158,5 @@ fn bench_code(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_code);
+criterion_group!(benches, bench_vole, bench_code);
 criterion_main!(benches);

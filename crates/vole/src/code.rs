@@ -193,20 +193,20 @@ impl ExConvCode {
         let size = x.len();
         let mix = self.mixing();
         let mut prg = Prg::new(seed);
-        let mut coeffs = [0u32; 1024];
-        let mut used = coeffs.len();
+        let mut coeff_blocks = [Block::ZERO; 256];
+        let mut used = 1024;
         let main = size.saturating_sub(ACCUMULATOR_WIDTH + 2);
         for i in 0..size {
-            if used == coeffs.len() {
-                prg.fill_bytes(bytemuck::cast_slice_mut(&mut coeffs));
+            if used == 1024 {
+                prg.fill_blocks(&mut coeff_blocks);
                 used = 0;
             }
-            let c = coeffs[used];
+            let c = bytemuck::cast_slice::<Block, u32>(&coeff_blocks)[used];
             used += 1;
             if i < main {
-                acc_row(x, i, c, mix);
-                if let Some(y) = y.as_deref_mut() {
-                    acc_row(y, i, c, mix);
+                match y.as_deref_mut() {
+                    Some(y) => acc_row2(x, y, i, c, mix),
+                    None => acc_row(x, i, c, mix),
                 }
             } else {
                 acc_row_wrap(x, i, c, mix);
@@ -229,9 +229,11 @@ impl ExConvCode {
         let uni = EXPANDER_WEIGHT / 2; // 3 uniform taps
         let step = m / reg;
         let mut prg = Prg::new(self.expander_seed);
-        let mut rnd = [0u64; 7 * 64];
+        // 7 random 32-bit words per row, 64 rows per refill (28 AES blocks).
+        let mut rnd_blocks = [Block::ZERO; 7 * 64 / 4];
         for (row_block, out) in msg.chunks_mut(64).enumerate() {
-            prg.fill_bytes(bytemuck::cast_slice_mut(&mut rnd));
+            prg.fill_blocks(&mut rnd_blocks);
+            let rnd: &[u32] = bytemuck::cast_slice(&rnd_blocks);
             let base = row_block * 64;
             for (r, o) in out.iter_mut().enumerate() {
                 let words = &rnd[r * 7..r * 7 + 7];
@@ -259,26 +261,60 @@ impl ExConvCode {
     }
 }
 
-/// A uniform-ish index in `[0, bound)` from 64 random bits (Lemire's multiply-shift; the
-/// bias is below `bound / 2^64`, irrelevant for sampling a public code).
+/// An index in `[0, bound)` from 32 random bits (Lemire's multiply-shift). For
+/// `bound ≤ 2^32` each index has probability within `bound / 2^32` (relative) of uniform,
+/// which only perturbs the distribution of the *public* code slightly; for larger bounds
+/// (codes beyond 2^32 parity rows, never used here) the low bits would be unreachable.
 #[inline(always)]
-#[allow(clippy::cast_possible_truncation)] // the high word of r·bound is < bound ≤ usize::MAX
-fn bounded(r: u64, bound: usize) -> usize {
-    ((u128::from(r) * bound as u128) >> 64) as usize
+#[allow(clippy::cast_possible_truncation)] // (r·bound) >> 32 < bound ≤ usize::MAX
+fn bounded(r: u32, bound: usize) -> usize {
+    ((u64::from(r) * bound as u64) >> 32) as usize
 }
 
-/// Convolution row `i` without wrap-around (`i + 25 < x.len()`).
+/// Convolution row `i` without wrap-around (`i + 25 < x.len()`). Loops over the set
+/// coefficient bits only: the code is public, so branching on its coefficients leaks nothing.
 #[inline(always)]
 fn acc_row<E: CodeElement>(x: &mut [E], i: usize, c: u32, mix: bool) {
     let xi = x[i];
     let band: &mut [E; ACCUMULATOR_WIDTH + 1] = (&mut x[i + 1..i + 2 + ACCUMULATOR_WIDTH])
         .try_into()
         .unwrap_or_else(|_| unreachable!("slice of length 25"));
-    for (p, xj) in band[..ACCUMULATOR_WIDTH].iter_mut().enumerate() {
-        *xj ^= xi.select((c >> p) & 1);
+    let mut bits = c & ((1 << ACCUMULATOR_WIDTH) - 1);
+    while bits != 0 {
+        let p = bits.trailing_zeros() as usize;
+        band[p] ^= xi;
+        bits &= bits - 1;
     }
     let last = band[ACCUMULATOR_WIDTH] ^ xi;
     band[ACCUMULATOR_WIDTH] = if mix { last.mix() } else { last };
+}
+
+/// [`acc_row`] on two vectors with the same coefficients.
+#[inline(always)]
+fn acc_row2<E: CodeElement, F: CodeElement>(x: &mut [E], y: &mut [F], i: usize, c: u32, mix: bool) {
+    let (xi, yi) = (x[i], y[i]);
+    let bx: &mut [E; ACCUMULATOR_WIDTH + 1] = (&mut x[i + 1..i + 2 + ACCUMULATOR_WIDTH])
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("slice of length 25"));
+    let by: &mut [F; ACCUMULATOR_WIDTH + 1] = (&mut y[i + 1..i + 2 + ACCUMULATOR_WIDTH])
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("slice of length 25"));
+    let mut bits = c & ((1 << ACCUMULATOR_WIDTH) - 1);
+    while bits != 0 {
+        let p = bits.trailing_zeros() as usize;
+        bx[p] ^= xi;
+        by[p] ^= yi;
+        bits &= bits - 1;
+    }
+    let lx = bx[ACCUMULATOR_WIDTH] ^ xi;
+    let ly = by[ACCUMULATOR_WIDTH] ^ yi;
+    if mix {
+        bx[ACCUMULATOR_WIDTH] = lx.mix();
+        by[ACCUMULATOR_WIDTH] = ly.mix();
+    } else {
+        bx[ACCUMULATOR_WIDTH] = lx;
+        by[ACCUMULATOR_WIDTH] = ly;
+    }
 }
 
 /// Convolution row `i` with indices taken mod `x.len()`.

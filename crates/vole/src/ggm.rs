@@ -88,7 +88,6 @@ pub(crate) fn eq_mask(a: usize, b: usize) -> u128 {
 
 /// Scratch space for [`expand_level`].
 pub(crate) struct Scratch {
-    par: Vec<Block>,
     left: Vec<Block>,
     right: Vec<Block>,
     pending: Vec<(usize, usize, usize, usize)>,
@@ -97,7 +96,6 @@ pub(crate) struct Scratch {
 impl Scratch {
     pub(crate) fn new() -> Self {
         Scratch {
-            par: vec![Block::ZERO; BATCH],
             left: vec![Block::ZERO; BATCH],
             right: vec![Block::ZERO; BATCH],
             pending: Vec::new(),
@@ -108,7 +106,6 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         use zeroize::Zeroize;
-        self.par.zeroize();
         self.left.zeroize();
         self.right.zeroize();
     }
@@ -138,29 +135,24 @@ pub(crate) fn expand_level(
         while end > 0 {
             let take = end.min(BATCH - fill);
             let j0 = end - take;
-            let dst = &mut s.par[fill..fill + take];
             let region = &out[base..base + n_par];
-            match fixes {
-                Some(f) => {
-                    let (c, d) = f[tree];
-                    for (q, p) in dst.iter_mut().enumerate() {
-                        let j = j0 + q;
-                        *p = Block(region[j].0 ^ (d.0 & eq_mask(j, c)));
-                    }
-                }
-                None => dst.copy_from_slice(&region[j0..end]),
+            let (c, d) = fixes.map_or((usize::MAX, Block::ZERO), |f| f[tree]);
+            for (q, j) in (j0..end).enumerate() {
+                let p = Block(region[j].0 ^ (d.0 & eq_mask(j, c)));
+                s.left[fill + q] = p;
+                s.right[fill + q] = p;
             }
             s.pending.push((tree, j0, take, fill));
             fill += take;
             end = j0;
             if fill == BATCH {
-                flush(shape, n_child, out, sums, s, fill);
+                flush(shape, n_child, out, fixes, sums, s, fill);
                 fill = 0;
             }
         }
     }
     if fill > 0 {
-        flush(shape, n_child, out, sums, s, fill);
+        flush(shape, n_child, out, fixes, sums, s, fill);
     }
 }
 
@@ -168,42 +160,32 @@ fn flush(
     shape: &TreeShape,
     n_child: usize,
     out: &mut [Block],
+    fixes: Option<&[(usize, Block)]>,
     sums: &mut [[Block; 2]],
     s: &mut Scratch,
     fill: usize,
 ) {
     let [a0, a1] = ggm_aes();
-    let par = &s.par[..fill];
-    let left = &mut s.left[..fill];
-    let right = &mut s.right[..fill];
-    a0.encrypt_blocks_into(par, left);
-    a1.encrypt_blocks_into(par, right);
-    for ((l, r), p) in left.iter_mut().zip(right.iter_mut()).zip(par) {
-        *l ^= *p;
-        *r ^= *p;
-    }
+    a0.encrypt_blocks(&mut s.left[..fill]);
+    a1.encrypt_blocks(&mut s.right[..fill]);
     for &(tree, j0, len, off) in &s.pending {
         let base = tree * shape.size_per;
         let region = &mut out[base..base + n_child];
+        let (c, d) = fixes.map_or((usize::MAX, Block::ZERO), |f| f[tree]);
         let (mut sl, mut sr) = (Block::ZERO, Block::ZERO);
-        let full = if 2 * (j0 + len) <= n_child {
-            len
-        } else {
-            len - 1
-        };
-        let dst = &mut region[2 * j0..2 * (j0 + full)];
-        for (q, pair) in dst.chunks_exact_mut(2).enumerate() {
-            let (l, r) = (left[off + q], right[off + q]);
-            pair[0] = l;
-            pair[1] = r;
+        // Descending, so that the children of parent j (at 2j, 2j+1 >= j) only overwrite
+        // parents that are already done; the parent is re-read (with its fix) from `region`.
+        for q in (0..len).rev() {
+            let j = j0 + q;
+            let p = Block(region[j].0 ^ (d.0 & eq_mask(j, c)));
+            let l = s.left[off + q] ^ p;
+            region[2 * j] = l;
             sl ^= l;
-            sr ^= r;
-        }
-        if full < len {
-            // The last parent of a truncated level has only a left child.
-            let l = left[off + full];
-            region[2 * (j0 + full)] = l;
-            sl ^= l;
+            if 2 * j + 1 < n_child {
+                let r = s.right[off + q] ^ p;
+                region[2 * j + 1] = r;
+                sr ^= r;
+            }
         }
         sums[tree][0] ^= sl;
         sums[tree][1] ^= sr;
