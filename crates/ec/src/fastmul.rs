@@ -571,3 +571,107 @@ pub(crate) fn mul_affine_batch<C: Params>(points: &[AffineXy], k: &[u8; 64], out
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The field against the backends' own fields (p256, sm2) on random and edge values,
+    //! and the point multiplication against the backends' `mul`.
+    use super::*;
+    use ff::PrimeField;
+    use p256::elliptic_curve::hazmat::FieldArithmetic;
+    use proptest::prelude::*;
+
+    fn reference<R: PrimeField>(b: &[u8; 32]) -> Option<R>
+    where
+        R::Repr: AsMut<[u8]>,
+    {
+        let mut r = R::Repr::default();
+        r.as_mut().copy_from_slice(b);
+        R::from_repr(r).into()
+    }
+
+    fn bytes<R: PrimeField>(x: &R) -> Vec<u8> {
+        x.to_repr().as_ref().to_vec()
+    }
+
+    fn check_ops<C: Params, R: PrimeField>(a: &[u8; 32], b: &[u8; 32])
+    where
+        R::Repr: AsMut<[u8]>,
+    {
+        let (Some(fa), Some(ra)) = (Fe::<C>::from_be_bytes(a), reference::<R>(a)) else {
+            // Both must agree on canonicity.
+            assert!(Fe::<C>::from_be_bytes(a).is_none() && reference::<R>(a).is_none());
+            return;
+        };
+        let (Some(fb), Some(rb)) = (Fe::<C>::from_be_bytes(b), reference::<R>(b)) else {
+            return;
+        };
+        assert_eq!(fa.to_be_bytes().to_vec(), bytes(&ra));
+        assert_eq!(fa.mul(&fb).to_be_bytes().to_vec(), bytes(&(ra * rb)));
+        assert_eq!(fa.add(&fb).to_be_bytes().to_vec(), bytes(&(ra + rb)));
+        assert_eq!(fa.sub(&fb).to_be_bytes().to_vec(), bytes(&(ra - rb)));
+        assert_eq!(fa.square().to_be_bytes().to_vec(), bytes(&ra.square()));
+        assert_eq!(fa.neg().to_be_bytes().to_vec(), bytes(&(-ra)));
+        let inv: R = Option::from(ra.invert()).unwrap_or(R::ZERO);
+        assert_eq!(fa.invert().to_be_bytes().to_vec(), bytes(&inv));
+    }
+
+    type P256Fe = <p256::NistP256 as FieldArithmetic>::FieldElement;
+    type Sm2Fe = <::sm2::Sm2 as FieldArithmetic>::FieldElement;
+
+    fn p_minus(p: [u64; 4], d: u64) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        let mut l = p;
+        l[0] -= d;
+        for (i, limb) in l.iter().enumerate() {
+            out[32 - 8 * (i + 1)..32 - 8 * i].copy_from_slice(&limb.to_be_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn edge_values() {
+        let mut vals = vec![[0u8; 32], [0xffu8; 32]];
+        let mut one = [0u8; 32];
+        one[31] = 1;
+        vals.push(one);
+        for d in [0, 1, 2] {
+            vals.push(p_minus(P256Params::P, d));
+            vals.push(p_minus(Sm2Params::P, d));
+        }
+        for a in &vals {
+            for b in &vals {
+                check_ops::<P256Params, P256Fe>(a, b);
+                check_ops::<Sm2Params, Sm2Fe>(a, b);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn field_matches_backends(a: [u8; 32], b: [u8; 32]) {
+            check_ops::<P256Params, P256Fe>(&a, &b);
+            check_ops::<Sm2Params, Sm2Fe>(&a, &b);
+        }
+
+        #[test]
+        fn mul_matches_backend(seed: u64, k: [u8; 32]) {
+            let p = (<p256::ProjectivePoint as group::Group>::generator()
+                * p256::Scalar::from(seed | 1))
+            .to_affine();
+            let s: Option<p256::Scalar> = reference(&k);
+            prop_assume!(s.is_some());
+            let s = s.unwrap_or(p256::Scalar::ZERO);
+            let enc = p256::elliptic_curve::sec1::ToSec1Point::to_sec1_point(&p, false);
+            let xy = (
+                <[u8; 32]>::try_from(enc.x().unwrap().as_slice()).unwrap(),
+                <[u8; 32]>::try_from(enc.y().unwrap().as_slice()).unwrap(),
+            );
+            let mut out = [[0u8; 33]];
+            mul_affine_batch::<P256Params>(&[Some(xy)], &nibbles(&k), &mut out);
+            let want = group::GroupEncoding::to_bytes(&(p * s).to_affine());
+            prop_assert_eq!(out[0].to_vec(), want.to_vec());
+        }
+    }
+}
