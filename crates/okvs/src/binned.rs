@@ -19,7 +19,7 @@ use obliv_core::{AesRng, Block};
 use rayon::prelude::*;
 
 use crate::error::Error;
-use crate::hash::{BATCH, BinHasher, RowHasher};
+use crate::hash::{BATCH, NARROW_LIMIT, RowHasher};
 use crate::params::{PaxosParams, bin_capacity, ceil_log2};
 use crate::paxos::DECODE_CHUNK;
 use crate::solver::{self, Scratch};
@@ -49,7 +49,6 @@ pub struct BinnedPaxos<D: DenseKind = Gf128> {
     ssp: u32,
     seed: Block,
     bin_params: PaxosParams,
-    bin_hasher: BinHasher,
     hasher: RowHasher,
     _dense: PhantomData<D>,
 }
@@ -92,6 +91,11 @@ impl<D: DenseKind> BinnedPaxos<D> {
             let bin_ssp = ssp.saturating_add(1 + ceil_log2(bins));
             (cap, PaxosParams::new(cap, bin_ssp, D::TYPE)?)
         };
+        if bins > 1 && bin_params.sparse as u64 >= NARROW_LIMIT {
+            return Err(Error::InvalidParams {
+                what: "bins of more than about 2^23 keys are not supported",
+            });
+        }
         if bins.checked_mul(bin_params.size()).is_none() {
             return Err(Error::InvalidParams {
                 what: "the encoding would not fit in memory",
@@ -104,7 +108,6 @@ impl<D: DenseKind> BinnedPaxos<D> {
             ssp,
             seed,
             bin_params,
-            bin_hasher: BinHasher::new(seed, bins),
             hasher: RowHasher::new(seed, bin_params.sparse),
             _dense: PhantomData,
         })
@@ -184,7 +187,7 @@ impl<D: DenseKind> BinnedPaxos<D> {
             .zip(bin_of.par_chunks_mut(DECODE_CHUNK))
             .for_each(|(k, b)| {
                 for (k, b) in k.chunks(BATCH).zip(b.chunks_mut(BATCH)) {
-                    self.bin_hasher.bin_batch(k, b);
+                    self.hasher.bin_batch(k, self.bins as u64, b);
                 }
             });
 
@@ -284,15 +287,22 @@ impl<D: DenseKind> BinnedPaxos<D> {
         let mut dh = [Block::ZERO; BATCH];
         for (k, o) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
             let len = k.len();
-            self.bin_hasher.bin_batch(k, &mut bins[..len]);
-            self.hasher.hash_batch(k, &mut rows[..len], &mut dh[..len]);
+            self.hasher.hash_batch_binned(
+                k,
+                self.bins as u64,
+                &mut bins[..len],
+                &mut rows[..len],
+                &mut dh[..len],
+            );
             for i in 0..len {
                 let b = bins[i] as usize;
-                let p = &okvs[b * size..(b + 1) * size];
+                let base = b * size;
                 let [x, y, z] = rows[i];
-                let mut v = p[x as usize].xor(p[y as usize]).xor(p[z as usize]);
+                let mut v = okvs[base + x as usize]
+                    .xor(okvs[base + y as usize])
+                    .xor(okvs[base + z as usize]);
                 if dense_active[b] {
-                    v = v.xor(V::dense_dot(dh[i], &p[m..]));
+                    v = v.xor(V::dense_dot(dh[i], &okvs[base + m..base + size]));
                 }
                 o[i] = v;
             }

@@ -2,18 +2,19 @@
 //!
 //! For a key `x` (a [`Block`]; callers hash longer items to a block first):
 //!
-//! - `h₁ = AES_{k₁}(x) ⊕ x` gives the three distinct sparse positions: its 128 bits are cut
-//!   into windows of 43, 43 and 42 bits, each mapped to a range by Lemire's multiply-shift
-//!   (`⌊a·r / 2^bits⌋`, bias at most `r / 2^42` per position), into `[0, m)`, `[0, m−1)` and
-//!   `[0, m−2)`, then shifted past the earlier positions, which yields a uniform set of three
-//!   distinct columns;
+//! - `h₁ = AES_{k₁}(x) ⊕ x` gives the three distinct sparse positions: three windows of its
+//!   bits are mapped by Lemire's multiply-shift (`⌊a·r / 2^bits⌋`) into `[0, m)`,
+//!   `[0, m−1)` and `[0, m−2)`, then shifted past the earlier positions, which yields a
+//!   uniform set of three distinct columns. For `m < 2^24` (every bin of the binned form)
+//!   the windows are bits 0–31, 32–63 and 64–95 (bias at most `m / 2^32 < 2^-8` relative,
+//!   typically `2^-17`), and bits 96–127 pick the bin, independent of the positions; for
+//!   larger `m` the windows are 43, 43 and 42 bits wide (bias `≤ m / 2^42`);
 //! - `h₂ = AES_{k₂}(x) ⊕ x` is the dense hash (bits for [`Binary`](crate::Binary), the field
-//!   element `x` of `(x, x², …)` for [`Gf128`](crate::Gf128));
-//! - the binned form adds `h_b = AES_{k_b}(x) ⊕ x`, whose low 64 bits pick the bin.
+//!   element `x` of `(x, x², …)` for [`Gf128`](crate::Gf128)).
 //!
-//! `k_i = tccr(i, seed)`. Using separate AES keys keeps positions, dense row and bin
-//! independent, as the analysis of RR22 assumes. All hashing runs on batches so the AES
-//! pipeline stays full.
+//! `k_i = tccr(i, seed)`. Separate AES keys and disjoint bit windows keep positions, dense
+//! row and bin independent, as the analysis of RR22 assumes. Hashing runs on batches so the
+//! AES pipeline stays full: two AES calls per key for both forms.
 
 use obliv_core::hash::tccr;
 use obliv_core::{Aes, Block};
@@ -22,6 +23,7 @@ use obliv_core::{Aes, Block};
 pub(crate) const BATCH: usize = 64;
 
 const MASK43: u128 = (1 << 43) - 1;
+const MASK32: u128 = (1 << 32) - 1;
 
 /// Multiply-shift range reduction of a `bits`-bit value into `[0, range)`.
 #[inline(always)]
@@ -30,13 +32,32 @@ fn reduce(x: u128, range: u64, bits: u32) -> u32 {
     ((x * u128::from(range)) >> bits) as u32
 }
 
+/// `m` below which positions use 32-bit windows and bits 96–127 are free for the bin.
+pub(crate) const NARROW_LIMIT: u64 = 1 << 24;
+
+/// The bin of row hash `h` among `bins` (bits 96–127; only with `m < NARROW_LIMIT`).
+#[inline(always)]
+pub(crate) fn bin_of(h: Block, bins: u64) -> u32 {
+    reduce(h.0 >> 96, bins, 32)
+}
+
 /// The three distinct sparse columns of row hash `h` in `[0, m)` (`m ≥ 3`).
 #[inline(always)]
 pub(crate) fn positions(h: Block, m: u64) -> [u32; 3] {
     let v = h.0;
-    let p0 = reduce(v & MASK43, m, 43);
-    let mut p1 = reduce((v >> 43) & MASK43, m - 1, 43);
-    let mut p2 = reduce(v >> 86, m - 2, 42);
+    let (p0, mut p1, mut p2) = if m < NARROW_LIMIT {
+        (
+            reduce(v & MASK32, m, 32),
+            reduce((v >> 32) & MASK32, m - 1, 32),
+            reduce((v >> 64) & MASK32, m - 2, 32),
+        )
+    } else {
+        (
+            reduce(v & MASK43, m, 43),
+            reduce((v >> 43) & MASK43, m - 1, 43),
+            reduce(v >> 86, m - 2, 42),
+        )
+    };
     p1 += u32::from(p1 >= p0);
     let (lo, hi) = if p0 < p1 { (p0, p1) } else { (p1, p0) };
     p2 += u32::from(p2 >= lo);
@@ -84,6 +105,49 @@ impl RowHasher {
         }
     }
 
+    /// As [`hash_batch`](Self::hash_batch), also writing the bin of each key among `bins`
+    /// (requires `m < NARROW_LIMIT`).
+    #[inline]
+    pub(crate) fn hash_batch_binned(
+        &self,
+        keys: &[Block],
+        bins: u64,
+        bin: &mut [u32],
+        rows: &mut [[u32; 3]],
+        dense: &mut [Block],
+    ) {
+        debug_assert!(keys.len() <= BATCH && rows.len() == keys.len());
+        debug_assert!(self.m < NARROW_LIMIT);
+        let mut buf = [Block::ZERO; BATCH];
+        let b = &mut buf[..keys.len()];
+        b.copy_from_slice(keys);
+        self.row.encrypt_blocks(b);
+        for (((r, o), h), k) in rows.iter_mut().zip(bin.iter_mut()).zip(b.iter()).zip(keys) {
+            let h = *h ^ *k;
+            *r = positions(h, self.m);
+            *o = bin_of(h, bins);
+        }
+        dense.copy_from_slice(keys);
+        self.dense.encrypt_blocks(dense);
+        for (d, k) in dense.iter_mut().zip(keys) {
+            *d ^= *k;
+        }
+    }
+
+    /// Writes the bin of each key (at most [`BATCH`]) among `bins` into `out` (requires
+    /// `m < NARROW_LIMIT`).
+    #[inline]
+    pub(crate) fn bin_batch(&self, keys: &[Block], bins: u64, out: &mut [u32]) {
+        debug_assert!(self.m < NARROW_LIMIT);
+        let mut buf = [Block::ZERO; BATCH];
+        let b = &mut buf[..keys.len()];
+        b.copy_from_slice(keys);
+        self.row.encrypt_blocks(b);
+        for ((o, h), k) in out.iter_mut().zip(b.iter()).zip(keys) {
+            *o = bin_of(*h ^ *k, bins);
+        }
+    }
+
     /// Hashes any number of keys.
     pub(crate) fn hash_all(&self, keys: &[Block], rows: &mut [[u32; 3]], dense: &mut [Block]) {
         for ((k, r), d) in keys
@@ -96,35 +160,6 @@ impl RowHasher {
     }
 }
 
-/// Hashes keys to bins.
-#[derive(Clone, Debug)]
-pub(crate) struct BinHasher {
-    aes: Aes,
-    bins: u64,
-}
-
-impl BinHasher {
-    pub(crate) fn new(seed: Block, bins: usize) -> Self {
-        BinHasher {
-            aes: sub_key(seed, 3),
-            bins: bins as u64,
-        }
-    }
-
-    /// Writes the bin of each key (at most [`BATCH`]) into `out`.
-    #[inline]
-    pub(crate) fn bin_batch(&self, keys: &[Block], out: &mut [u32]) {
-        let mut buf = [Block::ZERO; BATCH];
-        let b = &mut buf[..keys.len()];
-        b.copy_from_slice(keys);
-        self.aes.encrypt_blocks(b);
-        for ((o, h), k) in out.iter_mut().zip(b.iter()).zip(keys) {
-            let (lo, _) = (*h ^ *k).to_u64s();
-            *o = reduce(u128::from(lo), self.bins, 64);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,7 +167,17 @@ mod tests {
     #[test]
     fn positions_distinct_and_in_range() {
         let aes = Aes::new(Block(5));
-        for m in [3u64, 4, 5, 17, 1000, 1 << 20, u64::from(u32::MAX - 1)] {
+        for m in [
+            3u64,
+            4,
+            5,
+            17,
+            1000,
+            1 << 20,
+            (1 << 24) - 1,
+            1 << 24,
+            u64::from(u32::MAX - 1),
+        ] {
             for i in 0..2000u128 {
                 let p = positions(aes.encrypt_block(Block(i)), m);
                 assert!(p.iter().all(|&x| u64::from(x) < m), "{p:?} {m}");
@@ -160,12 +205,20 @@ mod tests {
     }
 
     #[test]
-    fn bins_in_range() {
-        let h = BinHasher::new(Block(1), 7);
+    fn bins_in_range_and_consistent() {
+        let h = RowHasher::new(Block(1), 1000);
         let keys: Vec<Block> = (0..BATCH as u128).map(Block).collect();
         let mut out = [0u32; BATCH];
-        h.bin_batch(&keys, &mut out);
+        h.bin_batch(&keys, 7, &mut out);
         assert!(out.iter().all(|&b| b < 7));
         assert!(out.iter().any(|&b| b != out[0]));
+        let (mut bins, mut rows, mut dense) =
+            ([0u32; BATCH], [[0u32; 3]; BATCH], [Block::ZERO; BATCH]);
+        h.hash_batch_binned(&keys, 7, &mut bins, &mut rows, &mut dense);
+        assert_eq!(bins, out);
+        let (mut rows2, mut dense2) = ([[0u32; 3]; BATCH], [Block::ZERO; BATCH]);
+        h.hash_batch(&keys, &mut rows2, &mut dense2);
+        assert_eq!(rows, rows2);
+        assert_eq!(dense, dense2);
     }
 }

@@ -223,18 +223,14 @@ impl DenseValue<Gf128> for Block {
     fn scale(self, c: Block) -> Self {
         gf128::mul(self, c)
     }
+    /// Horner: `Σ_{j=1}^{d} p_j·x^j = x·(p₁ + x·(p₂ + … + x·p_d))`, `d` multiplications.
     #[inline(always)]
     fn dense_dot(h: Block, p: &[Self]) -> Self {
-        let mut acc = gf128::Wide::default();
-        let mut x = h;
-        let last = p.len().saturating_sub(1);
-        for (j, v) in p.iter().enumerate() {
-            acc ^= gf128::mul_wide(*v, x);
-            if j != last {
-                x = gf128::mul(x, h);
-            }
+        let mut acc = Block::ZERO;
+        for v in p.iter().rev() {
+            acc = gf128::mul(acc ^ *v, h);
         }
-        acc.reduce()
+        acc
     }
 }
 
