@@ -1,5 +1,7 @@
 //! Times one silent extension per phase-free wall clock, for quick figures:
-//! `cargo run --release -p obliv-vole --example vole_timing -- 20` (log2 of n).
+//! `cargo run --release -p obliv-vole --example vole_timing -- 20 [chunk]` (log2 of n, and
+//! optionally log2 of the largest chunk; default min(n, 2^22)). Prints per-party CPU time
+//! (Linux thread CPU clock) and the bytes exchanged.
 use std::time::{Duration, Instant};
 
 use obliv_core::AesRng;
@@ -26,8 +28,9 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(20);
     let n = 1usize << log;
+    let chunk_log: Option<u32> = std::env::args().nth(2).and_then(|s| s.parse().ok());
     let cfg = VoleConfig {
-        max_chunk: n.min(obliv_vole::DEFAULT_MAX_CHUNK),
+        max_chunk: chunk_log.map_or(n.min(obliv_vole::DEFAULT_MAX_CHUNK), |c| 1usize << c),
         ..VoleConfig::default()
     };
     for field in [false, true] {
