@@ -117,32 +117,40 @@ impl Fp2 {
         }
     }
 
-    /// Constant-time square root. Returns `(is_square, r)`; when `is_square` is set, `r^2 = a`.
-    ///
-    /// With `n = a0^2 + a1^2` and `s = √n ∈ GF(p)` (every norm of a square is a square in
-    /// GF(p)), a root `x0 + x1 i` satisfies `x0^2 = (a0 + s)/2` (or `(a0 − s)/2` when that is
-    /// not a square) and `x1 = a1/(2 x0)`. Both branches are computed and selected.
+    /// Constant-time square root: `(is_square, r)` with `r^2 = a` when `is_square` is set.
+    #[cfg(test)]
     pub(crate) fn sqrt(&self) -> (Choice, Fp2) {
-        let n = self.norm();
-        let s = n.sqrt_candidate();
-        let n_is_sq = s.square().ct_eq(&n);
-        // Candidate (a0 + s)/2; if it is not a square in GF(p), use (a0 − s)/2.
-        let c_plus = self.a0.add(&s).half();
-        let c_minus = self.a0.sub(&s).half();
-        let r_plus = c_plus.sqrt_candidate();
-        let plus_ok = r_plus.square().ct_eq(&c_plus);
-        let c = Fp::conditional_select(&c_minus, &c_plus, plus_ok);
-        let x0 = Fp::conditional_select(&c.sqrt_candidate(), &r_plus, plus_ok);
-        let inv = x0.double().invert();
-        let mut x1 = self.a1.mul(&inv);
-        // a = a0 with a1 = 0 and a0 a non-square in GF(p): then c = 0 and the root is √(−a0)·i.
-        let x0_zero = x0.is_zero();
-        let alt = self.a0.neg().sqrt_candidate();
-        let x0f = Fp::conditional_select(&x0, &Fp::ZERO, x0_zero);
-        x1 = Fp::conditional_select(&x1, &alt, x0_zero);
-        let r = Fp2 { a0: x0f, a1: x1 };
-        let ok = r.square().ct_eq(self) & (n_is_sq | n.is_zero());
-        (ok, r)
+        Fp2::sqrt_ratio(self, &Fp2::ONE)
+    }
+
+    /// Constant-time `√(u/v)` with two exponentiations and no inversion. Returns
+    /// `(is_square, x)`; when `is_square` is set, `v·x² = u`.
+    ///
+    /// With `t = N(v) = v0² + v1²` and `w = u·v̄` we have `u/v = w/t`. Let `s = √N(w)` in GF(p)
+    /// (`N(w)^(2^125)`), `c = 2(w0 + s)` (or `2(w0 − s)` when that sum vanishes) and `a = c·t`.
+    /// One exponentiation `r = (a·t²)^((p−3)/4)` gives both `x0 = a·r = ±√a / t` and
+    /// `1/(x0·t) = ±r·t`. If `a` is a square, `x = x0/2 + (w1·r·t)·i`; otherwise the roles of
+    /// the two coordinates swap and `x = −w1·r·t + (x0/2)·i`. The result is then checked.
+    pub(crate) fn sqrt_ratio(u: &Fp2, v: &Fp2) -> (Choice, Fp2) {
+        let t = v.norm();
+        let w = u.mul(&v.conj());
+        let s = w.norm().sqrt_candidate();
+        let c_plus = w.a0.add(&s);
+        let c = Fp::conditional_select(&c_plus, &w.a0.sub(&s), c_plus.is_zero()).double();
+        let a = c.mul(&t);
+        let r = a.mul(&t.square()).pow_2_125_minus_1();
+        let x0 = a.mul(&r);
+        let x1 = w.a1.mul(&r).mul(&t);
+        let a_is_sq = x0.square().mul(&t).ct_eq(&c);
+        let half = x0.half();
+        let xa = Fp2 { a0: half, a1: x1 };
+        let xb = Fp2 {
+            a0: x1.neg(),
+            a1: half,
+        };
+        let x = Fp2::conditional_select(&xb, &xa, a_is_sq);
+        let ok = v.mul(&x.square()).ct_eq(u) & !v.is_zero();
+        (ok, x)
     }
 
     /// Is zero (either representative of each coordinate).
@@ -265,6 +273,15 @@ mod tests {
             let (ok, r) = s.sqrt();
             prop_assert!(bool::from(ok));
             prop_assert!(eq(&r.square(), &s));
+        }
+
+        #[test]
+        fn sqrt_ratio_of_squares(v in fp2(), y in fp2()) {
+            prop_assume!(!bool::from(v.is_zero()));
+            let u = v.mul(&y.square());
+            let (ok, x) = Fp2::sqrt_ratio(&u, &v);
+            prop_assert!(bool::from(ok));
+            prop_assert!(eq(&x.square(), &y.square()));
         }
 
         #[test]

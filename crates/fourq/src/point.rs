@@ -221,7 +221,7 @@ impl Point {
             let y2 = y.square();
             let u = y2.sub(&Fp2::ONE);
             let v = D.mul(&y2).add(&Fp2::ONE);
-            let (is_sq, mut x) = u.mul(&v.invert()).sqrt();
+            let (is_sq, mut x) = Fp2::sqrt_ratio(&u, &v);
             let x = {
                 let x0_zero = x.a0.is_zero();
                 let s = u8::conditional_select(&x.a0.bit(126), &x.a1.bit(126), x0_zero);
@@ -380,6 +380,31 @@ fn delta_psi_delta(x: Fp2, y: Fp2, z: Fp2) -> (Fp2, Fp2, Fp2) {
 }
 
 impl PointR2 {
+    /// The sixteen 64-bit limbs `xy, yx, z2, t2` (for masked table scans).
+    #[inline(always)]
+    pub(crate) fn to_words(self) -> [u64; 16] {
+        let mut w = [0u64; 16];
+        for (k, e) in [self.xy, self.yx, self.z2, self.t2].iter().enumerate() {
+            w[4 * k] = e.a0.0[0];
+            w[4 * k + 1] = e.a0.0[1];
+            w[4 * k + 2] = e.a1.0[0];
+            w[4 * k + 3] = e.a1.0[1];
+        }
+        w
+    }
+
+    /// Inverse of [`PointR2::to_words`].
+    #[inline(always)]
+    pub(crate) fn from_words(w: &[u64; 16]) -> PointR2 {
+        let e = |k: usize| Fp2::from_words([w[4 * k], w[4 * k + 1], w[4 * k + 2], w[4 * k + 3]]);
+        PointR2 {
+            xy: e(0),
+            yx: e(1),
+            z2: e(2),
+            t2: e(3),
+        }
+    }
+
     /// `−Q = (Y−X, X+Y, 2Z, −2dT)`.
     #[inline(always)]
     pub(crate) fn conditional_negate(&mut self, neg: Choice) {

@@ -167,19 +167,42 @@ pub(crate) fn precompute(p: &Point) -> [PointR2; 8] {
     t
 }
 
-/// Read `T[digit]` by scanning all eight entries, then negate it if `neg = 1`.
+/// An all-ones mask when `a == b`, else zero, hidden from the optimiser so that it cannot turn
+/// the masked accumulation below back into a branch or an indexed load.
 #[inline(always)]
-fn lookup8(table: &[PointR2; 8], digit: u8, neg: u8) -> PointR2 {
-    let mut r = table[0];
-    for (j, e) in table.iter().enumerate().skip(1) {
-        r.conditional_assign(e, digit.ct_eq(&(j as u8)));
+fn eq_mask(a: u8, b: u8) -> u64 {
+    let diff = u64::from(a ^ b);
+    core::hint::black_box(0u64.wrapping_sub(diff.wrapping_sub(1) >> 63))
+}
+
+/// Read `T[digit]` by scanning all eight entries (every limb of every entry is loaded and
+/// masked), then negate it if `neg = 1`.
+#[inline(always)]
+fn lookup8(table: &[[u64; 16]; 8], digit: u8, neg: u8) -> PointR2 {
+    let mut acc = [0u64; 16];
+    for (j, e) in table.iter().enumerate() {
+        let m = eq_mask(digit, j as u8);
+        for (a, w) in acc.iter_mut().zip(e.iter()) {
+            *a |= w & m;
+        }
     }
+    let mut r = PointR2::from_words(&acc);
     r.conditional_negate(Choice::from(neg));
     r
 }
 
+/// The precomputed table as raw limbs, for [`lookup8`].
+pub(crate) fn table_words(t: &[PointR2; 8]) -> [[u64; 16]; 8] {
+    let mut w = [[0u64; 16]; 8];
+    for (wi, ti) in w.iter_mut().zip(t.iter()) {
+        *wi = ti.to_words();
+    }
+    w
+}
+
 /// The main loop of [CL15, Alg. 2] for a precomputed table and a recoded scalar.
 pub(crate) fn mul_endo_with(table: &[PointR2; 8], rec: &Recoded) -> Point {
+    let table = &table_words(table);
     let mut q = lookup8(table, rec.digits[64], 0).to_r1_for_doubling();
     for i in (0..64).rev() {
         let s = lookup8(table, rec.digits[i], rec.negate[i]);
