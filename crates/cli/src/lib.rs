@@ -1,4 +1,11 @@
-//! The obliv command: PSI over CSV files between processes over TCP, unbalanced PSI, PIR, demos.
-//!
-//! Work in progress: this crate is being built; see the workspace README.
+//! The `obliv` command as a library: CSV input and output, test-data generation, one PSI party,
+//! and the all-in-one demo. `src/main.rs` is the argument parser on top.
 #![forbid(unsafe_code)]
+
+pub mod csvio;
+pub mod demo;
+pub mod error;
+pub mod gen_data;
+pub mod party;
+
+pub use error::CliError;

@@ -1,0 +1,48 @@
+//! Errors of the `obliv` command and the exit codes they map to.
+
+/// An error of the `obliv` command; [`CliError::exit_code`] tells usage, input, network and
+/// protocol failures apart for scripts.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CliError {
+    /// Wrong or inconsistent command-line arguments (exit code 2).
+    #[error("usage: {0}")]
+    Usage(String),
+    /// A problem with an input or output file (exit code 3).
+    #[error("input: {0}")]
+    Input(String),
+    /// The network failed: a peer that does not come up, vanishes or times out (exit code 4).
+    #[error("network: {0}")]
+    Network(String),
+    /// The peer runs another protocol, curve or version, or misbehaves (exit code 5).
+    #[error("protocol: {0}")]
+    Protocol(String),
+}
+
+impl CliError {
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CliError::Usage(_) => 2,
+            CliError::Input(_) => 3,
+            CliError::Network(_) => 4,
+            CliError::Protocol(_) => 5,
+        }
+    }
+}
+
+impl From<obliv_psi::Error> for CliError {
+    fn from(e: obliv_psi::Error) -> Self {
+        match e {
+            obliv_psi::Error::Net(n) => CliError::Network(n.to_string()),
+            obliv_psi::Error::InvalidParameter(p) => CliError::Usage(p),
+            other => CliError::Protocol(other.to_string()),
+        }
+    }
+}
+
+impl From<obliv_net::Error> for CliError {
+    fn from(e: obliv_net::Error) -> Self {
+        CliError::Network(e.to_string())
+    }
+}

@@ -1,0 +1,308 @@
+//! `obliv`: private set intersection on CSV files between processes over TCP.
+//!
+//! ```text
+//! obliv psi demo [--protocol ecdh] [--curve 25519] [--size N]
+//! obliv psi --protocol ecdh --curve 25519 --rank R --parties HOST:PORT,HOST:PORT
+//!           --input FILE --keys COL[,COL…] --output FILE [--receiver R] [--broadcast] [--sort]
+//! obliv gen-data --size N --parties 2|3 --overlap 0.5 --out-dir DIR
+//! ```
+//! Exit codes: 0 success, 2 usage, 3 input/output files, 4 network, 5 protocol.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use obliv_cli::CliError;
+use obliv_cli::demo::{self, DemoConfig};
+use obliv_cli::gen_data;
+use obliv_cli::party::{self, PartyConfig, Protocol};
+use obliv_ec::Curve;
+use obliv_net::LinkModel;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "obliv",
+    version,
+    about = "Private set intersection on CSV files over TCP"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run one party of a PSI (or `psi demo` for all parties in one process).
+    Psi(Box<PsiCmd>),
+    /// Generate test CSV files (`psi_1.csv` …) with a planted intersection.
+    GenData(GenArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+struct PsiCmd {
+    #[command(subcommand)]
+    demo: Option<PsiSub>,
+    #[command(flatten)]
+    party: PartyArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum PsiSub {
+    /// Both parties in one command on generated data over loopback TCP.
+    Demo(DemoArgs),
+}
+
+#[derive(Args, Debug)]
+struct LinkArgs {
+    /// Simulated bandwidth, e.g. 100mbit or 1gbit.
+    #[arg(long)]
+    sim_bandwidth: Option<String>,
+    /// Simulated one-way latency, e.g. 10ms.
+    #[arg(long)]
+    sim_latency: Option<String>,
+}
+
+#[derive(Args, Debug)]
+struct DemoArgs {
+    /// Protocol.
+    #[arg(long, default_value = "ecdh")]
+    protocol: String,
+    /// Curve: 25519, fourq, sm2, secp256k1, p256.
+    #[arg(long, default_value = "25519")]
+    curve: String,
+    /// Rows per party (half of them common).
+    #[arg(long, default_value_t = 100_000)]
+    size: u64,
+    /// Keep the generated files and outputs in this directory.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    #[command(flatten)]
+    link: LinkArgs,
+}
+
+#[derive(Args, Debug)]
+struct PartyArgs {
+    /// Protocol: ecdh (ecdh-3pc, kkrt, rr22, rr22-lowcomm, rr22-malicious as they land).
+    #[arg(long)]
+    protocol: Option<String>,
+    /// Curve of the ECDH protocols.
+    #[arg(long, default_value = "25519")]
+    curve: String,
+    /// This party's rank.
+    #[arg(long)]
+    rank: Option<usize>,
+    /// Every party's HOST:PORT, comma-separated, in rank order.
+    #[arg(long)]
+    parties: Option<String>,
+    /// Input CSV file (with a header row).
+    #[arg(long)]
+    input: Option<PathBuf>,
+    /// Key column(s), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    keys: Vec<String>,
+    /// Output CSV file (rows of the input whose key is in the intersection).
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// Rank of the party that learns the result.
+    #[arg(long, default_value_t = 0)]
+    receiver: usize,
+    /// Every party learns the result.
+    #[arg(long)]
+    broadcast: bool,
+    /// Sort output rows by key.
+    #[arg(long)]
+    sort: bool,
+    /// Items per streamed batch.
+    #[arg(long, default_value_t = 4096)]
+    batch_size: usize,
+    /// Write the report as JSON to this file too.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// Seconds to wait for the other parties to come up.
+    #[arg(long, default_value_t = 60)]
+    connect_timeout: u64,
+    #[command(flatten)]
+    link: LinkArgs,
+}
+
+#[derive(Args, Debug)]
+struct GenArgs {
+    /// Rows per file.
+    #[arg(long)]
+    size: u64,
+    /// Number of files (2 or 3).
+    #[arg(long, default_value_t = 2)]
+    parties: usize,
+    /// Fraction of rows common to all files.
+    #[arg(long, default_value_t = 0.5)]
+    overlap: f64,
+    /// Output directory.
+    #[arg(long)]
+    out_dir: PathBuf,
+    /// Seed of the generator.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+fn parse_curve(s: &str) -> Result<Curve, CliError> {
+    s.parse::<Curve>()
+        .map_err(|e| CliError::Usage(format!("--curve {s:?}: {e}")))
+}
+
+/// `100mbit`, `1gbit`, `500kbit`, or plain bits per second.
+fn parse_bandwidth(s: &str) -> Result<u64, CliError> {
+    let l = s.trim().to_ascii_lowercase();
+    let (num, mult) = [
+        ("gbit", 1_000_000_000u64),
+        ("mbit", 1_000_000),
+        ("kbit", 1_000),
+        ("bit", 1),
+    ]
+    .iter()
+    .find_map(|(suf, m)| l.strip_suffix(suf).map(|n| (n.to_string(), *m)))
+    .unwrap_or((l.clone(), 1));
+    num.trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| CliError::Usage(format!("bad bandwidth {s:?} (e.g. 100mbit)")))
+}
+
+/// `10ms`, `1s`, `250us`.
+fn parse_latency(s: &str) -> Result<Duration, CliError> {
+    let l = s.trim().to_ascii_lowercase();
+    let bad = || CliError::Usage(format!("bad latency {s:?} (e.g. 10ms)"));
+    if let Some(n) = l.strip_suffix("ms") {
+        n.trim()
+            .parse()
+            .map(Duration::from_millis)
+            .map_err(|_| bad())
+    } else if let Some(n) = l.strip_suffix("us") {
+        n.trim()
+            .parse()
+            .map(Duration::from_micros)
+            .map_err(|_| bad())
+    } else if let Some(n) = l.strip_suffix('s') {
+        n.trim().parse().map(Duration::from_secs).map_err(|_| bad())
+    } else {
+        Err(bad())
+    }
+}
+
+fn link(args: &LinkArgs) -> Result<Option<LinkModel>, CliError> {
+    match (&args.sim_bandwidth, &args.sim_latency) {
+        (None, None) => Ok(None),
+        (b, l) => Ok(Some(LinkModel {
+            bandwidth_bps: b.as_deref().map(parse_bandwidth).transpose()?.unwrap_or(0),
+            latency: l
+                .as_deref()
+                .map(parse_latency)
+                .transpose()?
+                .unwrap_or_default(),
+        })),
+    }
+}
+
+fn required<T>(v: Option<T>, name: &str) -> Result<T, CliError> {
+    v.ok_or_else(|| CliError::Usage(format!("--{name} is required (see `obliv psi --help`)")))
+}
+
+fn run_demo(a: &DemoArgs) -> Result<(), CliError> {
+    let cfg = DemoConfig {
+        protocol: a.protocol.parse::<Protocol>()?,
+        curve: parse_curve(&a.curve)?,
+        size: a.size,
+        sim: link(&a.link)?,
+        dir: a.dir.clone(),
+    };
+    println!(
+        "obliv psi demo: {} on {}, {} rows per party (half in common), 2 parties over loopback TCP{}",
+        cfg.protocol,
+        cfg.curve,
+        cfg.size,
+        cfg.sim.map_or(String::new(), |m| format!(
+            ", simulated link {} bit/s, {:?} one way",
+            m.bandwidth_bps, m.latency
+        ))
+    );
+    let out = demo::run(&cfg)?;
+    for r in &out.reports {
+        println!(
+            "  party {}: {} rows in, {:.2} s, sent {:.2} MB, received {:.2} MB{}",
+            r.rank,
+            r.rows_in,
+            r.seconds,
+            mb(r.stats.bytes_sent),
+            mb(r.stats.bytes_received),
+            r.keys_out
+                .map_or(String::new(), |k| format!(", intersection {k} keys"))
+        );
+    }
+    println!(
+        "intersection: {} items (expected {}), wall time {:.2} s, total traffic {:.2} MB",
+        out.reports[0].keys_out.unwrap_or(0),
+        out.expected,
+        out.seconds,
+        mb(out.reports.iter().map(|r| r.stats.bytes_sent).sum())
+    );
+    Ok(())
+}
+
+#[allow(clippy::cast_precision_loss)] // a human-readable figure
+fn mb(b: u64) -> f64 {
+    b as f64 / 1e6
+}
+
+fn run_party(a: &PartyArgs) -> Result<(), CliError> {
+    let cfg = PartyConfig {
+        protocol: required(a.protocol.as_deref(), "protocol")?.parse()?,
+        curve: parse_curve(&a.curve)?,
+        rank: required(a.rank, "rank")?,
+        parties: party::parse_parties(required(a.parties.as_deref(), "parties")?)?,
+        input: required(a.input.clone(), "input")?,
+        keys: if a.keys.is_empty() {
+            vec!["id".into()]
+        } else {
+            a.keys.clone()
+        },
+        output: required(a.output.clone(), "output")?,
+        receiver: a.receiver,
+        broadcast: a.broadcast,
+        sort: a.sort,
+        batch_size: a.batch_size,
+        sim: link(&a.link)?,
+        connect_timeout: Duration::from_secs(a.connect_timeout),
+    };
+    let report = party::run(&cfg, None)?;
+    println!("{}", report.to_json());
+    if let Some(path) = &a.report {
+        std::fs::write(path, report.to_json() + "\n")
+            .map_err(|e| CliError::Input(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Psi(psi) => match &psi.demo {
+            Some(PsiSub::Demo(d)) => run_demo(d),
+            None => run_party(&psi.party),
+        },
+        Command::GenData(g) => gen_data::generate(g.size, g.parties, g.overlap, &g.out_dir, g.seed)
+            .map(|paths| {
+                for p in paths {
+                    println!("{}", p.display());
+                }
+            }),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("obliv: {e}");
+            ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1))
+        }
+    }
+}

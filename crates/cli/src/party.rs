@@ -1,0 +1,235 @@
+//! One party of a PSI run: read the CSV keys, connect to the other parties, run the protocol,
+//! write the rows of the intersection, and report.
+
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use obliv_core::AesRng;
+use obliv_ec::Curve;
+use obliv_net::{Channel, ConnectOptions, LinkModel, Session, SimLink, Stats, TcpChannel};
+use obliv_psi::ecdh::{self, EcdhConfig, Role};
+
+use crate::csvio::{self, KeyedInput};
+use crate::error::CliError;
+
+/// The PSI protocols the command knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// Two-party ECDH-PSI.
+    Ecdh,
+}
+
+impl std::str::FromStr for Protocol {
+    type Err = CliError;
+    fn from_str(s: &str) -> Result<Self, CliError> {
+        match s {
+            "ecdh" => Ok(Protocol::Ecdh),
+            "ecdh-3pc" | "kkrt" | "rr22" | "rr22-lowcomm" | "rr22-malicious" => {
+                Err(CliError::Usage(format!(
+                    "protocol {s:?} is not available in this build of obliv (available: ecdh)"
+                )))
+            }
+            _ => Err(CliError::Usage(format!(
+                "unknown protocol {s:?} (ecdh, ecdh-3pc, kkrt, rr22, rr22-lowcomm, rr22-malicious)"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for Protocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Protocol::Ecdh => "ecdh",
+        })
+    }
+}
+
+/// Everything one party needs to run.
+#[derive(Clone, Debug)]
+pub struct PartyConfig {
+    /// Protocol.
+    pub protocol: Protocol,
+    /// Curve of the ECDH protocols.
+    pub curve: Curve,
+    /// This party's rank (index into `parties`).
+    pub rank: usize,
+    /// Every party's address, in rank order.
+    pub parties: Vec<SocketAddr>,
+    /// Input CSV file.
+    pub input: PathBuf,
+    /// Key columns.
+    pub keys: Vec<String>,
+    /// Output CSV file (written by the parties that learn the result).
+    pub output: PathBuf,
+    /// Rank of the party that learns the result.
+    pub receiver: usize,
+    /// Whether every party learns the result.
+    pub broadcast: bool,
+    /// Sort the output rows by key.
+    pub sort: bool,
+    /// Items per streamed batch.
+    pub batch_size: usize,
+    /// Simulated link (bandwidth, latency) on every channel, if any.
+    pub sim: Option<LinkModel>,
+    /// How long to wait for the other parties to come up.
+    pub connect_timeout: Duration,
+}
+
+/// What a party reports when it is done.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// Protocol run.
+    pub protocol: String,
+    /// Curve used.
+    pub curve: String,
+    /// This party's rank.
+    pub rank: usize,
+    /// Data rows read.
+    pub rows_in: usize,
+    /// Distinct keys read.
+    pub keys_in: usize,
+    /// Rows written (0 when this party does not learn the result).
+    pub rows_out: usize,
+    /// Distinct keys in the intersection (when this party learns it).
+    pub keys_out: Option<usize>,
+    /// Wall time from start to finish, seconds.
+    pub seconds: f64,
+    /// Traffic of this party.
+    pub stats: Stats,
+}
+
+impl Report {
+    /// The report as one JSON object.
+    pub fn to_json(&self) -> String {
+        format!(
+            "{{\"protocol\":\"{}\",\"curve\":\"{}\",\"rank\":{},\"rows_in\":{},\"keys_in\":{},\"rows_out\":{},\"keys_out\":{},\"seconds\":{:.3},\"bytes_sent\":{},\"bytes_received\":{}}}",
+            self.protocol,
+            self.curve,
+            self.rank,
+            self.rows_in,
+            self.keys_in,
+            self.rows_out,
+            self.keys_out.map_or("null".to_string(), |k| k.to_string()),
+            self.seconds,
+            self.stats.bytes_sent,
+            self.stats.bytes_received
+        )
+    }
+}
+
+/// Resolves `host:port,host:port[,…]`.
+///
+/// # Errors
+/// [`CliError::Usage`] if an address does not resolve.
+pub fn parse_parties(s: &str) -> Result<Vec<SocketAddr>, CliError> {
+    s.split(',')
+        .map(|a| {
+            a.trim()
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut it| it.next())
+                .ok_or_else(|| CliError::Usage(format!("cannot resolve party address {a:?}")))
+        })
+        .collect()
+}
+
+/// Runs one party. `listener`, if given, is this party's already-bound socket (the demo binds
+/// ephemeral ports first); otherwise the party binds `parties[rank]`.
+///
+/// # Errors
+/// Input errors before any network traffic; then network and protocol errors.
+pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, CliError> {
+    let start = Instant::now();
+    let n = cfg.parties.len();
+    if n != 2 {
+        return Err(CliError::Usage(format!(
+            "protocol {} needs 2 parties, got {n}",
+            cfg.protocol
+        )));
+    }
+    if cfg.rank >= n || cfg.receiver >= n {
+        return Err(CliError::Usage(format!(
+            "--rank and --receiver must be below {n}"
+        )));
+    }
+    let keyed = csvio::read_keys(&cfg.input, &cfg.keys)?;
+    let opts = ConnectOptions {
+        deadline: cfg.connect_timeout,
+        ..ConnectOptions::default()
+    };
+    let session = match listener {
+        Some(l) => Session::tcp_with_listener(cfg.rank, &l, &cfg.parties, &opts)?,
+        None => Session::tcp(cfg.rank, &cfg.parties, &opts)?,
+    };
+    let peer = 1 - cfg.rank;
+    let mut channels = session.into_channels();
+    let tcp: TcpChannel = channels
+        .get_mut(peer)
+        .and_then(Option::take)
+        .ok_or_else(|| CliError::Network("no channel to the other party".into()))?;
+    let (selected, stats) = match cfg.sim {
+        Some(model) => {
+            let mut ch = SimLink::new(tcp, model);
+            let sel = run_protocol(cfg, &keyed, &mut ch)?;
+            (sel, ch.stats())
+        }
+        None => {
+            let mut ch = tcp;
+            let sel = run_protocol(cfg, &keyed, &mut ch)?;
+            (sel, ch.stats())
+        }
+    };
+    let (rows_out, keys_out) = match selected {
+        Some(sel) => {
+            let keys = sel.iter().filter(|&&s| s).count();
+            let rows = csvio::write_selected(&cfg.input, &keyed, &sel, &cfg.output, cfg.sort)?;
+            (rows, Some(keys))
+        }
+        None => (0, None),
+    };
+    Ok(Report {
+        protocol: cfg.protocol.to_string(),
+        curve: cfg.curve.to_string(),
+        rank: cfg.rank,
+        rows_in: keyed.rows(),
+        keys_in: keyed.distinct.len(),
+        rows_out,
+        keys_out,
+        seconds: start.elapsed().as_secs_f64(),
+        stats,
+    })
+}
+
+/// Runs the protocol on the distinct keys; returns, for the parties that learn the result, a
+/// flag per distinct key.
+fn run_protocol<C: Channel>(
+    cfg: &PartyConfig,
+    keyed: &KeyedInput,
+    ch: &mut C,
+) -> Result<Option<Vec<bool>>, CliError> {
+    let mut rng = AesRng::from_entropy();
+    match cfg.protocol {
+        Protocol::Ecdh => {
+            let role = if cfg.rank == cfg.receiver {
+                Role::Receiver
+            } else {
+                Role::Sender
+            };
+            let ecfg = EcdhConfig {
+                curve: cfg.curve,
+                batch_size: cfg.batch_size,
+                broadcast: cfg.broadcast,
+                ..EcdhConfig::default()
+            };
+            let out = ecdh::run(ch, role, &keyed.distinct, &ecfg, &mut rng)?;
+            Ok(out.map(|idx| {
+                let mut sel = vec![false; keyed.distinct.len()];
+                for i in idx {
+                    sel[i] = true;
+                }
+                sel
+            }))
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! End-to-end tests of the `obliv` binary: two processes on loopback TCP, CSV in and out.
+#![allow(clippy::unwrap_used)] // test helpers unwrap like the tests do
+
+use std::collections::HashSet;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn obliv() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_obliv"))
+}
+
+fn free_ports() -> (u16, u16) {
+    // Bind both at once so they differ; released just before the parties bind them.
+    let a = TcpListener::bind("127.0.0.1:0").unwrap();
+    let b = TcpListener::bind("127.0.0.1:0").unwrap();
+    (
+        a.local_addr().unwrap().port(),
+        b.local_addr().unwrap().port(),
+    )
+}
+
+/// Runs both parties as separate processes; returns their outputs.
+fn run_pair(dir: &Path, a: &str, b: &str, keys: &str, extra: &[&str]) -> (Output, Output) {
+    let (pa, pb) = free_ports();
+    let parties = format!("127.0.0.1:{pa},127.0.0.1:{pb}");
+    let spawn = |rank: usize, input: &str| {
+        let mut c = obliv();
+        c.args([
+            "psi",
+            "--protocol",
+            "ecdh",
+            "--curve",
+            "25519",
+            "--rank",
+            &rank.to_string(),
+        ])
+        .args([
+            "--parties",
+            &parties,
+            "--keys",
+            keys,
+            "--connect-timeout",
+            "20",
+        ])
+        .arg("--input")
+        .arg(dir.join(input))
+        .arg("--output")
+        .arg(dir.join(format!("out{rank}.csv")))
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        c.spawn().unwrap()
+    };
+    let p0 = spawn(0, a);
+    let p1 = spawn(1, b);
+    let o1 = p1.wait_with_output().unwrap();
+    let o0 = p0.wait_with_output().unwrap();
+    (o0, o1)
+}
+
+fn lines(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn two_processes_multi_column_keys_duplicates_quotes_unicode() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = "name,city,score\n\
+             \"Müller, Jan\",Köln,1\n\
+             ada,London,2\n\
+             ada,London,3\n\
+             bob,Paris,4\n\
+             \"quote \"\"x\"\"\",東京,5\n\
+             carol,Berlin,6\n";
+    let b = "city,name,other\n\
+             London,ada,x\n\
+             Köln,\"Müller, Jan\",y\n\
+             東京,\"quote \"\"x\"\"\",z\n\
+             Paris,bobby,w\n\
+             London,ada,again\n";
+    std::fs::write(dir.path().join("a.csv"), a).unwrap();
+    std::fs::write(dir.path().join("b.csv"), b).unwrap();
+    let (o0, o1) = run_pair(dir.path(), "a.csv", "b.csv", "name,city", &["--broadcast"]);
+    assert!(
+        o0.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o0.stderr)
+    );
+    assert!(
+        o1.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o1.stderr)
+    );
+    let out0 = lines(&dir.path().join("out0.csv"));
+    assert_eq!(
+        out0,
+        vec![
+            "name,city,score",
+            "\"Müller, Jan\",Köln,1",
+            "ada,London,2",
+            "ada,London,3",
+            "\"quote \"\"x\"\"\",東京,5"
+        ]
+    );
+    let out1: HashSet<String> = lines(&dir.path().join("out1.csv")).into_iter().collect();
+    assert_eq!(out1.len(), 5, "{out1:?}"); // header + 4 rows (ada twice)
+    assert!(out1.contains("London,ada,again"));
+    let report = String::from_utf8_lossy(&o0.stdout);
+    assert!(
+        report.contains("\"rows_in\":6") && report.contains("\"keys_out\":3"),
+        "{report}"
+    );
+}
+
+#[test]
+fn generated_data_matches_plain_join() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = obliv()
+        .args(["gen-data", "--size", "3000", "--parties", "2", "--out-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(g.status.success());
+    let (o0, o1) = run_pair(dir.path(), "psi_1.csv", "psi_2.csv", "id", &["--sort"]);
+    assert!(o0.status.success() && o1.status.success());
+    let a: HashSet<String> = lines(&dir.path().join("psi_1.csv"))
+        .into_iter()
+        .skip(1)
+        .collect();
+    let b: HashSet<String> = lines(&dir.path().join("psi_2.csv"))
+        .into_iter()
+        .skip(1)
+        .collect();
+    let mut expect: Vec<String> = a.intersection(&b).cloned().collect();
+    expect.sort();
+    let out = lines(&dir.path().join("out0.csv"));
+    assert_eq!(out[0], "id");
+    assert_eq!(out[1..].to_vec(), expect);
+    assert_eq!(expect.len(), 1500);
+    assert!(
+        !dir.path().join("out1.csv").exists(),
+        "the sender must not write a result"
+    );
+}
+
+#[test]
+fn input_errors_come_before_the_network_with_exit_code_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("empty.csv", "", "id"),
+        ("ragged.csv", "id,x\n1,2\n3\n", "id"),
+        ("nokey.csv", "a,b\n1,2\n", "id"),
+        ("utf8.csv", "id\n\u{0}\n", "id"),
+    ];
+    for (name, body, key) in cases {
+        let path = dir.path().join(name);
+        if name == "utf8.csv" {
+            std::fs::write(&path, b"id\nab\xff\xfe\n").unwrap();
+        } else {
+            std::fs::write(&path, body).unwrap();
+        }
+        let o = obliv()
+            .args(["psi", "--protocol", "ecdh", "--rank", "0", "--keys", key])
+            .args([
+                "--parties",
+                "127.0.0.1:1,127.0.0.1:2",
+                "--output",
+                "/dev/null",
+            ])
+            .arg("--input")
+            .arg(&path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{name}: {err}");
+        if name == "ragged.csv" {
+            assert!(err.contains("line 3"), "{err}");
+        }
+    }
+    let o = obliv()
+        .args(["psi", "--protocol", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn peer_that_never_comes_up_is_a_network_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.csv"), "id\n1\n").unwrap();
+    let (pa, pb) = free_ports();
+    // Rank 1 dials rank 0, which never starts.
+    let o = obliv()
+        .args([
+            "psi",
+            "--protocol",
+            "ecdh",
+            "--rank",
+            "1",
+            "--connect-timeout",
+            "1",
+        ])
+        .arg("--parties")
+        .arg(format!("127.0.0.1:{pa},127.0.0.1:{pb}"))
+        .arg("--input")
+        .arg(dir.path().join("a.csv"))
+        .arg("--output")
+        .arg(dir.path().join("o.csv"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn curve_mismatch_is_a_protocol_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.csv"), "id\n1\n2\n").unwrap();
+    let (pa, pb) = free_ports();
+    let parties = format!("127.0.0.1:{pa},127.0.0.1:{pb}");
+    let spawn = |rank: usize, curve: &str| {
+        obliv()
+            .args([
+                "psi",
+                "--protocol",
+                "ecdh",
+                "--curve",
+                curve,
+                "--rank",
+                &rank.to_string(),
+            ])
+            .args(["--parties", &parties, "--connect-timeout", "20"])
+            .arg("--input")
+            .arg(dir.path().join("a.csv"))
+            .arg("--output")
+            .arg(dir.path().join(format!("o{rank}.csv")))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let p0 = spawn(0, "25519");
+    let p1 = spawn(1, "p256");
+    let (o0, o1) = (
+        p0.wait_with_output().unwrap(),
+        p1.wait_with_output().unwrap(),
+    );
+    assert_eq!(o0.status.code(), Some(5));
+    assert_eq!(o1.status.code(), Some(5));
+    assert!(
+        !dir.path().join("o0.csv").exists(),
+        "no partial output on failure"
+    );
+}
