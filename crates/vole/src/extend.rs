@@ -34,7 +34,7 @@ use rand_core::CryptoRng;
 use subtle::{Choice, ConditionallySelectable, ConstantTimeEq};
 use zeroize::Zeroize;
 
-use crate::code::{CodeField, ExConvCode, LpnCode, PSEUDO_MIN_DISTANCE};
+use crate::code::{BlockPair, CodeField, ExConvCode, LpnCode, PSEUDO_MIN_DISTANCE};
 use crate::error::{Error, Result};
 use crate::ggm::{self, TreeShape, eq_mask};
 
@@ -453,16 +453,31 @@ pub(crate) fn receive<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
 
     // 5. Compress.
     let code = params.code();
-    match &mut a {
-        AVec::Bits(bits) => code.dual_encode2(bits, &mut w),
-        AVec::Field(vals) => code.dual_encode2(vals, &mut w),
+    match a {
+        AVec::Bits(mut bits) => {
+            code.dual_encode2(&mut bits, &mut w);
+            bits.truncate(params.k);
+            w.truncate(params.k);
+            Ok((AVec::Bits(bits), w))
+        }
+        AVec::Field(mut vals) => {
+            // A and C side by side: one cache line per random read of the encoder.
+            let mut pairs: Vec<BlockPair> = vals
+                .iter()
+                .zip(&w)
+                .map(|(a, c)| BlockPair([*a, *c]))
+                .collect();
+            vals.zeroize();
+            w.zeroize();
+            code.dual_encode(&mut pairs);
+            let a_out = pairs[..params.k].iter().map(|p| p.0[0]).collect();
+            let c_out = pairs[..params.k].iter().map(|p| p.0[1]).collect();
+            for p in &mut pairs {
+                *p = BlockPair::default();
+            }
+            Ok((AVec::Field(a_out), c_out))
+        }
     }
-    match &mut a {
-        AVec::Bits(bits) => bits.truncate(params.k),
-        AVec::Field(vals) => vals.truncate(params.k),
-    }
-    w.truncate(params.k);
-    Ok((a, w))
 }
 
 /// Test hook: a sender that corrupts its tree messages (to test the malicious check).

@@ -58,7 +58,7 @@ mod vole;
 mod tests;
 
 pub use base::{ReceiverBase, SenderBase};
-pub use code::{CodeElement, CodeField, ExConvCode, LpnCode};
+pub use code::{BlockPair, CodeElement, CodeField, ExConvCode, LpnCode};
 pub use error::{Error, Result};
 pub use extend::{Kind, Params, Security};
 pub use vole::{

@@ -291,3 +291,43 @@ fn real_base_ot_over_tcp_field_and_subfield() {
     );
     assert_ne!(delta, delta2);
 }
+
+#[test]
+fn hostile_peer_messages_give_errors_not_panics() {
+    use obliv_net::ChannelExt;
+    let cfg = VoleConfig::default();
+    let mut rng = AesRng::from_seed([9; 16]);
+    // A "sender" that answers the receiver's flips with a truncated tree message.
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let (mut c0, mut c1) = mem_pair();
+    let peer = std::thread::spawn(move || {
+        let flips = c0.recv().unwrap();
+        assert!(!flips.is_empty());
+        c0.send_pod(&[Block::ZERO; 3]).unwrap();
+        c0.flush().unwrap();
+    });
+    let mut r = SubfieldVoleReceiver::from_base(rb, cfg).unwrap();
+    let err = r.extend(&mut c1, 100, &mut rng).unwrap_err();
+    assert!(matches!(err, Error::Net(_)), "{err}");
+    peer.join().unwrap();
+    // A "receiver" that sends flips of the wrong length.
+    let (mut c0, mut c1) = mem_pair();
+    let peer = std::thread::spawn(move || {
+        c1.send(&[0u8; 3]).unwrap();
+        c1.flush().unwrap();
+    });
+    let mut s = SubfieldVoleSender::from_base(sb, cfg).unwrap();
+    let err = s.extend(&mut c0, 100, &mut rng).unwrap_err();
+    assert!(matches!(err, Error::Net(_)), "{err}");
+    peer.join().unwrap();
+    // Too small a base is refused up front.
+    let (sb, rb) = dealer(10, &mut rng);
+    assert!(matches!(
+        SubfieldVoleSender::from_base(sb, cfg),
+        Err(Error::NotEnoughBase { .. })
+    ));
+    assert!(matches!(
+        VoleReceiver::from_base(rb, cfg),
+        Err(Error::NotEnoughBase { .. })
+    ));
+}
