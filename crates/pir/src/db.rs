@@ -204,6 +204,40 @@ impl Database {
         acc
     }
 
+    /// The answers to several queries in one pass over the database: `result[q]` is
+    /// [`xor_selected`](Self::xor_selected)`(bits[q])`.
+    ///
+    /// The database is read in chunks of about 64 KiB; each chunk is scanned for every query
+    /// while it sits in the L2 cache, so `m` concurrent queries cost one read of the
+    /// database from memory instead of `m` (the server coalesces queued queries this way).
+    ///
+    /// # Panics
+    /// Panics if a bit vector has fewer than `N` bits (a caller bug).
+    pub fn xor_selected_multi(&self, bits: &[&[Block]]) -> Vec<Vec<Block>> {
+        for b in bits {
+            assert!(b.len() * 128 >= self.records, "bit vector too short");
+        }
+        let mut accs = vec![vec![Block::ZERO; self.stride]; bits.len()];
+        // A multiple of 128 records' bits is not needed: bits are addressed per record.
+        let chunk = ((64 << 10) / (self.stride * 16)).max(1);
+        let mut first = 0;
+        while first < self.records {
+            let count = chunk.min(self.records - first);
+            let region = &self.data[first * self.stride..(first + count) * self.stride];
+            for (b, acc) in bits.iter().zip(accs.iter_mut()) {
+                let bit = |i: usize| -> u64 {
+                    let j = first + i;
+                    #[allow(clippy::cast_possible_truncation)] // a single bit
+                    let x = (b[j >> 7].0 >> (j & 127)) as u64 & 1;
+                    x
+                };
+                xor_masked(region, self.stride, count, bit, acc);
+            }
+            first += count;
+        }
+        accs
+    }
+
     /// [`xor_selected`](Self::xor_selected) split over `threads` scoped threads, each scanning
     /// a contiguous slice of the database (for one query's latency on an idle machine).
     pub fn xor_selected_parallel(&self, bits: &[Block], threads: usize) -> Vec<Block> {

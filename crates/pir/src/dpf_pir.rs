@@ -63,6 +63,32 @@ pub fn answer(db: &Database, key: &[u8]) -> Result<Vec<u8>> {
     Ok(Block::slice_as_bytes(&acc).to_vec())
 }
 
+/// Answers several keys with one pass over the database ([`Database::xor_selected_multi`]):
+/// `result[q]` equals [`answer`]`(db, keys[q])`. A malformed key gets its own error and does
+/// not affect the others.
+pub fn answer_many(db: &Database, keys: &[&[u8]]) -> Vec<Result<Vec<u8>>> {
+    let parsed: Vec<Result<Vec<Block>>> = keys
+        .iter()
+        .map(|k| DpfKey::from_bytes_for_domain(k, db.domain_bits()).map(|k| k.eval_full()))
+        .collect();
+    let good: Vec<&[Block]> = parsed
+        .iter()
+        .filter_map(|p| p.as_ref().ok().map(Vec::as_slice))
+        .collect();
+    let mut sums = db.xor_selected_multi(&good).into_iter();
+    parsed
+        .into_iter()
+        .map(|p| {
+            p.map(|_| {
+                // One sum per parsed key, in order.
+                sums.next()
+                    .map(|acc| Block::slice_as_bytes(&acc).to_vec())
+                    .unwrap_or_default()
+            })
+        })
+        .collect()
+}
+
 /// [`answer`] with the scan split over `threads` threads.
 pub fn answer_parallel(db: &Database, key: &[u8], threads: usize) -> Result<Vec<u8>> {
     let key = DpfKey::from_bytes_for_domain(key, db.domain_bits())?;
@@ -127,6 +153,27 @@ mod tests {
                 assert_eq!(a1, answer(&db, &q.to_server1).unwrap());
                 let rec = reconstruct(len, &a0, &a1).unwrap();
                 assert_eq!(rec, db.record(i).unwrap(), "n = {n}, i = {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn answer_many_agrees_with_answer() {
+        let mut rng = AesRng::from_seed([20; 16]);
+        for (n, len) in [(1usize, 16usize), (200, 40), (3000, 1024), (5000, 20)] {
+            let db = Database::random(n, len, &mut rng).unwrap();
+            let qs: Vec<Query> = (0..5)
+                .map(|k| query(n, (k * 977) % n, &mut rng).unwrap())
+                .collect();
+            let mut keys: Vec<&[u8]> = qs.iter().map(|q| q.to_server0.as_slice()).collect();
+            keys.insert(2, &[1, 2, 3]);
+            let many = answer_many(&db, &keys);
+            assert_eq!(many.len(), 6);
+            assert!(many[2].is_err());
+            for (k, r) in keys.iter().zip(&many) {
+                if let Ok(r) = r {
+                    assert_eq!(r, &answer(&db, k).unwrap());
+                }
             }
         }
     }

@@ -23,7 +23,9 @@
 //! an idle timeout. The work (key expansion and scan) runs on a pool of
 //! [`ServerConfig::workers`] threads, by default one per core, fed by a bounded queue of
 //! [`ServerConfig::queue_depth`] requests: when the queue is full a connection waits up to
-//! [`ServerConfig::queue_timeout`] (back-pressure) and then answers "busy".
+//! [`ServerConfig::queue_timeout`] (back-pressure) and then answers "busy". A worker takes up
+//! to [`ServerConfig::coalesce`] queued DPF-PIR queries at once and answers them in a single
+//! pass over the database, so concurrent clients share one read of it from memory.
 
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::Arc;
@@ -66,6 +68,9 @@ pub struct ServerConfig {
     pub idle_timeout: Duration,
     /// Batch layout offered to clients (`None`: no batch queries). Default: batches of 10.
     pub batch: Option<BatchParams>,
+    /// Most queued DPF-PIR queries a worker answers together in one pass over the database
+    /// ([`dpf_pir::answer_many`]). Default 16; 1 turns coalescing off.
+    pub coalesce: usize,
 }
 
 impl Default for ServerConfig {
@@ -78,6 +83,7 @@ impl Default for ServerConfig {
             max_query_len: 1 << 20,
             idle_timeout: Duration::from_secs(60),
             batch: Some(BatchParams::for_batch(10)),
+            coalesce: 16,
         }
     }
 }
@@ -103,12 +109,6 @@ impl ServerState {
 
     /// Computes the response frame to one request frame (never panics on any input).
     pub fn handle(&self, req: &[u8]) -> Vec<u8> {
-        let ok = |body: Vec<u8>| {
-            let mut v = Vec::with_capacity(body.len() + 1);
-            v.push(STATUS_OK);
-            v.extend_from_slice(&body);
-            v
-        };
         let result = match req.split_first() {
             Some((&TAG_INFO, [])) => {
                 let mut v = Vec::with_capacity(40);
@@ -134,12 +134,31 @@ impl ServerState {
                 what: "unknown request",
             }),
         };
-        match result {
-            Ok(body) => ok(body),
-            Err(e) => {
-                let mut v = vec![STATUS_ERROR];
-                v.extend_from_slice(e.to_string().as_bytes());
-                v
+        response_frame(result)
+    }
+
+    /// Answers a group of queued requests: the DPF-PIR queries among them together, in one
+    /// pass over the database, the others one by one.
+    fn handle_jobs(&self, jobs: Vec<Job>) {
+        let (dpf, other): (Vec<Job>, Vec<Job>) = jobs
+            .into_iter()
+            .partition(|j| j.req.first() == Some(&TAG_DPF));
+        for j in other {
+            let _ = j.reply.send(self.handle(&j.req));
+        }
+        match dpf.len() {
+            0 => {}
+            1 => {
+                for j in dpf {
+                    let _ = j.reply.send(self.handle(&j.req));
+                }
+            }
+            _ => {
+                let keys: Vec<&[u8]> = dpf.iter().map(|j| &j.req[1..]).collect();
+                let answers = dpf_pir::answer_many(&self.db, &keys);
+                for (j, a) in dpf.iter().zip(answers) {
+                    let _ = j.reply.send(response_frame(a));
+                }
             }
         }
     }
@@ -160,6 +179,23 @@ impl ServerState {
             let resp = self.handle(&req);
             ch.send_vec(resp)?;
             ch.flush()?;
+        }
+    }
+}
+
+/// The response frame for a result: status byte, then the body or the error message.
+fn response_frame(r: Result<Vec<u8>>) -> Vec<u8> {
+    match r {
+        Ok(body) => {
+            let mut v = Vec::with_capacity(body.len() + 1);
+            v.push(STATUS_OK);
+            v.extend_from_slice(&body);
+            v
+        }
+        Err(e) => {
+            let mut v = vec![STATUS_ERROR];
+            v.extend_from_slice(e.to_string().as_bytes());
+            v
         }
     }
 }
@@ -261,14 +297,21 @@ impl PirServer {
         for i in 0..self.config.workers {
             let rx: Receiver<Job> = rx.clone();
             let state = Arc::clone(&self.state);
+            let coalesce = self.config.coalesce.max(1);
             workers.push(
                 thread::Builder::new()
                     .name(format!("obliv-pir-worker-{i}"))
                     .spawn(move || {
                         // Ends when every sender (accept loop and connections) is gone.
-                        for job in rx {
-                            let resp = state.handle(&job.req);
-                            let _ = job.reply.send(resp);
+                        for job in &rx {
+                            let mut jobs = vec![job];
+                            while jobs.len() < coalesce {
+                                match rx.try_recv() {
+                                    Ok(j) => jobs.push(j),
+                                    Err(_) => break,
+                                }
+                            }
+                            state.handle_jobs(jobs);
                         }
                     })?,
             );
