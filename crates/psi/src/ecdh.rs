@@ -137,12 +137,12 @@ pub(crate) fn code_name(field: &'static str, v: u8) -> String {
 }
 
 /// Items in batch `i` of a stream of `n` items in batches of `b`.
-fn batch_len(i: usize, n: usize, b: usize) -> usize {
+pub(crate) fn batch_len(i: usize, n: usize, b: usize) -> usize {
     b.min(n - i * b)
 }
 
 /// Builds one frame: tag, batch index, payload.
-fn frame(tag: u8, index: usize, payload: &[u8]) -> Result<Vec<u8>> {
+pub(crate) fn frame(tag: u8, index: usize, payload: &[u8]) -> Result<Vec<u8>> {
     let index = u32::try_from(index)
         .map_err(|_| Error::InvalidParameter("more than 2^32 batches".into()))?;
     let mut f = Vec::with_capacity(5 + payload.len());
@@ -153,7 +153,7 @@ fn frame(tag: u8, index: usize, payload: &[u8]) -> Result<Vec<u8>> {
 }
 
 /// Splits a frame into tag, batch index and payload.
-fn parse(f: &[u8]) -> Result<(u8, usize, &[u8])> {
+pub(crate) fn parse(f: &[u8]) -> Result<(u8, usize, &[u8])> {
     if f.len() < 5 {
         return Err(Error::Protocol(format!(
             "frame of {} bytes is too short",
@@ -166,7 +166,7 @@ fn parse(f: &[u8]) -> Result<(u8, usize, &[u8])> {
 
 /// Truncates comparison hashes to their first `w` bytes, packed in a `u128` (for sets) and as
 /// bytes (for the wire).
-fn truncate(hashes: &[[u8; 32]], w: usize) -> Vec<u8> {
+pub(crate) fn truncate(hashes: &[[u8; 32]], w: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(hashes.len() * w);
     for h in hashes {
         out.extend_from_slice(&h[..w]);
@@ -174,7 +174,7 @@ fn truncate(hashes: &[[u8; 32]], w: usize) -> Vec<u8> {
     out
 }
 
-fn pack(bytes: &[u8]) -> u128 {
+pub(crate) fn pack(bytes: &[u8]) -> u128 {
     let mut b = [0u8; 16];
     b[..bytes.len()].copy_from_slice(bytes);
     u128::from_le_bytes(b)

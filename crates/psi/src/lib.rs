@@ -1,6 +1,7 @@
 //! Private set intersection.
 //!
 //! - [`ecdh`]: two-party ECDH-PSI on any `obliv-ec` curve, streamed in batches.
+//! - [`ecdh3`]: three-party ECDH-PSI (the receiver also learns `|X_P ∩ X_Q|`; see there).
 //!
 //! Every protocol runs over an [`obliv_net::Channel`], opens with a handshake that checks
 //! protocol, version, curve and parameters on both sides ([`handshake`]), and treats every
@@ -9,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod ecdh;
+pub mod ecdh3;
 mod error;
 pub mod handshake;
 
