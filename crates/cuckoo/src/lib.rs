@@ -11,6 +11,19 @@
 //!   place, instead of looping.
 //! - [`SimpleTable`]: the other side's items, each in all of its (distinct) bins.
 //!
+//! ```
+//! use obliv_core::Block;
+//! use obliv_cuckoo::{CuckooTable, SimpleTable};
+//!
+//! let seed = Block(42); // shared, drawn after the inputs are fixed
+//! let mine: Vec<Block> = (0..1000u128).map(Block).collect();
+//! let table = CuckooTable::build(&mine, seed).unwrap(); // 2^-40 failure bound
+//! let (bin, idx) = table.find(Block(7)).unwrap(); // where item 7 sits
+//! let (_, k) = table.bin(bin).unwrap(); // which hash function placed it
+//! let theirs = SimpleTable::build(table.hasher(), &mine).unwrap();
+//! assert!(theirs.bin(bin).iter().any(|e| e.item as usize == idx && (e.hashes >> k) & 1 == 1));
+//! ```
+//!
 //! # Hash functions
 //!
 //! `y = AES_seed(x)` (a pseudorandom permutation of the 128-bit item, keyed by the shared
@@ -492,48 +505,81 @@ impl SimpleTable {
             return Err(Error::InvalidParams(format!("{} items", items.len())));
         }
         let bins = hasher.bins();
-        let mut hs = vec![[0u32; NUM_HASHES]; items.len()];
-        hasher.hash_many(items, &mut hs);
-        // Distinct (bin, mask) pairs of each item.
-        let distinct = |h: &[u32; NUM_HASHES]| {
-            let mut out = [(0u32, 0u8); NUM_HASHES];
-            let mut n = 0;
-            for (k, &b) in h.iter().enumerate() {
-                if let Some(e) = out[..n].iter_mut().find(|e| e.0 == b) {
-                    e.1 |= 1 << k;
-                } else {
-                    out[n] = (b, 1 << k);
-                    n += 1;
+        // 1. The distinct (bin, entry) pairs of every item, in input order (sequential).
+        let mut pairs: Vec<(u32, SimpleEntry)> = Vec::with_capacity(items.len() * NUM_HASHES);
+        let mut hs = [[0u32; NUM_HASHES]; 256];
+        for (c, chunk) in items.chunks(256).enumerate() {
+            let h = &mut hs[..chunk.len()];
+            hasher.hash_many(chunk, h);
+            for (j, h) in h.iter().enumerate() {
+                // i < MAX_ITEMS < 2^32, checked above.
+                #[allow(clippy::cast_possible_truncation)]
+                let item = (c * 256 + j) as u32;
+                let first = pairs.len();
+                for (k, &b) in h.iter().enumerate() {
+                    if let Some(e) = pairs[first..].iter_mut().find(|e| e.0 == b) {
+                        e.1.hashes |= 1 << k;
+                    } else {
+                        pairs.push((
+                            b,
+                            SimpleEntry {
+                                item,
+                                hashes: 1 << k,
+                            },
+                        ));
+                    }
                 }
             }
-            (out, n)
-        };
-        let mut counts = vec![0usize; bins + 1];
-        for h in &hs {
-            let (d, n) = distinct(h);
-            for &(b, _) in &d[..n] {
-                counts[b as usize + 1] += 1;
+        }
+        // 2. Partition by bin range into P parts (P write streams, cache friendly); the
+        //    partition of bin b is ⌊b·P / bins⌋, monotone in b.
+        const P: usize = 256;
+        // b < bins, so the quotient is < P.
+        #[allow(clippy::cast_possible_truncation)]
+        let part = |b: u32| (u64::from(b) * P as u64 / bins as u64) as usize;
+        let mut pcount = [0usize; P + 1];
+        for &(b, _) in &pairs {
+            pcount[part(b) + 1] += 1;
+        }
+        for p in 0..P {
+            pcount[p + 1] += pcount[p];
+        }
+        let mut pfill = pcount;
+        let mut parted = vec![(0u32, SimpleEntry { item: 0, hashes: 0 }); pairs.len()];
+        for &pe in &pairs {
+            let p = part(pe.0);
+            parted[pfill[p]] = pe;
+            pfill[p] += 1;
+        }
+        drop(pairs);
+        // 3. Within each partition (a small range of bins), count and place: every access
+        //    stays inside a cache-sized window. Items keep their input order within a bin.
+        let mut offsets = vec![0usize; bins + 1];
+        let mut entries = vec![SimpleEntry { item: 0, hashes: 0 }; parted.len()];
+        let mut lo_bin = 0usize;
+        for p in 0..P {
+            let slice = &parted[pcount[p]..pcount[p + 1]];
+            // Bins of partition p: [lo_bin, hi_bin).
+            let hi_bin = if p + 1 == P {
+                bins
+            } else {
+                // Smallest b with part(b) ≥ p + 1.
+                ((p + 1) * bins).div_ceil(P)
+            };
+            for &(b, _) in slice {
+                offsets[b as usize + 1] += 1;
             }
-        }
-        for b in 0..bins {
-            counts[b + 1] += counts[b];
-        }
-        let offsets = counts;
-        let mut fill = offsets.clone();
-        let mut entries = vec![SimpleEntry { item: 0, hashes: 0 }; offsets[bins]];
-        for (i, h) in hs.iter().enumerate() {
-            let (d, n) = distinct(h);
-            for &(b, mask) in &d[..n] {
-                let at = &mut fill[b as usize];
-                #[allow(clippy::cast_possible_truncation)] // i < MAX_ITEMS < 2^32
-                {
-                    entries[*at] = SimpleEntry {
-                        item: i as u32,
-                        hashes: mask,
-                    };
-                }
+            offsets[lo_bin] = pcount[p];
+            for b in lo_bin..hi_bin {
+                offsets[b + 1] += offsets[b];
+            }
+            let mut fill: Vec<usize> = offsets[lo_bin..hi_bin].to_vec();
+            for &(b, e) in slice {
+                let at = &mut fill[b as usize - lo_bin];
+                entries[*at] = e;
                 *at += 1;
             }
+            lo_bin = hi_bin;
         }
         Ok(SimpleTable { offsets, entries })
     }
