@@ -29,6 +29,13 @@ use crate::{Okvs, check_len};
 /// The default number of keys per bin (volePSI's `RsPsi` uses `1 << 14`).
 pub const DEFAULT_BIN_SIZE: usize = 1 << 14;
 
+/// Per-bin dense tables for decoding.
+struct Prepared<'a, V> {
+    active: &'a [bool],
+    tables: &'a [V],
+    stride: usize,
+}
+
 /// The RR22 OKVS in its binned, parallel form.
 ///
 /// ```
@@ -277,10 +284,10 @@ impl<D: DenseKind> BinnedPaxos<D> {
         &self,
         keys: &[Block],
         okvs: &[V],
-        dense_active: &[bool],
+        prep: &Prepared<'_, V>,
         out: &mut [V],
     ) {
-        let m = self.bin_params.sparse;
+        let d = self.bin_params.dense;
         let size = self.bin_params.size();
         let mut bins = [0u32; BATCH];
         let mut rows = [[0u32; 3]; BATCH];
@@ -301,8 +308,9 @@ impl<D: DenseKind> BinnedPaxos<D> {
                 let mut v = okvs[base + x as usize]
                     .xor(okvs[base + y as usize])
                     .xor(okvs[base + z as usize]);
-                if dense_active[b] {
-                    v = v.xor(V::dense_dot(dh[i], &okvs[base + m..base + size]));
+                if prep.active[b] {
+                    let t = &prep.tables[b * prep.stride..(b + 1) * prep.stride];
+                    v = v.xor(V::dense_dot_prepared(dh[i], t, d));
                 }
                 o[i] = v;
             }
@@ -348,23 +356,41 @@ impl<D: DenseKind> Okvs<D> for BinnedPaxos<D> {
         check_len("output", keys.len(), out.len())?;
         let m = self.bin_params.sparse;
         if self.bins == 1 {
+            let prep = solver::prepare::<D, V>(&okvs[m..]);
+            let prep = prep.as_deref();
             if keys.len() <= DECODE_CHUNK {
-                solver::decode::<D, V>(&self.hasher, m, keys, okvs, out);
+                solver::decode::<D, V>(&self.hasher, m, keys, okvs, prep, out);
             } else {
                 keys.par_chunks(DECODE_CHUNK)
                     .zip(out.par_chunks_mut(DECODE_CHUNK))
-                    .for_each(|(k, o)| solver::decode::<D, V>(&self.hasher, m, k, okvs, o));
+                    .for_each(|(k, o)| {
+                        solver::decode::<D, V>(&self.hasher, m, k, okvs, prep, o);
+                    });
             }
             return Ok(());
         }
+        // Per bin: the prepared dense table (fixed stride), or nothing if the bin's dense
+        // part is zero.
         let size = self.bin_params.size();
-        let dense_active: Vec<bool> = okvs
-            .chunks(size)
-            .map(|p| p[m..].iter().any(|v| *v != V::default()))
-            .collect();
+        let mut active = Vec::with_capacity(self.bins);
+        let mut tables = Vec::new();
+        let mut stride = 0;
+        for p in okvs.chunks(size) {
+            let dense = &p[m..];
+            let is_active = dense.iter().any(|v| *v != V::default());
+            active.push(is_active);
+            let before = tables.len();
+            V::prepare_dense(dense, &mut tables);
+            stride = tables.len() - before;
+        }
+        let prepared = Prepared {
+            active: &active,
+            tables: &tables,
+            stride,
+        };
         keys.par_chunks(DECODE_CHUNK)
             .zip(out.par_chunks_mut(DECODE_CHUNK))
-            .for_each(|(k, o)| self.decode_chunk(k, okvs, &dense_active, o));
+            .for_each(|(k, o)| self.decode_chunk(k, okvs, &prepared, o));
         Ok(())
     }
 }

@@ -156,12 +156,14 @@ impl<D: DenseKind> Okvs<D> for Paxos<D> {
         check_len("encoding", self.params.size(), okvs.len())?;
         check_len("output", keys.len(), out.len())?;
         let m = self.params.sparse;
+        let prep = solver::prepare::<D, V>(&okvs[m..]);
+        let prep = prep.as_deref();
         if keys.len() <= DECODE_CHUNK {
-            solver::decode::<D, V>(&self.hasher, m, keys, okvs, out);
+            solver::decode::<D, V>(&self.hasher, m, keys, okvs, prep, out);
         } else {
             keys.par_chunks(DECODE_CHUNK)
                 .zip(out.par_chunks_mut(DECODE_CHUNK))
-                .for_each(|(k, o)| solver::decode::<D, V>(&self.hasher, m, k, okvs, o));
+                .for_each(|(k, o)| solver::decode::<D, V>(&self.hasher, m, k, okvs, prep, o));
         }
         Ok(())
     }

@@ -171,14 +171,16 @@ where
     // Back-substitution in reverse peeling order.
     let rows = &s.rows;
     if dense_active {
-        let dense_out = &*dense_out;
+        let d = dense_out.len();
+        let mut prep = Vec::new();
+        V::prepare_dense(dense_out, &mut prep);
         for &(r, c) in s.order.iter().rev() {
             let [a, b, e] = rows[ix(r)];
             let y = values[ix(r)]
                 .xor(sparse[ix(a)])
                 .xor(sparse[ix(b)])
                 .xor(sparse[ix(e)])
-                .xor(V::dense_dot(s.dense[ix(r)], dense_out));
+                .xor(V::dense_dot_prepared(s.dense[ix(r)], &prep, d));
             sparse[ix(c)] = y;
         }
     } else {
@@ -432,27 +434,33 @@ where
     Ok(())
 }
 
-/// Decodes `keys` against the encoding `p` (`p.len() = m + d`), writing into `out`.
-pub(crate) fn decode<D, V>(hasher: &RowHasher, m: usize, keys: &[Block], p: &[V], out: &mut [V])
-where
+/// Decodes `keys` against the encoding `p` (`p.len() = m + d`), writing into `out`;
+/// `prepared` is `prepare_dense(p[m..])`, or `None` if the dense part is zero.
+pub(crate) fn decode<D, V>(
+    hasher: &RowHasher,
+    m: usize,
+    keys: &[Block],
+    p: &[V],
+    prepared: Option<&[V]>,
+    out: &mut [V],
+) where
     D: DenseKind,
     V: DenseValue<D>,
 {
-    let (sparse, dense) = p.split_at(m);
-    // An all-zero dense part (no gap, not randomized) contributes nothing: skip it.
-    let dense_active = dense.iter().any(|v| *v != V::default());
+    let sparse = &p[..m];
+    let d = p.len() - m;
     let mut rows = [[0u32; 3]; BATCH];
     let mut dh = [Block::ZERO; BATCH];
     for (k, o) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
         let rows = &mut rows[..k.len()];
         let dh = &mut dh[..k.len()];
         hasher.hash_batch(k, rows, dh);
-        if dense_active {
+        if let Some(prep) = prepared {
             for ((o, [a, b, c]), h) in o.iter_mut().zip(rows.iter()).zip(dh.iter()) {
                 *o = sparse[ix(*a)]
                     .xor(sparse[ix(*b)])
                     .xor(sparse[ix(*c)])
-                    .xor(V::dense_dot(*h, dense));
+                    .xor(V::dense_dot_prepared(*h, prep, d));
             }
         } else {
             for (o, [a, b, c]) in o.iter_mut().zip(rows.iter()) {
@@ -460,4 +468,15 @@ where
             }
         }
     }
+}
+
+/// The prepared dense table of `dense`, or `None` if it is all zero (then it contributes
+/// nothing and decoding skips it).
+pub(crate) fn prepare<D: DenseKind, V: DenseValue<D>>(dense: &[V]) -> Option<Vec<V>> {
+    if dense.iter().all(|v| *v == V::default()) {
+        return None;
+    }
+    let mut t = Vec::new();
+    V::prepare_dense(dense, &mut t);
+    Some(t)
 }

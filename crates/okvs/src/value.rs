@@ -197,6 +197,12 @@ pub trait DenseValue<D: DenseKind>: OkvsValue {
     /// The dense part of a decode: `Σ_j δ_j(k) · p[j]` for the key with dense hash `h`
     /// (`δ` as in [`DenseKind::row`], `p.len()` = the dense size).
     fn dense_dot(h: Block, p: &[Self]) -> Self;
+    /// Precomputes from the dense part `p` of an encoding a table for
+    /// [`dense_dot_prepared`](Self::dense_dot_prepared), appended to `out` (for binary dense
+    /// columns: the 16 sums of each group of four columns, "four Russians").
+    fn prepare_dense(p: &[Self], out: &mut Vec<Self>);
+    /// `dense_dot(h, p)` from `prepare_dense(p)`; `d = p.len()`.
+    fn dense_dot_prepared(h: Block, prepared: &[Self], d: usize) -> Self;
 }
 
 impl<V: OkvsValue> DenseValue<Binary> for V {
@@ -216,6 +222,28 @@ impl<V: OkvsValue> DenseValue<Binary> for V {
         }
         acc
     }
+    fn prepare_dense(p: &[Self], out: &mut Vec<Self>) {
+        for group in p.chunks(4) {
+            let base = out.len();
+            out.push(V::default());
+            for nib in 1usize..16 {
+                let low = nib.trailing_zeros() as usize;
+                let v = group.get(low).copied().unwrap_or_default();
+                let prev = out[base + (nib & (nib - 1))];
+                out.push(prev.xor(v));
+            }
+        }
+    }
+    #[inline(always)]
+    #[allow(clippy::cast_possible_truncation)] // a 4-bit index
+    fn dense_dot_prepared(h: Block, prepared: &[Self], d: usize) -> Self {
+        let mut acc = V::default();
+        let bits = h.0;
+        for (k, t) in prepared.chunks_exact(16).take(d.div_ceil(4)).enumerate() {
+            acc = acc.xor(t[((bits >> (4 * k)) & 15) as usize]);
+        }
+        acc
+    }
 }
 
 impl DenseValue<Gf128> for Block {
@@ -231,6 +259,13 @@ impl DenseValue<Gf128> for Block {
             acc = gf128::mul(acc ^ *v, h);
         }
         acc
+    }
+    fn prepare_dense(p: &[Self], out: &mut Vec<Self>) {
+        out.extend_from_slice(p);
+    }
+    #[inline(always)]
+    fn dense_dot_prepared(h: Block, prepared: &[Self], d: usize) -> Self {
+        <Block as DenseValue<Gf128>>::dense_dot(h, &prepared[..d])
     }
 }
 
@@ -263,6 +298,20 @@ mod tests {
                 a ^ DenseValue::<Binary>::scale(*v, c)
             });
             assert_eq!(<Block as DenseValue<Binary>>::dense_dot(h, &p), want);
+            let mut prep = Vec::new();
+            <Block as DenseValue<Binary>>::prepare_dense(&p, &mut prep);
+            assert_eq!(prep.len(), d.div_ceil(4) * 16);
+            assert_eq!(
+                <Block as DenseValue<Binary>>::dense_dot_prepared(h, &prep, d),
+                want
+            );
+            let p64: Vec<u64> = p.iter().map(|b| b.to_u64s().0).collect();
+            let mut prep = Vec::new();
+            <u64 as DenseValue<Binary>>::prepare_dense(&p64, &mut prep);
+            assert_eq!(
+                <u64 as DenseValue<Binary>>::dense_dot_prepared(h, &prep, d),
+                want.to_u64s().0
+            );
         }
         for d in [1usize, 2, 3, 7] {
             let h = Block::random(&mut rng);
@@ -271,6 +320,12 @@ mod tests {
             Gf128::row(h, &mut row);
             let want = gf128::inner_product(&p, &row);
             assert_eq!(<Block as DenseValue<Gf128>>::dense_dot(h, &p), want);
+            let mut prep = Vec::new();
+            <Block as DenseValue<Gf128>>::prepare_dense(&p, &mut prep);
+            assert_eq!(
+                <Block as DenseValue<Gf128>>::dense_dot_prepared(h, &prep, d),
+                want
+            );
             assert_eq!(row[0], h);
             if d > 1 {
                 assert_eq!(row[1], gf128::mul(h, h));
