@@ -58,6 +58,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             gbs(min),
             gbs(med)
         );
+        let qs: Vec<dpf_pir::Query> = (0..8)
+            .map(|k| dpf_pir::query(n, (k * 4099) % n, &mut rng))
+            .collect::<Result<_, _>>()?;
+        let keys: Vec<&[u8]> = qs.iter().map(|q| q.to_server0.as_slice()).collect();
+        let (min, med) = measure(15, || {
+            std::hint::black_box(dpf_pir::answer_many(&db, &keys));
+        });
+        println!(
+            "dpf-pir answer_many(8) N={n} rec={len}: min {min:?} ({:?} per query), median {med:?} ({:?} per query)",
+            min / 8,
+            med / 8
+        );
         if n == 65536 && len == 1024 {
             let layout = BatchLayout::new(n, BatchParams::for_batch(10))?;
             let idx: Vec<usize> = (0..10).map(|i| i * 6007).collect();
