@@ -52,9 +52,10 @@ pub fn run(cfg: &DemoConfig) -> Result<DemoOutcome, CliError> {
             tmp.path().to_path_buf()
         }
     };
-    let files = gen_data::generate(cfg.size, 2, 0.5, &dir, 1)?;
+    let parties = cfg.protocol.parties();
+    let files = gen_data::generate(cfg.size, parties, 0.5, &dir, 1)?;
     let expected = gen_data::common_rows(cfg.size, 0.5);
-    let listeners: Vec<TcpListener> = (0..2)
+    let listeners: Vec<TcpListener> = (0..parties)
         .map(|_| TcpListener::bind("127.0.0.1:0"))
         .collect::<Result<_, _>>()
         .map_err(|e| CliError::Network(format!("cannot bind a loopback port: {e}")))?;

@@ -218,10 +218,11 @@ fn run_demo(a: &DemoArgs) -> Result<(), CliError> {
         dir: a.dir.clone(),
     };
     println!(
-        "obliv psi demo: {} on {}, {} rows per party (half in common), 2 parties over loopback TCP{}",
+        "obliv psi demo: {} on {}, {} rows per party (half in common), {} parties over loopback TCP{}",
         cfg.protocol,
         cfg.curve,
         cfg.size,
+        cfg.protocol.parties(),
         cfg.sim.map_or(String::new(), |m| format!(
             ", simulated link {} bit/s, {:?} one way",
             m.bandwidth_bps, m.latency

@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use obliv_core::AesRng;
 use obliv_ec::Curve;
-use obliv_net::{Channel, ConnectOptions, LinkModel, Session, SimLink, Stats, TcpChannel};
+use obliv_net::{Channel, ConnectOptions, LinkModel, Session, SimLink, Stats};
 use obliv_psi::ecdh::{self, EcdhConfig, Role};
+use obliv_psi::ecdh3;
 
 use crate::csvio::{self, KeyedInput};
 use crate::error::CliError;
@@ -18,6 +19,19 @@ use crate::error::CliError;
 pub enum Protocol {
     /// Two-party ECDH-PSI.
     Ecdh,
+    /// Three-party ECDH-PSI (the receiver also learns the size of the other two parties'
+    /// intersection).
+    Ecdh3pc,
+}
+
+impl Protocol {
+    /// Number of parties the protocol runs between.
+    pub fn parties(self) -> usize {
+        match self {
+            Protocol::Ecdh => 2,
+            Protocol::Ecdh3pc => 3,
+        }
+    }
 }
 
 impl std::str::FromStr for Protocol {
@@ -25,11 +39,10 @@ impl std::str::FromStr for Protocol {
     fn from_str(s: &str) -> Result<Self, CliError> {
         match s {
             "ecdh" => Ok(Protocol::Ecdh),
-            "ecdh-3pc" | "kkrt" | "rr22" | "rr22-lowcomm" | "rr22-malicious" => {
-                Err(CliError::Usage(format!(
-                    "protocol {s:?} is not available in this build of obliv (available: ecdh)"
-                )))
-            }
+            "ecdh-3pc" => Ok(Protocol::Ecdh3pc),
+            "kkrt" | "rr22" | "rr22-lowcomm" | "rr22-malicious" => Err(CliError::Usage(format!(
+                "protocol {s:?} is not available in this build of obliv (available: ecdh, ecdh-3pc)"
+            ))),
             _ => Err(CliError::Usage(format!(
                 "unknown protocol {s:?} (ecdh, ecdh-3pc, kkrt, rr22, rr22-lowcomm, rr22-malicious)"
             ))),
@@ -41,6 +54,7 @@ impl std::fmt::Display for Protocol {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Protocol::Ecdh => "ecdh",
+            Protocol::Ecdh3pc => "ecdh-3pc",
         })
     }
 }
@@ -142,10 +156,11 @@ pub fn parse_parties(s: &str) -> Result<Vec<SocketAddr>, CliError> {
 pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, CliError> {
     let start = Instant::now();
     let n = cfg.parties.len();
-    if n != 2 {
+    if n != cfg.protocol.parties() {
         return Err(CliError::Usage(format!(
-            "protocol {} needs 2 parties, got {n}",
-            cfg.protocol
+            "protocol {} needs {} parties in --parties, got {n}",
+            cfg.protocol,
+            cfg.protocol.parties()
         )));
     }
     if cfg.rank >= n || cfg.receiver >= n {
@@ -162,23 +177,9 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         Some(l) => Session::tcp_with_listener(cfg.rank, &l, &cfg.parties, &opts)?,
         None => Session::tcp(cfg.rank, &cfg.parties, &opts)?,
     };
-    let peer = 1 - cfg.rank;
-    let mut channels = session.into_channels();
-    let tcp: TcpChannel = channels
-        .get_mut(peer)
-        .and_then(Option::take)
-        .ok_or_else(|| CliError::Network("no channel to the other party".into()))?;
     let (selected, stats) = match cfg.sim {
-        Some(model) => {
-            let mut ch = SimLink::new(tcp, model);
-            let sel = run_protocol(cfg, &keyed, &mut ch)?;
-            (sel, ch.stats())
-        }
-        None => {
-            let mut ch = tcp;
-            let sel = run_protocol(cfg, &keyed, &mut ch)?;
-            (sel, ch.stats())
-        }
+        Some(model) => run_session(cfg, &keyed, session.map(|_, c| SimLink::new(c, model)))?,
+        None => run_session(cfg, &keyed, session)?,
     };
     let (rows_out, keys_out) = match selected {
         Some(sel) => {
@@ -202,34 +203,39 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
 }
 
 /// Runs the protocol on the distinct keys; returns, for the parties that learn the result, a
-/// flag per distinct key.
-fn run_protocol<C: Channel>(
+/// flag per distinct key, and this party's traffic.
+fn run_session<C: Channel>(
     cfg: &PartyConfig,
     keyed: &KeyedInput,
-    ch: &mut C,
-) -> Result<Option<Vec<bool>>, CliError> {
+    mut session: Session<C>,
+) -> Result<(Option<Vec<bool>>, Stats), CliError> {
     let mut rng = AesRng::from_entropy();
-    match cfg.protocol {
+    let ecfg = EcdhConfig {
+        curve: cfg.curve,
+        batch_size: cfg.batch_size,
+        broadcast: cfg.broadcast,
+        ..EcdhConfig::default()
+    };
+    let out = match cfg.protocol {
         Protocol::Ecdh => {
             let role = if cfg.rank == cfg.receiver {
                 Role::Receiver
             } else {
                 Role::Sender
             };
-            let ecfg = EcdhConfig {
-                curve: cfg.curve,
-                batch_size: cfg.batch_size,
-                broadcast: cfg.broadcast,
-                ..EcdhConfig::default()
-            };
-            let out = ecdh::run(ch, role, &keyed.distinct, &ecfg, &mut rng)?;
-            Ok(out.map(|idx| {
-                let mut sel = vec![false; keyed.distinct.len()];
-                for i in idx {
-                    sel[i] = true;
-                }
-                sel
-            }))
+            let ch = session.channel(1 - cfg.rank)?;
+            ecdh::run(ch, role, &keyed.distinct, &ecfg, &mut rng)?
         }
-    }
+        Protocol::Ecdh3pc => {
+            ecdh3::run(&mut session, cfg.receiver, &keyed.distinct, &ecfg, &mut rng)?
+        }
+    };
+    let selected = out.map(|idx| {
+        let mut sel = vec![false; keyed.distinct.len()];
+        for i in idx {
+            sel[i] = true;
+        }
+        sel
+    });
+    Ok((selected, session.stats()))
 }

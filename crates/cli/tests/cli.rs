@@ -261,3 +261,31 @@ fn curve_mismatch_is_a_protocol_error() {
         "no partial output on failure"
     );
 }
+
+#[test]
+fn demos_run_two_and_three_parties() {
+    for (protocol, extra) in [
+        ("ecdh", vec![]),
+        ("ecdh-3pc", vec![]),
+        (
+            "ecdh",
+            vec!["--sim-bandwidth", "100mbit", "--sim-latency", "1ms"],
+        ),
+    ] {
+        let o = obliv()
+            .args(["psi", "demo", "--protocol", protocol, "--size", "600"])
+            .args(&extra)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{protocol}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            out.contains("intersection: 300 items (expected 300)"),
+            "{out}"
+        );
+    }
+}
