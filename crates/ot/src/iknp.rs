@@ -73,6 +73,9 @@ pub const KAPPA: usize = 128;
 /// OTs per chunk (one receiver message of `κ·CHUNK_OTS/8` = 256 KiB).
 pub const CHUNK_OTS: usize = 1 << 14;
 
+/// log2 of the OT-index range a [`Sender::split`] child gets (2^40 OTs).
+pub const SPLIT_SPAN_LOG: u32 = 40;
+
 /// Most OTs one call may produce (2^40; far beyond memory, a guard against overflow).
 pub const MAX_OTS: usize = 1 << 40;
 
@@ -192,6 +195,31 @@ impl Sender {
     /// The global correlation key Δ (see the module documentation). Secret.
     pub fn delta(&self) -> Block {
         self.delta
+    }
+
+    /// A new, independent sender for the same peer, without new base OTs: its seeds are
+    /// the next block of each of this one's PRG streams; it continues this one's OT index
+    /// while this one skips 2^40 ahead. (After nested splits an index can recur in two
+    /// sessions; that is harmless because their seeds are independent — TCCR security
+    /// [GKWW20, Def. 4] allows one tweak on different inputs.) The peer
+    /// must call `split` on its side at the same point; the two children then run in
+    /// lock step with each other (e.g. on another thread over a sub-channel) while the
+    /// parents go on independently. This is how PSI buckets run concurrently on one set of
+    /// base OTs.
+    pub fn split(&mut self) -> Self {
+        let prgs = self
+            .prgs
+            .iter_mut()
+            .map(|p| Prg::new(p.next_block()))
+            .collect();
+        let child = Sender {
+            delta: self.delta,
+            prgs,
+            count: self.count,
+            rows: Vec::new(),
+        };
+        self.count += 1 << SPLIT_SPAN_LOG;
+        child
     }
 
     /// OTs produced so far (the global index of the next one, padding included).
@@ -360,6 +388,31 @@ impl Receiver {
             rows: Vec::new(),
             tmp: Vec::new(),
         })
+    }
+
+    /// A new, independent receiver for the same peer, without new base OTs: its seeds are
+    /// the next block of each of this one's PRG streams; it continues this one's OT index
+    /// while this one skips 2^40 ahead. (After nested splits an index can recur in two
+    /// sessions; that is harmless because their seeds are independent — TCCR security
+    /// [GKWW20, Def. 4] allows one tweak on different inputs.) The peer
+    /// must call `split` on its side at the same point; the two children then run in
+    /// lock step with each other (e.g. on another thread over a sub-channel) while the
+    /// parents go on independently. This is how PSI buckets run concurrently on one set of
+    /// base OTs.
+    pub fn split(&mut self) -> Self {
+        let prgs = self
+            .prgs
+            .iter_mut()
+            .map(|p| [Prg::new(p[0].next_block()), Prg::new(p[1].next_block())])
+            .collect();
+        let child = Receiver {
+            prgs,
+            count: self.count,
+            rows: Vec::new(),
+            tmp: Vec::new(),
+        };
+        self.count += 1 << SPLIT_SPAN_LOG;
+        child
     }
 
     /// OTs produced so far (the global index of the next one, padding included).
@@ -603,6 +656,53 @@ mod tests {
         for i in 0..300 {
             assert_eq!(got[i], msgs[i][usize::from(ch[i])]);
         }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// For any size and choice bits: t_i = q_i ⊕ r_i·Δ, and random OT delivers m_{r_i}.
+        #[test]
+        fn correlation_law(n in 0usize..700, seed in proptest::prelude::any::<u8>()) {
+            let (mut s, mut r) = pair(seed);
+            let (mut a, mut b) = mem_pair();
+            let ch = random_bits(n, &mut AesRng::from_seed([seed ^ 0x55; 16]));
+            let c2 = ch.clone();
+            let (q, pairs, t, m) = std::thread::scope(|sc| {
+                let h = sc.spawn(|| {
+                    let t = r.receive_correlated(&mut b, &c2).unwrap();
+                    (t, r.receive_random(&mut b, &c2).unwrap())
+                });
+                let q = s.send_correlated(&mut a, n).unwrap();
+                let p = s.send_random(&mut a, n).unwrap();
+                let (t, m) = h.join().unwrap();
+                (q, p, t, m)
+            });
+            for i in 0..n {
+                let d = Block::broadcast_bit(Choice::from(u8::from(ch[i]))) & s.delta();
+                proptest::prop_assert_eq!(t[i], q[i] ^ d);
+                proptest::prop_assert_eq!(m[i], pairs[i][usize::from(ch[i])]);
+            }
+        }
+    }
+
+    #[test]
+    fn split_children_are_independent_sessions() {
+        let (mut s, mut r) = pair(6);
+        let (mut sc, mut rc) = (s.split(), r.split());
+        for (ss, rr) in [(&mut sc, &mut rc), (&mut s, &mut r)] {
+            let (mut a, mut b) = mem_pair();
+            let ch = random_bits(1000, &mut AesRng::from_seed([8; 16]));
+            let c2 = ch.clone();
+            let (pairs, got) = std::thread::scope(|sc| {
+                let t = sc.spawn(move || rr.receive_random(&mut b, &c2).unwrap());
+                (ss.send_random(&mut a, 1000).unwrap(), t.join().unwrap())
+            });
+            for i in 0..1000 {
+                assert_eq!(pairs[i][usize::from(ch[i])], got[i]);
+            }
+        }
+        assert_eq!(sc.delta(), s.delta());
+        assert_eq!(s.count(), r.count());
     }
 
     #[test]

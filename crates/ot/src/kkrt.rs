@@ -233,6 +233,31 @@ impl KkrtSender {
         })
     }
 
+    /// A new, independent OPRF sender (same `s` and code) for the same peer, without new base OTs: its seeds are
+    /// the next block of each of this one's PRG streams; it continues this one's OT index
+    /// while this one skips 2^40 ahead. (After nested splits an index can recur in two
+    /// sessions; that is harmless because their seeds are independent — TCCR security
+    /// [GKWW20, Def. 4] allows one tweak on different inputs.) The peer
+    /// must call `split` on its side at the same point; the two children then run in
+    /// lock step with each other (e.g. on another thread over a sub-channel) while the
+    /// parents go on independently. This is how PSI buckets run concurrently on one set of
+    /// base OTs.
+    pub fn split(&mut self) -> Self {
+        let prgs = self
+            .prgs
+            .iter_mut()
+            .map(|p| Prg::new(p.next_block()))
+            .collect();
+        let child = KkrtSender {
+            s: self.s,
+            prgs,
+            prc: self.prc.clone(),
+            count: self.count,
+        };
+        self.count += 1 << crate::iknp::SPLIT_SPAN_LOG;
+        child
+    }
+
     /// Instances produced so far in this session (padding included).
     pub fn count(&self) -> u64 {
         self.count
@@ -317,6 +342,30 @@ impl KkrtReceiver {
             prc: Prc::new(code_seed),
             count: 0,
         })
+    }
+
+    /// A new, independent OPRF receiver (same code) for the same peer, without new base OTs: its seeds are
+    /// the next block of each of this one's PRG streams; it continues this one's OT index
+    /// while this one skips 2^40 ahead. (After nested splits an index can recur in two
+    /// sessions; that is harmless because their seeds are independent — TCCR security
+    /// [GKWW20, Def. 4] allows one tweak on different inputs.) The peer
+    /// must call `split` on its side at the same point; the two children then run in
+    /// lock step with each other (e.g. on another thread over a sub-channel) while the
+    /// parents go on independently. This is how PSI buckets run concurrently on one set of
+    /// base OTs.
+    pub fn split(&mut self) -> Self {
+        let prgs = self
+            .prgs
+            .iter_mut()
+            .map(|p| [Prg::new(p[0].next_block()), Prg::new(p[1].next_block())])
+            .collect();
+        let child = KkrtReceiver {
+            prgs,
+            prc: self.prc.clone(),
+            count: self.count,
+        };
+        self.count += 1 << crate::iknp::SPLIT_SPAN_LOG;
+        child
     }
 
     /// Instances produced so far in this session (padding included).
@@ -548,6 +597,43 @@ mod tests {
         let k = &keys[2];
         assert!(k.eval(127, Block::ZERO).is_err());
         assert!(k.eval_batch(&[0], &[], &mut []).is_err());
+    }
+
+    #[test]
+    fn split_sessions_run_concurrently() {
+        let (mut s, mut r) = pair(3);
+        let (mut s1, mut r1) = (s.split(), r.split());
+        let (s2, r2) = (s.split(), r.split());
+        let mut handles = Vec::new();
+        for (k, (mut ss, mut rr)) in [(s1.split(), r1.split()), (s2, r2)].into_iter().enumerate() {
+            handles.push(std::thread::spawn(move || {
+                let (mut a, mut b) = mem_pair();
+                let xs = inputs(300, 40 + u8::try_from(k).unwrap());
+                let t = std::thread::spawn(move || rr.receive(&mut b, &xs).map(|y| (xs, y)));
+                let key = ss.send(&mut a, 300).unwrap();
+                let (xs, ys) = t.join().unwrap().unwrap();
+                for i in 0..300 {
+                    assert_eq!(key.eval(i, xs[i]).unwrap(), ys[i]);
+                }
+                ys
+            }));
+        }
+        // The parents (and the first child) still work after splitting.
+        for (ss, rr) in [(&mut s, &mut r), (&mut s1, &mut r1)] {
+            let (mut a, mut b) = mem_pair();
+            let xs = inputs(50, 60);
+            let x2 = xs.clone();
+            let key = std::thread::scope(|sc| {
+                let t = sc.spawn(move || rr.receive(&mut b, &x2).unwrap());
+                let key = ss.send(&mut a, 50).unwrap();
+                (key, t.join().unwrap())
+            });
+            for i in 0..50 {
+                assert_eq!(key.0.eval(i, xs[i]).unwrap(), key.1[i]);
+            }
+        }
+        let outs: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert_ne!(outs[0], outs[1]);
     }
 
     #[test]
