@@ -271,14 +271,14 @@ impl TcpReceiver {
     }
 
     /// Read-ahead mode: takes the next whole frame from the queue.
-    fn next_ahead(&mut self) -> Result<Vec<u8>> {
+    fn next_ahead(&mut self) -> Result<Frame> {
         let timeout = self.read_timeout;
         let Reader::Ahead(ra) = &mut self.reader else {
             return Err(Error::Broken);
         };
-        if let Some(v) = ra.pending.pop_front() {
-            ra.release(v.len());
-            return Ok(v);
+        if let Some(f) = ra.pending.pop_front() {
+            ra.release(f.len);
+            return Ok(f);
         }
         let mut seen = ra.shared.progress.load(Ordering::Relaxed);
         loop {
@@ -289,9 +289,9 @@ impl TcpReceiver {
             match r {
                 Ok(Ok(batch)) => {
                     ra.pending.extend(batch);
-                    if let Some(v) = ra.pending.pop_front() {
-                        ra.release(v.len());
-                        return Ok(v);
+                    if let Some(f) = ra.pending.pop_front() {
+                        ra.release(f.len);
+                        return Ok(f);
                     }
                 }
                 Ok(Err(e)) => {
@@ -324,17 +324,20 @@ impl TcpReceiver {
         if let Reader::Direct(_) = self.reader {
             return self.recv_direct(max_len, buf);
         }
-        let v = self.next_ahead()?;
-        check_len(v.len(), max_len)?;
-        let dst = buf.prepare(v.len())?;
-        if dst.len() != v.len() {
-            return Err(Error::UnexpectedLength {
-                expected: len64(dst.len()),
-                got: len64(v.len()),
-            });
+        let f = self.next_ahead()?;
+        let r = copy_frame(f.bytes(), max_len, buf);
+        self.recycle(f);
+        r
+    }
+
+    /// Read-ahead mode: hands a frame's buffer back to the reader thread for reuse.
+    fn recycle(&self, f: Frame) {
+        if let Reader::Ahead(ra) = &self.reader
+            && f.buf.len() <= RECYCLE_MAX
+        {
+            // A full pool just drops the buffer.
+            let _ = ra.pool.try_send(f.buf);
         }
-        dst.copy_from_slice(&v);
-        Ok(v.len())
     }
 }
 
@@ -350,9 +353,10 @@ impl FrameReceiver for TcpReceiver {
             return Ok(b.0);
         }
         self.check()?;
-        let v = self.next_ahead()?;
-        check_len(v.len(), max_len.min(self.max_frame_len))?;
-        Ok(v)
+        let f = self.next_ahead()?;
+        let r = check_len(f.len, max_len.min(self.max_frame_len)).map(|()| f.bytes().to_vec());
+        self.recycle(f);
+        r
     }
 
     fn max_frame_len(&self) -> usize {
@@ -382,9 +386,46 @@ enum Reader {
 struct ReadAhead {
     rx: Receiver<Result<Batch>>,
     /// Frames of the last batch not yet taken.
-    pending: VecDeque<Vec<u8>>,
+    pending: VecDeque<Frame>,
+    /// Emptied buffers going back to the reader thread.
+    pool: Sender<Vec<u8>>,
     shared: Arc<Shared>,
 }
+
+/// A received frame: its bytes are `buf[..len]`. The buffer may be longer (a recycled one),
+/// and is initialised throughout.
+#[derive(Debug)]
+struct Frame {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl Frame {
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+/// Copies a received frame into the buffer `buf` provides, after the length check.
+fn copy_frame(bytes: &[u8], max_len: usize, buf: &mut dyn RecvBuf) -> Result<usize> {
+    check_len(bytes.len(), max_len)?;
+    let dst = buf.prepare(bytes.len())?;
+    if dst.len() != bytes.len() {
+        return Err(Error::UnexpectedLength {
+            expected: len64(dst.len()),
+            got: len64(bytes.len()),
+        });
+    }
+    dst.copy_from_slice(bytes);
+    Ok(bytes.len())
+}
+
+/// Buffers up to this size are recycled between the reader thread and the consumer, so that
+/// large frames do not cost fresh pages (page faults, zeroing) each time.
+const RECYCLE_MAX: usize = 8 << 20;
+
+/// How many emptied buffers wait for reuse at most.
+const POOL_SIZE: usize = 8;
 
 /// State shared with the read-ahead thread.
 #[derive(Debug, Default)]
@@ -459,6 +500,7 @@ fn piece_error(got: usize, want: u64, e: io::Error, timeout: Option<Duration>) -
 fn read_ahead_loop(
     mut r: BufReader<TcpStream>,
     tx: &Sender<Result<Batch>>,
+    pool: &Receiver<Vec<u8>>,
     shared: &Shared,
     cap: usize,
 ) -> Result<()> {
@@ -474,15 +516,15 @@ fn read_ahead_loop(
         }
         // One frame, waiting for it; then every further frame that already sits whole in the
         // read buffer, so that a burst of small frames costs one hand-over, not one each.
-        let first = read_frame(&mut r, shared)?;
-        let mut bytes = first.len();
+        let first = read_frame(&mut r, pool, shared)?;
+        let mut bytes = first.len;
         let mut batch = vec![first];
         let mut failed = None;
         while bytes < BATCH_BYTES && next_frame_buffered(&r) {
-            match read_frame(&mut r, shared) {
-                Ok(v) => {
-                    bytes += v.len();
-                    batch.push(v);
+            match read_frame(&mut r, pool, shared) {
+                Ok(f) => {
+                    bytes += f.len;
+                    batch.push(f);
                 }
                 Err(e) => {
                     failed = Some(e);
@@ -501,7 +543,7 @@ fn read_ahead_loop(
 }
 
 /// Frames handed from the read-ahead thread to the consumer in one go.
-type Batch = Vec<Vec<u8>>;
+type Batch = Vec<Frame>;
 
 /// A batch stops growing at this many bytes.
 const BATCH_BYTES: usize = 1 << 20;
@@ -516,7 +558,11 @@ fn next_frame_buffered(r: &BufReader<TcpStream>) -> bool {
 }
 
 /// Reads one frame, checking its length against the channel's limit before allocating.
-fn read_frame(r: &mut BufReader<TcpStream>, shared: &Shared) -> Result<Vec<u8>> {
+fn read_frame(
+    r: &mut BufReader<TcpStream>,
+    pool: &Receiver<Vec<u8>>,
+    shared: &Shared,
+) -> Result<Frame> {
     let max_frame = shared.max_frame.load(Ordering::Relaxed);
     let mut h = [0u8; HEADER];
     read_full(r, &mut h, Some(&shared.progress))
@@ -530,10 +576,15 @@ fn read_frame(r: &mut BufReader<TcpStream>, shared: &Shared) -> Result<Vec<u8>> 
         return Err(too_large);
     }
     let n = usize::try_from(len).map_err(|_| too_large)?;
-    let mut v = vec![0u8; n];
-    read_full(r, &mut v, Some(&shared.progress))
+    // A recycled buffer if one is large enough; else a fresh zeroed one, mapped lazily, so a
+    // hostile length costs no memory until its bytes arrive.
+    let mut buf = match pool.try_recv() {
+        Ok(b) if b.len() >= n => b,
+        _ => vec![0u8; n],
+    };
+    read_full(r, &mut buf[..n], Some(&shared.progress))
         .map_err(|(got, e)| piece_error(got, len, e, None))?;
-    Ok(v)
+    Ok(Frame { buf, len: n })
 }
 
 impl TcpChannel {
@@ -563,6 +614,7 @@ impl TcpChannel {
                 stream.set_read_timeout(None).map_err(io)?;
                 let r = BufReader::with_capacity(cap, stream.try_clone().map_err(io)?);
                 let (tx, rx) = crossbeam_channel::unbounded();
+                let (pool_tx, pool_rx) = crossbeam_channel::bounded(POOL_SIZE);
                 let shared = Arc::new(Shared {
                     max_frame: AtomicUsize::new(opts.max_frame_len),
                     ..Shared::default()
@@ -571,7 +623,7 @@ impl TcpChannel {
                 thread::Builder::new()
                     .name("obliv-net-reader".into())
                     .spawn(move || {
-                        if let Err(e) = read_ahead_loop(r, &tx, &sh, limit) {
+                        if let Err(e) = read_ahead_loop(r, &tx, &pool_rx, &sh, limit) {
                             // The consumer may be gone already; then nobody needs to know.
                             let _ = tx.send(Err(e));
                         }
@@ -583,6 +635,7 @@ impl TcpChannel {
                 Reader::Ahead(ReadAhead {
                     rx,
                     pending: VecDeque::new(),
+                    pool: pool_tx,
                     shared,
                 })
             }
