@@ -63,5 +63,5 @@ pub use error::{Error, Result};
 pub use extend::{Kind, Params, Security};
 pub use vole::{
     DEFAULT_MAX_CHUNK, MAX_CHUNK_LIMIT, SubfieldVoleReceiver, SubfieldVoleSender, VoleConfig,
-    VoleReceiver, VoleSender,
+    VoleReceiver, VoleSender, subfield_vole_receive, subfield_vole_send, vole_receive, vole_send,
 };

@@ -331,3 +331,24 @@ fn hostile_peer_messages_give_errors_not_panics() {
         Err(Error::NotEnoughBase { .. })
     ));
 }
+
+#[test]
+fn one_shot_functions() {
+    let (mut c0, mut c1) = mem_pair();
+    let cfg = VoleConfig::default();
+    let t = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([10; 16]);
+        let f = crate::vole_send(&mut c0, 777, cfg, &mut rng).unwrap();
+        let s = crate::subfield_vole_send(&mut c0, 778, cfg, &mut rng).unwrap();
+        (f, s)
+    });
+    let mut rng = AesRng::from_seed([11; 16]);
+    let (a, c) = crate::vole_receive(&mut c1, 777, cfg, &mut rng).unwrap();
+    let (aa, cc) = crate::subfield_vole_receive(&mut c1, 778, cfg, &mut rng).unwrap();
+    let ((delta, b), (delta2, bb)) = t.join().unwrap();
+    assert_field(&(delta, b, a, c), 777);
+    assert_subfield(
+        &(delta2, bb, aa, cc, Stats::default(), Stats::default()),
+        778,
+    );
+}

@@ -708,3 +708,63 @@ impl VoleReceiver {
         Ok((aa, cc))
     }
 }
+
+/// One-shot GF(2^128) VOLE, sender side: base OT + IKNP + silent extension; returns
+/// `(Δ, B)` of `n` correlations. The peer calls [`vole_receive`] with the same `n` and `cfg`.
+/// To extend again later without new base OTs, keep a [`VoleSender`] instead.
+///
+/// # Errors
+/// As [`VoleSender::new`] and [`VoleSender::extend`].
+pub fn vole_send<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+    ch: &mut C,
+    n: usize,
+    cfg: VoleConfig,
+    rng: &mut R,
+) -> Result<(Block, Vec<Block>)> {
+    let mut s = VoleSender::new(ch, cfg, rng)?;
+    let b = s.extend(ch, n, rng)?;
+    Ok((s.delta(), b))
+}
+
+/// One-shot GF(2^128) VOLE, receiver side: returns `(A, C)` with `C = B + A·Δ`.
+///
+/// # Errors
+/// As [`VoleReceiver::new`] and [`VoleReceiver::extend`].
+pub fn vole_receive<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+    ch: &mut C,
+    n: usize,
+    cfg: VoleConfig,
+    rng: &mut R,
+) -> Result<(Vec<Block>, Vec<Block>)> {
+    VoleReceiver::new(ch, cfg, rng)?.extend(ch, n, rng)
+}
+
+/// One-shot subfield VOLE, sender side: returns `(Δ, B)`. The peer calls
+/// [`subfield_vole_receive`].
+///
+/// # Errors
+/// As [`SubfieldVoleSender::new`] and [`SubfieldVoleSender::extend`].
+pub fn subfield_vole_send<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+    ch: &mut C,
+    n: usize,
+    cfg: VoleConfig,
+    rng: &mut R,
+) -> Result<(Block, Vec<Block>)> {
+    let mut s = SubfieldVoleSender::new(ch, cfg, rng)?;
+    let b = s.extend(ch, n, rng)?;
+    Ok((s.delta(), b))
+}
+
+/// One-shot subfield VOLE, receiver side: returns `(A, C)` (`A` as bytes 0/1) with
+/// `C = B ⊕ A·Δ`.
+///
+/// # Errors
+/// As [`SubfieldVoleReceiver::new`] and [`SubfieldVoleReceiver::extend`].
+pub fn subfield_vole_receive<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+    ch: &mut C,
+    n: usize,
+    cfg: VoleConfig,
+    rng: &mut R,
+) -> Result<(Vec<u8>, Vec<Block>)> {
+    SubfieldVoleReceiver::new(ch, cfg, rng)?.extend(ch, n, rng)
+}
