@@ -9,6 +9,9 @@
 //! `x`, while each key alone is pseudorandom (it reveals nothing about `α` beyond `n`, under
 //! the assumption that AES is a pseudorandom permutation).
 //!
+//! [`gen_block_keys`] shares the point function with 128-bit outputs, `β` at `α` and 0
+//! elsewhere (the same tree without early termination, depth `n`, one leaf per point).
+//!
 //! # Construction
 //!
 //! A GGM tree of depth `d = max(n − 7, 0)`: each node holds a 128-bit block `S` whose least
@@ -121,9 +124,21 @@ pub const fn output_blocks(domain_bits: u32) -> usize {
 
 /// Serialised length of a key over `2^n` points: `1 + 16 + 16·d + ⌈d/8⌉ + 16`.
 pub const fn key_len(domain_bits: u32) -> usize {
-    let d = tree_depth(domain_bits) as usize;
+    encoded_len(tree_depth(domain_bits))
+}
+
+/// Serialised length of a key from [`gen_block_keys`] over `2^n` points (tree depth `n`).
+pub const fn block_key_len(domain_bits: u32) -> usize {
+    encoded_len(domain_bits)
+}
+
+const fn encoded_len(depth: u32) -> usize {
+    let d = depth as usize;
     1 + 16 + 16 * d + d.div_ceil(8) + 16
 }
+
+/// Flag in the first byte of a serialised key: block outputs.
+const BLOCK_FLAG: u8 = 0x80;
 
 /// One party's DPF key.
 ///
@@ -140,6 +155,9 @@ pub struct DpfKey {
     cw_right: u64,
     /// The output correction word of the leaves.
     cw_out: Block,
+    /// `false`: one output bit per point, 128 per leaf (early termination); `true`: one
+    /// 128-bit output per point ([`gen_block_keys`]).
+    block_output: bool,
 }
 
 impl core::fmt::Debug for DpfKey {
@@ -159,6 +177,40 @@ pub fn gen_keys<R: CryptoRng + ?Sized>(
     alpha: u64,
     rng: &mut R,
 ) -> Result<(DpfKey, DpfKey)> {
+    check_point(domain_bits, alpha)?;
+    let leaf = if domain_bits >= LEAF_BITS {
+        alpha >> LEAF_BITS
+    } else {
+        0
+    };
+    let payload = Block(1u128 << (alpha & 127));
+    Ok(gen_inner(
+        domain_bits,
+        tree_depth(domain_bits),
+        leaf,
+        payload,
+        false,
+        rng,
+    ))
+}
+
+/// Generates the two keys of the point function with 128-bit outputs that is `beta` at
+/// `alpha` and 0 elsewhere on `[0, 2^n)` (BGI16 Fig. 1 over the group `GF(2)^128`, without
+/// early termination: the tree has depth `n` and each leaf is one output). Evaluate with
+/// [`DpfKey::eval_block`] or [`DpfKey::eval_full`] (one block per point).
+///
+/// Errors as for [`gen_keys`].
+pub fn gen_block_keys<R: CryptoRng + ?Sized>(
+    domain_bits: u32,
+    alpha: u64,
+    beta: Block,
+    rng: &mut R,
+) -> Result<(DpfKey, DpfKey)> {
+    check_point(domain_bits, alpha)?;
+    Ok(gen_inner(domain_bits, domain_bits, alpha, beta, true, rng))
+}
+
+fn check_point(domain_bits: u32, alpha: u64) -> Result<()> {
     if domain_bits > MAX_DOMAIN_BITS {
         return Err(Error::DomainTooLarge {
             bits: domain_bits,
@@ -169,13 +221,20 @@ pub fn gen_keys<R: CryptoRng + ?Sized>(
     if alpha >= size {
         return Err(Error::IndexOutOfRange { index: alpha, size });
     }
+    Ok(())
+}
+
+/// The key generation of BGI16 Fig. 1 for a tree of depth `d` whose leaf `leaf` carries
+/// `payload` (in the XOR of the two parties' conversions).
+fn gen_inner<R: CryptoRng + ?Sized>(
+    domain_bits: u32,
+    d: u32,
+    leaf: u64,
+    payload: Block,
+    block_output: bool,
+    rng: &mut R,
+) -> (DpfKey, DpfKey) {
     let p = prgs();
-    let d = tree_depth(domain_bits);
-    let leaf = if domain_bits >= LEAF_BITS {
-        alpha >> LEAF_BITS
-    } else {
-        0
-    };
     let mut s0 = Block(Block::random(rng).0 & !1);
     let mut s1 = Block(Block::random(rng).0 | 1);
     let (root0, root1) = (s0, s1);
@@ -221,8 +280,7 @@ pub fn gen_keys<R: CryptoRng + ?Sized>(
     // Output correction: Convert(S0) ⊕ Convert(S1) ⊕ e_{α mod 128}.
     let mut conv = [s0, s1];
     p.value.encrypt_blocks(&mut conv);
-    let payload = 1u128 << (alpha & 127);
-    let cw_out = Block(conv[0].0 ^ s0.0 ^ conv[1].0 ^ s1.0 ^ payload);
+    let cw_out = Block(conv[0].0 ^ s0.0 ^ conv[1].0 ^ s1.0 ^ payload.0);
     conv.zeroize();
     s0.zeroize();
     s1.zeroize();
@@ -232,6 +290,7 @@ pub fn gen_keys<R: CryptoRng + ?Sized>(
         cw_seed: cw_seed.clone(),
         cw_right,
         cw_out,
+        block_output,
     };
     let k1 = DpfKey {
         domain_bits,
@@ -239,8 +298,9 @@ pub fn gen_keys<R: CryptoRng + ?Sized>(
         cw_seed,
         cw_right,
         cw_out,
+        block_output,
     };
-    Ok((k0, k1))
+    (k0, k1)
 }
 
 impl DpfKey {
@@ -254,9 +314,24 @@ impl DpfKey {
         u8::from(self.root.lsb())
     }
 
-    /// Blocks of the full-domain output ([`output_blocks`]).
+    /// Whether the key has 128-bit outputs ([`gen_block_keys`]) rather than bits.
+    pub fn block_output(&self) -> bool {
+        self.block_output
+    }
+
+    /// Depth of the key's tree.
+    fn depth(&self) -> u32 {
+        if self.block_output {
+            self.domain_bits
+        } else {
+            tree_depth(self.domain_bits)
+        }
+    }
+
+    /// Blocks of the full-domain output: [`output_blocks`] for bit outputs, `2^n` for block
+    /// outputs.
     pub fn output_blocks(&self) -> usize {
-        output_blocks(self.domain_bits)
+        1usize << self.depth()
     }
 
     /// Correction words of level `i` for the left and right child.
@@ -275,6 +350,11 @@ impl DpfKey {
         if x >= size {
             return Err(Error::IndexOutOfRange { index: x, size });
         }
+        if self.block_output {
+            return Err(Error::Malformed {
+                what: "a key with block outputs is evaluated with eval_block",
+            });
+        }
         let leaf = self.eval_leaf(if self.domain_bits >= LEAF_BITS {
             x >> LEAF_BITS
         } else {
@@ -283,11 +363,27 @@ impl DpfKey {
         Ok(leaf.bit((x & 127) as usize))
     }
 
+    /// This party's share of the 128-bit output at `x` of a key from [`gen_block_keys`].
+    ///
+    /// Errors: [`Error::IndexOutOfRange`], [`Error::Malformed`] for a key with bit outputs.
+    pub fn eval_block(&self, x: u64) -> Result<Block> {
+        let size = 1u64 << self.domain_bits;
+        if x >= size {
+            return Err(Error::IndexOutOfRange { index: x, size });
+        }
+        if !self.block_output {
+            return Err(Error::Malformed {
+                what: "a key with bit outputs is evaluated with eval",
+            });
+        }
+        Ok(self.eval_leaf(x))
+    }
+
     /// This party's share of the 128 outputs of leaf `j` (points `128·j .. 128·j + 127`),
     /// walking one path of the tree. `j` must be below `2^d` (checked by the caller).
     fn eval_leaf(&self, j: u64) -> Block {
         let p = prgs();
-        let d = tree_depth(self.domain_bits);
+        let d = self.depth();
         let mut s = self.root;
         for i in 0..d {
             let right = (j >> (d - 1 - i)) & 1 == 1;
@@ -315,7 +411,7 @@ impl DpfKey {
     /// Panics if `out.len() != self.output_blocks()` (a caller bug).
     pub fn eval_full_into(&self, out: &mut [Block]) {
         assert_eq!(out.len(), self.output_blocks(), "output buffer size");
-        let d = tree_depth(self.domain_bits);
+        let d = self.depth();
         out[0] = self.root;
         if d <= SUBTREE_LEVELS {
             self.expand(out, 0, d);
@@ -389,19 +485,19 @@ impl DpfKey {
         tmp.zeroize();
     }
 
-    /// Serialised length of this key ([`key_len`]).
+    /// Serialised length of this key ([`key_len`] or [`block_key_len`]).
     pub fn encoded_len(&self) -> usize {
-        key_len(self.domain_bits)
+        encoded_len(self.depth())
     }
 
-    /// Serialises the key: `n` (1 byte) ‖ root (16) ‖ per level the seed correction (16 each)
+    /// Serialises the key: `n` (1 byte, with bit 7 set for block outputs) ‖ root (16) ‖ per level the seed correction (16 each)
     /// ‖ the right control corrections, one bit per level, little-endian (`⌈d/8⌉` bytes) ‖ the
     /// output correction (16). Blocks are little-endian.
     pub fn to_bytes(&self) -> Vec<u8> {
         let d = self.cw_seed.len();
         let mut v = Vec::with_capacity(self.encoded_len());
-        #[allow(clippy::cast_possible_truncation)] // domain_bits ≤ MAX_DOMAIN_BITS < 256
-        v.push(self.domain_bits as u8);
+        #[allow(clippy::cast_possible_truncation)] // domain_bits ≤ MAX_DOMAIN_BITS < 128
+        v.push(self.domain_bits as u8 | if self.block_output { BLOCK_FLAG } else { 0 });
         v.extend_from_slice(&self.root.to_bytes());
         for cw in &self.cw_seed {
             v.extend_from_slice(&cw.to_bytes());
@@ -416,27 +512,29 @@ impl DpfKey {
     /// Errors: [`Error::DomainTooLarge`], [`Error::WrongLength`], and
     /// [`Error::NonCanonical`] if padding bits of the control corrections are set.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let Some(&n) = bytes.first() else {
+        let Some(&head) = bytes.first() else {
             return Err(Error::WrongLength {
                 expected: key_len(0),
                 got: 0,
             });
         };
-        let n = u32::from(n);
+        let block_output = head & BLOCK_FLAG != 0;
+        let n = u32::from(head & !BLOCK_FLAG);
         if n > MAX_DOMAIN_BITS {
             return Err(Error::DomainTooLarge {
                 bits: n,
                 max: MAX_DOMAIN_BITS,
             });
         }
-        let expected = key_len(n);
+        let depth = if block_output { n } else { tree_depth(n) };
+        let expected = encoded_len(depth);
         if bytes.len() != expected {
             return Err(Error::WrongLength {
                 expected,
                 got: bytes.len(),
             });
         }
-        let d = tree_depth(n) as usize;
+        let d = depth as usize;
         let block = |off: usize| {
             let mut b = [0u8; 16];
             b.copy_from_slice(&bytes[off..off + 16]);
@@ -460,11 +558,13 @@ impl DpfKey {
             cw_seed,
             cw_right,
             cw_out,
+            block_output,
         })
     }
 
-    /// Parses a key and checks that it is over `2^domain_bits` points
-    /// ([`Error::WrongDomain`] otherwise), before looking at anything else.
+    /// Parses a key with bit outputs and checks that it is over `2^domain_bits` points
+    /// ([`Error::WrongDomain`] otherwise, also for a key with block outputs), before looking at
+    /// anything else.
     pub fn from_bytes_for_domain(bytes: &[u8], domain_bits: u32) -> Result<Self> {
         if let Some(&n) = bytes.first()
             && u32::from(n) != domain_bits
@@ -475,7 +575,7 @@ impl DpfKey {
             });
         }
         let k = Self::from_bytes(bytes)?;
-        if k.domain_bits != domain_bits {
+        if k.domain_bits != domain_bits || k.block_output {
             return Err(Error::WrongDomain {
                 expected: domain_bits,
                 got: k.domain_bits,
@@ -675,6 +775,43 @@ mod tests {
                 assert!(diff < 200, "party {party} bit {pos}: {diff}");
             }
         }
+    }
+
+    #[test]
+    fn block_outputs() {
+        let mut rng = AesRng::from_seed([21; 16]);
+        for n in 0..=8 {
+            for alpha in 0..(1u64 << n) {
+                let beta = Block::random(&mut rng);
+                let (k0, k1) = gen_block_keys(n, alpha, beta, &mut rng).unwrap();
+                assert!(k0.block_output());
+                let mut f = k0.eval_full();
+                Block::xor_slices_in_place(&mut f, &k1.eval_full());
+                assert_eq!(f.len(), 1 << n);
+                for (x, v) in f.iter().enumerate() {
+                    let want = if x as u64 == alpha { beta } else { Block::ZERO };
+                    assert_eq!(*v, want, "n = {n} alpha = {alpha} x = {x}");
+                    let pt = k0.eval_block(x as u64).unwrap() ^ k1.eval_block(x as u64).unwrap();
+                    assert_eq!(pt, want);
+                }
+                let b = k1.to_bytes();
+                assert_eq!(b.len(), block_key_len(n));
+                assert_eq!(DpfKey::from_bytes(&b).unwrap(), k1);
+                assert!(DpfKey::from_bytes_for_domain(&b, n).is_err());
+                assert!(k0.eval(0).is_err());
+            }
+        }
+        let (k0, k1) = gen_block_keys(20, 999_999, Block(7), &mut rng).unwrap();
+        assert_eq!(
+            k0.eval_block(999_999).unwrap() ^ k1.eval_block(999_999).unwrap(),
+            Block(7)
+        );
+        assert_eq!(
+            k0.eval_block(5).unwrap() ^ k1.eval_block(5).unwrap(),
+            Block::ZERO
+        );
+        let (b0, _) = gen_keys(9, 3, &mut rng).unwrap();
+        assert!(b0.eval_block(3).is_err());
     }
 
     proptest! {
