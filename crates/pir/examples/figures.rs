@@ -58,6 +58,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             gbs(min),
             gbs(med)
         );
+        let (min, med) = measure(30, || {
+            std::hint::black_box(dpf_pir::answer_parallel(&db, &q.to_server0, 2).ok());
+        });
+        println!(
+            "dpf-pir answer_parallel(2 threads) N={n} rec={len}: min {min:?} ({:.1} GB/s), median {med:?} ({:.1} GB/s)",
+            gbs(min),
+            gbs(med)
+        );
         let qs: Vec<dpf_pir::Query> = (0..8)
             .map(|k| dpf_pir::query(n, (k * 4099) % n, &mut rng))
             .collect::<Result<_, _>>()?;
