@@ -2,8 +2,8 @@
 //! time (from `/proc/thread-self/schedstat`, robust on a shared, loaded machine) and wall time,
 //! one JSON line per (scheme, bits, op), plus the §2 single-thread / pool table.
 //!
-//! `cargo run --release -p obliv-he --example figures [-- 2048 3072 4096]`; the matching
-//! python-phe / HEU figures come from `benches/anchors.py`.
+//! `cargo run --release -p obliv-he --example figures [-- 2048 3072 4096 | elgamal | s2]`;
+//! the matching python-phe / HEU figures come from `benches/anchors.py`.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::hint::black_box;
@@ -183,11 +183,21 @@ fn elgamal() {
 }
 
 fn main() {
-    let sizes: Vec<u32> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let sizes = if sizes.is_empty() { vec![2048] } else { sizes };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `-- s2` prints only the §2 table; `-- elgamal` only the ElGamal figures.
+    if args.iter().any(|a| a == "s2") {
+        section2();
+        return;
+    }
+    let only_elgamal = args.iter().any(|a| a == "elgamal");
+    let sizes: Vec<u32> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let sizes = if only_elgamal {
+        vec![]
+    } else if sizes.is_empty() {
+        vec![2048]
+    } else {
+        sizes
+    };
     // Per-operation figures on one thread: inside a 1-thread pool, so that rayon::join in
     // decryption runs both CRT halves on this thread and its CPU time counts them both.
     let one = rayon::ThreadPoolBuilder::new()
@@ -200,6 +210,9 @@ fn main() {
         }
         elgamal();
     });
+    if only_elgamal {
+        return;
+    }
     // Latency of one decryption on the whole pool (the CRT halves on two cores).
     let k = Keypair::generate(2048).unwrap();
     let c = k.public.encrypt(&Integer::from(12345u32)).unwrap();
