@@ -198,6 +198,20 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+        /// For any shape and index, the two answers XOR to the record.
+        #[test]
+        fn prop_round_trip(n in 1usize..600, len in 1usize..70, i in proptest::prelude::any::<usize>(), seed in proptest::prelude::any::<[u8; 16]>()) {
+            let mut rng = AesRng::from_seed(seed);
+            let db = Database::random(n, len, &mut rng).unwrap();
+            let i = i % n;
+            let q = query(n, i, &mut rng).unwrap();
+            let rec = reconstruct(len, &answer(&db, &q.to_server0).unwrap(), &answer(&db, &q.to_server1).unwrap()).unwrap();
+            proptest::prop_assert_eq!(rec.as_slice(), db.record(i).unwrap());
+        }
+    }
+
     #[test]
     fn errors() {
         let mut rng = AesRng::from_seed([11; 16]);

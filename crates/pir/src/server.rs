@@ -71,6 +71,10 @@ pub struct ServerConfig {
     /// Most queued DPF-PIR queries a worker answers together in one pass over the database
     /// ([`dpf_pir::answer_many`]). Default 16; 1 turns coalescing off.
     pub coalesce: usize,
+    /// Threads that split the scan of a single DPF-PIR query ([`dpf_pir::answer_parallel`]).
+    /// Default 1: concurrency comes from the workers; raise it (to cores / workers, or with
+    /// fewer workers) for lower latency at low load when memory bandwidth grows with cores.
+    pub scan_threads: usize,
 }
 
 impl Default for ServerConfig {
@@ -84,6 +88,7 @@ impl Default for ServerConfig {
             idle_timeout: Duration::from_secs(60),
             batch: Some(BatchParams::for_batch(10)),
             coalesce: 16,
+            scan_threads: 1,
         }
     }
 }
@@ -93,13 +98,24 @@ impl Default for ServerConfig {
 pub struct ServerState {
     db: Database,
     layout: Option<BatchLayout>,
+    scan_threads: usize,
 }
 
 impl ServerState {
     /// A state for `db`, with the batch layout of `batch` if given.
     pub fn new(db: Database, batch: Option<BatchParams>) -> Result<Self> {
         let layout = batch.map(|p| BatchLayout::new(db.len(), p)).transpose()?;
-        Ok(ServerState { db, layout })
+        Ok(ServerState {
+            db,
+            layout,
+            scan_threads: 1,
+        })
+    }
+
+    /// Splits the scan of each single DPF-PIR query over `threads` threads.
+    pub fn with_scan_threads(mut self, threads: usize) -> Self {
+        self.scan_threads = threads.max(1);
+        self
     }
 
     /// The database.
@@ -121,6 +137,9 @@ impl ServerState {
                 v.extend_from_slice(&(b as u64).to_le_bytes());
                 v.extend_from_slice(&seed);
                 Ok(v)
+            }
+            Some((&TAG_DPF, key)) if self.scan_threads > 1 => {
+                dpf_pir::answer_parallel(&self.db, key, self.scan_threads)
             }
             Some((&TAG_DPF, key)) => dpf_pir::answer(&self.db, key),
             Some((&TAG_BATCH, keys)) => match &self.layout {
@@ -262,7 +281,8 @@ impl PirServer {
                 what: "workers, queue depth and connection limit must be positive",
             });
         }
-        let state = Arc::new(ServerState::new(db, config.batch)?);
+        let state =
+            Arc::new(ServerState::new(db, config.batch)?.with_scan_threads(config.scan_threads));
         Ok(PirServer { state, config })
     }
 

@@ -49,10 +49,11 @@ fn tcp_round_trip_single_batch_it() {
 #[test]
 fn concurrent_clients() {
     let mut rng = AesRng::from_seed([2; 16]);
-    let db = Database::random(1024, 64, &mut rng).unwrap();
+    let db = Database::random(5000, 64, &mut rng).unwrap();
     let config = ServerConfig {
         workers: 2,
         queue_depth: 2,
+        scan_threads: 2,
         ..ServerConfig::default()
     };
     let [s0, s1] = start(&db, config);
@@ -64,7 +65,7 @@ fn concurrent_clients() {
                 let mut c = PirClient::connect(a0, a1).unwrap();
                 let mut rng = AesRng::from_seed([t; 16]);
                 for _ in 0..10 {
-                    let i = (rng.next_u64() % 1024) as usize;
+                    let i = (rng.next_u64() % 5000) as usize;
                     assert_eq!(c.query(i).unwrap(), db.record(i).unwrap());
                 }
             });
