@@ -1,6 +1,6 @@
 //! Per-operation timings of obliv-fourq beside FourQlib (through the `fourq` crate) and
-//! curve25519-dalek, measured as *thread CPU time* (Linux `/proc/thread-self/schedstat`) so
-//! that other processes on a shared machine do not inflate the figures; the median of 7 runs.
+//! curve25519-dalek: best of 41 short runs (and the median), so that other processes on a
+//! shared machine inflate the figures as little as possible.
 //!
 //! `cargo run -p obliv-fourq --release --example figures`
 
@@ -14,33 +14,26 @@ use obliv_fourq::{Point, Scalar};
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 use sha2::{Digest, Sha512};
 use std::hint::black_box;
+use std::time::Instant;
 
-/// Nanoseconds this thread has run on a CPU (falls back to wall time off Linux).
-fn cpu_ns() -> u128 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
-        .unwrap_or_else(|| {
-            static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-            START
-                .get_or_init(std::time::Instant::now)
-                .elapsed()
-                .as_nanos()
-        })
-}
-
+/// Best of 41 short wall-clock runs (each a few milliseconds at most): on a machine shared
+/// with other work, the minimum is the run that was not preempted, which is what a quiet
+/// core would show; the median is printed beside it.
 fn time<F: FnMut()>(name: &str, iters: u32, mut f: F) -> f64 {
     let mut runs = Vec::new();
-    for _ in 0..7 {
-        let t = cpu_ns();
+    for _ in 0..41 {
+        let t = Instant::now();
         for _ in 0..iters {
             f();
         }
-        runs.push((cpu_ns() - t) as f64 / 1e3 / f64::from(iters));
+        runs.push(t.elapsed().as_secs_f64() * 1e6 / f64::from(iters));
     }
     runs.sort_by(|a, b| a.total_cmp(b));
-    println!("{name:<48} {:>9.2} µs", runs[3]);
-    runs[3]
+    println!(
+        "{name:<48} {:>9.2} µs   (median {:>8.2})",
+        runs[0], runs[20]
+    );
+    runs[0]
 }
 
 fn fourqlib_hash(bytes: &[u8; 32]) -> fourq::point::Point {
@@ -63,60 +56,60 @@ fn main() {
     Point::precompute_base_table();
 
     println!("-- variable-base multiplication");
-    let ours = time("obliv-fourq [k]P", 2000, || {
+    let ours = time("obliv-fourq [k]P", 100, || {
         black_box(black_box(&p) * black_box(&k));
     });
-    let ours_enc = time("obliv-fourq [k]P + encode", 2000, || {
+    let ours_enc = time("obliv-fourq [k]P + encode", 100, || {
         black_box((black_box(&p) * black_box(&k)).to_bytes());
     });
-    time("obliv-fourq fixed-window reference", 500, || {
+    time("obliv-fourq fixed-window reference", 40, || {
         black_box(black_box(&p).mul_fixed_window(black_box(&k)));
     });
-    let flib = time("FourQlib ecc_mul + encode", 2000, || {
+    let flib = time("FourQlib ecc_mul + encode", 100, || {
         let mut out = [0u8; 32];
         (black_box(fp) * black_box(fk)).encode(&mut out);
         black_box(out);
     });
-    let dalek = time("dalek Ristretto [k]P + compress", 2000, || {
+    let dalek = time("dalek Ristretto [k]P + compress", 100, || {
         black_box((black_box(rp) * black_box(dk)).compress());
     });
     println!("-- fixed-base multiplication");
-    let ours_base = time("obliv-fourq [k]G + encode", 2000, || {
+    let ours_base = time("obliv-fourq [k]G + encode", 100, || {
         black_box(Point::mul_base(black_box(&k)).to_bytes());
     });
-    let dalek_base = time("dalek Ristretto [k]G + compress", 2000, || {
+    let dalek_base = time("dalek Ristretto [k]G + compress", 100, || {
         black_box(RistrettoPoint::mul_base(black_box(&dk)).compress());
     });
     println!("-- hash to curve");
-    let ours_h = time("obliv-fourq hash_to_curve (SHA-512 wide)", 2000, || {
+    let ours_h = time("obliv-fourq hash_to_curve (SHA-512 wide)", 100, || {
         black_box(Point::hash_to_curve(black_box(&msg)));
     });
-    let ours_hc = time("obliv-fourq FourQlib-compatible map + encode", 2000, || {
+    let ours_hc = time("obliv-fourq FourQlib-compatible map + encode", 100, || {
         black_box(Point::hash_to_curve_fourqlib_compat(black_box(&msg)).to_bytes());
     });
-    let flib_h = time("FourQlib HashToCurve + encode", 2000, || {
+    let flib_h = time("FourQlib HashToCurve + encode", 100, || {
         let mut out = [0u8; 32];
         fourqlib_hash(black_box(&msg)).encode(&mut out);
         black_box(out);
     });
-    let dalek_h = time("dalek Ristretto SHA-512 + from_uniform_bytes", 2000, || {
+    let dalek_h = time("dalek Ristretto SHA-512 + from_uniform_bytes", 100, || {
         let h: [u8; 64] = Sha512::digest(black_box(&msg)).into();
         black_box(RistrettoPoint::from_uniform_bytes(&h));
     });
     println!("-- decoding");
-    let ours_d = time("obliv-fourq decode (on curve)", 2000, || {
+    let ours_d = time("obliv-fourq decode (on curve)", 100, || {
         black_box(Point::from_bytes_unchecked_subgroup(black_box(&enc)));
     });
-    let ours_ds = time("obliv-fourq decode + subgroup check", 500, || {
+    let ours_ds = time("obliv-fourq decode + subgroup check", 40, || {
         black_box(Point::from_bytes(black_box(&enc)));
     });
-    let flib_d = time("FourQlib decode (on curve)", 2000, || {
+    let flib_d = time("FourQlib decode (on curve)", 100, || {
         black_box(fourq::point::Point::decode(black_box(&enc)));
     });
-    time("dalek Edwards decompress", 2000, || {
+    time("dalek Edwards decompress", 100, || {
         black_box(CompressedEdwardsY(black_box(denc.0)).decompress());
     });
-    let dalek_d = time("dalek Ristretto decompress", 2000, || {
+    let dalek_d = time("dalek Ristretto decompress", 100, || {
         black_box(CompressedRistretto(black_box(renc.0)).decompress());
     });
     println!("-- same-scalar batch, one core");
@@ -127,7 +120,7 @@ fn main() {
         .num_threads(1)
         .build()
         .expect("pool");
-    let batch = time("obliv-fourq mul_many_to_bytes, 256 points", 5, || {
+    let batch = time("obliv-fourq mul_many_to_bytes, 256 points", 1, || {
         black_box(one.install(|| Point::mul_many_to_bytes(&k, &pts)));
     }) / 256.0;
     println!("{:<48} {:>9.2} µs", "  per point", batch);

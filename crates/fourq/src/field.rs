@@ -78,7 +78,8 @@ impl Fp2 {
         }
     }
 
-    /// Karatsuba: `c0 = a0 b0 − a1 b1`, `c1 = (a0 + a1)(b0 + b1) − a0 b0 − a1 b1`.
+    /// Karatsuba: `c0 = a0 b0 − a1 b1`, `c1 = (a0 + a1)(b0 + b1) − a0 b0 − a1 b1` (three
+    /// reduced GF(p) products; a lazily reduced 256-bit variant measured no faster here).
     #[inline(always)]
     pub(crate) fn mul(&self, b: &Fp2) -> Fp2 {
         let t1 = self.a0.mul(&b.a0);
@@ -253,6 +254,8 @@ mod tests {
         fn ring_laws(a in fp2(), b in fp2(), c in fp2()) {
             prop_assert!(eq(&a.add(&b), &b.add(&a)));
             prop_assert!(eq(&a.mul(&b), &b.mul(&a)));
+            let m = a.mul(&b);
+            prop_assert!(m.a0.to_u128() < (1u128 << 127) && m.a1.to_u128() < (1u128 << 127));
             prop_assert!(eq(&a.mul(&b).mul(&c), &a.mul(&b.mul(&c))));
             prop_assert!(eq(&a.mul(&b.add(&c)), &a.mul(&b).add(&a.mul(&c))));
             prop_assert!(eq(&a.sub(&b).add(&b), &a));

@@ -7,6 +7,28 @@
 //! decompositions on a Q-curve over the Mersenne prime", ASIACRYPT 2015,
 //! <https://eprint.iacr.org/2015/565>). Constants and known answers come from Microsoft's
 //! FourQlib.
+//!
+//! ```
+//! use obliv_fourq::{Point, Scalar};
+//! use rand::{SeedableRng, rngs::StdRng};
+//!
+//! let mut rng = StdRng::seed_from_u64(1);
+//! let a = Scalar::random(&mut rng); // Alice's key
+//! let b = Scalar::random(&mut rng); // Bob's key
+//! let h = Point::hash_to_curve(b"alice@example.com");
+//! let ha = h * a; // Alice sends ha.to_bytes()
+//! let hab = Point::decode(&ha.to_bytes()).unwrap() * b;
+//! assert_eq!(hab, Point::hash_to_curve(b"alice@example.com") * (a * b));
+//! let batch = Point::mul_many(&b, &[ha, h]); // one recoding, many points
+//! assert_eq!(batch[0], hab);
+//! assert_eq!(Point::mul_base(&a), Point::generator() * a);
+//! ```
+//!
+//! Module map: `backend::serial::u64::fp` (GF(p) limbs), `field` (GF(p²)), `point`
+//! (coordinates, addition, φ, ψ, encoding), `scalar_mul` (CL15 variable-base, fixed-window
+//! reference, fixed-base table, variable-time NAF), `scalar` (integers mod N), `hash`
+//! (hash to the curve), `group_impl` (`ff`/`group` traits), `api` (the public operations).
+//! See the crate README for the security notes and measured figures.
 #![forbid(unsafe_code)]
 
 mod api;
