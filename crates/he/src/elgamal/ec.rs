@@ -488,6 +488,42 @@ where
         Ok(a.par_iter().zip(b).map(|(x, y)| self.sub(x, y)).collect())
     }
 
+    /// Element-wise [`Self::neg`], in parallel.
+    #[must_use]
+    pub fn neg_batch(&self, a: &[Ciphertext<G>]) -> Vec<Ciphertext<G>> {
+        a.par_iter().map(|x| self.neg(x)).collect()
+    }
+
+    /// Element-wise [`Self::add_plain`], in parallel.
+    ///
+    /// # Errors
+    /// [`Error::Decoding`] when the slices differ in length.
+    pub fn add_plain_batch(&self, a: &[Ciphertext<G>], k: &[i64]) -> Result<Vec<Ciphertext<G>>> {
+        if a.len() != k.len() {
+            return Err(Error::Decoding("batch operands differ in length"));
+        }
+        Ok(a.par_iter()
+            .zip(k)
+            .map(|(x, &k)| self.add_plain(x, k))
+            .collect())
+    }
+
+    /// [`Self::encrypt_i64`] for every value, in parallel.
+    #[must_use]
+    pub fn encrypt_i64_batch(&self, vs: &[i64]) -> Vec<Ciphertext<G>> {
+        vs.par_iter()
+            .map_init(rand::rng, |rng, &v| self.encrypt_i64(v, rng))
+            .collect()
+    }
+
+    /// [`Self::rerandomize`] for every ciphertext, in parallel.
+    #[must_use]
+    pub fn rerandomize_batch(&self, a: &[Ciphertext<G>]) -> Vec<Ciphertext<G>> {
+        a.par_iter()
+            .map_init(rand::rng, |rng, x| self.rerandomize(x, rng))
+            .collect()
+    }
+
     /// Element-wise [`Self::mul_i64`], in parallel.
     ///
     /// # Errors
@@ -638,6 +674,18 @@ where
         table.solve_signed(&self.decrypt_point(c))
     }
 
+    /// [`Self::decrypt_i64`] on every ciphertext, in parallel.
+    ///
+    /// # Errors
+    /// The first error of [`Self::decrypt_i64`].
+    pub fn decrypt_i64_batch(
+        &self,
+        cs: &[Ciphertext<G>],
+        table: &BsgsTable<G>,
+    ) -> Result<Vec<i64>> {
+        cs.par_iter().map(|c| self.decrypt_i64(c, table)).collect()
+    }
+
     /// [`Self::decrypt`] on every ciphertext, in parallel.
     ///
     /// # Errors
@@ -735,6 +783,16 @@ mod tests {
             assert_eq!(sk.decrypt(&prods[i], t).expect("ok"), ms[i] * (i as u64));
         }
         assert!(pk.add_batch(&cs, &cs[1..]).is_err());
+        let vs: Vec<i64> = (-32..32).map(|i| i * 77).collect();
+        let es = pk.encrypt_i64_batch(&vs);
+        let ns = pk.neg_batch(&es);
+        let ps = pk
+            .add_plain_batch(&pk.rerandomize_batch(&es), &vs)
+            .expect("ok");
+        let neg: Vec<i64> = vs.iter().map(|v| -v).collect();
+        let dbl: Vec<i64> = vs.iter().map(|v| 2 * v).collect();
+        assert_eq!(sk.decrypt_i64_batch(&ns, t).expect("ok"), neg);
+        assert_eq!(sk.decrypt_i64_batch(&ps, t).expect("ok"), dbl);
     }
 
     // The generic path (no precomputed tables) on another curve: secp256k1.

@@ -342,6 +342,30 @@ impl PublicKey {
             .collect()
     }
 
+    /// Element-wise [`Self::rerandomize`], in parallel.
+    ///
+    /// # Errors
+    /// Never; kept for symmetry with [`Self::rerandomize`].
+    pub fn rerandomize_batch(&self, a: &[Ciphertext]) -> Result<Vec<Ciphertext>> {
+        a.par_iter()
+            .map_init(rand::rng, |rng, x| self.rerandomize(x, rng))
+            .collect()
+    }
+
+    /// Element-wise [`Self::mul_plain`], in parallel.
+    ///
+    /// # Errors
+    /// [`Error::Decoding`] on a length mismatch, or the first error of [`Self::mul_plain`].
+    pub fn mul_plain_batch(&self, a: &[Ciphertext], k: &[Integer]) -> Result<Vec<Ciphertext>> {
+        if a.len() != k.len() {
+            return Err(Error::Decoding("batch operands differ in length"));
+        }
+        a.par_iter()
+            .zip(k)
+            .map(|(x, k)| self.mul_plain(x, k))
+            .collect()
+    }
+
     /// Element-wise [`Self::mul`], in parallel.
     ///
     /// # Errors
@@ -581,6 +605,15 @@ mod tests {
         let sq: Vec<Ciphertext> = serde_json::from_str(&js).expect("de");
         let want: Vec<Integer> = vs.iter().map(|v| Integer::from(v * v)).collect();
         assert_eq!(sk2.decrypt_value_batch(&sq).expect("ok"), want);
+        let enc: Vec<Integer> = vs
+            .iter()
+            .map(|v| pk.group().encode(v).expect("ok"))
+            .collect();
+        let cubes = pk
+            .mul_plain_batch(&pk.rerandomize_batch(&sq).expect("ok"), &enc)
+            .expect("ok");
+        let want: Vec<Integer> = vs.iter().map(|v| Integer::from(v * v) * v).collect();
+        assert_eq!(sk2.decrypt_value_batch(&cubes).expect("ok"), want);
         assert!(serde_json::from_str::<PublicKey>(r#"{"group":"Modp2048","y":"1"}"#).is_err());
         assert!(!format!("{sk:?}").contains(&sk.x.to_string_radix(16)));
     }

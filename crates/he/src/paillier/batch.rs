@@ -5,7 +5,7 @@
 use rayon::prelude::*;
 use rug::Integer;
 
-use super::{Ciphertext, PublicKey, SecretKey};
+use super::{Ciphertext, EncodedNumber, EncryptedNumber, PublicKey, SecretKey};
 use crate::error::{Error, Result};
 
 fn same_len(a: usize, b: usize) -> Result<()> {
@@ -121,7 +121,90 @@ impl PublicKey {
     }
 }
 
+impl PublicKey {
+    /// [`Self::encrypt_f64`] on every value, in parallel.
+    ///
+    /// # Errors
+    /// The first error of [`Self::encrypt_f64`].
+    pub fn encrypt_f64_batch(&self, xs: &[f64]) -> Result<Vec<EncryptedNumber>> {
+        self.precompute();
+        xs.par_iter().map(|&x| self.encrypt_f64(x)).collect()
+    }
+
+    /// Element-wise [`Self::add_encrypted`].
+    ///
+    /// # Errors
+    /// [`Error::Decoding`] on a length mismatch, or the first error of [`Self::add_encrypted`].
+    pub fn add_encrypted_batch(
+        &self,
+        a: &[EncryptedNumber],
+        b: &[EncryptedNumber],
+    ) -> Result<Vec<EncryptedNumber>> {
+        same_len(a.len(), b.len())?;
+        a.par_iter()
+            .zip(b)
+            .map(|(x, y)| self.add_encrypted(x, y))
+            .collect()
+    }
+
+    /// Element-wise [`Self::sub_encrypted`].
+    ///
+    /// # Errors
+    /// [`Error::Decoding`] on a length mismatch, or the first error of [`Self::sub_encrypted`].
+    pub fn sub_encrypted_batch(
+        &self,
+        a: &[EncryptedNumber],
+        b: &[EncryptedNumber],
+    ) -> Result<Vec<EncryptedNumber>> {
+        same_len(a.len(), b.len())?;
+        a.par_iter()
+            .zip(b)
+            .map(|(x, y)| self.sub_encrypted(x, y))
+            .collect()
+    }
+
+    /// Element-wise [`Self::add_encoded`].
+    ///
+    /// # Errors
+    /// [`Error::Decoding`] on a length mismatch, or the first error of [`Self::add_encoded`].
+    pub fn add_encoded_batch(
+        &self,
+        a: &[EncryptedNumber],
+        x: &[EncodedNumber],
+    ) -> Result<Vec<EncryptedNumber>> {
+        same_len(a.len(), x.len())?;
+        a.par_iter()
+            .zip(x)
+            .map(|(c, x)| self.add_encoded(c, x))
+            .collect()
+    }
+
+    /// Element-wise [`Self::mul_encoded`].
+    ///
+    /// # Errors
+    /// [`Error::Decoding`] on a length mismatch, or the first error of [`Self::mul_encoded`].
+    pub fn mul_encoded_batch(
+        &self,
+        a: &[EncryptedNumber],
+        x: &[EncodedNumber],
+    ) -> Result<Vec<EncryptedNumber>> {
+        same_len(a.len(), x.len())?;
+        a.par_iter()
+            .zip(x)
+            .map(|(c, x)| self.mul_encoded(c, x))
+            .collect()
+    }
+}
+
 impl SecretKey {
+    /// [`Self::decrypt_f64`] on every encrypted number, in parallel.
+    ///
+    /// # Errors
+    /// The first error of [`Self::decrypt_f64`].
+    pub fn decrypt_f64_batch(&self, cs: &[EncryptedNumber]) -> Result<Vec<f64>> {
+        cs.par_iter().map(|c| self.decrypt_f64(c)).collect()
+    }
+
     /// [`Self::encrypt`] on every plaintext, in parallel.
     ///
     /// # Errors

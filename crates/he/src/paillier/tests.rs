@@ -243,8 +243,55 @@ fn from_primes_rejects_bad_input() {
     assert!(SecretKey::from_primes_insecure_for_tests(p1, q1).is_ok());
 }
 
+#[test]
+fn encoded_batches() {
+    let k = key1024();
+    let (pk, sk) = (&k.public, &k.secret);
+    let xs = [1.5f64, -2.25, 1e-3, 12345.678];
+    let ys = [0.5f64, 4.0, -1e-3, 0.0];
+    let cx = pk.encrypt_f64_batch(&xs).expect("ok");
+    let cy = pk.encrypt_f64_batch(&ys).expect("ok");
+    assert_eq!(sk.decrypt_f64_batch(&cx).expect("ok"), xs);
+    let sums = sk
+        .decrypt_f64_batch(&pk.add_encrypted_batch(&cx, &cy).expect("ok"))
+        .expect("ok");
+    let diffs = sk
+        .decrypt_f64_batch(&pk.sub_encrypted_batch(&cx, &cy).expect("ok"))
+        .expect("ok");
+    let ey: Vec<EncodedNumber> = ys
+        .iter()
+        .map(|&y| EncodedNumber::encode_f64(pk, y, None, None).expect("ok"))
+        .collect();
+    let plus = sk
+        .decrypt_f64_batch(&pk.add_encoded_batch(&cx, &ey).expect("ok"))
+        .expect("ok");
+    let prods = sk
+        .decrypt_f64_batch(&pk.mul_encoded_batch(&cx, &ey).expect("ok"))
+        .expect("ok");
+    for i in 0..xs.len() {
+        assert!((sums[i] - (xs[i] + ys[i])).abs() < 1e-9);
+        assert!((plus[i] - (xs[i] + ys[i])).abs() < 1e-9);
+        assert!((diffs[i] - (xs[i] - ys[i])).abs() < 1e-9);
+        assert!((prods[i] - xs[i] * ys[i]).abs() < 1e-9);
+    }
+    assert!(pk.add_encrypted_batch(&cx, &cy[1..]).is_err());
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Arbitrary bytes as a ciphertext: an error or some plaintext, never a panic.
+    #[test]
+    fn prop_garbage_ciphertexts_do_not_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let k = key1024();
+        let c = Ciphertext::from_bytes(&bytes).expect("short");
+        let v = k.public.validate(&c);
+        let d = k.secret.decrypt(&c);
+        prop_assert_eq!(v.is_ok(), d.is_ok());
+        let _ = k.secret.decrypt_i64(&c);
+        let _ = k.public.neg(&c);
+        let _ = k.public.mul_plain(&c, &Integer::from(-5));
+    }
 
     #[test]
     fn prop_homomorphic_laws(a in any::<i32>(), b in any::<i32>(), k in any::<i32>()) {
