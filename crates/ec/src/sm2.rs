@@ -17,9 +17,12 @@
 //!   `Z = −10` for P-256, the RFC's value. The unit tests re-check the criteria that can be
 //!   checked cheaply (non-square, `c2² = −Z`, `g(B/(Z·A))` square).
 //!
-//! No official test vectors exist; the map code is generic and is checked against the RFC
-//! 9380 P-256 vectors in `sswu.rs`, and the SM2 instance is tested for its properties (points
-//! on the curve, sign convention `sgn0(y) = sgn0(u)`, determinism, DST separation).
+//! No official test vectors exist. The suite runs on the field arithmetic of `fastmul`
+//! (projective SSWU output, one inversion per hash); it is tested against a straight
+//! transcription of the RFC over the `sm2` crate's own field (`sswu.rs`, whose code is
+//! itself checked against the RFC 9380 P-256 vectors), and for its properties (points on the
+//! curve, sign convention `sgn0(y) = sgn0(u)`, the exceptional input `u = 0`, determinism,
+//! DST separation).
 //!
 //! The default domain separation tag is `"obliv-ec-v1-SM2_XMD:SM3_SSWU_RO_"`.
 
