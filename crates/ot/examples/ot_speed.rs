@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use obliv_core::{AesRng, Block};
 use obliv_net::{Channel, mem_pair};
-use obliv_ot::{base, iknp, kkrt};
+use obliv_ot::{base, iknp, kkrt, softspoken};
 use rand_core::SeedableRng;
 
 /// CPU time of the calling thread in seconds (0 where schedstat is unavailable).
@@ -91,6 +91,34 @@ fn main() {
         let cs = thread_cpu() - c0;
         let (cr, bytes) = t.join().unwrap();
         report(kind, n, t0.elapsed().as_secs_f64(), cs, cr, bytes);
+    }
+
+    for k in [2usize, 4, 8] {
+        let (bs, br) = base::insecure_dealer(iknp::KAPPA, &mut AesRng::from_seed([6; 16]));
+        let (mut a, mut b) = mem_pair();
+        let choices = iknp::random_bits(n, &mut AesRng::from_seed([4; 16]));
+        let t0 = Instant::now();
+        let t = std::thread::spawn(move || {
+            let mut rng = AesRng::from_seed([1; 16]);
+            let mut r = softspoken::Receiver::new_with_base(&mut b, &bs, k, &mut rng).unwrap();
+            let c0 = thread_cpu();
+            r.receive_random(&mut b, &choices).unwrap();
+            (thread_cpu() - c0, b.stats().bytes_sent)
+        });
+        let mut s = softspoken::Sender::new_with_base(&mut a, &br, k).unwrap();
+        let c0 = thread_cpu();
+        s.send_random(&mut a, n, &mut AesRng::from_seed([2; 16]))
+            .unwrap();
+        let cs = thread_cpu() - c0;
+        let (cr, bytes) = t.join().unwrap();
+        report(
+            &format!("softspoken k={k} random"),
+            n,
+            t0.elapsed().as_secs_f64(),
+            cs,
+            cr,
+            bytes,
+        );
     }
 
     {

@@ -33,6 +33,9 @@ pub enum Error {
         /// The length that arrived.
         got: usize,
     },
+    /// The peer failed a consistency check (SoftSpokenOT): it deviated from the protocol.
+    #[error("the peer failed the consistency check")]
+    ConsistencyCheck,
     /// A caller-supplied argument is out of range (wrong number of base OTs, an instance index
     /// past the batch, mismatched slice lengths, a batch too large).
     #[error("invalid argument: {0}")]

@@ -5,11 +5,14 @@
 //! - [`iknp`]: IKNP OT extension with the ALSZ13 optimisations — random OT, chosen-message
 //!   OT and the raw correlated OT `q_i = t_i ⊕ r_i·Δ` (global Δ), chunked so memory stays
 //!   bounded; base OTs injectable.
+//! - [`softspoken`]: SoftSpokenOT, OT extension from small-field subspace VOLE (`k = 2..=8`)
+//!   with its consistency check; same output correlation as IKNP at `1/k` of the traffic.
 //! - [`kkrt`]: the KKRT16 batched OPRF (1-out-of-∞ OT with a 512-bit AES pseudorandom
 //!   code), the engine of KKRT PSI.
 //!
-//! All protocols are semi-honest (see each module's security section; SoftSpokenOT, the
-//! maliciously secure extension, is not implemented yet).
+//! All protocols are claimed semi-honest only (see each module's security section:
+//! SoftSpokenOT's consistency check is implemented, but its malicious-security claim has not
+//! yet been checked against the paper's parameters).
 //!
 //! ```
 //! use obliv_core::{AesRng, Block};
@@ -33,5 +36,6 @@ pub mod base;
 mod error;
 pub mod iknp;
 pub mod kkrt;
+pub mod softspoken;
 
 pub use error::{Error, Result};

@@ -1,9 +1,10 @@
 //! Every protocol of obliv-ot once over real TCP (loopback), with real base OTs: the
-//! setup of each extension runs the Chou–Orlandi base OTs over the socket.
+//! setup of each extension runs the Chou–Orlandi base OTs over the socket (and SoftSpokenOT
+//! its GGM puncturing and consistency check).
 
 use obliv_core::{AesRng, Block};
 use obliv_net::{TcpChannel, TcpOptions};
-use obliv_ot::{iknp, kkrt};
+use obliv_ot::{iknp, kkrt, softspoken};
 use rand_core::SeedableRng;
 
 #[test]
@@ -22,7 +23,9 @@ fn iknp_and_kkrt_over_tcp() {
         let co = r.receive_correlated(&mut b, &ch).unwrap();
         let mut kr = kkrt::KkrtReceiver::setup(&mut b, &mut rng).unwrap();
         let ko = kr.receive(&mut b, &xs).unwrap();
-        (ro, co, ko)
+        let mut sr = softspoken::Receiver::setup(&mut b, 4, &mut rng).unwrap();
+        let so = sr.receive_random(&mut b, &ch[..m]).unwrap();
+        (ro, co, ko, so)
     });
     let mut rng = AesRng::from_seed([3; 16]);
     let mut s = iknp::Sender::setup(&mut a, &mut rng).unwrap();
@@ -30,7 +33,9 @@ fn iknp_and_kkrt_over_tcp() {
     let q = s.send_correlated(&mut a, n).unwrap();
     let mut ks = kkrt::KkrtSender::setup(&mut a, &mut rng).unwrap();
     let key = ks.send(&mut a, m).unwrap();
-    let (ro, co, ko) = peer.join().unwrap();
+    let mut ss = softspoken::Sender::setup(&mut a, 4, &mut rng).unwrap();
+    let spairs = ss.send_random(&mut a, m, &mut rng).unwrap();
+    let (ro, co, ko, so) = peer.join().unwrap();
     let delta = s.delta();
     for i in 0..n {
         let c = choices[i];
@@ -41,5 +46,6 @@ fn iknp_and_kkrt_over_tcp() {
     for i in 0..m {
         assert_eq!(key.eval(i, inputs[i]).unwrap(), ko[i]);
         assert_ne!(key.eval(i, inputs[(i + 1) % m]).unwrap(), ko[i]);
+        assert_eq!(spairs[i][usize::from(choices[i])], so[i]);
     }
 }
