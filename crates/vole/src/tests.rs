@@ -352,3 +352,36 @@ fn one_shot_functions() {
         778,
     );
 }
+
+#[test]
+fn streaming_chunks_have_bounded_size_and_hold() {
+    let cfg = cfg(Security::SemiHonest, 2000);
+    let mut rng = AesRng::from_seed([12; 16]);
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let (mut c0, mut c1) = mem_pair();
+    let t = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([13; 16]);
+        let mut s = VoleSender::from_base(sb, cfg).unwrap();
+        let mut chunks = Vec::new();
+        s.extend_chunks(&mut c0, 5001, &mut rng, |b| {
+            chunks.push(b.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        (s.delta(), chunks)
+    });
+    let mut r = VoleReceiver::from_base(rb, cfg).unwrap();
+    let mut chunks = Vec::new();
+    r.extend_chunks(&mut c1, 5001, &mut rng, |a, c| {
+        chunks.push((a.to_vec(), c.to_vec()));
+        Ok(())
+    })
+    .unwrap();
+    let (delta, schunks) = t.join().unwrap();
+    let sizes: Vec<usize> = chunks.iter().map(|(a, _)| a.len()).collect();
+    assert_eq!(sizes, vec![2000, 2000, 1001]);
+    for ((a, c), b) in chunks.into_iter().zip(schunks) {
+        let n = a.len();
+        assert_field(&(delta, b, a, c), n);
+    }
+}
