@@ -224,8 +224,12 @@ impl Session<TcpChannel> {
                 ..opts.clone()
             };
             let mut c = TcpChannel::connect(addr, &o)?;
+            // The answer comes once party j reaches its accept loop, within the deadline.
+            let left = end.saturating_duration_since(Instant::now());
+            c.set_read_timeout(Some(left.min(opts.tcp.read_timeout.unwrap_or(left))))?;
             c.send(&hello(rank, parties))?;
             let reply: [u8; 20] = c.recv_array()?;
+            c.set_read_timeout(opts.tcp.read_timeout)?;
             let r = parse_hello(&reply, parties)?;
             if r != j {
                 return Err(Error::Handshake {
