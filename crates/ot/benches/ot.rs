@@ -1,4 +1,5 @@
-//! Benchmarks of obliv-ot: base OT (128), IKNP random and correlated OT, KKRT16 OPRF.
+//! Benchmarks of obliv-ot: base OT (128), IKNP random and correlated OT, SoftSpokenOT random
+//! OT (k = 2, 4, 8), KKRT16 OPRF.
 //!
 //! Both parties run in one process on two threads over the in-memory channel; the time is the
 //! wall-clock time of the whole protocol, and the bytes each party sent are printed next to
@@ -12,7 +13,7 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use obliv_core::{AesRng, Block};
 use obliv_net::{Channel, mem_pair};
-use obliv_ot::{base, iknp, kkrt};
+use obliv_ot::{base, iknp, kkrt, softspoken};
 use rand_core::SeedableRng;
 
 fn full() -> bool {
@@ -101,6 +102,42 @@ fn bench_iknp(c: &mut Criterion) {
     g.finish();
 }
 
+fn bench_softspoken(c: &mut Criterion) {
+    let mut g = c.benchmark_group("softspoken");
+    g.sample_size(10).measurement_time(Duration::from_secs(8));
+    let n = 1usize << 20;
+    g.throughput(Throughput::Elements(n as u64));
+    let choices = iknp::random_bits(n, &mut AesRng::from_seed([4; 16]));
+    for k in [2usize, 4, 8] {
+        let mut printed = false;
+        g.bench_with_input(BenchmarkId::new(format!("random_k{k}"), n), &n, |b, &n| {
+            b.iter(|| {
+                let (bs, br) = base::insecure_dealer(iknp::KAPPA, &mut AesRng::from_seed([6; 16]));
+                let (mut a, mut bch) = mem_pair();
+                let ch = choices.clone();
+                let t = std::thread::spawn(move || {
+                    let mut rng = AesRng::from_seed([1; 16]);
+                    let mut r =
+                        softspoken::Receiver::new_with_base(&mut bch, &bs, k, &mut rng).unwrap();
+                    let out = r.receive_random(&mut bch, &ch).unwrap();
+                    (out.len(), bch.stats())
+                });
+                let mut s = softspoken::Sender::new_with_base(&mut a, &br, k).unwrap();
+                let out = s
+                    .send_random(&mut a, n, &mut AesRng::from_seed([2; 16]))
+                    .unwrap();
+                let (rl, st) = t.join().unwrap();
+                if !printed {
+                    printed = true;
+                    eprintln!("softspoken/k{k}/{n}: receiver sent {} B", st.bytes_sent);
+                }
+                black_box((out.len(), rl))
+            })
+        });
+    }
+    g.finish();
+}
+
 fn bench_kkrt(c: &mut Criterion) {
     let mut g = c.benchmark_group("kkrt_oprf");
     g.sample_size(10).measurement_time(Duration::from_secs(8));
@@ -139,5 +176,11 @@ fn bench_kkrt(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_base, bench_iknp, bench_kkrt);
+criterion_group!(
+    benches,
+    bench_base,
+    bench_iknp,
+    bench_softspoken,
+    bench_kkrt
+);
 criterion_main!(benches);

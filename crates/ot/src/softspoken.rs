@@ -43,7 +43,12 @@
 //! the paper's exact parameters (padding size against selective-abort leakage of Δ bits,
 //! challenge generation, the output hash required by the malicious proof) nor against
 //! libOTe's `SoftSpokenMalOtExt`, and the base OTs ([`crate::base`]) are themselves only
-//! claimed semi-honest. Use it as semi-honest OT extension with a consistency check.
+//! claimed semi-honest. A known difference: libOTe runs the check on the subspace VOLE
+//! itself, chunk by chunk, with a universal hash before transposition
+//! (`SubspaceVoleMalicious`), treats the result as a *leaky* Δ-OT, and derives the 1-of-2 OT
+//! outputs with a hash designed for that leakage; we check the transposed correlation once
+//! per call (the KOS form) and hash with `tccr`. Use it as semi-honest OT extension with a
+//! consistency check.
 //! The GGM reconstruction at setup touches memory in a pattern that depends on Δ (setup
 //! only; the per-OT work is constant time).
 //!
