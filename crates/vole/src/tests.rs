@@ -385,3 +385,13 @@ fn streaming_chunks_have_bounded_size_and_hold() {
         assert_field(&(delta, b, a, c), n);
     }
 }
+
+#[test]
+fn base_and_reserve_sizes() {
+    let sh = VoleConfig::default();
+    let mal = VoleConfig::with_security(Security::Malicious);
+    assert_eq!(sh.base_cots_needed(), 640);
+    assert_eq!(mal.base_cots_needed(), 896);
+    assert_eq!(sh.subfield_reserve(), 2048);
+    assert_eq!(mal.subfield_reserve(), 2176);
+}

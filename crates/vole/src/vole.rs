@@ -78,7 +78,7 @@ impl VoleConfig {
     }
 
     /// COTs a subfield generator keeps in reserve for its next extension.
-    fn subfield_reserve(&self) -> usize {
+    pub(crate) fn subfield_reserve(&self) -> usize {
         Params::new(
             Kind::Subfield,
             self.max_chunk + RESERVE_SLACK,
