@@ -47,11 +47,20 @@ impl Point {
 
     /// [`Point::mul_many`] followed by encoding: the ECDH-PSI step "raise every received point
     /// to my key and send it back".
+    ///
+    /// Points are processed in chunks of 64, each normalised with a single field inversion
+    /// ([`Point::batch_to_bytes`]).
     pub fn mul_many_to_bytes(k: &Scalar, points: &[Point]) -> Vec<[u8; 32]> {
         let rec = scalar_mul::recode_u256(&k.limbs());
         points
-            .par_iter()
-            .map(|p| scalar_mul::mul_many_recoded(&rec, p).to_bytes())
+            .par_chunks(64)
+            .flat_map_iter(|chunk| {
+                let r: Vec<Point> = chunk
+                    .iter()
+                    .map(|p| scalar_mul::mul_many_recoded(&rec, p))
+                    .collect();
+                Point::batch_to_bytes(&r)
+            })
             .collect()
     }
 

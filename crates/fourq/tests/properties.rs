@@ -55,6 +55,8 @@ proptest! {
             prop_assert_eq!(*p * k, *m);
             prop_assert_eq!(m.to_bytes(), *e);
         }
+        let all = Point::batch_to_bytes(&many);
+        prop_assert_eq!(all, enc);
     }
 
     #[test]
@@ -120,4 +122,14 @@ fn hash_many_matches_single() {
         assert_eq!(Point::hash_to_curve(m), *p);
     }
     assert!(Point::mul_many(&Scalar::ONE, &[]).is_empty());
+    assert!(Point::mul_many_to_bytes(&Scalar::ONE, &[]).is_empty());
+    // Several chunks of the batch encoder.
+    let pts: Vec<Point> = (0..130u64)
+        .map(|i| Point::hash_to_curve(&i.to_le_bytes()))
+        .collect();
+    let k = Scalar::from_u64(0x1234_5678_9abc_def1);
+    let enc = Point::mul_many_to_bytes(&k, &pts);
+    for (p, e) in pts.iter().zip(&enc) {
+        assert_eq!((*p * k).to_bytes(), *e);
+    }
 }
