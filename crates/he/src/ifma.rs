@@ -27,7 +27,7 @@
 use rug::Integer;
 
 #[cfg(target_arch = "x86_64")]
-pub(crate) use imp::IfmaModulus;
+pub(crate) use imp::{IfmaFixedBase, IfmaModulus};
 
 #[cfg(target_arch = "x86_64")]
 mod imp {
@@ -190,7 +190,7 @@ mod imp {
 
         /// The table entry `table[d]`, reading every entry.
         #[target_feature(enable = "avx512f,avx512ifma")]
-        fn select(&self, table: &[Num<N>; 1 << WINDOW], d: u32) -> Num<N> {
+        fn select(&self, table: &[Num<N>], d: u32) -> Num<N> {
             let mut acc = [_mm512_setzero_si512(); N];
             for (e, entry) in (0u32..).zip(table.iter()) {
                 let mask = _mm512_set1_epi64(0i64.wrapping_sub(i64::from(e.ct_eq(&d).unwrap_u8())));
@@ -267,6 +267,87 @@ mod imp {
                 *out.limb_mut(i) = v & MASK52;
                 carry = v >> 52;
             }
+            out
+        }
+    }
+
+    /// Fixed-base exponentiation modulo `M` with every window precomputed in Montgomery form
+    /// (the IFMA twin of `bigint::FixedBaseTable`): one AMM per window, the entry chosen by a
+    /// masked scan of the window's `2^w` entries.
+    pub(crate) struct IfmaFixedBase<const N: usize> {
+        ctx: IfmaModulus<N>,
+        window: u32,
+        windows: u32,
+        /// `windows · 2^window` entries `base^(j·2^(w·i))·R mod M`, window-major.
+        table: Vec<Num<N>>,
+    }
+
+    impl<const N: usize> IfmaFixedBase<N> {
+        /// The table for `base` modulo odd `m`, exponents below `2^exp_bits`; `None` when the
+        /// modulus does not fit or the CPU lacks IFMA.
+        pub(crate) fn new(base: &Integer, m: &Integer, exp_bits: u32, window: u32) -> Option<Self> {
+            let ctx = IfmaModulus::<N>::new(m)?;
+            let r_bits = u32::try_from(52 * 8 * N).ok()?;
+            let windows = exp_bits.div_ceil(window).max(1);
+            let per = 1usize << window;
+            let mut table = Vec::with_capacity(windows as usize * per);
+            let mut b = Integer::from(base % m);
+            for _ in 0..windows {
+                let mut cur = Integer::from(1u32);
+                for j in 0..per {
+                    let mont = Integer::from(&cur << r_bits) % m;
+                    table.push(Num::from_integer(&mont));
+                    if j + 1 < per {
+                        cur *= &b;
+                        cur %= m;
+                    }
+                }
+                for _ in 0..window {
+                    b.square_mut();
+                    b %= m;
+                }
+            }
+            Some(Self {
+                ctx,
+                window,
+                windows,
+                table,
+            })
+        }
+
+        /// Bytes held by the table.
+        pub(crate) fn memory_bytes(&self) -> usize {
+            self.table.len() * core::mem::size_of::<Num<N>>()
+        }
+
+        /// `base^e mod M` for `0 ≤ e < 2^(w·windows)`, constant time in `e`.
+        pub(crate) fn pow(&self, e: &Integer) -> Integer {
+            // SAFETY: `ctx` was built by `IfmaModulus::new`, which checked avx512f and
+            // avx512ifma on this CPU.
+            unsafe { self.pow_impl(e) }
+        }
+
+        #[target_feature(enable = "avx512f,avx512ifma")]
+        fn pow_impl(&self, e: &Integer) -> Integer {
+            let per = 1usize << self.window;
+            let mut one = Num::<N>::ZERO;
+            one.0[0][0] = 1;
+            // Montgomery one: AMM(R² mod M, 1) = R mod M.
+            let mut acc = self.ctx.amm(&self.ctx.r2, &one);
+            for i in 0..self.windows {
+                let digit = (0..self.window).fold(0u32, |d, k| {
+                    d | (u32::from(e.get_bit(i * self.window + k)) << k)
+                });
+                let start = i as usize * per;
+                let mut t = self.ctx.select(&self.table[start..start + per], digit);
+                acc = self.ctx.amm(&acc, &t);
+                t.zeroize();
+            }
+            let mut r = self.ctx.amm(&acc, &one);
+            self.ctx.reduce_once(&mut r);
+            let out = r.value();
+            acc.zeroize();
+            r.zeroize();
             out
         }
     }
