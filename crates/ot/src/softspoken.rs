@@ -608,6 +608,31 @@ mod tests {
     }
 
     #[test]
+    fn hostile_setup_and_check_messages_are_errors() {
+        let (_, br) = base::insecure_dealer(KAPPA, &mut AesRng::from_seed([9; 16]));
+        // Short GGM sums.
+        let (mut a, mut b) = mem_pair();
+        b.send(&[0u8; 100]).unwrap();
+        assert!(matches!(
+            Sender::new_with_base(&mut a, &br, 4),
+            Err(Error::Net(_))
+        ));
+        // Garbage check answer: zero GGM sums and corrections, then a wrong (x̃, t̃).
+        let (mut a, mut b) = mem_pair();
+        b.send(&[0u8; 32 * KAPPA]).unwrap();
+        let mut s = Sender::new_with_base(&mut a, &br, 4).unwrap();
+        b.send(&vec![0u8; 32 * 16]).unwrap(); // one chunk of 128 OTs, 32 groups
+        b.send(&vec![0u8; 32 * 16]).unwrap(); // the padding chunk
+        b.send(&[1u8; 32]).unwrap();
+        let e = s.send_correlated(&mut a, 128, &mut AesRng::from_seed([1; 16]));
+        assert!(matches!(e, Err(Error::ConsistencyCheck)), "{e:?}");
+        assert!(matches!(
+            Sender::new_with_base(&mut a, &br, 9),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
     fn ggm_puncturing_matches() {
         for k in 1..=6 {
             let (leaves, sums) = full_tree(Block(77), k);
