@@ -163,13 +163,29 @@ impl Database {
         assert_eq!(acc.len(), self.stride, "accumulator length");
         assert!(first + count <= self.records, "record range");
         assert!(bits.len() * 128 >= count, "bit vector too short");
-        let region = &self.data[first * self.stride..(first + count) * self.stride];
-        let bit = |i: usize| -> u64 {
-            #[allow(clippy::cast_possible_truncation)] // a single bit
-            let b = (bits[i >> 7].0 >> (i & 127)) as u64 & 1;
-            b
-        };
-        xor_masked(region, self.stride, count, bit, acc);
+        // Chunks of about 64 KiB: a streaming read pulls each chunk into L2 with many loads in
+        // flight (the read-modify-write of the accumulator alone keeps too few misses
+        // outstanding on DRAM), then the masked pass runs from L2.
+        // Databases that fit in the cache skip the extra read.
+        let chunk = ((64 << 10) / (self.stride * 16)).max(1);
+        let streaming = self.size_bytes() > TOUCH_THRESHOLD;
+        let mut done = 0;
+        while done < count {
+            let c = chunk.min(count - done);
+            let start = first + done;
+            let region = &self.data[start * self.stride..(start + c) * self.stride];
+            if streaming {
+                touch(region);
+            }
+            let bit = |i: usize| -> u64 {
+                let j = done + i;
+                #[allow(clippy::cast_possible_truncation)] // a single bit
+                let b = (bits[j >> 7].0 >> (j & 127)) as u64 & 1;
+                b
+            };
+            xor_masked(region, self.stride, c, bit, acc);
+            done += c;
+        }
     }
 
     /// `acc ⊕= ⨁ record(indices[i])` over the `i` whose bit is set in `bits` (the bucket scan
@@ -220,10 +236,14 @@ impl Database {
         let mut accs = vec![vec![Block::ZERO; self.stride]; bits.len()];
         // A multiple of 128 records' bits is not needed: bits are addressed per record.
         let chunk = ((64 << 10) / (self.stride * 16)).max(1);
+        let streaming = self.size_bytes() > TOUCH_THRESHOLD;
         let mut first = 0;
         while first < self.records {
             let count = chunk.min(self.records - first);
             let region = &self.data[first * self.stride..(first + count) * self.stride];
+            if streaming {
+                touch(region);
+            }
             for (b, acc) in bits.iter().zip(accs.iter_mut()) {
                 let bit = |i: usize| -> u64 {
                     let j = first + i;
@@ -255,15 +275,7 @@ impl Database {
                         let count = per.min(self.records - first);
                         let mut acc = vec![Block::ZERO; self.stride];
                         if count > 0 {
-                            let sub = &bits[first / 128..];
-                            let region =
-                                &self.data[first * self.stride..(first + count) * self.stride];
-                            let bit = |i: usize| -> u64 {
-                                #[allow(clippy::cast_possible_truncation)] // a single bit
-                                let b = (sub[i >> 7].0 >> (i & 127)) as u64 & 1;
-                                b
-                            };
-                            xor_masked(region, self.stride, count, bit, &mut acc);
+                            self.xor_selected_range(&bits[first / 128..], first, count, &mut acc);
                         }
                         acc
                     })
@@ -333,6 +345,23 @@ fn xor_masked(
         xor1(acc64, r, 0u64.wrapping_sub(bit(i)));
         i += 1;
     }
+}
+
+/// Scans of more bytes than this read each chunk with [`touch`] first (a database this large
+/// is unlikely to sit in the cache).
+const TOUCH_THRESHOLD: usize = 32 << 20;
+
+/// Reads `region` once, eight independent streams of 64-bit loads, so the hardware keeps
+/// many cache misses in flight; the result is discarded (`black_box` keeps the loads).
+#[inline]
+fn touch(region: &[Block]) {
+    let mut a = [0u64; 8];
+    for c in cast_u64(region).chunks_exact(8) {
+        for k in 0..8 {
+            a[k] ^= c[k];
+        }
+    }
+    std::hint::black_box(a);
 }
 
 /// `acc ⊕= (r0 & m0) ⊕ (r1 & m1) ⊕ (r2 & m2) ⊕ (r3 & m3)`, vectorised by the compiler.
