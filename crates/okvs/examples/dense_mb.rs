@@ -1,43 +1,39 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 use obliv_core::rand_core::SeedableRng;
 use obliv_core::{AesRng, Block};
-use obliv_okvs::{Binary, DenseValue, Gf128};
+use obliv_okvs::{Binary, BinnedPaxos, Okvs, OkvsValue};
 use std::time::Instant;
 fn main() {
     let mut rng = AesRng::from_seed([1; 16]);
-    let hs: Vec<Block> = (0..1 << 20).map(|_| Block::random(&mut rng)).collect();
-    let p64: Vec<u64> = (0..41).map(|i| i * 77 + 1).collect();
-    let pb: Vec<Block> = (0..3).map(|_| Block::random(&mut rng)).collect();
+    let n = 1 << 20;
+    let keys: Vec<Block> = (0..n).map(|_| Block::random(&mut rng)).collect();
+    let values: Vec<u64> = (0..n).map(|_| u64::random(&mut rng)).collect();
+    let okvs = BinnedPaxos::<Binary>::new(n, 40, Block(1)).unwrap();
+    let plain = okvs.encode(&keys, &values).unwrap();
+    let rand = okvs.encode_randomized(&keys, &values, &mut rng).unwrap();
+    let mut rand_sparse_only = plain.clone();
+    let mut dense_only = plain.clone();
+    let size = okvs.bin_params().size();
+    let m = okvs.bin_params().sparse;
+    for b in 0..okvs.bins() {
+        for j in 0..m {
+            rand_sparse_only[b * size + j] = rand[b * size + j];
+        }
+        for j in m..size {
+            dense_only[b * size + j] = 1 + j as u64;
+        }
+    }
+    let mut out = vec![0u64; n];
     for _ in 0..3 {
-        let t = Instant::now();
-        let mut acc = 0u64;
-        for h in &hs {
-            acc ^= <u64 as DenseValue<Binary>>::dense_dot(*h, &p64);
+        for (name, p) in [
+            ("plain", &plain),
+            ("randomized", &rand),
+            ("rand sparse, zero dense", &rand_sparse_only),
+            ("plain sparse, dense", &dense_only),
+        ] {
+            let t = Instant::now();
+            okvs.decode_into(&keys, p, &mut out).unwrap();
+            println!("{name}: {:?}", t.elapsed());
         }
-        println!("binary u64 d=41: {:?} ({acc})", t.elapsed());
-        let t = Instant::now();
-        let mut acc = Block::ZERO;
-        for h in &hs {
-            acc ^= <Block as DenseValue<Gf128>>::dense_dot(*h, &pb);
-        }
-        println!("gf128 d=3: {:?} ({acc:?})", t.elapsed());
-        let t = Instant::now();
-        let mut acc = Block::ZERO;
-        for h in &hs {
-            acc = obliv_core::gf128::mul(acc ^ *h, *h);
-        }
-        println!("gf128 mul chain: {:?} ({acc:?})", t.elapsed());
-        let t = Instant::now();
-        let mut acc = Block::ZERO;
-        for h in &hs {
-            acc ^= obliv_core::gf128::mul(*h, pb[0]);
-        }
-        println!("gf128 mul independent: {:?} ({acc:?})", t.elapsed());
-        let t = Instant::now();
-        let mut acc = 0u128;
-        for h in &hs {
-            acc ^= h.0.wrapping_mul(pb[0].0 | 1);
-        }
-        println!("u128 wrapping mul independent: {:?} ({acc:?})", t.elapsed());
     }
 }

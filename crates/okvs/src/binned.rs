@@ -280,6 +280,9 @@ impl<D: DenseKind> BinnedPaxos<D> {
         )
     }
 
+    /// Decodes one chunk of keys: the sparse part key by key, then the dense part grouped
+    /// by bin, so that each bin's dense table stays in L1 while its keys are processed
+    /// (interleaving bins would thrash it against the random sparse reads).
     fn decode_chunk<V: DenseValue<D>>(
         &self,
         keys: &[Block],
@@ -289,31 +292,51 @@ impl<D: DenseKind> BinnedPaxos<D> {
     ) {
         let d = self.bin_params.dense;
         let size = self.bin_params.size();
-        let mut bins = [0u32; BATCH];
+        let n = keys.len();
+        let mut bins = vec![0u32; n];
+        let mut dh = vec![Block::ZERO; n];
         let mut rows = [[0u32; 3]; BATCH];
-        let mut dh = [Block::ZERO; BATCH];
-        for (k, o) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
-            let len = k.len();
-            self.hasher.hash_batch_binned(
-                k,
-                self.bins as u64,
-                &mut bins[..len],
-                &mut rows[..len],
-                &mut dh[..len],
-            );
-            for i in 0..len {
-                let b = bins[i] as usize;
-                let base = b * size;
-                let [x, y, z] = rows[i];
-                let mut v = okvs[base + x as usize]
-                    .xor(okvs[base + y as usize])
-                    .xor(okvs[base + z as usize]);
-                if prep.active[b] {
-                    let t = &prep.tables[b * prep.stride..(b + 1) * prep.stride];
-                    v = v.xor(V::dense_dot_prepared(dh[i], t, d));
-                }
-                o[i] = v;
+        for (((k, o), bb), hh) in keys
+            .chunks(BATCH)
+            .zip(out.chunks_mut(BATCH))
+            .zip(bins.chunks_mut(BATCH))
+            .zip(dh.chunks_mut(BATCH))
+        {
+            let rows = &mut rows[..k.len()];
+            self.hasher
+                .hash_batch_binned(k, self.bins as u64, bb, rows, hh);
+            for ((o, b), [x, y, z]) in o.iter_mut().zip(bb.iter()).zip(rows.iter()) {
+                let base = *b as usize * size;
+                *o = okvs[base + *x as usize]
+                    .xor(okvs[base + *y as usize])
+                    .xor(okvs[base + *z as usize]);
             }
+        }
+        if !prep.active.iter().any(|a| *a) {
+            return;
+        }
+        // Counting sort of the chunk's keys by bin.
+        let mut start = vec![0usize; self.bins + 1];
+        for &b in &bins {
+            start[b as usize + 1] += 1;
+        }
+        for b in 0..self.bins {
+            start[b + 1] += start[b];
+        }
+        let mut order = vec![0usize; n];
+        for (i, &b) in bins.iter().enumerate() {
+            order[start[b as usize]] = i;
+            start[b as usize] += 1;
+        }
+        let mut begin = 0;
+        for (b, &end) in start[..self.bins].iter().enumerate() {
+            if prep.active[b] {
+                let t = &prep.tables[b * prep.stride..(b + 1) * prep.stride];
+                for &i in &order[begin..end] {
+                    out[i] = out[i].xor(V::dense_dot_prepared(dh[i], t, d));
+                }
+            }
+            begin = end;
         }
     }
 }

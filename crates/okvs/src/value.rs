@@ -237,10 +237,20 @@ impl<V: OkvsValue> DenseValue<Binary> for V {
     #[inline(always)]
     #[allow(clippy::cast_possible_truncation)] // a 4-bit index
     fn dense_dot_prepared(h: Block, prepared: &[Self], d: usize) -> Self {
+        let (tables, _) = prepared.as_chunks::<16>();
+        let groups = d.div_ceil(4).min(tables.len());
+        let (lo, hi) = h.to_u64s();
+        let (t_lo, t_hi) = tables[..groups].split_at(groups.min(16));
         let mut acc = V::default();
-        let bits = h.0;
-        for (k, t) in prepared.chunks_exact(16).take(d.div_ceil(4)).enumerate() {
-            acc = acc.xor(t[((bits >> (4 * k)) & 15) as usize]);
+        let mut x = lo;
+        for t in t_lo {
+            acc = acc.xor(t[(x & 15) as usize]);
+            x >>= 4;
+        }
+        let mut x = hi;
+        for t in t_hi {
+            acc = acc.xor(t[(x & 15) as usize]);
+            x >>= 4;
         }
         acc
     }
