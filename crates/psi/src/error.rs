@@ -24,6 +24,17 @@ pub enum Error {
     /// The peer sent a message that does not fit the protocol at this point.
     #[error("protocol violation: {0}")]
     Protocol(String),
+    /// A file (key file, cache) could not be read or written.
+    #[error("i/o on {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A key file or cache is malformed, tampered with, or does not belong to this run.
+    #[error("cache or key file: {0}")]
+    Cache(String),
     /// A caller-supplied parameter is out of range.
     #[error("invalid parameter: {0}")]
     InvalidParameter(String),

@@ -2,6 +2,8 @@
 //!
 //! - [`ecdh`]: two-party ECDH-PSI on any `obliv-ec` curve, streamed in batches.
 //! - [`ecdh3`]: three-party ECDH-PSI (the receiver also learns `|X_P ∩ X_Q|`; see there).
+//! - [`unbalanced`]: ECDH-OPRF PSI for a large server set, with an offline phase that leaves
+//!   a sorted cache at the client and an online phase per query set.
 //!
 //! Every protocol runs over an [`obliv_net::Channel`], opens with a handshake that checks
 //! protocol, version, curve and parameters on both sides ([`handshake`]), and treats every
@@ -13,6 +15,7 @@ pub mod ecdh;
 pub mod ecdh3;
 mod error;
 pub mod handshake;
+pub mod unbalanced;
 
 pub use error::{Error, Result};
 
