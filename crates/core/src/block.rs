@@ -14,11 +14,11 @@ use zeroize::DefaultIsZeroes;
 /// [`Pod`] so that slices of blocks can be viewed as bytes without copying
 /// ([`Block::slice_as_bytes`]), and combines with `^` and `&` as a vector of 128 bits.
 /// Equality through [`ConstantTimeEq::ct_eq`] runs in constant time; the derived `PartialEq`
-/// is for public values and tests.
+/// and `Ord` (by the `u128` value) are for public values: sorting, deduplication, tests.
 ///
 /// The byte order is little-endian throughout: byte 0 of [`Block::to_bytes`] holds bits 0..8,
 /// and [`Block::lsb`] is bit 0 (the "point-and-permute"/choice bit of OT protocols).
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Pod, Zeroable)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Pod, Zeroable)]
 #[repr(transparent)]
 pub struct Block(pub u128);
 
