@@ -180,3 +180,55 @@ mod tests {
         assert_eq!(a, map_and_clear(&hash_to_fp2(b"a")));
     }
 }
+
+#[cfg(test)]
+pub(crate) mod torsion_tests {
+    use super::*;
+    use crate::constants::ORDER;
+    use crate::scalar_mul::{mul_endo, mul_vartime_u256};
+    use std::collections::BTreeMap;
+
+    /// All 392 points of `E(GF(p²))[392]`, as `[N]R` for points `R` of the whole group (the map
+    /// without cofactor clearing), collected until every one has appeared.
+    pub(crate) fn torsion_points() -> Vec<Point> {
+        let mut seen = BTreeMap::new();
+        let mut i = 0u32;
+        while seen.len() < 392 && i < 20_000 {
+            let r = map_to_curve(&hash_to_fp2(&i.to_le_bytes()));
+            let t = mul_vartime_u256(&r, &ORDER);
+            seen.entry(t.to_bytes()).or_insert(t);
+            i += 1;
+        }
+        seen.into_values().collect()
+    }
+
+    /// The endomorphism-based check used by `is_torsion_free_vartime` is exact: the lattice
+    /// vector `decompose(0)` kills the order-N subgroup but no non-zero 392-torsion point,
+    /// checked exhaustively over all 392 of them, alone and added to a subgroup point.
+    #[test]
+    fn subgroup_check_is_exact_on_all_torsion() {
+        let ts = torsion_points();
+        assert_eq!(ts.len(), 392);
+        let g = Point::generator();
+        let subgroup = [g, g.double(), map_and_clear(&hash_to_fp2(b"q"))];
+        let mut exceptional = 0;
+        for t in &ts {
+            let id = t.is_identity_vartime();
+            // The four points where the isogeny formulas degenerate give (0 : 0 : 0).
+            let e = mul_endo(t, &[0; 4]);
+            if bool::from(e.z.is_zero()) {
+                exceptional += 1;
+            } else {
+                assert_eq!(e.is_identity_vartime(), id);
+            }
+            assert_eq!(t.is_torsion_free_vartime(), id);
+            assert_eq!(t.is_torsion_free_naf_vartime(), id);
+            for q in &subgroup {
+                let e = mul_endo(&(q + t), &[0; 4]);
+                assert!(!bool::from(e.z.is_zero()));
+                assert_eq!((q + t).is_torsion_free_vartime(), id);
+            }
+        }
+        assert!(exceptional <= 4);
+    }
+}

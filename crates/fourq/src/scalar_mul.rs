@@ -402,9 +402,10 @@ fn add_signed_vartime(q: Point, table: &[PointR2], d: i8) -> Point {
     }
 }
 
-/// `[k]P` by width-5 NAF. **Variable time** in `k` and `P`: use only when both are public
+/// `[k]P` by width-5 NAF (test reference). **Variable time** in `k` and `P`: use only when both are public
 /// (for example the multiplication by the public order `N` in a subgroup check). Works for
 /// any point of the curve.
+#[cfg(test)]
 pub(crate) fn mul_vartime_u256(p: &Point, k: &[u64; 4]) -> Point {
     let naf = naf_vartime(k, 5);
     let table = odd_multiples(p, 8);
