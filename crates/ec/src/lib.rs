@@ -79,8 +79,8 @@ pub const BATCH_CHUNK: usize = 256;
 pub trait Encoding:
     Copy + Send + Sync + AsRef<[u8]> + AsMut<[u8]> + Eq + fmt::Debug + 'static
 {
-    /// The all-zero encoding (a placeholder for output buffers; it decodes as the identity,
-    /// which [`PrimeGroup::decode`] rejects).
+    /// The all-zero encoding (a placeholder for output buffers; [`PrimeGroup::decode`]
+    /// rejects it in every group).
     fn zeroed() -> Self;
 }
 
@@ -134,14 +134,18 @@ pub trait PrimeGroup: Copy + Send + Sync + fmt::Debug + 'static {
     /// The fixed generator `G`.
     fn generator() -> Self::Point;
 
+    /// The identity element (which [`decode`](Self::decode) rejects).
+    fn identity() -> Self::Point;
+
     /// `[k]P`, constant time in `k`.
     fn mul(point: &Self::Point, k: &SecretScalar<Self::ScalarInner>) -> Self::Point;
 
     /// `[k]G` for the fixed generator (precomputed tables where the backend has them).
     fn mul_base(k: &SecretScalar<Self::ScalarInner>) -> Self::Point;
 
-    /// Canonical fixed-length encoding. The identity encodes as all zeros (it is never
-    /// produced by hashing or by multiplying a non-identity point by a non-zero scalar).
+    /// Canonical fixed-length encoding. The identity has an encoding too (all zeros for
+    /// Ristretto255 and the SEC1 curves), which [`decode`](Self::decode) rejects; it is never
+    /// produced by hashing or by multiplying a non-identity point by a non-zero scalar.
     fn encode(point: &Self::Point) -> Self::Encoded;
 
     /// Decode a canonical encoding of a non-identity element of the prime-order group.

@@ -75,6 +75,10 @@ impl PrimeGroup for Ristretto255 {
         curve25519_dalek::constants::RISTRETTO_BASEPOINT_POINT
     }
 
+    fn identity() -> RistrettoPoint {
+        RistrettoPoint::identity()
+    }
+
     fn mul(point: &RistrettoPoint, k: &SecretScalar<Scalar>) -> RistrettoPoint {
         point * k.0
     }

@@ -92,6 +92,10 @@ macro_rules! impl_weierstrass {
                 <$krate::ProjectivePoint as group::Group>::generator()
             }
 
+            fn identity() -> Self::Point {
+                <$krate::ProjectivePoint as group::Group>::identity()
+            }
+
             fn mul(point: &Self::Point, k: &SecretScalar<$krate::Scalar>) -> Self::Point {
                 point * &k.0
             }

@@ -87,12 +87,18 @@ macro_rules! group_suite {
 
             #[test]
             fn identity_rejected() {
+                let id = G::encode(&G::identity());
+                assert!(matches!(G::decode(id.as_ref()), Err(Error::Identity { .. })));
+                // All-zero bytes are never accepted either.
                 let zero = vec![0u8; G::ENCODED_LEN];
-                assert!(matches!(G::decode(&zero), Err(Error::Identity { .. })));
+                assert!(matches!(
+                    G::decode(&zero),
+                    Err(Error::Identity { .. } | Error::InvalidPoint { .. })
+                ));
                 // ... also inside a batch, with its index.
                 let k = scalar(1);
                 let good = G::encode(&G::hash_to_point(b"x"));
-                let r = G::mul_encoded_batch(&[good.as_ref().to_vec(), zero], &k);
+                let r = G::mul_encoded_batch(&[good.as_ref().to_vec(), id.as_ref().to_vec()], &k);
                 assert!(
                     matches!(&r, Err(Error::Batch { index: 1, source }) if matches!(**source, Error::Identity { .. })),
                     "{r:?}"
