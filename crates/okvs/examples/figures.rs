@@ -1,6 +1,7 @@
 //! Prints the OKVS figures of the README: encode/decode time at 2^20 keys (or
-//! `OKVS_BENCH_LOG_N`) on one thread, measured as the CPU time of that thread (robust on a
-//! shared, loaded machine), and wall time on all threads, plus bytes per key.
+//! `OKVS_BENCH_LOG_N`; bins of `2^OKVS_BIN_LOG` keys, default 2^14) on one thread, measured
+//! as the CPU time of that thread (robust on a shared, loaded machine), and wall time on all
+//! threads, plus bytes per key and the size for several bin sizes.
 //!
 //! ```text
 //! cargo run --release -p obliv-okvs --example figures
@@ -100,13 +101,34 @@ fn main() {
     let n = 1usize << log_n;
     let threads = rayon::current_num_threads();
     println!("n = 2^{log_n}, {runs} runs (median), all threads = {threads}");
+    println!();
+    println!(
+        "| bin size | bins | bin capacity | size/n (GF(2^128) dense) | size/n (binary dense) |"
+    );
+    println!("|---|---|---|---|---|");
+    for lb in [12u32, 14, 16, 18] {
+        let g = BinnedPaxos::<Gf128>::with_bin_size(n, 1 << lb, 40, Block(1)).unwrap();
+        let b = BinnedPaxos::<Binary>::with_bin_size(n, 1 << lb, 40, Block(1)).unwrap();
+        println!(
+            "| 2^{lb} | {} | {} | {:.4} | {:.4} |",
+            g.bins(),
+            g.bin_capacity(),
+            g.expansion(),
+            b.expansion()
+        );
+    }
+    println!();
     println!(
         "| OKVS | size/n | bytes/key | encode 1 thr | decode 1 thr | randomized encode 1 thr | its decode 1 thr | encode {threads} thr (wall) | decode {threads} thr (wall) |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
-    let b = BinnedPaxos::<Gf128>::new(n, 40, Block(1)).unwrap();
+    let bin: usize = std::env::var("OKVS_BIN_LOG")
+        .ok()
+        .and_then(|s| s.parse::<u32>().ok())
+        .map_or(obliv_okvs::DEFAULT_BIN_SIZE, |l| 1 << l);
+    let b = BinnedPaxos::<Gf128>::with_bin_size(n, bin, 40, Block(1)).unwrap();
     run::<Gf128, Block, _>("binned, GF(2^128) dense, Block", &b, n, runs);
-    let b = BinnedPaxos::<Binary>::new(n, 40, Block(1)).unwrap();
+    let b = BinnedPaxos::<Binary>::with_bin_size(n, bin, 40, Block(1)).unwrap();
     run::<Binary, u64, _>("binned, binary dense, u64", &b, n, runs);
     run::<Binary, Block, _>("binned, binary dense, Block", &b, n, runs);
     let p = Paxos::<Gf128>::new(n, 40, Block(2)).unwrap();

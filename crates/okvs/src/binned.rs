@@ -6,8 +6,8 @@
 //! faster than on one large system, and gives independent tasks for rayon. The price is the
 //! bin capacity: every bin is sized for the most loaded bin (see
 //! [`bin_capacity`](crate::params::bin_capacity)), so the total size is
-//! `bins · (e·c + d)` instead of `e·n + d`: about 1.35·n at 2^20 keys in bins of 2^14 and
-//! 1.31·n with bins of 2^16.
+//! `bins · (e·c + d)` instead of `e·n + d`: at 2^20 keys about 1.35·n in bins of 2^14 and
+//! 1.28·n in bins of 2^16 (which encode about 1.5× slower: a bin no longer fits in L2).
 //!
 //! Failure probability: bin overflow `≤ 2^-(λ+1)` plus all bins' encodings
 //! `≤ bins · 2^-(λ+1+⌈log2 bins⌉) ≤ 2^-(λ+1)`, in total `≤ 2^-λ`.

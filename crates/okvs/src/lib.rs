@@ -153,3 +153,8 @@ pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Resu
         })
     }
 }
+
+/// The README's example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
