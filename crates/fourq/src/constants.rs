@@ -1,5 +1,5 @@
 //! Curve constants, all taken from Microsoft's FourQlib (`FourQ_params.h`, `eccp2.c`,
-//! `hash_to_curve.c`, FourQ_64bit_and_portable) and [CL15].
+//! `hash_to_curve.c`, FourQ_64bit_and_portable) and CL15 (<https://eprint.iacr.org/2015/565>).
 //!
 //! GF(p²) constants are written as FourQlib's four 64-bit words `a0.lo, a0.hi, a1.lo, a1.hi`.
 

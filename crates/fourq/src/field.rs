@@ -1,4 +1,4 @@
-//! GF(p^2) = GF(p)[i]/(i^2 + 1), p = 2^127 − 1, the field FourQ is defined over ([CL15, §2]).
+//! GF(p^2) = GF(p)\[i\]/(i^2 + 1), p = 2^127 − 1, the field FourQ is defined over ([CL15, §2]).
 //!
 //! An element `a0 + a1·i` holds two [`Fp`] values in the weakly reduced range `[0, p]`.
 //! Multiplication is Karatsuba (three GF(p) products), squaring uses

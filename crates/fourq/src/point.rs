@@ -18,7 +18,8 @@
 //! 4-isogenous curve Ê, exactly as in [CL15, §3 and App. A] and FourQlib's `eccp2.c`.
 //!
 //! [CL15]: <https://eprint.iacr.org/2015/565>
-//! [HWCD08]: Hisil, Wong, Carter, Dawson, "Twisted Edwards curves revisited", ASIACRYPT 2008.
+//! [HWCD08]: https://eprint.iacr.org/2008/522 "Hisil, Wong, Carter, Dawson, Twisted Edwards
+//! curves revisited, ASIACRYPT 2008"
 
 use subtle::{Choice, ConditionallyNegatable, ConditionallySelectable, ConstantTimeEq, CtOption};
 use zeroize::Zeroize;

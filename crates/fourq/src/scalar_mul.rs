@@ -13,13 +13,13 @@
 //! * [`mul_base`]: fixed-base multiplication with a precomputed table of the generator,
 //!   signed radix-16 in the "32 tables × 8 affine multiples" layout of curve25519-dalek's
 //!   `EdwardsBasepointTable`: 64 mixed additions and 4 doublings.
-//! * [`mul_vartime_u256`]: variable-time width-5 NAF, for public scalars on public points only
-//!   (subgroup checks), and [`double_mul_vartime`] for verification-style `a·G + b·P`.
+//! * `mul_vartime_u256` (tests only): variable-time width-5 NAF, and [`double_mul_vartime`]
+//!   for verification-style `a·G + b·P` on public inputs.
 //!
 //! [CL15]: <https://eprint.iacr.org/2015/565>
-//! [FLS15]: Faz-Hernández, Longa, Sánchez, "Efficient and secure algorithms for GLV-based
-//! scalar multiplication and their implementation on GLV-GLS curves", J. Cryptographic
-//! Engineering 5(1), 2015 (extended version: <https://eprint.iacr.org/2013/158>).
+//! [FLS15]: https://eprint.iacr.org/2013/158 "Faz-Hernández, Longa, Sánchez, Efficient and
+//! secure algorithms for GLV-based scalar multiplication and their implementation on GLV-GLS
+//! curves, J. Cryptographic Engineering 5(1), 2015"
 
 // Limb arithmetic splits u128 values into u64 halves on purpose.
 #![allow(clippy::cast_possible_truncation)]

@@ -6,8 +6,8 @@
 //! encoding and comparison. Products are formed from four `u64 × u64 → u128` multiplications
 //! and reduced with `2^127 ≡ 1 (mod p)`, so nothing ever branches on a value.
 //!
-//! [CL15]: Costello, Longa, "FourQ: four-dimensional decompositions on a Q-curve over the
-//! Mersenne prime", ASIACRYPT 2015, <https://eprint.iacr.org/2015/565>.
+//! [CL15]: https://eprint.iacr.org/2015/565 "Costello, Longa, FourQ: four-dimensional
+//! decompositions on a Q-curve over the Mersenne prime, ASIACRYPT 2015"
 
 // Limb arithmetic splits u128 values into u64 halves on purpose.
 #![allow(clippy::cast_possible_truncation)]
