@@ -1,5 +1,6 @@
 //! Constant-time modular exponentiation with AVX-512 IFMA (52-bit multiply-accumulate), for
-//! the secret-exponent exponentiations of Paillier CRT decryption modulo `p²` and `q²`.
+//! the secret-exponent exponentiations of Paillier CRT decryption modulo `p²` and `q²` and of
+//! MODP ElGamal decryption, and for the fixed-base tables of encryption (`IfmaFixedBase`).
 //!
 //! Numbers are held in radix `2^52`, `8·N` limbs (`N` zmm registers). Multiplication is
 //! word-serial *almost Montgomery multiplication* (AMM) with `R = 2^(52·8N) > 4M`: inputs and
