@@ -7,5 +7,6 @@ pub mod demo;
 pub mod error;
 pub mod gen_data;
 pub mod party;
+pub mod unbalanced;
 
 pub use error::CliError;

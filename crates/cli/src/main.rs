@@ -37,6 +37,44 @@ enum Command {
     Psi(Box<PsiCmd>),
     /// Generate test CSV files (`psi_1.csv` …) with a planted intersection.
     GenData(GenArgs),
+    /// Unbalanced PSI: `offline` once per server set, `online` per client query.
+    UbPsi(Box<UbCmd>),
+}
+
+#[derive(Args, Debug)]
+struct UbCmd {
+    /// `offline` or `online`.
+    phase: String,
+    /// `server` (large set, key) or `client` (small set, cache, learns the result).
+    #[arg(long)]
+    role: String,
+    /// Curve (25519, secp256k1, p256, sm2).
+    #[arg(long, default_value = "25519")]
+    curve: String,
+    /// This process's rank (0 or 1).
+    #[arg(long)]
+    rank: usize,
+    /// Both HOST:PORT, comma-separated, in rank order.
+    #[arg(long)]
+    parties: String,
+    /// Input CSV (server: its set, both phases; client: its query set, online).
+    #[arg(long)]
+    input: Option<PathBuf>,
+    /// Key column(s), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    keys: Vec<String>,
+    /// Client: the cache file the offline phase writes and the online phase reads.
+    #[arg(long)]
+    cache: Option<PathBuf>,
+    /// Server: the key file (created by the offline phase if missing, reused afterwards).
+    #[arg(long)]
+    key_file: Option<PathBuf>,
+    /// Client, online: output CSV of the matching rows.
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// Seconds to wait for the peer.
+    #[arg(long, default_value_t = 60)]
+    connect_timeout: u64,
 }
 
 #[derive(Args, Debug)]
@@ -285,6 +323,45 @@ fn run_party(a: &PartyArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+fn run_ub(u: &UbCmd) -> Result<(), CliError> {
+    use obliv_cli::unbalanced::{self, Phase, UbArgs, UbRole};
+    let args = UbArgs {
+        phase: match u.phase.as_str() {
+            "offline" => Phase::Offline,
+            "online" => Phase::Online,
+            p => {
+                return Err(CliError::Usage(format!(
+                    "phase must be offline or online, not {p:?}"
+                )));
+            }
+        },
+        role: match u.role.as_str() {
+            "server" => UbRole::Server,
+            "client" => UbRole::Client,
+            r => {
+                return Err(CliError::Usage(format!(
+                    "--role must be server or client, not {r:?}"
+                )));
+            }
+        },
+        curve: parse_curve(&u.curve)?,
+        rank: u.rank,
+        parties: party::parse_parties(&u.parties)?,
+        input: u.input.clone(),
+        keys: if u.keys.is_empty() {
+            vec!["id".into()]
+        } else {
+            u.keys.clone()
+        },
+        cache: u.cache.clone(),
+        key_file: u.key_file.clone(),
+        output: u.output.clone(),
+        connect_timeout: Duration::from_secs(u.connect_timeout),
+    };
+    println!("{}", unbalanced::run(&args)?);
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
@@ -292,6 +369,7 @@ fn main() -> ExitCode {
             Some(PsiSub::Demo(d)) => run_demo(d),
             None => run_party(&psi.party),
         },
+        Command::UbPsi(u) => run_ub(u),
         Command::GenData(g) => gen_data::generate(g.size, g.parties, g.overlap, &g.out_dir, g.seed)
             .map(|paths| {
                 for p in paths {

@@ -289,3 +289,77 @@ fn demos_run_two_and_three_parties() {
         );
     }
 }
+
+#[test]
+fn unbalanced_offline_then_online_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("server.csv"),
+        (0..3000).fold(String::from("id\n"), |s, i| s + &format!("u{i}\n")),
+    )
+    .unwrap();
+    std::fs::write(d.join("client.csv"), "id,v\nu5,a\nx1,b\nu2999,c\nu5,d\n").unwrap();
+    let run = |phase: &str| {
+        let (pa, pb) = free_ports();
+        let parties = format!("127.0.0.1:{pa},127.0.0.1:{pb}");
+        let mut s = obliv();
+        s.args([
+            "ub-psi",
+            phase,
+            "--role",
+            "server",
+            "--rank",
+            "0",
+            "--parties",
+            &parties,
+        ])
+        .arg("--input")
+        .arg(d.join("server.csv"))
+        .arg("--key-file")
+        .arg(d.join("server.key"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        let mut c = obliv();
+        c.args([
+            "ub-psi",
+            phase,
+            "--role",
+            "client",
+            "--rank",
+            "1",
+            "--parties",
+            &parties,
+        ])
+        .arg("--cache")
+        .arg(d.join("cache.bin"))
+        .arg("--input")
+        .arg(d.join("client.csv"))
+        .arg("--output")
+        .arg(d.join("out.csv"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        let (s, c) = (s.spawn().unwrap(), c.spawn().unwrap());
+        let (so, co) = (s.wait_with_output().unwrap(), c.wait_with_output().unwrap());
+        assert!(
+            so.status.success(),
+            "{}",
+            String::from_utf8_lossy(&so.stderr)
+        );
+        assert!(
+            co.status.success(),
+            "{}",
+            String::from_utf8_lossy(&co.stderr)
+        );
+        String::from_utf8_lossy(&co.stdout).to_string()
+    };
+    run("offline");
+    for _ in 0..2 {
+        let report = run("online");
+        assert!(report.contains("\"keys_out\":2"), "{report}");
+        assert_eq!(
+            lines(&d.join("out.csv")),
+            vec!["id,v", "u5,a", "u2999,c", "u5,d"]
+        );
+    }
+}

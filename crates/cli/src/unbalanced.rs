@@ -1,0 +1,178 @@
+//! `obliv ub-psi offline|online`: unbalanced PSI between a server with a large set and a client
+//! with a small one, over TCP, on CSV files.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use obliv_core::AesRng;
+use obliv_ec::Curve;
+use obliv_net::{Channel, ConnectOptions, Session};
+use obliv_psi::unbalanced::{self, Cache, ServerKey, UbConfig};
+
+use crate::csvio;
+use crate::error::CliError;
+
+/// Which phase to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Once per server set: the server's OPRF values go to the client's cache.
+    Offline,
+    /// Per query: the client's items against the cache.
+    Online,
+}
+
+/// Which side this process is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UbRole {
+    /// Holds the large set and the key.
+    Server,
+    /// Holds the small set and the cache; learns the result.
+    Client,
+}
+
+/// Settings of one unbalanced-PSI process.
+#[derive(Clone, Debug)]
+pub struct UbArgs {
+    /// Phase.
+    pub phase: Phase,
+    /// Role.
+    pub role: UbRole,
+    /// Curve.
+    pub curve: Curve,
+    /// This process's rank in `parties` (0 or 1).
+    pub rank: usize,
+    /// Both addresses, in rank order.
+    pub parties: Vec<SocketAddr>,
+    /// Input CSV (the server's set; the client's set for the online phase).
+    pub input: Option<PathBuf>,
+    /// Key columns.
+    pub keys: Vec<String>,
+    /// Client: the cache file.
+    pub cache: Option<PathBuf>,
+    /// Server: the key file (created by the offline phase if missing).
+    pub key_file: Option<PathBuf>,
+    /// Client, online: where to write the matching rows.
+    pub output: Option<PathBuf>,
+    /// How long to wait for the peer.
+    pub connect_timeout: Duration,
+}
+
+fn need<T: Clone>(v: &Option<T>, name: &str) -> Result<T, CliError> {
+    v.clone()
+        .ok_or_else(|| CliError::Usage(format!("--{name} is required here")))
+}
+
+/// Runs the phase; returns a one-line JSON report.
+///
+/// # Errors
+/// Usage and input errors before any network traffic, then network and protocol errors.
+pub fn run(a: &UbArgs) -> Result<String, CliError> {
+    let start = Instant::now();
+    if a.parties.len() != 2 || a.rank > 1 {
+        return Err(CliError::Usage(
+            "unbalanced PSI runs between 2 parties (--rank 0 or 1)".into(),
+        ));
+    }
+    let cfg = UbConfig {
+        curve: a.curve,
+        ..UbConfig::default()
+    };
+    let mut rng = AesRng::from_entropy();
+    // Everything local first: inputs, key, cache.
+    let keyed = match (a.role, a.phase) {
+        (UbRole::Client, Phase::Offline) => None,
+        _ => Some(csvio::read_keys(&need(&a.input, "input")?, &a.keys)?),
+    };
+    let key = match a.role {
+        UbRole::Server => {
+            let path = need(&a.key_file, "key-file")?;
+            Some(if path.exists() {
+                ServerKey::load(&path).map_err(|e| CliError::Input(e.to_string()))?
+            } else if a.phase == Phase::Offline {
+                let k = ServerKey::generate(a.curve, &mut rng)?;
+                k.save(&path).map_err(|e| CliError::Input(e.to_string()))?;
+                k
+            } else {
+                return Err(CliError::Input(format!(
+                    "key file {} does not exist: run the offline phase first",
+                    path.display()
+                )));
+            })
+        }
+        UbRole::Client => None,
+    };
+    let cache = match (a.role, a.phase) {
+        (UbRole::Client, Phase::Online) => Some(
+            Cache::open(&need(&a.cache, "cache")?).map_err(|e| CliError::Input(e.to_string()))?,
+        ),
+        _ => None,
+    };
+    let opts = ConnectOptions {
+        deadline: a.connect_timeout,
+        ..ConnectOptions::default()
+    };
+    let mut session = Session::tcp(a.rank, &a.parties, &opts)?;
+    let ch = session.channel(1 - a.rank)?;
+    let mut matched = None;
+    match (a.role, a.phase, &key, &keyed) {
+        (UbRole::Server, Phase::Offline, Some(k), Some(kd)) => {
+            unbalanced::offline_server(ch, k, &kd.distinct, &cfg, &mut rng)?;
+        }
+        (UbRole::Server, Phase::Online, Some(k), Some(kd)) => {
+            unbalanced::online_server(ch, k, kd.distinct.len(), &cfg)?;
+        }
+        (UbRole::Client, Phase::Offline, _, _) => {
+            unbalanced::offline_client(ch, &cfg, &need(&a.cache, "cache")?)?;
+        }
+        (UbRole::Client, Phase::Online, _, Some(kd)) => {
+            let c = cache
+                .as_ref()
+                .ok_or_else(|| CliError::Usage("--cache is required".into()))?;
+            matched = Some(unbalanced::online_client(
+                ch,
+                &kd.distinct,
+                c,
+                &cfg,
+                &mut rng,
+            )?);
+        }
+        _ => return Err(CliError::Usage("inconsistent role and phase".into())),
+    }
+    let stats = ch.stats();
+    let mut rows_out = 0;
+    if let (Some(idx), Some(kd)) = (&matched, &keyed) {
+        let mut sel = vec![false; kd.distinct.len()];
+        for &i in idx {
+            sel[i] = true;
+        }
+        rows_out = csvio::write_selected(
+            &need(&a.input, "input")?,
+            kd,
+            &sel,
+            &need(&a.output, "output")?,
+            false,
+        )?;
+    }
+    Ok(format!(
+        "{{\"protocol\":\"ub-psi-{}\",\"role\":\"{}\",\"curve\":\"{}\",\"rows_in\":{},\"keys_in\":{},\"rows_out\":{},\"keys_out\":{},\"seconds\":{:.3},\"bytes_sent\":{},\"bytes_received\":{}}}",
+        match a.phase {
+            Phase::Offline => "offline",
+            Phase::Online => "online",
+        },
+        match a.role {
+            UbRole::Server => "server",
+            UbRole::Client => "client",
+        },
+        a.curve,
+        keyed.as_ref().map_or(0, csvio::KeyedInput::rows),
+        keyed.as_ref().map_or(0, |k| k.distinct.len()),
+        rows_out,
+        matched
+            .as_ref()
+            .map_or("null".to_string(), |m| m.len().to_string()),
+        start.elapsed().as_secs_f64(),
+        stats.bytes_sent,
+        stats.bytes_received
+    ))
+}
