@@ -4,7 +4,7 @@ https://github.com/data61/python-paillier), run offline once; the Rust tests nev
 
 step 1 (`phe`):   python-phe generates a 2048-bit key, encodes and encrypts integers and floats,
                   and writes the key, the encodings and the ciphertexts to phe_interop.json.
-step 2 (Rust):    `cargo test -p obliv-he --test interop -- --ignored write_ours` encrypts values
+step 2 (Rust):    `OBLIV_WRITE_VECTORS=1 cargo test -p obliv-he --test interop -- --ignored write_ours` encrypts values
                   under that key with obliv-he and appends them ("ours") to the file.
 step 3 (`decrypt`): python-phe decrypts "ours" and stores its results ("phe_decrypted").
 
