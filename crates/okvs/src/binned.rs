@@ -29,6 +29,18 @@ use crate::{Okvs, check_len};
 /// The default number of keys per bin (volePSI's `RsPsi` uses `1 << 14`).
 pub const DEFAULT_BIN_SIZE: usize = 1 << 14;
 
+/// A buffer of keys or values (private inputs), overwritten with zeros when dropped.
+struct Wiped<T: Copy + Default>(Vec<T>);
+
+impl<T: Copy + Default> Drop for Wiped<T> {
+    fn drop(&mut self) {
+        let v = &mut self.0;
+        v.resize(v.capacity(), T::default());
+        v.fill(T::default());
+        core::hint::black_box(&v);
+    }
+}
+
 /// Per-bin dense tables for decoding.
 struct Prepared<'a, V> {
     active: &'a [bool],
@@ -237,9 +249,10 @@ impl<D: DenseKind> BinnedPaxos<D> {
         // 4. Solve every bin.
         let size = self.bin_params.size();
         out.par_chunks_mut(size).enumerate().try_for_each_init(
-            || (Scratch::default(), Vec::<Block>::new(), Vec::<V>::new()),
+            || (Scratch::default(), Wiped(Vec::new()), Wiped(Vec::new())),
             |(scratch, kbuf, vbuf), (b, chunk)| {
                 let idx = &perm[start[b]..start[b + 1]];
+                let (kbuf, vbuf) = (&mut kbuf.0, &mut vbuf.0);
                 kbuf.clear();
                 kbuf.extend(idx.iter().map(|&i| keys[i]));
                 vbuf.clear();
@@ -294,7 +307,8 @@ impl<D: DenseKind> BinnedPaxos<D> {
         let size = self.bin_params.size();
         let n = keys.len();
         let mut bins = vec![0u32; n];
-        let mut dh = vec![Block::ZERO; n];
+        let mut dh = Wiped(vec![Block::ZERO; n]);
+        let dh = &mut dh.0;
         let mut rows = [[0u32; 3]; BATCH];
         for (((k, o), bb), hh) in keys
             .chunks(BATCH)

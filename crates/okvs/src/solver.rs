@@ -39,6 +39,7 @@ use std::collections::BTreeSet;
 
 use obliv_core::Block;
 use obliv_core::rand_core::Rng;
+use zeroize::Zeroize;
 
 use crate::error::Error;
 use crate::hash::{BATCH, RowHasher};
@@ -56,6 +57,18 @@ pub(crate) struct Scratch {
     /// (row, pivot column) in peeling order.
     order: Vec<(u32, u32)>,
     gap: Vec<u32>,
+}
+
+/// The buffers hold hashes of the keys (private inputs): wiped when dropped.
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        self.rows.zeroize();
+        self.dense.zeroize();
+        self.cols.zeroize();
+        self.stack.zeroize();
+        self.order.zeroize();
+        self.gap.zeroize();
+    }
 }
 
 impl core::fmt::Debug for Scratch {
