@@ -113,7 +113,7 @@ pub(crate) mod serde_hex {
 /// of its window and keeps one by masking, so the memory access pattern does not depend on the
 /// (secret) exponent.
 ///
-/// On CPUs with AVX-512 IFMA, moduli up to 4158 bits use [`crate::ifma::IfmaFixedBase`]
+/// On CPUs with AVX-512 IFMA, moduli up to 8318 bits use [`crate::ifma::IfmaFixedBase`]
 /// instead (the same method in Montgomery form with 52-bit limbs), which is about twice as fast.
 pub(crate) enum FixedBaseTable {
     /// GMP multiplication and division.
@@ -124,6 +124,12 @@ pub(crate) enum FixedBaseTable {
     /// IFMA, moduli up to 4158 bits.
     #[cfg(target_arch = "x86_64")]
     Ifma10(Box<crate::ifma::IfmaFixedBase<10>>),
+    /// IFMA, moduli up to 6238 bits (`n²` of 3072-bit keys).
+    #[cfg(target_arch = "x86_64")]
+    Ifma15(Box<crate::ifma::IfmaFixedBase<15>>),
+    /// IFMA, moduli up to 8318 bits (`n²` of 4096-bit keys).
+    #[cfg(target_arch = "x86_64")]
+    Ifma20(Box<crate::ifma::IfmaFixedBase<20>>),
 }
 
 impl FixedBaseTable {
@@ -138,11 +144,23 @@ impl FixedBaseTable {
                 {
                     return Self::Ifma5(Box::new(t));
                 }
-            } else if bits + 2 <= 52 * 80
-                && let Some(t) =
+            } else if bits + 2 <= 52 * 80 {
+                if let Some(t) =
                     crate::ifma::IfmaFixedBase::<10>::new(base, modulus, exp_bits, window)
+                {
+                    return Self::Ifma10(Box::new(t));
+                }
+            } else if bits + 2 <= 52 * 120 {
+                if let Some(t) =
+                    crate::ifma::IfmaFixedBase::<15>::new(base, modulus, exp_bits, window)
+                {
+                    return Self::Ifma15(Box::new(t));
+                }
+            } else if bits + 2 <= 52 * 160
+                && let Some(t) =
+                    crate::ifma::IfmaFixedBase::<20>::new(base, modulus, exp_bits, window)
             {
-                return Self::Ifma10(Box::new(t));
+                return Self::Ifma20(Box::new(t));
             }
         }
         Self::Gmp(GmpFixedBase::new(base, modulus, exp_bits, window))
@@ -168,6 +186,10 @@ impl FixedBaseTable {
             Self::Ifma5(t) => t.memory_bytes(),
             #[cfg(target_arch = "x86_64")]
             Self::Ifma10(t) => t.memory_bytes(),
+            #[cfg(target_arch = "x86_64")]
+            Self::Ifma15(t) => t.memory_bytes(),
+            #[cfg(target_arch = "x86_64")]
+            Self::Ifma20(t) => t.memory_bytes(),
         }
     }
 
@@ -179,6 +201,10 @@ impl FixedBaseTable {
             Self::Ifma5(t) => t.pow(e),
             #[cfg(target_arch = "x86_64")]
             Self::Ifma10(t) => t.pow(e),
+            #[cfg(target_arch = "x86_64")]
+            Self::Ifma15(t) => t.pow(e),
+            #[cfg(target_arch = "x86_64")]
+            Self::Ifma20(t) => t.pow(e),
         }
     }
 }
@@ -278,6 +304,9 @@ mod tests {
             (2048, 5, true),
             (4096, 5, false),
             (4096, 3, true),
+            (6144, 5, false),
+            (8192, 4, false),
+            (8400, 4, true),
         ] {
             let m = random_bits(&mut rng, bits) | 1u32;
             let b = random_below(&mut rng, &m);
