@@ -39,6 +39,43 @@ enum Command {
     GenData(GenArgs),
     /// Unbalanced PSI: `offline` once per server set, `online` per client query.
     UbPsi(Box<UbCmd>),
+    /// Two-server PIR: `pir serve` runs one server, `pir query` fetches a record.
+    #[command(subcommand)]
+    Pir(PirCmd),
+}
+
+#[derive(Subcommand, Debug)]
+enum PirCmd {
+    /// Serve a database of fixed-size records over TCP until killed.
+    Serve {
+        /// Address to listen on, e.g. 127.0.0.1:7100.
+        #[arg(long)]
+        listen: String,
+        /// Database file: records of --record-size bytes, back to back.
+        #[arg(long, conflicts_with = "generate")]
+        db: Option<PathBuf>,
+        /// Generate this many random records instead (both servers must use the same --seed).
+        #[arg(long)]
+        generate: Option<usize>,
+        /// Bytes per record.
+        #[arg(long, default_value_t = 1024)]
+        record_size: usize,
+        /// Seed of a generated database.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Fetch record --index from the two servers without either learning which.
+    Query {
+        /// The two servers' HOST:PORT, comma-separated.
+        #[arg(long)]
+        servers: String,
+        /// Record index.
+        #[arg(long)]
+        index: usize,
+        /// Write the record here (default: print its first bytes in hex).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -362,6 +399,64 @@ fn run_ub(u: &UbCmd) -> Result<(), CliError> {
     Ok(())
 }
 
+fn run_pir(cmd: &PirCmd) -> Result<(), CliError> {
+    use obliv_pir::{Database, ServerConfig, server};
+    use rand_core::SeedableRng;
+    let pir_err = |e: obliv_pir::Error| CliError::Protocol(e.to_string());
+    match cmd {
+        PirCmd::Serve {
+            listen,
+            db,
+            generate,
+            record_size,
+            seed,
+        } => {
+            let database = match (db, generate) {
+                (Some(path), None) => Database::from_file(path, *record_size)
+                    .map_err(|e| CliError::Input(format!("{}: {e}", path.display())))?,
+                (None, Some(n)) => {
+                    let mut seed_bytes = [0u8; 16];
+                    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
+                    let mut rng = obliv_core::AesRng::from_seed(seed_bytes);
+                    Database::random(*n, *record_size, &mut rng).map_err(pir_err)?
+                }
+                _ => {
+                    return Err(CliError::Usage(
+                        "give exactly one of --db and --generate".into(),
+                    ));
+                }
+            };
+            let listener = std::net::TcpListener::bind(listen.as_str())
+                .map_err(|e| CliError::Network(format!("cannot listen on {listen}: {e}")))?;
+            eprintln!("obliv pir: serving on {listen}");
+            server::serve(listener, database, ServerConfig::default()).map_err(pir_err)
+        }
+        PirCmd::Query {
+            servers,
+            index,
+            out,
+        } => {
+            let addrs: Vec<&str> = servers.split(',').map(str::trim).collect();
+            let [a0, a1] = addrs[..] else {
+                return Err(CliError::Usage("--servers takes two HOST:PORT".into()));
+            };
+            let record = server::query(a0, a1, *index).map_err(|e| match e {
+                obliv_pir::Error::Net(n) => CliError::Network(n.to_string()),
+                other => CliError::Protocol(other.to_string()),
+            })?;
+            match out {
+                Some(path) => std::fs::write(path, &record)
+                    .map_err(|e| CliError::Input(format!("{}: {e}", path.display())))?,
+                None => {
+                    let hex: String = record.iter().take(32).map(|b| format!("{b:02x}")).collect();
+                    println!("record {index}: {} bytes, starts {hex}", record.len());
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
@@ -370,6 +465,7 @@ fn main() -> ExitCode {
             None => run_party(&psi.party),
         },
         Command::UbPsi(u) => run_ub(u),
+        Command::Pir(p) => run_pir(p),
         Command::GenData(g) => gen_data::generate(g.size, g.parties, g.overlap, &g.out_dir, g.seed)
             .map(|paths| {
                 for p in paths {

@@ -363,3 +363,50 @@ fn unbalanced_offline_then_online_twice() {
         );
     }
 }
+
+#[test]
+fn pir_serve_and_query_return_the_record() {
+    use rand_core::SeedableRng;
+    let (pa, pb) = free_ports();
+    let serve = |port: u16| {
+        obliv()
+            .args(["pir", "serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--generate", "1000", "--record-size", "100", "--seed", "5"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let (mut s0, mut s1) = (serve(pa), serve(pb));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("rec.bin");
+    let mut ok = false;
+    for _ in 0..100 {
+        let o = obliv()
+            .args([
+                "pir",
+                "query",
+                "--servers",
+                &format!("127.0.0.1:{pa},127.0.0.1:{pb}"),
+            ])
+            .args(["--index", "321", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        if o.status.success() {
+            ok = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    s0.kill().unwrap();
+    s1.kill().unwrap();
+    let _ = (s0.wait(), s1.wait());
+    assert!(ok, "the query never succeeded");
+    let mut seed = [0u8; 16];
+    seed[..8].copy_from_slice(&5u64.to_le_bytes());
+    let db =
+        obliv_pir::Database::random(1000, 100, &mut obliv_core::AesRng::from_seed(seed)).unwrap();
+    let expect = db.record(321).unwrap();
+    assert_eq!(std::fs::read(&out).unwrap(), expect[..100].to_vec());
+}
