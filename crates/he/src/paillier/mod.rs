@@ -272,7 +272,7 @@ impl PublicKey {
 
     /// Builds the fixed-base table now rather than at the first encryption, and returns its
     /// size in bytes (`⌈ℓ/5⌉ · 32` entries of `|n²|/8` bytes: 720 KiB for 2048-bit `n`,
-    /// 1.2 MiB for 3072, 1.9 MiB for 4096; 900 KiB, 1.9 MiB, 3.0 MiB in the IFMA layout).
+    /// 1.2 MiB for 3072, 1.9 MiB for 4096; 900 KiB, 1.5 MiB, 2.4 MiB in the IFMA layout).
     pub fn precompute(&self) -> usize {
         self.table().memory_bytes()
     }
