@@ -33,7 +33,7 @@ impl KeyedInput {
     }
 }
 
-fn open(path: &Path) -> Result<csv::Reader<BufReader<File>>, CliError> {
+pub(crate) fn open(path: &Path) -> Result<csv::Reader<BufReader<File>>, CliError> {
     let f = File::open(path)
         .map_err(|e| CliError::Input(format!("cannot open {}: {e}", path.display())))?;
     Ok(csv::ReaderBuilder::new()
@@ -42,7 +42,7 @@ fn open(path: &Path) -> Result<csv::Reader<BufReader<File>>, CliError> {
         .from_reader(BufReader::with_capacity(1 << 20, f)))
 }
 
-fn describe(path: &Path, e: &csv::Error) -> CliError {
+pub(crate) fn describe(path: &Path, e: &csv::Error) -> CliError {
     let at = e
         .position()
         .map(|p| format!(" at line {}", p.line()))

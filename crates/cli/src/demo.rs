@@ -82,6 +82,7 @@ pub fn run(cfg: &DemoConfig) -> Result<DemoOutcome, CliError> {
                     broadcast: false,
                     sort: false,
                     batch_size: 4096,
+                    bucket_size: 1 << 20,
                     sim: cfg.sim,
                     connect_timeout: Duration::from_secs(30),
                 };

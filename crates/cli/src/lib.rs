@@ -2,6 +2,7 @@
 //! and the all-in-one demo. `src/main.rs` is the argument parser on top.
 #![forbid(unsafe_code)]
 
+pub mod bucket;
 pub mod csvio;
 pub mod demo;
 pub mod error;

@@ -192,6 +192,10 @@ struct PartyArgs {
     /// Items per streamed batch.
     #[arg(long, default_value_t = 4096)]
     batch_size: usize,
+    /// Rows per bucket: inputs are split by a hash of the key into buckets of about this
+    /// many rows, one PSI per bucket, so memory stays bounded.
+    #[arg(long, default_value_t = 1 << 20)]
+    bucket_size: usize,
     /// Write the report as JSON to this file too.
     #[arg(long)]
     report: Option<PathBuf>,
@@ -348,6 +352,7 @@ fn run_party(a: &PartyArgs) -> Result<(), CliError> {
         broadcast: a.broadcast,
         sort: a.sort,
         batch_size: a.batch_size,
+        bucket_size: a.bucket_size,
         sim: link(&a.link)?,
         connect_timeout: Duration::from_secs(a.connect_timeout),
     };

@@ -2,16 +2,16 @@
 //! write the rows of the intersection, and report.
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use obliv_core::AesRng;
 use obliv_ec::Curve;
-use obliv_net::{Channel, ConnectOptions, LinkModel, Session, SimLink, Stats};
+use obliv_net::{Channel, ChannelExt, ConnectOptions, LinkModel, Session, SimLink, Stats};
 use obliv_psi::ecdh::{self, EcdhConfig, Role};
 use obliv_psi::ecdh3;
 
-use crate::csvio::{self, KeyedInput};
+use crate::bucket;
 use crate::error::CliError;
 
 /// The PSI protocols the command knows.
@@ -84,6 +84,8 @@ pub struct PartyConfig {
     pub sort: bool,
     /// Items per streamed batch.
     pub batch_size: usize,
+    /// Rows per bucket (inputs are split into buckets so memory stays bounded).
+    pub bucket_size: usize,
     /// Simulated link (bandwidth, latency) on every channel, if any.
     pub sim: Option<LinkModel>,
     /// How long to wait for the other parties to come up.
@@ -168,7 +170,15 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
             "--rank and --receiver must be below {n}"
         )));
     }
-    let keyed = csvio::read_keys(&cfg.input, &cfg.keys)?;
+    // All local work first: input errors surface before any network traffic.
+    let shape = bucket::scan(&cfg.input, &cfg.keys)?;
+    let own_buckets = bucket::local_buckets(shape.rows, cfg.bucket_size);
+    let tmp_root = cfg
+        .output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let files = bucket::BucketFiles::split(&cfg.input, &shape, own_buckets, tmp_root)?;
     let opts = ConnectOptions {
         deadline: cfg.connect_timeout,
         ..ConnectOptions::default()
@@ -177,38 +187,67 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         Some(l) => Session::tcp_with_listener(cfg.rank, &l, &cfg.parties, &opts)?,
         None => Session::tcp(cfg.rank, &cfg.parties, &opts)?,
     };
-    let (selected, stats) = match cfg.sim {
-        Some(model) => run_session(cfg, &keyed, session.map(|_, c| SimLink::new(c, model)))?,
-        None => run_session(cfg, &keyed, session)?,
+    let out = match cfg.sim {
+        Some(model) => run_buckets(
+            cfg,
+            &shape,
+            &files,
+            session.map(|_, c| SimLink::new(c, model)),
+        )?,
+        None => run_buckets(cfg, &shape, &files, session)?,
     };
-    let (rows_out, keys_out) = match selected {
-        Some(sel) => {
-            let keys = sel.iter().filter(|&&s| s).count();
-            let rows = csvio::write_selected(&cfg.input, &keyed, &sel, &cfg.output, cfg.sort)?;
-            (rows, Some(keys))
-        }
-        None => (0, None),
+    let rows_out = match &out.selected {
+        Some(rows) => bucket::write_rows(&cfg.input, &shape, rows, &cfg.output, cfg.sort)?,
+        None => 0,
     };
     Ok(Report {
         protocol: cfg.protocol.to_string(),
         curve: cfg.curve.to_string(),
         rank: cfg.rank,
-        rows_in: keyed.rows(),
-        keys_in: keyed.distinct.len(),
-        rows_out,
-        keys_out,
+        rows_in: usize::try_from(shape.rows).unwrap_or(usize::MAX),
+        keys_in: out.keys_in,
+        rows_out: usize::try_from(rows_out).unwrap_or(usize::MAX),
+        keys_out: out.selected.as_ref().map(|_| out.keys_out),
         seconds: start.elapsed().as_secs_f64(),
-        stats,
+        stats: out.stats,
     })
 }
 
-/// Runs the protocol on the distinct keys; returns, for the parties that learn the result, a
-/// flag per distinct key, and this party's traffic.
-fn run_session<C: Channel>(
+/// What the bucket loop produced.
+struct Outcome {
+    /// The rows in the intersection, for the parties that learn it.
+    selected: Option<bucket::RowSet>,
+    keys_in: usize,
+    keys_out: usize,
+    stats: Stats,
+}
+
+/// Agrees on the bucket count with every peer, then runs one PSI per bucket.
+fn run_buckets<C: Channel>(
     cfg: &PartyConfig,
-    keyed: &KeyedInput,
+    shape: &bucket::InputShape,
+    files: &bucket::BucketFiles,
     mut session: Session<C>,
-) -> Result<(Option<Vec<bool>>, Stats), CliError> {
+) -> Result<Outcome, CliError> {
+    let mut total = files.len();
+    let peers: Vec<usize> = session.peers().collect();
+    for &p in &peers {
+        session
+            .channel(p)?
+            .send(&(files.len() as u64).to_le_bytes())?;
+    }
+    for &p in &peers {
+        let ch = session.channel(p)?;
+        ch.flush()?;
+        let b: [u8; 8] = ch.recv_array()?;
+        let theirs = u64::from_le_bytes(b);
+        if !theirs.is_power_of_two() || theirs > 1 << 30 {
+            return Err(CliError::Protocol(format!(
+                "peer announced {theirs} buckets"
+            )));
+        }
+        total = total.max(usize::try_from(theirs).unwrap_or(1 << 30));
+    }
     let mut rng = AesRng::from_entropy();
     let ecfg = EcdhConfig {
         curve: cfg.curve,
@@ -216,26 +255,47 @@ fn run_session<C: Channel>(
         broadcast: cfg.broadcast,
         ..EcdhConfig::default()
     };
-    let out = match cfg.protocol {
-        Protocol::Ecdh => {
-            let role = if cfg.rank == cfg.receiver {
-                Role::Receiver
-            } else {
-                Role::Sender
-            };
-            let ch = session.channel(1 - cfg.rank)?;
-            ecdh::run(ch, role, &keyed.distinct, &ecfg, &mut rng)?
+    let mut selected: Option<bucket::RowSet> = None;
+    let (mut keys_in, mut keys_out) = (0, 0);
+    for b in 0..total {
+        let bucket = files.load(b, total)?;
+        keys_in += bucket.distinct.len();
+        let out = match cfg.protocol {
+            Protocol::Ecdh => {
+                let role = if cfg.rank == cfg.receiver {
+                    Role::Receiver
+                } else {
+                    Role::Sender
+                };
+                let ch = session.channel(1 - cfg.rank)?;
+                ecdh::run(ch, role, &bucket.distinct, &ecfg, &mut rng)?
+            }
+            Protocol::Ecdh3pc => ecdh3::run(
+                &mut session,
+                cfg.receiver,
+                &bucket.distinct,
+                &ecfg,
+                &mut rng,
+            )?,
+        };
+        if let Some(idx) = out {
+            keys_out += idx.len();
+            let mut hit = vec![false; bucket.distinct.len()];
+            for i in idx {
+                hit[i] = true;
+            }
+            let rows = selected.get_or_insert_with(|| bucket::RowSet::new(shape.rows));
+            for &(row, k) in &bucket.rows {
+                if hit[k as usize] {
+                    rows.insert(row);
+                }
+            }
         }
-        Protocol::Ecdh3pc => {
-            ecdh3::run(&mut session, cfg.receiver, &keyed.distinct, &ecfg, &mut rng)?
-        }
-    };
-    let selected = out.map(|idx| {
-        let mut sel = vec![false; keyed.distinct.len()];
-        for i in idx {
-            sel[i] = true;
-        }
-        sel
-    });
-    Ok((selected, session.stats()))
+    }
+    Ok(Outcome {
+        selected,
+        keys_in,
+        keys_out,
+        stats: session.stats(),
+    })
 }

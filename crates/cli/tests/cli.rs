@@ -410,3 +410,45 @@ fn pir_serve_and_query_return_the_record() {
     let expect = db.record(321).unwrap();
     assert_eq!(std::fs::read(&out).unwrap(), expect[..100].to_vec());
 }
+
+#[test]
+fn buckets_of_different_local_counts_meet() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("big.csv"),
+        (0..3000).fold(String::from("id\n"), |s, i| s + &format!("k{i}\n")),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("small.csv"),
+        (0..100).fold(String::from("id\n"), |s, i| s + &format!("k{}\n", i * 37)),
+    )
+    .unwrap();
+    // 3000 rows in buckets of 500 → 8 local buckets; 100 rows → 1: they must agree on 8.
+    let (o0, o1) = run_pair(
+        d,
+        "small.csv",
+        "big.csv",
+        "id",
+        &["--bucket-size", "500", "--broadcast"],
+    );
+    assert!(
+        o0.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o0.stderr)
+    );
+    assert!(
+        o1.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o1.stderr)
+    );
+    let expect: Vec<String> = (0..100)
+        .filter(|i| i * 37 < 3000)
+        .map(|i| format!("k{}", i * 37))
+        .collect();
+    assert_eq!(lines(&d.join("out0.csv"))[1..].to_vec(), expect);
+    let mut big_out = lines(&d.join("out1.csv"))[1..].to_vec();
+    big_out.sort_by_key(|k| k[1..].parse::<u32>().unwrap());
+    assert_eq!(big_out, expect);
+}

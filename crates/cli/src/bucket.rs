@@ -1,0 +1,365 @@
+//! Bucketing for inputs larger than memory.
+//!
+//! A party first reads its CSV once to validate it and count rows (all input errors surface
+//! here, before any network traffic), then streams its keys into `B_own` temporary files by a
+//! public hash of the key, `B_own` the power of two at or above `rows / bucket size`. Only then
+//! does it connect. The parties agree on `B = max B_own` over all of them; since every count is
+//! a power of two, bucket `b` of `B` is the part of local file `b mod B_own` whose keys hash to
+//! `b` modulo `B`, so equal keys meet in the same bucket on every side. One PSI runs per bucket
+//! on that bucket's distinct keys. Matching rows are marked in a bit set
+//! (one bit per input row), and a last pass over the input writes them out.
+//!
+//! Memory per party: one bucket's keys plus `rows / 8` bytes, whatever the input size.
+//! Leakage: each protocol run reveals its bucket's number of distinct keys to the peers, i.e.
+//! a histogram of a public hash of the keys, which says nothing about individual keys.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::csvio::{KEY_SEPARATOR, describe, open};
+use crate::error::CliError;
+
+/// The validated shape of an input file.
+#[derive(Clone, Debug)]
+pub struct InputShape {
+    /// Header row.
+    pub header: Vec<String>,
+    /// Indices of the key columns.
+    pub key_cols: Vec<usize>,
+    /// Data rows.
+    pub rows: u64,
+}
+
+/// Reads the whole file once: checks the header, the key columns, every row's field count and
+/// UTF-8, and counts rows.
+///
+/// # Errors
+/// [`CliError::Input`] as `csvio::read_keys` describes.
+pub fn scan(path: &Path, keys: &[String]) -> Result<InputShape, CliError> {
+    if keys.is_empty() {
+        return Err(CliError::Usage("--keys names no column".into()));
+    }
+    let mut rdr = open(path)?;
+    let header: Vec<String> = rdr
+        .headers()
+        .map_err(|e| describe(path, &e))?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    if header.is_empty() || header.iter().all(String::is_empty) {
+        return Err(CliError::Input(format!(
+            "{} is empty: no header row",
+            path.display()
+        )));
+    }
+    let key_cols = keys
+        .iter()
+        .map(|k| {
+            header.iter().position(|h| h == k).ok_or_else(|| {
+                CliError::Input(format!(
+                    "{} has no column {k:?} (columns: {})",
+                    path.display(),
+                    header.join(", ")
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut record = csv::StringRecord::new();
+    let mut rows = 0u64;
+    loop {
+        match rdr.read_record(&mut record) {
+            Ok(true) => rows += 1,
+            Ok(false) => break,
+            Err(e) => return Err(describe(path, &e)),
+        }
+    }
+    Ok(InputShape {
+        header,
+        key_cols,
+        rows,
+    })
+}
+
+/// The key of a record: the key columns joined by [`KEY_SEPARATOR`].
+pub fn key_of(record: &csv::StringRecord, cols: &[usize], out: &mut Vec<u8>) {
+    out.clear();
+    for (i, &c) in cols.iter().enumerate() {
+        if i > 0 {
+            out.push(KEY_SEPARATOR);
+        }
+        out.extend_from_slice(record.get(c).unwrap_or_default().as_bytes());
+    }
+}
+
+/// The bucket of a key among `buckets` (a public, keyless hash: every party computes the same).
+pub fn bucket_of(key: &[u8], buckets: usize) -> usize {
+    let h = blake3::Hasher::new_derive_key("obliv-cli bucket v1")
+        .update(key)
+        .finalize();
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&h.as_bytes()[..8]);
+    // The remainder is below `buckets`, a usize.
+    usize::try_from(u64::from_le_bytes(b) % buckets as u64).unwrap_or(0)
+}
+
+/// Keys of a file split into bucket files in a temporary directory.
+#[derive(Debug)]
+pub struct BucketFiles {
+    _dir: tempfile::TempDir,
+    files: Vec<PathBuf>,
+}
+
+/// One bucket in memory: its distinct keys, and for each of its rows the row number and the
+/// index of the row's key among `distinct`.
+#[derive(Debug, Default)]
+pub struct Bucket {
+    /// Distinct keys in order of first appearance.
+    pub distinct: Vec<Vec<u8>>,
+    /// `(row, key index)` for every row of the bucket.
+    pub rows: Vec<(u64, u32)>,
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> CliError + '_ {
+    move |e| CliError::Input(format!("{}: {e}", path.display()))
+}
+
+impl BucketFiles {
+    /// Streams the keys of `path` into `buckets` files under `tmp_root` (a fresh temporary
+    /// directory inside it).
+    ///
+    /// # Errors
+    /// [`CliError::Input`] for I/O errors.
+    pub fn split(
+        path: &Path,
+        shape: &InputShape,
+        buckets: usize,
+        tmp_root: &Path,
+    ) -> Result<Self, CliError> {
+        let dir = tempfile::Builder::new()
+            .prefix("obliv-buckets-")
+            .tempdir_in(tmp_root)
+            .map_err(io(tmp_root))?;
+        let files: Vec<PathBuf> = (0..buckets)
+            .map(|b| dir.path().join(format!("b{b}")))
+            .collect();
+        let mut writers = files
+            .iter()
+            .map(|f| File::create(f).map(|f| BufWriter::with_capacity(1 << 16, f)))
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(io(dir.path()))?;
+        let mut rdr = open(path)?;
+        let mut record = csv::StringRecord::new();
+        let mut key = Vec::new();
+        let mut row = 0u64;
+        loop {
+            match rdr.read_record(&mut record) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => return Err(describe(path, &e)),
+            }
+            key_of(&record, &shape.key_cols, &mut key);
+            let w = &mut writers[bucket_of(&key, buckets)];
+            let len = u32::try_from(key.len())
+                .map_err(|_| CliError::Input(format!("a key of row {row} is over 4 GiB")))?;
+            w.write_all(&row.to_le_bytes()).map_err(io(path))?;
+            w.write_all(&len.to_le_bytes()).map_err(io(path))?;
+            w.write_all(&key).map_err(io(path))?;
+            row += 1;
+        }
+        for w in &mut writers {
+            w.flush().map_err(io(dir.path()))?;
+        }
+        Ok(BucketFiles { _dir: dir, files })
+    }
+
+    /// Number of local bucket files.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Whether there are no buckets.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// Loads bucket `b` of `total` (a power-of-two multiple of [`BucketFiles::len`]): the keys
+    /// of local file `b mod len` that hash to `b` modulo `total`.
+    ///
+    /// # Errors
+    /// [`CliError::Input`] for I/O errors or a damaged bucket file.
+    pub fn load(&self, b: usize, total: usize) -> Result<Bucket, CliError> {
+        let path = &self.files[b % self.files.len()];
+        let refine = total != self.files.len();
+        let mut bytes = Vec::new();
+        BufReader::new(File::open(path).map_err(io(path))?)
+            .read_to_end(&mut bytes)
+            .map_err(io(path))?;
+        let mut bucket = Bucket::default();
+        let mut index: std::collections::HashMap<&[u8], u32> = std::collections::HashMap::new();
+        let mut at = 0;
+        let damaged = || CliError::Input(format!("bucket file {} is damaged", path.display()));
+        while at < bytes.len() {
+            let head = bytes.get(at..at + 12).ok_or_else(damaged)?;
+            let mut r = [0u8; 8];
+            r.copy_from_slice(&head[..8]);
+            let len = u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize;
+            let key = bytes.get(at + 12..at + 12 + len).ok_or_else(damaged)?;
+            at += 12 + len;
+            if refine && bucket_of(key, total) != b {
+                continue;
+            }
+            let next = u32::try_from(index.len()).map_err(|_| damaged())?;
+            let id = *index.entry(key).or_insert(next);
+            bucket.rows.push((u64::from_le_bytes(r), id));
+        }
+        let mut distinct = vec![Vec::new(); index.len()];
+        for (k, i) in index {
+            distinct[i as usize] = k.to_vec();
+        }
+        bucket.distinct = distinct;
+        Ok(bucket)
+    }
+}
+
+/// One bit per input row.
+#[derive(Clone, Debug)]
+pub struct RowSet(Vec<u64>);
+
+impl RowSet {
+    /// An empty set for `rows` rows.
+    pub fn new(rows: u64) -> Self {
+        RowSet(vec![
+            0;
+            usize::try_from(rows.div_ceil(64)).unwrap_or(usize::MAX)
+        ])
+    }
+    /// Marks `row`.
+    pub fn insert(&mut self, row: u64) {
+        if let Some(w) = usize::try_from(row / 64)
+            .ok()
+            .and_then(|i| self.0.get_mut(i))
+        {
+            *w |= 1 << (row % 64);
+        }
+    }
+    /// Whether `row` is marked.
+    pub fn contains(&self, row: u64) -> bool {
+        usize::try_from(row / 64)
+            .ok()
+            .and_then(|i| self.0.get(i))
+            .is_some_and(|w| (w >> (row % 64)) & 1 == 1)
+    }
+    /// Number of marked rows.
+    pub fn count(&self) -> u64 {
+        self.0.iter().map(|w| u64::from(w.count_ones())).sum()
+    }
+}
+
+/// Writes the header and the marked rows of `input` to `output` (temporary file, renamed on
+/// success), in input order or sorted by key. Returns the number of rows written.
+///
+/// # Errors
+/// [`CliError::Input`].
+pub fn write_rows(
+    input: &Path,
+    shape: &InputShape,
+    rows: &RowSet,
+    output: &Path,
+    sort: bool,
+) -> Result<u64, CliError> {
+    let dir = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let tmp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| CliError::Input(format!("cannot create a file in {}: {e}", dir.display())))?;
+    let mut rdr = open(input)?;
+    let mut wtr = csv::Writer::from_writer(BufWriter::with_capacity(1 << 20, tmp.as_file()));
+    let err = |e: csv::Error| CliError::Input(format!("writing {}: {e}", output.display()));
+    wtr.write_record(&shape.header).map_err(err)?;
+    let mut kept: Vec<(Vec<u8>, csv::StringRecord)> = Vec::new();
+    let mut written = 0;
+    for (row, rec) in rdr.records().enumerate() {
+        let rec = rec.map_err(|e| describe(input, &e))?;
+        if rows.contains(row as u64) {
+            if sort {
+                let mut k = Vec::new();
+                key_of(&rec, &shape.key_cols, &mut k);
+                kept.push((k, rec));
+            } else {
+                wtr.write_record(&rec).map_err(err)?;
+            }
+            written += 1;
+        }
+    }
+    if sort {
+        kept.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, rec) in &kept {
+            wtr.write_record(rec).map_err(err)?;
+        }
+    }
+    let mut inner = wtr
+        .into_inner()
+        .map_err(|e| CliError::Input(e.to_string()))?;
+    inner.flush().map_err(|e| CliError::Input(e.to_string()))?;
+    drop(inner);
+    tmp.persist(output)
+        .map_err(|e| CliError::Input(format!("cannot write {}: {e}", output.display())))?;
+    Ok(written)
+}
+
+/// The local bucket count: the power of two at or above `rows / bucket_size` (at least 1).
+pub fn local_buckets(rows: u64, bucket_size: usize) -> usize {
+    let need = rows.div_ceil(bucket_size.max(1) as u64).max(1);
+    usize::try_from(need.next_power_of_two()).unwrap_or(1 << 30)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_keep_equal_keys_together_and_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.csv");
+        let mut body = String::from("id,x\n");
+        for i in 0..500 {
+            body += &format!("k{},{i}\n", i % 200);
+        }
+        std::fs::write(&input, body).unwrap();
+        let shape = scan(&input, &["id".to_string()]).unwrap();
+        assert_eq!(shape.rows, 500);
+        let files = BucketFiles::split(&input, &shape, 7, dir.path()).unwrap();
+        let mut seen = std::collections::HashSet::new();
+        let mut rows = 0;
+        for b in 0..files.len() {
+            let bucket = files.load(b, 7).unwrap();
+            rows += bucket.rows.len();
+            for k in &bucket.distinct {
+                assert_eq!(bucket_of(k, 7), b);
+                assert!(seen.insert(k.clone()), "a key in two buckets");
+            }
+        }
+        assert_eq!((rows, seen.len()), (500, 200));
+        // Refining 4 local files into 16 buckets.
+        let four = BucketFiles::split(&input, &shape, 4, dir.path()).unwrap();
+        let mut total = 0;
+        for b in 0..16 {
+            let bucket = four.load(b, 16).unwrap();
+            assert!(bucket.distinct.iter().all(|k| bucket_of(k, 16) == b));
+            total += bucket.rows.len();
+        }
+        assert_eq!(total, 500);
+        let mut set = RowSet::new(500);
+        set.insert(3);
+        set.insert(499);
+        assert_eq!(set.count(), 2);
+        let out = dir.path().join("out.csv");
+        assert_eq!(write_rows(&input, &shape, &set, &out, false).unwrap(), 2);
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "id,x\nk3,3\nk99,499\n"
+        );
+    }
+}
