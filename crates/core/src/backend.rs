@@ -56,6 +56,54 @@ pub(crate) fn clmul_dot(a: &[u128], b: &[u128]) -> (u128, u128) {
     })
 }
 
+/// Reduces `hi·x^128 + lo` modulo x^128 + x^7 + x^2 + x + 1, in constant time: `hi·x^128 ≡
+/// hi·(x^7 + x^2 + x + 1)`; the bits shifted past x^127 (at most 7) fold once more and fit.
+#[inline(always)]
+pub(crate) fn reduce(lo: u128, hi: u128) -> u128 {
+    let t = hi ^ (hi << 1) ^ (hi << 2) ^ (hi << 7);
+    let o = (hi >> 127) ^ (hi >> 126) ^ (hi >> 121);
+    let o = o ^ (o << 1) ^ (o << 2) ^ (o << 7);
+    lo ^ t ^ o
+}
+
+/// `a·b` reduced in GF(2^128): one call into the PCLMULQDQ kernel when the CPU has it.
+#[inline]
+pub(crate) fn gf_mul(a: u128, b: u128) -> u128 {
+    #[cfg(target_arch = "x86_64")]
+    if pclmul_available() {
+        // SAFETY: PCLMULQDQ and SSE2 were confirmed at run time (see `clmul64`).
+        return unsafe { x86::gf_mul_pclmul(a, b) };
+    }
+    let (lo, hi) = clmul128_with(a, b, clmul64_portable);
+    reduce(lo, hi)
+}
+
+/// `out[i] = a[i]·b[i]` reduced (equal lengths checked by the caller).
+pub(crate) fn gf_mul_slices(a: &[u128], b: &[u128], out: &mut [u128]) {
+    #[cfg(target_arch = "x86_64")]
+    if pclmul_available() {
+        // SAFETY: PCLMULQDQ and SSE2 were confirmed at run time (see `clmul64`).
+        return unsafe { x86::gf_mul_slices_pclmul(a, b, out) };
+    }
+    for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
+        let (lo, hi) = clmul128_with(*x, *y, clmul64_portable);
+        *o = reduce(lo, hi);
+    }
+}
+
+/// `out[i] = a[i]·s` reduced (equal lengths checked by the caller).
+pub(crate) fn gf_scale(a: &[u128], s: u128, out: &mut [u128]) {
+    #[cfg(target_arch = "x86_64")]
+    if pclmul_available() {
+        // SAFETY: PCLMULQDQ and SSE2 were confirmed at run time (see `clmul64`).
+        return unsafe { x86::gf_scale_pclmul(a, s, out) };
+    }
+    for (o, x) in out.iter_mut().zip(a) {
+        let (lo, hi) = clmul128_with(*x, s, clmul64_portable);
+        *o = reduce(lo, hi);
+    }
+}
+
 /// Karatsuba: three 64-bit carry-less products make one 128-bit one.
 #[inline(always)]
 #[allow(clippy::cast_possible_truncation)] // splitting into 64-bit halves
@@ -172,6 +220,31 @@ pub(crate) mod x86 {
     pub(crate) fn clmul128_pclmul(a: u128, b: u128) -> (u128, u128) {
         let (lo, mid, hi) = clmul128_m(to_m128(a), to_m128(b));
         fold(lo, mid, hi)
+    }
+
+    /// Reduced product in GF(2^128) (modulus x^128 + x^7 + x^2 + x + 1), all in one
+    /// function so that the caller pays one call, not one per step.
+    #[inline]
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    pub(crate) fn gf_mul_pclmul(a: u128, b: u128) -> u128 {
+        let (lo, hi) = clmul128_pclmul(a, b);
+        super::reduce(lo, hi)
+    }
+
+    /// `out[i] = a[i]·b[i]` reduced, the loop inside the feature-enabled function.
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    pub(crate) fn gf_mul_slices_pclmul(a: &[u128], b: &[u128], out: &mut [u128]) {
+        for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
+            *o = gf_mul_pclmul(*x, *y);
+        }
+    }
+
+    /// `out[i] = a[i]·s` reduced.
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    pub(crate) fn gf_scale_pclmul(a: &[u128], s: u128, out: &mut [u128]) {
+        for (o, x) in out.iter_mut().zip(a) {
+            *o = gf_mul_pclmul(*x, s);
+        }
     }
 
     /// Unreduced inner product: the products are XORed before the single fold.

@@ -39,13 +39,7 @@ impl Wide {
     /// Reduces modulo x^128 + x^7 + x^2 + x + 1, in constant time.
     #[inline]
     pub fn reduce(self) -> Block {
-        let h = self.hi;
-        // h·x^128 ≡ h·(x^7 + x^2 + x + 1); the bits shifted past x^127 form `o` (≤ 7 bits),
-        // which folds once more and then fits.
-        let t = h ^ (h << 1) ^ (h << 2) ^ (h << 7);
-        let o = (h >> 127) ^ (h >> 126) ^ (h >> 121);
-        let o = o ^ (o << 1) ^ (o << 2) ^ (o << 7);
-        Block(self.lo ^ t ^ o)
+        Block(backend::reduce(self.lo, self.hi))
     }
 }
 
@@ -59,7 +53,23 @@ pub fn mul_wide(a: Block, b: Block) -> Wide {
 /// `a · b` in GF(2^128).
 #[inline]
 pub fn mul(a: Block, b: Block) -> Block {
-    mul_wide(a, b).reduce()
+    Block(backend::gf_mul(a.0, b.0))
+}
+
+/// `out[i] = a[i] · b[i]` for whole slices (the fast path for many products).
+///
+/// # Panics
+/// Panics if the slices differ in length (a caller bug).
+pub fn mul_slices(a: &[Block], b: &[Block], out: &mut [Block]) {
+    assert!(
+        a.len() == b.len() && a.len() == out.len(),
+        "slices of different lengths"
+    );
+    backend::gf_mul_slices(
+        bytemuck::cast_slice(a),
+        bytemuck::cast_slice(b),
+        bytemuck::cast_slice_mut(out),
+    );
 }
 
 /// `a²` in GF(2^128).
@@ -114,9 +124,7 @@ pub fn inner_product(a: &[Block], b: &[Block]) -> Block {
 /// Panics if the slices differ in length (a caller bug).
 pub fn scale_into(a: &[Block], s: Block, out: &mut [Block]) {
     assert_eq!(a.len(), out.len(), "scale of vectors of different lengths");
-    for (o, x) in out.iter_mut().zip(a) {
-        *o = mul(*x, s);
-    }
+    backend::gf_scale(bytemuck::cast_slice(a), s.0, bytemuck::cast_slice_mut(out));
 }
 
 /// `Σ a[i]·x^i`: the polynomial with coefficients `a` (lowest first) evaluated at `x` by
@@ -190,6 +198,9 @@ mod tests {
             let b: Vec<Block> = v.iter().map(|p| Block(p.1)).collect();
             let expect = a.iter().zip(&b).fold(Block::ZERO, |s, (x, y)| s ^ mul(*x, *y));
             prop_assert_eq!(inner_product(&a, &b), expect);
+            let mut prods = vec![Block::ZERO; a.len()];
+            mul_slices(&a, &b, &mut prods);
+            prop_assert_eq!(prods.iter().fold(Block::ZERO, |s, p| s ^ *p), expect);
             let mut scaled = vec![Block::ZERO; a.len()];
             scale_into(&a, Block(3), &mut scaled);
             prop_assert_eq!(inner_product(&scaled, &b), mul(expect, Block(3)));
