@@ -15,6 +15,7 @@ pub mod ecdh;
 pub mod ecdh3;
 mod error;
 pub mod handshake;
+pub mod rr22;
 pub mod unbalanced;
 
 pub use error::{Error, Result};
