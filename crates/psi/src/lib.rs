@@ -17,6 +17,7 @@ mod error;
 pub mod handshake;
 pub mod rr22;
 pub mod unbalanced;
+pub mod kkrt;
 
 pub use error::{Error, Result};
 

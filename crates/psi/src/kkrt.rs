@@ -1,0 +1,615 @@
+//! KKRT16 PSI: cuckoo hashing plus a batched oblivious PRF (semi-honest).
+//!
+//! # Protocol ([KKRT16], §5; the flow of SecretFlow's `kkrt_psi`)
+//!
+//! Items of any length are first hashed to 128-bit blocks, `x = RO("obliv-psi kkrt16 v1
+//! item", item)` (BLAKE3, domain-separated). With `n_R` receiver items and `n_S` sender items
+//! (both public, exchanged in the handshake):
+//!
+//! 1. **Cuckoo hashing (receiver).** The receiver picks a fresh seed, derives three hash
+//!    functions `h_0, h_1, h_2 : Block → [0, m)` with `m ≈ e·n_R` bins (`e` =
+//!    [`KkrtConfig::cuckoo_factor`]) and places each of its distinct items `x` in exactly one
+//!    bin `b = h_k(x)`, no stash ([`obliv_cuckoo::CuckooTable`]). It sends the seed and `m`.
+//! 2. **OPRF.** One KKRT16 OPRF instance per bin ([`obliv_ot::kkrt`], 512-bit pseudorandom
+//!    code): the receiver's input in bin `b` holding `x` placed by `h_k` is `x ⊕ ⟨k⟩` (the
+//!    paper's `x ‖ k`, as a block: `⟨k⟩ = k` in the low bits); empty bins get a random dummy
+//!    input. It obtains `F_b(x ⊕ ⟨k⟩)`; the sender obtains a key that evaluates every `F_b`.
+//! 3. **Simple hashing (sender).** For each hash function `k` the sender computes, for each of
+//!    its distinct items `y`, `F_{h_k(y)}(y ⊕ ⟨k⟩)`, truncates it to
+//!    `w = ⌈(40 + log2 n_R + log2 n_S)/8⌉` bytes, pads the set with random values up to `n_S`
+//!    (so duplicates in its input are not revealed), shuffles it and sends it: three sets
+//!    `V_0, V_1, V_2` as in the paper.
+//! 4. **Comparison (receiver).** Item `x` in bin `b` placed by `h_k` is in the intersection iff
+//!    the truncation of `F_b(x ⊕ ⟨k⟩)` is in `V_k`. The receiver outputs the indices of its
+//!    items (every copy of a duplicated item) in ascending order; the sender gets `None`.
+//!
+//! Because the receiver compares each bin only against the set of the hash function that
+//! placed it, it makes `n_R · n_S` comparisons in all, and `w` bytes keep the probability of
+//! any false match below `2^-40`. Appending the hash index (rather than feeding the bare item,
+//! as libOTe does) means that an item whose hash functions coincide still yields distinct,
+//! independent values, so the sender never needs to deduplicate per bin.
+//!
+//! # Sessions and buckets
+//!
+//! The 512 base OTs of the OPRF run once per session ([`KkrtPsiSender::setup`],
+//! [`KkrtPsiReceiver::setup`]); each call to `run` then intersects one bucket, and OPRF
+//! instances keep counting across buckets, so one setup serves any number of buckets.
+//! [`KkrtPsiSender::split`] / [`KkrtPsiReceiver::split`] derive independent sessions (no new
+//! base OTs) for buckets run concurrently on other channels. [`run`] is the one-shot form.
+//!
+//! # Security and leakage
+//!
+//! Semi-honest security, as in [KKRT16, §5] (the OPRF is secure in the random-oracle /
+//! correlation-robust model given secure base OTs). The receiver learns the intersection and
+//! `n_S`; the sender learns `n_R` and `m` (which depends only on `n_R`). The cuckoo seed is
+//! drawn after the inputs are fixed. If a table fails to build, the receiver draws another
+//! seed (up to [`CUCKOO_TRIES`] times) before sending one; the seed the sender sees is then
+//! uniform conditioned on success, which is within statistical distance of the failure
+//! probability from uniform. With the default `e = 1.27` that probability is about `2^-7` at
+//! `n = 2^20` by the conservative [PSZ18] fit (empirically far lower; see `obliv-cuckoo`'s
+//! README), and below `2^-40` with `e` from [`obliv_cuckoo::CuckooParams::factor`]. Tables
+//! below [`SMALL_TABLE`] items always use the 2^-40 factor (they cost nothing). Not secure
+//! against a malicious party (the OPRF is not).
+//!
+//! # Cost
+//!
+//! Communication: `64·m` bytes receiver → sender (the OPRF) and `3·n_S·w` bytes sender →
+//! receiver. Memory: the sender holds the OPRF key (`64·m` bytes) and its items; the receiver
+//! holds its items, `m` inputs and outputs, and a hash map of its `n_R` comparison values; the
+//! sender's values are streamed in frames of [`FRAME_VALUES`] and never stored.
+//!
+//! [KKRT16]: https://eprint.iacr.org/2016/799
+//! [PSZ18]: https://eprint.iacr.org/2016/930
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use obliv_core::hash::ro_hash_block;
+use obliv_core::{Block, psi_compare_bytes};
+use obliv_cuckoo::{CuckooHasher, CuckooParams, CuckooTable, NUM_HASHES};
+use obliv_net::Channel;
+use obliv_ot::kkrt::{KkrtReceiver, KkrtSender};
+use rand::seq::SliceRandom;
+use rand_core::CryptoRng;
+use zeroize::Zeroize;
+
+use crate::ecdh::{RngAdapter, Role};
+use crate::error::{Error, Result};
+use crate::handshake::{self, Hello};
+
+/// Protocol identifier of KKRT16 PSI in the handshake.
+pub const PROTOCOL_ID: u8 = 20;
+/// Statistical security parameter of the comparison width.
+pub const STAT_SECURITY: u32 = 40;
+/// Sender values per frame of a set `V_k`.
+pub const FRAME_VALUES: usize = 1 << 14;
+/// Seeds the receiver tries before giving up on a cuckoo table.
+pub const CUCKOO_TRIES: usize = 8;
+/// Below this many receiver items the table is sized for 2^-40 failure whatever the factor.
+pub const SMALL_TABLE: usize = 1 << 12;
+/// Domain of the item hash.
+const ITEM_DOMAIN: &str = "obliv-psi kkrt16 v1 item";
+/// `param` of the session handshake and of the per-bucket handshake.
+const STAGE_SETUP: u64 = 1;
+const STAGE_BUCKET: u64 = 2;
+/// Length of the receiver's table message: seed (16 bytes) and `m` (8 bytes).
+const TABLE_MSG_LEN: usize = 24;
+
+/// Parameters of a KKRT16 PSI session.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KkrtConfig {
+    /// Bins per receiver item, `e = m / n_R` (in `(1, 2]`; used by the receiver only). The
+    /// default 1.27 is the size KKRT16, libOTe and SecretFlow benchmark with; see the module
+    /// documentation for its failure probability and
+    /// [`obliv_cuckoo::CuckooParams::factor`] for the conservative 2^-40 value (≈ 1.54 at
+    /// 2^20, about 18 % more OPRF traffic).
+    pub cuckoo_factor: f64,
+    /// Most items a peer may announce per bucket (bounds what its messages make us allocate:
+    /// the sender allocates `64 · m ≤ 64 · (2·n_R + 4096)` bytes).
+    pub max_peer_items: usize,
+}
+
+impl Default for KkrtConfig {
+    fn default() -> Self {
+        KkrtConfig {
+            cuckoo_factor: 1.27,
+            max_peer_items: 1 << 26,
+        }
+    }
+}
+
+impl KkrtConfig {
+    fn check(&self) -> Result<()> {
+        if !(self.cuckoo_factor > 1.0 && self.cuckoo_factor <= 2.0) {
+            return Err(Error::InvalidParameter(format!(
+                "cuckoo factor {} is not in (1, 2]",
+                self.cuckoo_factor
+            )));
+        }
+        if self.max_peer_items > obliv_cuckoo::MAX_ITEMS / 2 {
+            return Err(Error::InvalidParameter(format!(
+                "max_peer_items {} is above {}",
+                self.max_peer_items,
+                obliv_cuckoo::MAX_ITEMS / 2
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn role_code(r: Role) -> u8 {
+    match r {
+        Role::Receiver => 0,
+        Role::Sender => 1,
+    }
+}
+
+fn name_of(field: &'static str, v: u8) -> String {
+    match (field, v) {
+        ("protocol", PROTOCOL_ID) => "kkrt16".into(),
+        _ => crate::ecdh::code_name(field, v),
+    }
+}
+
+fn ot_err(e: obliv_ot::Error) -> Error {
+    match e {
+        obliv_ot::Error::Net(n) => Error::Net(n),
+        other => Error::Protocol(format!("KKRT16 OPRF: {other}")),
+    }
+}
+
+/// Exchanges a hello at `stage` and returns the peer's item count (checked against `max`).
+fn hello<C: Channel + ?Sized>(
+    ch: &mut C,
+    role: Role,
+    stage: u64,
+    n_items: usize,
+    max: usize,
+) -> Result<usize> {
+    let ours = Hello {
+        protocol: PROTOCOL_ID,
+        curve: 0,
+        role: role_code(role),
+        flags: 0,
+        batch: 0,
+        n_items: n_items as u64,
+        param: stage,
+    };
+    let other = match role {
+        Role::Receiver => Role::Sender,
+        Role::Sender => Role::Receiver,
+    };
+    let theirs = handshake::exchange(ch, &ours, role_code(other), name_of)?;
+    usize::try_from(theirs.n_items)
+        .ok()
+        .filter(|&n| n <= max)
+        .ok_or_else(|| {
+            Error::Protocol(format!(
+                "peer announced {} items, more than the limit of {max}",
+                theirs.n_items
+            ))
+        })
+}
+
+/// Hashes items to blocks: `RO("obliv-psi kkrt16 v1 item", item)`.
+pub fn hash_items<T: AsRef<[u8]>>(items: &[T]) -> Vec<Block> {
+    items
+        .iter()
+        .map(|t| ro_hash_block(ITEM_DOMAIN, t.as_ref()))
+        .collect()
+}
+
+/// `⟨k⟩`: the encoding of hash function `k` xored into the OPRF input.
+fn tag(k: usize) -> Block {
+    Block(k as u128)
+}
+
+/// The first `w` bytes of a PRF value, packed into a `u128`.
+fn truncated(v: Block, w: usize) -> u128 {
+    let mask = if w >= 16 {
+        u128::MAX
+    } else {
+        (1u128 << (8 * w)) - 1
+    };
+    u128::from_le_bytes(v.to_bytes()) & mask
+}
+
+/// A hasher for keys that are already pseudorandom (truncated PRF values the peer does not
+/// know): the low 64 bits are the hash.
+#[derive(Default)]
+struct PrfHasher(u64);
+
+impl Hasher for PrfHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u128(&mut self, v: u128) {
+        #[allow(clippy::cast_possible_truncation)] // folding to 64 bits is the point
+        {
+            self.0 ^= (v as u64) ^ ((v >> 64) as u64).rotate_left(29);
+        }
+    }
+}
+
+type PrfMap = HashMap<u128, u32, BuildHasherDefault<PrfHasher>>;
+
+/// Largest `m` a sender accepts for `n_r` receiver items.
+fn max_bins(n_r: usize) -> usize {
+    n_r.saturating_mul(2).saturating_add(4096)
+}
+
+/// The receiver's side of a KKRT16 PSI session (base OTs done once, many buckets).
+///
+/// Its OPRF state is zeroized on drop; `Debug` prints no secret.
+#[derive(Debug)]
+pub struct KkrtPsiReceiver {
+    oprf: KkrtReceiver,
+    cfg: KkrtConfig,
+}
+
+/// The sender's side of a KKRT16 PSI session (base OTs done once, many buckets).
+///
+/// Its OPRF state is zeroized on drop; `Debug` prints no secret.
+#[derive(Debug)]
+pub struct KkrtPsiSender {
+    oprf: KkrtSender,
+    cfg: KkrtConfig,
+}
+
+impl KkrtPsiReceiver {
+    /// Opens a session: handshake (protocol, roles) and the OPRF's 512 base OTs. The peer runs
+    /// [`KkrtPsiSender::setup`].
+    ///
+    /// # Errors
+    /// An invalid `cfg`, a handshake mismatch, or a network / protocol error in the base OTs.
+    pub fn setup<C, R>(ch: &mut C, cfg: &KkrtConfig, rng: &mut R) -> Result<Self>
+    where
+        C: Channel + ?Sized,
+        R: CryptoRng + ?Sized,
+    {
+        cfg.check()?;
+        hello(ch, Role::Receiver, STAGE_SETUP, 0, 0)?;
+        let oprf = KkrtReceiver::setup(ch, rng).map_err(ot_err)?;
+        Ok(KkrtPsiReceiver { oprf, cfg: *cfg })
+    }
+
+    /// An independent session for the same peer without new base OTs (see
+    /// [`obliv_ot::kkrt::KkrtReceiver::split`]); the peer splits its sender at the same point.
+    pub fn split(&mut self) -> Self {
+        KkrtPsiReceiver {
+            oprf: self.oprf.split(),
+            cfg: self.cfg,
+        }
+    }
+
+    /// Intersects one bucket: returns the indices (ascending) of `items` that the sender also
+    /// holds. Duplicates are allowed; every index of a common item is returned.
+    ///
+    /// # Errors
+    /// A handshake mismatch, a peer announcing too many items, a cuckoo table that fails for
+    /// [`CUCKOO_TRIES`] seeds, or a network / protocol error (a frame of the wrong size).
+    pub fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<Vec<usize>>
+    where
+        C: Channel + ?Sized,
+        T: AsRef<[u8]>,
+        R: CryptoRng + ?Sized,
+    {
+        if items.len() > obliv_cuckoo::MAX_ITEMS / 2 {
+            return Err(Error::InvalidParameter(format!(
+                "{} items in one bucket",
+                items.len()
+            )));
+        }
+        let n_s = hello(
+            ch,
+            Role::Receiver,
+            STAGE_BUCKET,
+            items.len(),
+            self.cfg.max_peer_items,
+        )?;
+        if items.is_empty() || n_s == 0 {
+            return Ok(Vec::new());
+        }
+        let blocks = hash_items(items);
+        self.run_blocks(ch, &blocks, n_s, rng)
+    }
+
+    fn run_blocks<C, R>(
+        &mut self,
+        ch: &mut C,
+        blocks: &[Block],
+        n_s: usize,
+        rng: &mut R,
+    ) -> Result<Vec<usize>>
+    where
+        C: Channel + ?Sized,
+        R: CryptoRng + ?Sized,
+    {
+        // Distinct items: `uniq` and, for each input index, its distinct item.
+        let mut order: Vec<u32> = (0..u32::try_from(blocks.len())
+            .map_err(|_| Error::InvalidParameter("more than 2^32 items in one bucket".into()))?)
+            .collect();
+        order.sort_unstable_by_key(|&i| blocks[i as usize]);
+        let mut uniq: Vec<Block> = Vec::with_capacity(blocks.len());
+        let mut uniq_of = vec![0u32; blocks.len()];
+        for &i in &order {
+            let x = blocks[i as usize];
+            if uniq.last() != Some(&x) {
+                uniq.push(x);
+            }
+            // uniq.len() ≤ blocks.len() < 2^32, checked above.
+            #[allow(clippy::cast_possible_truncation)]
+            {
+                uniq_of[i as usize] = (uniq.len() - 1) as u32;
+            }
+        }
+        drop(order);
+
+        // 1. Cuckoo table under a fresh seed.
+        let n = uniq.len();
+        let mut e = self.cfg.cuckoo_factor;
+        if n < SMALL_TABLE {
+            e = e.max(CuckooParams::factor(n, STAT_SECURITY));
+        }
+        let params = CuckooParams::with_factor(n, e)
+            .map_err(|err| Error::InvalidParameter(format!("cuckoo parameters: {err}")))?;
+        let mut built = None;
+        let mut last_err = None;
+        for _ in 0..CUCKOO_TRIES {
+            let seed = Block::random(rng);
+            match CuckooTable::build_with(&params, &uniq, seed) {
+                Ok(t) => {
+                    built = Some((t, seed));
+                    break;
+                }
+                Err(err) => last_err = Some(err),
+            }
+        }
+        let Some((table, seed)) = built else {
+            return Err(Error::InvalidParameter(format!(
+                "cuckoo hashing of {n} items into {} bins failed for {CUCKOO_TRIES} seeds \
+                 (last: {}); use a larger cuckoo_factor",
+                params.bins,
+                last_err.map(|e| e.to_string()).unwrap_or_default()
+            )));
+        };
+        let m = table.bins();
+        let mut msg = Vec::with_capacity(TABLE_MSG_LEN);
+        msg.extend_from_slice(&seed.to_bytes());
+        msg.extend_from_slice(&(m as u64).to_le_bytes());
+        ch.send_vec(msg)?;
+
+        // 2. One OPRF instance per bin.
+        let mut inputs = Vec::with_capacity(m);
+        for b in 0..m {
+            inputs.push(match table.bin(b) {
+                Some((i, k)) => uniq[i] ^ tag(k),
+                None => Block::random(rng),
+            });
+        }
+        let mut outs = self.oprf.receive(ch, &inputs).map_err(ot_err)?;
+        inputs.zeroize();
+
+        // 3. Comparison maps: V_k lookups for the bins placed by h_k.
+        // Width from the announced sizes (the sender knows no other).
+        let w = psi_compare_bytes(STAT_SECURITY, blocks.len() as u64, n_s as u64).min(16);
+        let mut maps: [PrfMap; NUM_HASHES] = Default::default();
+        for (b, out) in outs.iter().enumerate() {
+            if let Some((i, k)) = table.bin(b) {
+                // i < n < 2^32.
+                #[allow(clippy::cast_possible_truncation)]
+                maps[k].insert(truncated(*out, w), i as u32);
+            }
+        }
+        outs.zeroize();
+        drop(table);
+
+        // 4. Receive V_0, V_1, V_2 and mark the matches.
+        let mut found = vec![false; n];
+        for map in &maps {
+            let mut left = n_s;
+            while left > 0 {
+                let count = left.min(FRAME_VALUES);
+                let f = ch.recv_max(count * w)?;
+                if f.len() != count * w {
+                    return Err(Error::Protocol(format!(
+                        "sender frame of {} bytes, expected {} values of {w} bytes",
+                        f.len(),
+                        count
+                    )));
+                }
+                for v in f.chunks_exact(w) {
+                    let mut a = [0u8; 16];
+                    a[..w].copy_from_slice(v);
+                    if let Some(&i) = map.get(&u128::from_le_bytes(a)) {
+                        found[i as usize] = true;
+                    }
+                }
+                left -= count;
+            }
+        }
+        Ok((0..blocks.len())
+            .filter(|&j| found[uniq_of[j] as usize])
+            .collect())
+    }
+}
+
+impl KkrtPsiSender {
+    /// Opens a session: handshake (protocol, roles) and the OPRF's 512 base OTs. The peer runs
+    /// [`KkrtPsiReceiver::setup`].
+    ///
+    /// # Errors
+    /// An invalid `cfg`, a handshake mismatch, or a network / protocol error in the base OTs.
+    pub fn setup<C, R>(ch: &mut C, cfg: &KkrtConfig, rng: &mut R) -> Result<Self>
+    where
+        C: Channel + ?Sized,
+        R: CryptoRng + ?Sized,
+    {
+        cfg.check()?;
+        hello(ch, Role::Sender, STAGE_SETUP, 0, 0)?;
+        let oprf = KkrtSender::setup(ch, rng).map_err(ot_err)?;
+        Ok(KkrtPsiSender { oprf, cfg: *cfg })
+    }
+
+    /// An independent session for the same peer without new base OTs (see
+    /// [`obliv_ot::kkrt::KkrtSender::split`]); the peer splits its receiver at the same point.
+    pub fn split(&mut self) -> Self {
+        KkrtPsiSender {
+            oprf: self.oprf.split(),
+            cfg: self.cfg,
+        }
+    }
+
+    /// Intersects one bucket as the sender (who learns nothing but `n_R`).
+    ///
+    /// # Errors
+    /// A handshake mismatch, a peer announcing too many items or an out-of-range table size,
+    /// or a network / protocol error.
+    pub fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<()>
+    where
+        C: Channel + ?Sized,
+        T: AsRef<[u8]>,
+        R: CryptoRng + ?Sized,
+    {
+        if items.len() > obliv_cuckoo::MAX_ITEMS / 2 {
+            return Err(Error::InvalidParameter(format!(
+                "{} items in one bucket",
+                items.len()
+            )));
+        }
+        let n_r = hello(
+            ch,
+            Role::Sender,
+            STAGE_BUCKET,
+            items.len(),
+            self.cfg.max_peer_items,
+        )?;
+        if items.is_empty() || n_r == 0 {
+            return Ok(());
+        }
+        let mut ys = hash_items(items);
+        ys.sort_unstable();
+        ys.dedup();
+        self.run_blocks(ch, &ys, items.len(), n_r, rng)
+    }
+
+    /// `ys`: the distinct item blocks; `n_s`: the announced count (the sets are padded to it).
+    fn run_blocks<C, R>(
+        &mut self,
+        ch: &mut C,
+        ys: &[Block],
+        n_s: usize,
+        n_r: usize,
+        rng: &mut R,
+    ) -> Result<()>
+    where
+        C: Channel + ?Sized,
+        R: CryptoRng + ?Sized,
+    {
+        // 1. The receiver's table: seed and m, checked before anything is allocated for it.
+        let msg = ch.recv_max(TABLE_MSG_LEN)?;
+        if msg.len() != TABLE_MSG_LEN {
+            return Err(Error::Protocol(format!(
+                "cuckoo table message of {} bytes, expected {TABLE_MSG_LEN}",
+                msg.len()
+            )));
+        }
+        let mut sb = [0u8; 16];
+        sb.copy_from_slice(&msg[..16]);
+        let seed = Block::from_bytes(sb);
+        let mut mb = [0u8; 8];
+        mb.copy_from_slice(&msg[16..]);
+        let m_raw = u64::from_le_bytes(mb);
+        let m = usize::try_from(m_raw)
+            .ok()
+            .filter(|&m| m >= n_r && m <= max_bins(n_r))
+            .ok_or_else(|| {
+                Error::Protocol(format!(
+                    "receiver announced {m_raw} bins for {n_r} items (allowed {n_r}..={})",
+                    max_bins(n_r)
+                ))
+            })?;
+        let hasher = CuckooHasher::new(seed, m)
+            .map_err(|e| Error::Protocol(format!("receiver's cuckoo table: {e}")))?;
+
+        // 2. The OPRF key for the m bins.
+        let key = self.oprf.send(ch, m).map_err(ot_err)?;
+
+        // 3. Simple hashing and the three shuffled, padded sets.
+        let mut bins = vec![[0u32; NUM_HASHES]; ys.len()];
+        hasher.hash_many(ys, &mut bins);
+        let w = psi_compare_bytes(STAT_SECURITY, n_r as u64, n_s as u64).min(16);
+        let n_s32 = u32::try_from(n_s)
+            .map_err(|_| Error::InvalidParameter("more than 2^32 items in one bucket".into()))?;
+        let mut perm: Vec<u32> = (0..n_s32).collect();
+        let mut idx = Vec::with_capacity(FRAME_VALUES);
+        let mut inp = Vec::with_capacity(FRAME_VALUES);
+        let mut out = vec![Block::ZERO; FRAME_VALUES];
+        for k in 0..NUM_HASHES {
+            perm.shuffle(&mut RngAdapter(rng));
+            for chunk in perm.chunks(FRAME_VALUES) {
+                idx.clear();
+                inp.clear();
+                for &p in chunk {
+                    if let (Some(y), Some(h)) = (ys.get(p as usize), bins.get(p as usize)) {
+                        idx.push(h[k] as usize);
+                        inp.push(*y ^ tag(k));
+                    }
+                }
+                key.eval_batch(&idx, &inp, &mut out[..idx.len()])
+                    .map_err(ot_err)?;
+                let mut frame = Vec::with_capacity(chunk.len() * w);
+                let mut real = out[..idx.len()].iter();
+                for &p in chunk {
+                    let v = if (p as usize) < ys.len() {
+                        // One output per real position, in order.
+                        real.next().copied().unwrap_or(Block::ZERO)
+                    } else {
+                        Block::random(rng)
+                    };
+                    frame.extend_from_slice(&v.to_bytes()[..w]);
+                }
+                ch.send_vec(frame)?;
+            }
+        }
+        ch.flush()?;
+        Ok(())
+    }
+}
+
+/// Runs KKRT16 PSI once (session setup plus one bucket) as `role` over `ch`.
+///
+/// Returns the indices (ascending) of `items` in the intersection for the receiver, `None`
+/// for the sender. Duplicate items are allowed: every index of a common item is returned.
+///
+/// # Errors
+/// As [`KkrtPsiReceiver::setup`] and [`KkrtPsiReceiver::run`] (or the sender's).
+pub fn run<C, T, R>(
+    ch: &mut C,
+    role: Role,
+    items: &[T],
+    cfg: &KkrtConfig,
+    rng: &mut R,
+) -> Result<Option<Vec<usize>>>
+where
+    C: Channel + ?Sized,
+    T: AsRef<[u8]>,
+    R: CryptoRng + ?Sized,
+{
+    match role {
+        Role::Receiver => {
+            let mut s = KkrtPsiReceiver::setup(ch, cfg, rng)?;
+            s.run(ch, items, rng).map(Some)
+        }
+        Role::Sender => {
+            let mut s = KkrtPsiSender::setup(ch, cfg, rng)?;
+            s.run(ch, items, rng)?;
+            Ok(None)
+        }
+    }
+}
