@@ -9,7 +9,7 @@
 
 #![allow(clippy::unwrap_used)] // an example: failing setup aborts the run
 
-use obliv_ec::{P256, PrimeGroup, Ristretto255, Secp256k1, Sm2};
+use obliv_ec::{FourQ, P256, PrimeGroup, Ristretto255, Secp256k1, Sm2};
 use std::hint::black_box;
 
 /// Nanoseconds this thread has spent on a CPU.
@@ -91,6 +91,7 @@ fn main() {
         "|-----------|---------|---------|---------|--------|--------|-----------|-----------|"
     );
     run::<Ristretto255>(n);
+    run::<FourQ>(n);
     run::<Secp256k1>(n);
     run::<P256>(n);
     run::<Sm2>(n);

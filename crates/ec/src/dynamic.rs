@@ -2,7 +2,7 @@
 //! and [`DynGroup`], which dispatches to the [`PrimeGroup`] implementations over byte
 //! encodings, so callers need no generics.
 
-use crate::{Error, P256, PrimeGroup, Ristretto255, Secp256k1, Sm2, hash_encoded};
+use crate::{Error, FourQ, P256, PrimeGroup, Ristretto255, Secp256k1, Sm2, hash_encoded};
 use core::fmt;
 use core::str::FromStr;
 use rand_core::CryptoRng;
@@ -12,7 +12,7 @@ use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Curve {
-    /// FourQ (Costello–Longa 2015), from the `obliv-fourq` crate.
+    /// FourQ (Costello–Longa 2015), from the `obliv-fourq` crate ([`FourQ`]).
     FourQ,
     /// Curve25519 as ristretto255 ([`Ristretto255`]).
     Curve25519,
@@ -47,7 +47,7 @@ impl Curve {
 
     /// Whether this build of the crate has a backend for the curve.
     pub const fn is_available(self) -> bool {
-        !matches!(self, Curve::FourQ)
+        true
     }
 }
 
@@ -135,7 +135,10 @@ macro_rules! dispatch {
                 type $g = P256;
                 $body
             }
-            Curve::FourQ => return Err(Error::Unavailable("fourq")),
+            Curve::FourQ => {
+                type $g = FourQ;
+                $body
+            }
         }
     };
 }

@@ -1,5 +1,5 @@
 //! One prime-order group trait for ECDH-style protocols, with Curve25519 (Ristretto255),
-//! secp256k1, SM2 and P-256 behind it.
+//! FourQ, secp256k1, SM2 and P-256 behind it.
 //!
 //! ECDH-PSI (two- and three-party), the unbalanced ECDH-OPRF PSI and EC ElGamal all need the
 //! same few operations from a group `G` of prime order `q`:
@@ -26,6 +26,7 @@
 //! | secp256k1 | [`Secp256k1`] | `secp256k1_XMD:SHA-256_SSWU_RO_` (RFC 9380 §8.7) | 33 bytes, SEC1 compressed |
 //! | P-256 | [`P256`] | `P256_XMD:SHA-256_SSWU_RO_` (RFC 9380 §8.2) | 33 bytes, SEC1 compressed |
 //! | SM2 | [`Sm2`] | `SM2_XMD:SM3_SSWU_RO_` (defined here, see [`sm2`]) | 33 bytes, SEC1 compressed |
+//! | FourQ | [`FourQ`] | `[392]·M(SHA-512(·))`, FourQlib's map (nonuniform; `obliv-fourq`) | 32 bytes |
 //!
 //! The runtime choice of curve (the CLI picks it by name) is [`Curve`] and [`DynGroup`].
 //!
@@ -51,6 +52,7 @@ struct ReadmeDoctests;
 mod dynamic;
 mod error;
 mod fastmul;
+mod fourq;
 mod ristretto;
 mod secret;
 pub mod sm2;
@@ -59,6 +61,7 @@ mod weierstrass;
 
 pub use dynamic::{Curve, DynGroup, SecretKey};
 pub use error::Error;
+pub use fourq::FourQ;
 pub use ristretto::Ristretto255;
 pub use secret::SecretScalar;
 pub use sm2::Sm2;
@@ -92,8 +95,8 @@ impl<const N: usize> Encoding for [u8; N] {
 
 /// A group of prime order `q` in which the ECDH-style protocols of this workspace run.
 ///
-/// Implementations are zero-sized marker types ([`Ristretto255`], [`Secp256k1`], [`P256`],
-/// [`Sm2`]). Scalars are [`SecretScalar`]s: never zero, zeroized on drop, printed as
+/// Implementations are zero-sized marker types ([`Ristretto255`], [`FourQ`], [`Secp256k1`],
+/// [`P256`], [`Sm2`]). Scalars are [`SecretScalar`]s: never zero, zeroized on drop, printed as
 /// `SecretScalar(..)`.
 ///
 /// Security: [`mul`](Self::mul), [`mul_base`](Self::mul_base) and the batch forms are

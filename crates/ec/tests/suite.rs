@@ -180,6 +180,7 @@ group_suite!(ristretto255, obliv_ec::Ristretto255);
 group_suite!(secp256k1, obliv_ec::Secp256k1);
 group_suite!(p256, obliv_ec::P256);
 group_suite!(sm2, obliv_ec::Sm2);
+group_suite!(fourq, obliv_ec::FourQ);
 
 mod dynamic {
     use obliv_ec::{Curve, DynGroup, Error};
@@ -231,7 +232,7 @@ mod dynamic {
             let k1 = g
                 .secret_from_bytes(&{
                     let mut v = vec![0u8; 32];
-                    if c == Curve::Curve25519 {
+                    if matches!(c, Curve::Curve25519 | Curve::FourQ) {
                         v[0] = 1
                     } else {
                         v[31] = 1
