@@ -10,6 +10,7 @@ use obliv_ec::Curve;
 use obliv_net::{Channel, ChannelExt, ConnectOptions, LinkModel, Session, SimLink, Stats};
 use obliv_psi::ecdh::{self, EcdhConfig, Role};
 use obliv_psi::ecdh3;
+use obliv_psi::rr22::{self, Rr22Config};
 
 use crate::bucket;
 use crate::error::CliError;
@@ -22,13 +23,15 @@ pub enum Protocol {
     /// Three-party ECDH-PSI (the receiver also learns the size of the other two parties'
     /// intersection).
     Ecdh3pc,
+    /// RR22 PSI, fast semi-honest variant (OKVS + silent VOLE).
+    Rr22,
 }
 
 impl Protocol {
     /// Number of parties the protocol runs between.
     pub fn parties(self) -> usize {
         match self {
-            Protocol::Ecdh => 2,
+            Protocol::Ecdh | Protocol::Rr22 => 2,
             Protocol::Ecdh3pc => 3,
         }
     }
@@ -40,8 +43,9 @@ impl std::str::FromStr for Protocol {
         match s {
             "ecdh" => Ok(Protocol::Ecdh),
             "ecdh-3pc" => Ok(Protocol::Ecdh3pc),
-            "kkrt" | "rr22" | "rr22-lowcomm" | "rr22-malicious" => Err(CliError::Usage(format!(
-                "protocol {s:?} is not available in this build of obliv (available: ecdh, ecdh-3pc)"
+            "rr22" => Ok(Protocol::Rr22),
+            "kkrt" | "rr22-lowcomm" | "rr22-malicious" => Err(CliError::Usage(format!(
+                "protocol {s:?} is not available in this build of obliv (available: ecdh, ecdh-3pc, rr22)"
             ))),
             _ => Err(CliError::Usage(format!(
                 "unknown protocol {s:?} (ecdh, ecdh-3pc, kkrt, rr22, rr22-lowcomm, rr22-malicious)"
@@ -55,6 +59,7 @@ impl std::fmt::Display for Protocol {
         f.write_str(match self {
             Protocol::Ecdh => "ecdh",
             Protocol::Ecdh3pc => "ecdh-3pc",
+            Protocol::Rr22 => "rr22",
         })
     }
 }
@@ -163,6 +168,12 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
             "protocol {} needs {} parties in --parties, got {n}",
             cfg.protocol,
             cfg.protocol.parties()
+        )));
+    }
+    if cfg.broadcast && cfg.protocol != Protocol::Ecdh {
+        return Err(CliError::Usage(format!(
+            "--broadcast is not supported by {}",
+            cfg.protocol
         )));
     }
     if cfg.rank >= n || cfg.receiver >= n {
@@ -277,6 +288,15 @@ fn run_buckets<C: Channel>(
                 &ecfg,
                 &mut rng,
             )?,
+            Protocol::Rr22 => {
+                let role = if cfg.rank == cfg.receiver {
+                    Role::Receiver
+                } else {
+                    Role::Sender
+                };
+                let ch = session.channel(1 - cfg.rank)?;
+                rr22::run(ch, role, &bucket.distinct, &Rr22Config::default(), &mut rng)?
+            }
         };
         if let Some(idx) = out {
             keys_out += idx.len();

@@ -452,3 +452,53 @@ fn buckets_of_different_local_counts_meet() {
     big_out.sort_by_key(|k| k[1..].parse::<u32>().unwrap());
     assert_eq!(big_out, expect);
 }
+
+#[test]
+fn rr22_between_two_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let g = obliv()
+        .args(["gen-data", "--size", "5000", "--out-dir"])
+        .arg(d)
+        .output()
+        .unwrap();
+    assert!(g.status.success());
+    let (pa, pb) = free_ports();
+    let parties = format!("127.0.0.1:{pa},127.0.0.1:{pb}");
+    let spawn = |rank: usize| {
+        obliv()
+            .args([
+                "psi",
+                "--protocol",
+                "rr22",
+                "--rank",
+                &rank.to_string(),
+                "--parties",
+                &parties,
+            ])
+            .arg("--input")
+            .arg(d.join(format!("psi_{}.csv", rank + 1)))
+            .arg("--output")
+            .arg(d.join(format!("out{rank}.csv")))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (p0, p1) = (spawn(0), spawn(1));
+    let (o0, o1) = (
+        p0.wait_with_output().unwrap(),
+        p1.wait_with_output().unwrap(),
+    );
+    assert!(
+        o0.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o0.stderr)
+    );
+    assert!(
+        o1.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o1.stderr)
+    );
+    assert_eq!(lines(&d.join("out0.csv")).len(), 1 + 2500);
+}
