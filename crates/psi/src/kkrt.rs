@@ -316,13 +316,13 @@ impl KkrtPsiReceiver {
             return Ok(Vec::new());
         }
         let blocks = hash_items(items);
-        self.run_blocks(ch, &blocks, n_s, rng)
+        self.run_blocks(ch, blocks, n_s, rng)
     }
 
     fn run_blocks<C, R>(
         &mut self,
         ch: &mut C,
-        blocks: &[Block],
+        blocks: Vec<Block>,
         n_s: usize,
         rng: &mut R,
     ) -> Result<Vec<usize>>
@@ -349,6 +349,8 @@ impl KkrtPsiReceiver {
             }
         }
         drop(order);
+        let n_r = blocks.len();
+        drop(blocks);
 
         // 1. Cuckoo table under a fresh seed.
         let n = uniq.len();
@@ -384,30 +386,44 @@ impl KkrtPsiReceiver {
         msg.extend_from_slice(&(m as u64).to_le_bytes());
         ch.send_vec(msg)?;
 
-        // 2. One OPRF instance per bin.
+        // 2. One OPRF instance per bin. Only the placement (item, hash function) of each bin
+        //    is kept; the table and the items are freed before the OPRF runs.
         let mut inputs = Vec::with_capacity(m);
+        let mut place = Vec::with_capacity(m);
+        let mut per_hash = [0usize; NUM_HASHES];
         for b in 0..m {
-            inputs.push(match table.bin(b) {
-                Some((i, k)) => uniq[i] ^ tag(k),
-                None => Block::random(rng),
-            });
+            let (x, p) = match table.bin(b) {
+                Some((i, k)) => {
+                    per_hash[k] += 1;
+                    // i < n < 2^32 and k < 3.
+                    #[allow(clippy::cast_possible_truncation)]
+                    (uniq[i] ^ tag(k), (i as u32, k as u8))
+                }
+                None => (Block::random(rng), (u32::MAX, 0)),
+            };
+            inputs.push(x);
+            place.push(p);
         }
+        drop(table);
+        uniq.zeroize();
+        drop(uniq);
         let mut outs = self.oprf.receive(ch, &inputs).map_err(ot_err)?;
         inputs.zeroize();
+        drop(inputs);
 
         // 3. Comparison maps: V_k lookups for the bins placed by h_k.
         // Width from the announced sizes (the sender knows no other).
-        let w = psi_compare_bytes(STAT_SECURITY, blocks.len() as u64, n_s as u64).min(16);
-        let mut maps: [PrfMap; NUM_HASHES] = Default::default();
-        for (b, out) in outs.iter().enumerate() {
-            if let Some((i, k)) = table.bin(b) {
-                // i < n < 2^32.
-                #[allow(clippy::cast_possible_truncation)]
-                maps[k].insert(truncated(*out, w), i as u32);
+        let w = psi_compare_bytes(STAT_SECURITY, n_r as u64, n_s as u64).min(16);
+        let mut maps: [PrfMap; NUM_HASHES] =
+            per_hash.map(|c| PrfMap::with_capacity_and_hasher(c, Default::default()));
+        for (out, &(i, k)) in outs.iter().zip(&place) {
+            if i != u32::MAX {
+                maps[usize::from(k)].insert(truncated(*out, w), i);
             }
         }
         outs.zeroize();
-        drop(table);
+        drop(outs);
+        drop(place);
 
         // 4. Receive V_0, V_1, V_2 and mark the matches.
         let mut found = vec![false; n];
@@ -433,9 +449,7 @@ impl KkrtPsiReceiver {
                 left -= count;
             }
         }
-        Ok((0..blocks.len())
-            .filter(|&j| found[uniq_of[j] as usize])
-            .collect())
+        Ok((0..n_r).filter(|&j| found[uniq_of[j] as usize]).collect())
     }
 }
 
