@@ -364,3 +364,65 @@ fn measure() {
         a.stats().bytes_sent
     );
 }
+
+fn proc_status(key: &str) -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(key))
+        .map_or_else(
+            || format!("{key} ?"),
+            |l| l.split_whitespace().collect::<Vec<_>>().join(" "),
+        )
+}
+
+/// One party in its own process over TCP, for per-party CPU time and peak memory:
+/// `OBLIV_KKRT_PARTY=receiver` (listens on `OBLIV_KKRT_PORT`, default 47811) and
+/// `OBLIV_KKRT_PARTY=sender` (connects), each running
+/// `cargo test -p obliv-psi --test kkrt -- --ignored --nocapture party`, `OBLIV_KKRT_N` items
+/// per side (default 2^20), half of them common.
+#[test]
+#[ignore]
+fn party() {
+    let Ok(role) = std::env::var("OBLIV_KKRT_PARTY") else {
+        return;
+    };
+    let n: usize = std::env::var("OBLIV_KKRT_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1 << 20);
+    let port: u16 = std::env::var("OBLIV_KKRT_PORT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(47811);
+    let cfg = KkrtConfig::default();
+    let (role, mine, stream) = if role == "receiver" {
+        let l = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+        (Role::Receiver, items("m", 0..n), l.accept().unwrap().0)
+    } else {
+        let mine = items("m", n / 2..n + n / 2);
+        let mut s = None;
+        for _ in 0..600 {
+            if let Ok(c) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                s = Some(c);
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        (Role::Sender, mine, s.unwrap())
+    };
+    let base = proc_status("VmRSS");
+    let mut ch = TcpChannel::from_stream(stream, TcpOptions::default()).unwrap();
+    let c0 = thread_cpu();
+    let out = kkrt::run(&mut ch, role, &mine, &cfg, &mut AesRng::from_seed([1; 16])).unwrap();
+    let cpu = thread_cpu() - c0;
+    if let Some(out) = &out {
+        assert_eq!(out, &(n / 2..n).collect::<Vec<_>>());
+    }
+    println!(
+        "kkrt16 {role:?} n={n}: cpu {cpu:.3} s, sent {} B, received {} B; before the run {base}, peak {}",
+        ch.stats().bytes_sent,
+        ch.stats().bytes_received,
+        proc_status("VmHWM")
+    );
+}
