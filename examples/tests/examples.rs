@@ -1,0 +1,53 @@
+//! Runs every example's logic (the `run` functions the examples call) and checks the result
+//! against the plain computation.
+
+use obliv_examples::{ec_elgamal, paillier_sum, pir, psi_tcp, psi3, unbalanced};
+
+#[test]
+fn psi_over_tcp() {
+    // Receiver user-0..2000, sender user-1000..3000: indices 1000..2000 in common.
+    let found = psi_tcp::run(2000).unwrap();
+    assert_eq!(found, (1000..2000).collect::<Vec<_>>());
+}
+
+#[test]
+fn three_party_psi() {
+    // Party 0 user-0..800, party 1 user-400..1600, party 2 user-0..600: 400..600.
+    let found = psi3::run(800).unwrap();
+    assert_eq!(found, (400..600).collect::<Vec<_>>());
+}
+
+#[test]
+fn unbalanced_psi() {
+    // Server user-0..5000, client user-4900..5100: its first 100 items are in common.
+    let found = unbalanced::run(5000, 200).unwrap();
+    assert_eq!(found, (0..100).collect::<Vec<_>>());
+}
+
+#[test]
+fn paillier_private_sum() {
+    let values = [5200, 6100, -150, 0, 99];
+    assert_eq!(
+        paillier_sum::run(&values).unwrap(),
+        values.iter().sum::<i64>()
+    );
+}
+
+#[test]
+fn ec_elgamal_arithmetic() {
+    assert_eq!(
+        ec_elgamal::run(1200, 34, 100).unwrap(),
+        3 * (1200 + 34) - 100
+    );
+}
+
+#[test]
+fn dpf_pir() {
+    let record = pir::run(1024, 256, 777).unwrap();
+    assert_eq!(record.len(), 256);
+}
+
+#[test]
+fn ot_and_vole() {
+    assert_eq!(obliv_examples::ot_vole::run(1 << 12).unwrap(), 1 << 12);
+}
