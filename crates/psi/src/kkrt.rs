@@ -627,3 +627,50 @@ where
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // small test constants
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_keeps_the_first_bytes() {
+        let v = Block::from_bytes(core::array::from_fn(|i| (i + 1) as u8));
+        assert_eq!(truncated(v, 1), 1);
+        assert_eq!(truncated(v, 2), 0x0201);
+        assert_eq!(truncated(v, 16), u128::from_le_bytes(v.to_bytes()));
+        // The receiver packs received bytes the same way.
+        let mut a = [0u8; 16];
+        a[..10].copy_from_slice(&v.to_bytes()[..10]);
+        assert_eq!(truncated(v, 10), u128::from_le_bytes(a));
+    }
+
+    #[test]
+    fn table_bounds_and_config() {
+        assert_eq!(max_bins(0), 4096);
+        assert!(max_bins(1 << 20) >= (1.27 * f64::from(1u32 << 20)) as usize);
+        // The 2^-40 factor for small tables stays within what a sender accepts.
+        for n in [1usize, 2, 16, 100, 1000, SMALL_TABLE - 1] {
+            let e = CuckooParams::factor(n, STAT_SECURITY).max(1.27);
+            let bins = CuckooParams::with_factor(n, e).unwrap().bins;
+            assert!(bins >= n && bins <= max_bins(n), "n = {n}: {bins} bins");
+        }
+        assert!(KkrtConfig::default().check().is_ok());
+        for e in [1.0, 2.5, f64::NAN] {
+            let c = KkrtConfig {
+                cuckoo_factor: e,
+                ..KkrtConfig::default()
+            };
+            assert!(c.check().is_err());
+        }
+    }
+
+    #[test]
+    fn item_hash_regression() {
+        // Pins the item encoding (a wire-format change must bump the domain).
+        let a = hash_items(&[b"alice".as_slice(), b"bob".as_slice()]);
+        assert_eq!(a[0], ro_hash_block(ITEM_DOMAIN, b"alice"));
+        assert_ne!(a[0], a[1]);
+        assert_eq!(tag(2), Block(2));
+    }
+}

@@ -426,3 +426,21 @@ fn party() {
         proc_status("VmHWM")
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
+
+    /// Random small sets (with duplicates and any overlap) give the plain intersection.
+    #[test]
+    fn matches_plain_intersection(
+        r in proptest::collection::vec(0u16..300, 0..120),
+        s in proptest::collection::vec(0u16..300, 0..120),
+    ) {
+        let enc = |v: &[u16]| v.iter().map(|x| x.to_le_bytes().to_vec()).collect::<Vec<_>>();
+        let (r, s) = (enc(&r), enc(&s));
+        let expect = plain_intersection(&r, &s);
+        let (got, none) = run_on(mem_pair(), r, s, KkrtConfig::default());
+        proptest::prop_assert_eq!(got.unwrap(), Some(expect));
+        proptest::prop_assert_eq!(none.unwrap(), None);
+    }
+}
