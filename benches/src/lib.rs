@@ -103,17 +103,16 @@ const PSI_SRC: &str = "BENCHMARKS.md §1 (SecretFlow PSI white paper, 32 cores)"
 const PHE_SRC: &str = "BENCHMARKS.md §2 (python-phe)";
 const PIR_SRC: &str = "BENCHMARKS.md §3 (mpc4j-pir, 4 cores)";
 const HE_SRC: &str = "BENCHMARKS.md §4 (Sidorov et al. 2022): findings only, no figure";
-const KKRT_MISSING: &str = "KKRT16 PSI not committed in obliv-psi yet";
-const RR22_MISSING: &str = "RR22 PSI not committed in obliv-psi yet";
+const RR22_MISSING: &str = "obliv-psi implements only the RR22 fast variant so far";
 const UB3_MISSING: &str = "three-party unbalanced PSI is not implemented in obliv-psi";
 
 macro_rules! psi_rows {
-    ($label:literal, $id:literal, $miss:expr, [$($n:literal : $lan:literal / $wan:literal),*]) => {
+    ($label:literal, $id:literal, $miss:expr, [$($ns:literal = $n:literal : $lan:literal / $wan:literal),*]) => {
         [$(
-            Row { section: "§1", label: concat!($label, ", ", stringify!($n), " per side, LAN"),
+            Row { section: "§1", label: concat!($label, ", ", $ns, " per side, LAN"),
                   published: Some($lan as f64), source: PSI_SRC, id: concat!($id, "/lan/"),
                   doc_n: Some($n as u64), unit: Unit::Seconds, not_measured: $miss },
-            Row { section: "§1", label: concat!($label, ", ", stringify!($n), " per side, 100 Mbps / 10 ms"),
+            Row { section: "§1", label: concat!($label, ", ", $ns, " per side, 100 Mbps / 10 ms"),
                   published: Some($wan as f64), source: PSI_SRC, id: concat!($id, "/wan100m10ms/"),
                   doc_n: Some($n as u64), unit: Unit::Seconds, not_measured: $miss },
         )*]
@@ -121,21 +120,21 @@ macro_rules! psi_rows {
 }
 
 const ROWS_ECDH2_FOURQ: [Row; 6] = psi_rows!("ECDH-PSI-2PC FourQ", "psi/ecdh_2pc/fourq", None,
-    [10_000_000: 73 / 74, 100_000_000: 723 / 729, 1_000_000_000: 7491 / 7387]);
+    ["1e7" = 10_000_000: 73 / 74, "1e8" = 100_000_000: 723 / 729, "1e9" = 1_000_000_000: 7491 / 7387]);
 const ROWS_ECDH2_25519: [Row; 6] = psi_rows!("ECDH-PSI-2PC Curve25519", "psi/ecdh_2pc/25519", None,
-    [10_000_000: 110 / 115, 100_000_000: 1129 / 1142, 1_000_000_000: 11377 / 11504]);
+    ["1e7" = 10_000_000: 110 / 115, "1e8" = 100_000_000: 1129 / 1142, "1e9" = 1_000_000_000: 11377 / 11504]);
 const ROWS_ECDH3_FOURQ: [Row; 6] = psi_rows!("ECDH-PSI-3PC FourQ", "psi/ecdh_3pc/fourq", None,
-    [10_000_000: 123 / 155, 100_000_000: 1170 / 1499, 1_000_000_000: 13097 / 17041]);
+    ["1e7" = 10_000_000: 123 / 155, "1e8" = 100_000_000: 1170 / 1499, "1e9" = 1_000_000_000: 13097 / 17041]);
 const ROWS_ECDH3_25519: [Row; 6] = psi_rows!("ECDH-PSI-3PC Curve25519", "psi/ecdh_3pc/25519", None,
-    [10_000_000: 203 / 239, 100_000_000: 2017 / 2349, 1_000_000_000: 22717 / 25807]);
-const ROWS_KKRT: [Row; 6] = psi_rows!("KKRT16", "psi/kkrt", Some(KKRT_MISSING),
-    [10_000_000: 56 / 144, 100_000_000: 558 / 1393, 1_000_000_000: 5970 / 14295]);
-const ROWS_RR22_FAST: [Row; 6] = psi_rows!("RR22 fast", "psi/rr22_fast", Some(RR22_MISSING),
-    [10_000_000: 28 / 63, 100_000_000: 273 / 575, 1_000_000_000: 3176 / 6025]);
+    ["1e7" = 10_000_000: 203 / 239, "1e8" = 100_000_000: 2017 / 2349, "1e9" = 1_000_000_000: 22717 / 25807]);
+const ROWS_KKRT: [Row; 6] = psi_rows!("KKRT16", "psi/kkrt", None,
+    ["1e7" = 10_000_000: 56 / 144, "1e8" = 100_000_000: 558 / 1393, "1e9" = 1_000_000_000: 5970 / 14295]);
+const ROWS_RR22_FAST: [Row; 6] = psi_rows!("RR22 fast", "psi/rr22_fast", None,
+    ["1e7" = 10_000_000: 28 / 63, "1e8" = 100_000_000: 273 / 575, "1e9" = 1_000_000_000: 3176 / 6025]);
 const ROWS_RR22_LOW: [Row; 6] = psi_rows!("RR22 low-comm", "psi/rr22_lowcomm", Some(RR22_MISSING),
-    [10_000_000: 31 / 53, 100_000_000: 317 / 481, 1_000_000_000: 3614 / 5310]);
+    ["1e7" = 10_000_000: 31 / 53, "1e8" = 100_000_000: 317 / 481, "1e9" = 1_000_000_000: 3614 / 5310]);
 const ROWS_RR22_MAL: [Row; 6] = psi_rows!("RR22 malicious", "psi/rr22_malicious", Some(RR22_MISSING),
-    [10_000_000: 23 / 82, 100_000_000: 232 / 705, 1_000_000_000: 1791 / 6840]);
+    ["1e7" = 10_000_000: 23 / 82, "1e8" = 100_000_000: 232 / 705, "1e9" = 1_000_000_000: 1791 / 6840]);
 
 // One argument per field keeps the table below one line per row.
 #[allow(clippy::too_many_arguments)]
