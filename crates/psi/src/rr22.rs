@@ -7,7 +7,7 @@
 //! # Protocol
 //!
 //! The receiver R holds `X` (`n_r` items), the sender S holds `Y` (`n_s` items). Every item is
-//! hashed to a key `k = RO(item)` (a domain-separated BLAKE3, [`obliv_core::hash::ro_hash`])
+//! hashed to a key `k = RO(item)` (BLAKE3 keyed with a key derived from a domain string)
 //! and to a value `h(k) = π(k) ⊕ k` (fixed-key AES, as volePSI hashes its inputs). With
 //! `Encode`/`Decode` the binned GF(2^128)-dense OKVS of `obliv-okvs` of size `m` for `n_r` keys
 //! (a linear map: `Decode(Δ·P ⊕ Q, k) = Δ·Decode(P, k) ⊕ Decode(Q, k)`):
@@ -51,7 +51,6 @@ use std::collections::HashSet;
 use std::hash::{BuildHasher, Hasher};
 
 use obliv_core::aes::Aes;
-use obliv_core::hash::ro_hash_block;
 use obliv_core::{Block, gf128, psi_compare_bytes};
 use obliv_net::Channel;
 use obliv_okvs::{BinnedPaxos, Gf128, Okvs};
@@ -147,9 +146,17 @@ fn okvs(n_r: usize, cfg: &Rr22Config, seed: Block) -> Result<BinnedPaxos<Gf128>>
 
 /// Keys `RO(item)` and values `h(k) = π(k) ⊕ k`, in parallel.
 fn keys_and_values<T: AsRef<[u8]> + Sync>(items: &[T]) -> (Vec<Block>, Vec<Block>) {
+    // BLAKE3 keyed by the derived key of the domain string: the same random oracle family
+    // as `obliv_core::hash::ro_hash`, with the key derivation done once instead of per item.
+    let key = blake3::derive_key(DOMAIN_ITEM, &[]);
     let keys: Vec<Block> = items
         .par_iter()
-        .map(|it| ro_hash_block(DOMAIN_ITEM, it.as_ref()))
+        .map(|it| {
+            let h = blake3::keyed_hash(&key, it.as_ref());
+            let mut b = [0u8; 16];
+            b.copy_from_slice(&h.as_bytes()[..16]);
+            Block::from_bytes(b)
+        })
         .collect();
     let mut values = keys.clone();
     values
