@@ -85,8 +85,8 @@ struct UbCmd {
     /// `server` (large set, key) or `client` (small set, cache, learns the result).
     #[arg(long)]
     role: String,
-    /// Curve (25519, secp256k1, p256, sm2).
-    #[arg(long, default_value = "25519")]
+    /// Curve (fourq, 25519, secp256k1, p256, sm2).
+    #[arg(long, default_value = "fourq")]
     curve: String,
     /// This process's rank (0 or 1).
     #[arg(long)]
@@ -144,8 +144,8 @@ struct DemoArgs {
     /// Protocol.
     #[arg(long, default_value = "ecdh")]
     protocol: String,
-    /// Curve: 25519, fourq, sm2, secp256k1, p256.
-    #[arg(long, default_value = "25519")]
+    /// Curve: fourq, 25519, sm2, secp256k1, p256.
+    #[arg(long, default_value = "fourq")]
     curve: String,
     /// Rows per party (half of them common).
     #[arg(long, default_value_t = 100_000)]
@@ -159,11 +159,11 @@ struct DemoArgs {
 
 #[derive(Args, Debug)]
 struct PartyArgs {
-    /// Protocol: ecdh, ecdh-3pc, rr22 (kkrt, rr22-lowcomm, rr22-malicious as they land).
+    /// Protocol: ecdh, ecdh-3pc, kkrt, rr22 (rr22-lowcomm, rr22-malicious as they land).
     #[arg(long)]
     protocol: Option<String>,
     /// Curve of the ECDH protocols.
-    #[arg(long, default_value = "25519")]
+    #[arg(long, default_value = "fourq")]
     curve: String,
     /// This party's rank.
     #[arg(long)]

@@ -10,6 +10,7 @@ use obliv_ec::Curve;
 use obliv_net::{Channel, ChannelExt, ConnectOptions, LinkModel, Session, SimLink, Stats};
 use obliv_psi::ecdh::{self, EcdhConfig, Role};
 use obliv_psi::ecdh3;
+use obliv_psi::kkrt::{KkrtConfig, KkrtPsiReceiver, KkrtPsiSender};
 use obliv_psi::rr22::{self, Rr22Config};
 
 use crate::bucket;
@@ -25,13 +26,15 @@ pub enum Protocol {
     Ecdh3pc,
     /// RR22 PSI, fast semi-honest variant (OKVS + silent VOLE).
     Rr22,
+    /// KKRT16 PSI (OPRF from OT extension + cuckoo hashing); base OTs once per session.
+    Kkrt,
 }
 
 impl Protocol {
     /// Number of parties the protocol runs between.
     pub fn parties(self) -> usize {
         match self {
-            Protocol::Ecdh | Protocol::Rr22 => 2,
+            Protocol::Ecdh | Protocol::Rr22 | Protocol::Kkrt => 2,
             Protocol::Ecdh3pc => 3,
         }
     }
@@ -44,8 +47,9 @@ impl std::str::FromStr for Protocol {
             "ecdh" => Ok(Protocol::Ecdh),
             "ecdh-3pc" => Ok(Protocol::Ecdh3pc),
             "rr22" => Ok(Protocol::Rr22),
-            "kkrt" | "rr22-lowcomm" | "rr22-malicious" => Err(CliError::Usage(format!(
-                "protocol {s:?} is not available in this build of obliv (available: ecdh, ecdh-3pc, rr22)"
+            "kkrt" => Ok(Protocol::Kkrt),
+            "rr22-lowcomm" | "rr22-malicious" => Err(CliError::Usage(format!(
+                "protocol {s:?} is not available in this build of obliv (available: ecdh, ecdh-3pc, kkrt, rr22)"
             ))),
             _ => Err(CliError::Usage(format!(
                 "unknown protocol {s:?} (ecdh, ecdh-3pc, kkrt, rr22, rr22-lowcomm, rr22-malicious)"
@@ -60,6 +64,7 @@ impl std::fmt::Display for Protocol {
             Protocol::Ecdh => "ecdh",
             Protocol::Ecdh3pc => "ecdh-3pc",
             Protocol::Rr22 => "rr22",
+            Protocol::Kkrt => "kkrt",
         })
     }
 }
@@ -266,6 +271,25 @@ fn run_buckets<C: Channel>(
         broadcast: cfg.broadcast,
         ..EcdhConfig::default()
     };
+    let receiver = cfg.rank == cfg.receiver;
+    let role = if receiver {
+        Role::Receiver
+    } else {
+        Role::Sender
+    };
+    // KKRT: base OTs once per session, then one OPRF batch per bucket.
+    let mut kkrt_session = match cfg.protocol {
+        Protocol::Kkrt => {
+            let ch = session.channel(1 - cfg.rank)?;
+            let kcfg = KkrtConfig::default();
+            Some(if receiver {
+                KkrtSession::Receiver(KkrtPsiReceiver::setup(ch, &kcfg, &mut rng)?)
+            } else {
+                KkrtSession::Sender(KkrtPsiSender::setup(ch, &kcfg, &mut rng)?)
+            })
+        }
+        _ => None,
+    };
     let mut selected: Option<bucket::RowSet> = None;
     let (mut keys_in, mut keys_out) = (0, 0);
     for b in 0..total {
@@ -273,11 +297,6 @@ fn run_buckets<C: Channel>(
         keys_in += bucket.distinct.len();
         let out = match cfg.protocol {
             Protocol::Ecdh => {
-                let role = if cfg.rank == cfg.receiver {
-                    Role::Receiver
-                } else {
-                    Role::Sender
-                };
                 let ch = session.channel(1 - cfg.rank)?;
                 ecdh::run(ch, role, &bucket.distinct, &ecfg, &mut rng)?
             }
@@ -289,13 +308,21 @@ fn run_buckets<C: Channel>(
                 &mut rng,
             )?,
             Protocol::Rr22 => {
-                let role = if cfg.rank == cfg.receiver {
-                    Role::Receiver
-                } else {
-                    Role::Sender
-                };
                 let ch = session.channel(1 - cfg.rank)?;
                 rr22::run(ch, role, &bucket.distinct, &Rr22Config::default(), &mut rng)?
+            }
+            Protocol::Kkrt => {
+                let ch = session.channel(1 - cfg.rank)?;
+                match kkrt_session.as_mut() {
+                    Some(KkrtSession::Receiver(r)) => {
+                        Some(r.run(ch, &bucket.distinct, &mut rng)?)
+                    }
+                    Some(KkrtSession::Sender(s)) => {
+                        s.run(ch, &bucket.distinct, &mut rng)?;
+                        None
+                    }
+                    None => return Err(CliError::Protocol("KKRT session missing".into())),
+                }
             }
         };
         if let Some(idx) = out {
@@ -318,4 +345,10 @@ fn run_buckets<C: Channel>(
         keys_out,
         stats: session.stats(),
     })
+}
+
+/// A KKRT session of either role.
+enum KkrtSession {
+    Receiver(KkrtPsiReceiver),
+    Sender(KkrtPsiSender),
 }

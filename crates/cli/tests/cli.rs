@@ -454,7 +454,13 @@ fn buckets_of_different_local_counts_meet() {
 }
 
 #[test]
-fn rr22_between_two_processes() {
+fn rr22_and_kkrt_between_two_processes() {
+    for protocol in ["rr22", "kkrt"] {
+        fast_protocol_between_two_processes(protocol);
+    }
+}
+
+fn fast_protocol_between_two_processes(protocol: &str) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let g = obliv()
@@ -470,12 +476,13 @@ fn rr22_between_two_processes() {
             .args([
                 "psi",
                 "--protocol",
-                "rr22",
+                protocol,
                 "--rank",
                 &rank.to_string(),
                 "--parties",
                 &parties,
             ])
+            .args(["--bucket-size", "2000"])
             .arg("--input")
             .arg(d.join(format!("psi_{}.csv", rank + 1)))
             .arg("--output")

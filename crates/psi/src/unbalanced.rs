@@ -62,7 +62,7 @@ const RUN: usize = 1 << 22;
 /// Parameters of both phases (checked by the handshakes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UbConfig {
-    /// The group (FourQ is the intended default once obliv-ec wraps it).
+    /// The group (FourQ by default, the fastest here).
     pub curve: Curve,
     /// Items per streamed batch.
     pub batch_size: usize,
@@ -72,7 +72,7 @@ pub struct UbConfig {
 
 impl Default for UbConfig {
     fn default() -> Self {
-        UbConfig { curve: Curve::Curve25519, batch_size: 4096, width: 12 }
+        UbConfig { curve: Curve::FourQ, batch_size: 4096, width: 12 }
     }
 }
 
