@@ -30,7 +30,10 @@ fn main() {
     let t = Instant::now();
     gf128::mul_slices(&a, &b, &mut out);
     black_box(&out);
-    println!("mul_slices:      {:.2} ns", t.elapsed().as_nanos() as f64 / n as f64);
+    println!(
+        "mul_slices:      {:.2} ns",
+        t.elapsed().as_nanos() as f64 / n as f64
+    );
     let t = Instant::now();
     black_box(gf128::inner_product(&a, &b));
     println!(

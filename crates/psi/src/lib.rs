@@ -15,9 +15,9 @@ pub mod ecdh;
 pub mod ecdh3;
 mod error;
 pub mod handshake;
+pub mod kkrt;
 pub mod rr22;
 pub mod unbalanced;
-pub mod kkrt;
 
 pub use error::{Error, Result};
 

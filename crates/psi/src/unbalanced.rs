@@ -72,7 +72,11 @@ pub struct UbConfig {
 
 impl Default for UbConfig {
     fn default() -> Self {
-        UbConfig { curve: Curve::FourQ, batch_size: 4096, width: 12 }
+        UbConfig {
+            curve: Curve::FourQ,
+            batch_size: 4096,
+            width: 12,
+        }
     }
 }
 
@@ -88,7 +92,10 @@ impl UbConfig {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |source| Error::Io { path: path.display().to_string(), source }
+    move |source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    }
 }
 
 /// The server's OPRF key, reusable across online phases.
@@ -125,7 +132,10 @@ impl ServerKey {
     /// Only a group error, which cannot happen for a key made by this type.
     pub fn fingerprint(&self) -> Result<[u8; 32]> {
         let pk = self.group.mul_base(&self.secret)?;
-        Ok(obliv_core::hash::ro_hash("obliv-psi unbalanced v1 key fingerprint", &pk))
+        Ok(obliv_core::hash::ro_hash(
+            "obliv-psi unbalanced v1 key fingerprint",
+            &pk,
+        ))
     }
 
     /// Writes the key to `path` (created with mode 0600 on Unix; overwrites): magic, curve
@@ -157,7 +167,12 @@ impl ServerKey {
     /// [`Error::Io`], or [`Error::Cache`] if the file is not a valid key file.
     pub fn load(path: &Path) -> Result<Self> {
         let bytes = Zeroizing::new(std::fs::read(path).map_err(io_err(path))?);
-        let bad = || Error::Cache(format!("{} is not a valid obliv server key file", path.display()));
+        let bad = || {
+            Error::Cache(format!(
+                "{} is not a valid obliv server key file",
+                path.display()
+            ))
+        };
         if bytes.len() < 10 + 32 || &bytes[..8] != KEY_MAGIC {
             return Err(bad());
         }
@@ -177,9 +192,15 @@ impl ServerKey {
 }
 
 fn curve_from_code(c: u8) -> Option<Curve> {
-    [Curve::FourQ, Curve::Curve25519, Curve::Sm2, Curve::Secp256k1, Curve::P256]
-        .into_iter()
-        .find(|&k| curve_code(k) == c)
+    [
+        Curve::FourQ,
+        Curve::Curve25519,
+        Curve::Sm2,
+        Curve::Secp256k1,
+        Curve::P256,
+    ]
+    .into_iter()
+    .find(|&k| curve_code(k) == c)
 }
 
 /// `H2(y, P)` truncated to `w` bytes, appended to `out`.
@@ -234,9 +255,16 @@ where
 {
     cfg.check()?;
     if key.curve() != cfg.curve {
-        return Err(Error::InvalidParameter("the key is for another curve".into()));
+        return Err(Error::InvalidParameter(
+            "the key is for another curve".into(),
+        ));
     }
-    handshake::exchange(ch, &hello(cfg, OFFLINE_ID, ROLE_SERVER, items.len()), ROLE_CLIENT, names)?;
+    handshake::exchange(
+        ch,
+        &hello(cfg, OFFLINE_ID, ROLE_SERVER, items.len()),
+        ROLE_CLIENT,
+        names,
+    )?;
     ch.send(&key.fingerprint()?)?;
     let (b, w) = (cfg.batch_size, cfg.width);
     for i in 0..items.len().div_ceil(b) {
@@ -264,14 +292,24 @@ where
 ///
 /// # Errors
 /// Handshake, network and protocol errors; [`Error::Io`] for the files.
-pub fn offline_client<C: Channel + ?Sized>(ch: &mut C, cfg: &UbConfig, path: &Path) -> Result<Cache> {
+pub fn offline_client<C: Channel + ?Sized>(
+    ch: &mut C,
+    cfg: &UbConfig,
+    path: &Path,
+) -> Result<Cache> {
     cfg.check()?;
-    let theirs = handshake::exchange(ch, &hello(cfg, OFFLINE_ID, ROLE_CLIENT, 0), ROLE_SERVER, names)?;
+    let theirs = handshake::exchange(
+        ch,
+        &hello(cfg, OFFLINE_ID, ROLE_CLIENT, 0),
+        ROLE_SERVER,
+        names,
+    )?;
     let n = usize::try_from(theirs.n_items)
         .map_err(|_| Error::Protocol("server announced too many items".into()))?;
-    let fp: [u8; 32] = ch.recv_max(32)?.try_into().map_err(|_| {
-        Error::Protocol("the key fingerprint must be 32 bytes".into())
-    })?;
+    let fp: [u8; 32] = ch
+        .recv_max(32)?
+        .try_into()
+        .map_err(|_| Error::Protocol("the key fingerprint must be 32 bytes".into()))?;
     let (b, w) = (cfg.batch_size, cfg.width);
     let mut builder = CacheBuilder::new(path, w)?;
     for i in 0..n.div_ceil(b) {
@@ -296,8 +334,12 @@ pub fn online_server<C: Channel + ?Sized>(
     cfg: &UbConfig,
 ) -> Result<()> {
     cfg.check()?;
-    let theirs =
-        handshake::exchange(ch, &hello(cfg, ONLINE_ID, ROLE_SERVER, n_server), ROLE_CLIENT, names)?;
+    let theirs = handshake::exchange(
+        ch,
+        &hello(cfg, ONLINE_ID, ROLE_SERVER, n_server),
+        ROLE_CLIENT,
+        names,
+    )?;
     ch.send(&key.fingerprint()?)?;
     let n = usize::try_from(theirs.n_items)
         .map_err(|_| Error::Protocol("client announced too many items".into()))?;
@@ -337,7 +379,9 @@ where
     cfg.check()?;
     let group = DynGroup::new(cfg.curve)?;
     if cache.width != cfg.width || cache.curve != curve_code(cfg.curve) {
-        return Err(Error::Cache("the cache was built with another curve or width".into()));
+        return Err(Error::Cache(
+            "the cache was built with another curve or width".into(),
+        ));
     }
     let bits = STAT_SECURITY
         + obliv_core::log2_ceil(items.len() as u64)
@@ -349,8 +393,12 @@ where
             bits.div_ceil(8)
         )));
     }
-    let theirs =
-        handshake::exchange(ch, &hello(cfg, ONLINE_ID, ROLE_CLIENT, items.len()), ROLE_SERVER, names)?;
+    let theirs = handshake::exchange(
+        ch,
+        &hello(cfg, ONLINE_ID, ROLE_CLIENT, items.len()),
+        ROLE_SERVER,
+        names,
+    )?;
     let fp = ch.recv_max(32)?;
     if fp != cache.fingerprint || theirs.n_items != cache.count {
         return Err(Error::Cache(
@@ -368,7 +416,11 @@ where
     for i in 0..nb {
         while sent < nb && sent < i + WINDOW {
             let batch = &items[sent * b..sent * b + batch_len(sent, items.len(), b)];
-            ch.send_vec(frame(TAG_BLINDED, sent, &group.hash_and_mul_batch(batch, &r)?)?)?;
+            ch.send_vec(frame(
+                TAG_BLINDED,
+                sent,
+                &group.hash_and_mul_batch(batch, &r)?,
+            )?)?;
             sent += 1;
         }
         ch.flush()?;
@@ -410,7 +462,8 @@ impl Cache {
     pub fn open(path: &Path) -> Result<Self> {
         let mut f = File::open(path).map_err(io_err(path))?;
         let mut h = [0u8; HEADER_LEN];
-        f.read_exact(&mut h).map_err(|_| Error::Cache(format!("{} is not a cache", path.display())))?;
+        f.read_exact(&mut h)
+            .map_err(|_| Error::Cache(format!("{} is not a cache", path.display())))?;
         let bad = |what: &str| Error::Cache(format!("{}: {what}", path.display()));
         if &h[..8] != CACHE_MAGIC {
             return Err(bad("not an obliv unbalanced-PSI cache"));
@@ -428,12 +481,23 @@ impl Cache {
         checksum.copy_from_slice(&h[56..88]);
         let len = f.metadata().map_err(io_err(path))?.len();
         if !(8..=32).contains(&width)
-            || count.checked_mul(width as u64).and_then(|b| b.checked_add(HEADER_LEN as u64))
+            || count
+                .checked_mul(width as u64)
+                .and_then(|b| b.checked_add(HEADER_LEN as u64))
                 != Some(len)
         {
-            return Err(bad("length does not match the header (truncated or tampered)"));
+            return Err(bad(
+                "length does not match the header (truncated or tampered)",
+            ));
         }
-        Ok(Cache { path: path.to_path_buf(), curve: h[12], width, count, fingerprint, checksum })
+        Ok(Cache {
+            path: path.to_path_buf(),
+            curve: h[12],
+            width,
+            count,
+            fingerprint,
+            checksum,
+        })
     }
 
     /// Number of server values in the cache.
@@ -457,7 +521,8 @@ impl Cache {
     fn lookup(&self, values: &[u8]) -> Result<Vec<usize>> {
         let w = self.width;
         let mut order: Vec<usize> = (0..values.len() / w).collect();
-        order.sort_unstable_by(|&a, &b| values[a * w..(a + 1) * w].cmp(&values[b * w..(b + 1) * w]));
+        order
+            .sort_unstable_by(|&a, &b| values[a * w..(a + 1) * w].cmp(&values[b * w..(b + 1) * w]));
         let f = File::open(&self.path).map_err(io_err(&self.path))?;
         let mut rdr = BufReader::with_capacity(1 << 20, f);
         let mut skip = [0u8; HEADER_LEN];
@@ -484,7 +549,9 @@ impl Cache {
             std::mem::swap(&mut cur, &mut prev);
         }
         if *hasher.finalize().as_bytes() != self.checksum {
-            return Err(Error::Cache("cache checksum mismatch (tampered or corrupted)".into()));
+            return Err(Error::Cache(
+                "cache checksum mismatch (tampered or corrupted)".into(),
+            ));
         }
         hits.sort_unstable();
         hits.dedup();
@@ -503,11 +570,19 @@ struct CacheBuilder {
 
 impl CacheBuilder {
     fn new(path: &Path, w: usize) -> Result<Self> {
-        Ok(CacheBuilder { path: path.to_path_buf(), w, buf: Vec::new(), runs: Vec::new() })
+        Ok(CacheBuilder {
+            path: path.to_path_buf(),
+            w,
+            buf: Vec::new(),
+            runs: Vec::new(),
+        })
     }
 
     fn dir(&self) -> &Path {
-        self.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
+        self.path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
     }
 
     fn push(&mut self, values: &[u8]) -> Result<()> {
