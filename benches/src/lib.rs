@@ -97,6 +97,9 @@ pub struct Row {
     pub unit: Unit,
     /// Why the row cannot be measured here, if so.
     pub not_measured: Option<&'static str>,
+    /// Cores (or processes) behind the published figure: `1` for a single-thread row (ours is
+    /// single-thread too), `0` if the document does not say. Used for the per-core ratio.
+    pub doc_cores: u32,
 }
 
 const PSI_SRC: &str = "BENCHMARKS.md §1 (SecretFlow PSI white paper, 32 cores)";
@@ -111,10 +114,10 @@ macro_rules! psi_rows {
         [$(
             Row { section: "§1", label: concat!($label, ", ", $ns, " per side, LAN"),
                   published: Some($lan as f64), source: PSI_SRC, id: concat!($id, "/lan/"),
-                  doc_n: Some($n as u64), unit: Unit::Seconds, not_measured: $miss },
+                  doc_n: Some($n as u64), unit: Unit::Seconds, not_measured: $miss, doc_cores: 32 },
             Row { section: "§1", label: concat!($label, ", ", $ns, " per side, 100 Mbps / 10 ms"),
                   published: Some($wan as f64), source: PSI_SRC, id: concat!($id, "/wan100m10ms/"),
-                  doc_n: Some($n as u64), unit: Unit::Seconds, not_measured: $miss },
+                  doc_n: Some($n as u64), unit: Unit::Seconds, not_measured: $miss, doc_cores: 32 },
         )*]
     };
 }
@@ -157,6 +160,7 @@ const fn row(
         doc_n,
         unit,
         not_measured,
+        doc_cores: 0,
     }
 }
 
@@ -551,4 +555,19 @@ pub fn rows() -> Vec<Row> {
         &ROWS_OTHER,
     ]
     .concat()
+    .into_iter()
+    .map(|mut r| {
+        // Cores behind each published figure, as the documents state them.
+        r.doc_cores = match r.section {
+            "§1" => 32,
+            "§3" => 4,
+            "§2" if r.label.contains("1 thread") => 1,
+            "§2" if r.label.contains("7 processes") => 7,
+            "§2" if r.label.contains("11 processes") => 11,
+            "§2" if r.label.contains("31 processes") => 31,
+            _ => 0,
+        };
+        r
+    })
+    .collect()
 }

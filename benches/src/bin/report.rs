@@ -290,12 +290,17 @@ fn main() {
          four benchmark documents (`../shared/BENCHMARKS.md`) is reproduced by the benchmark id \
          given in `benches/README.md`. **Speed-up** is published ÷ ours for times and ours ÷ \
          published for rates: above 1 means this machine with obliv beats the published figure. \
-         The documents used 8–32 cores; compare per core, or against the reference systems run \
+         The documents used 4–32 cores; **per core** scales the speed-up by the document's \
+         cores over ours (a like-for-like comparison for compute-bound rows), or compare against the reference systems run \
          on this machine (section below). Rows measured at a smaller n are projected linearly \
          to the document's n (every protocol here is linear in n); *one run* rows come from \
          `OBLIV_BENCH_SCALE=full`.\n\n## Machine\n\n",
     );
     md.push_str(&machine());
+    let cores = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .try_into()
+        .unwrap_or(u32::MAX);
     let mut matched = std::collections::BTreeSet::new();
     let mut section = "";
     for row in rows() {
@@ -303,7 +308,7 @@ fn main() {
             section = row.section;
             let _ = write!(
                 md,
-                "\n## {section}\n\n| row | published | source | ours | speed-up | traffic (ours) | how |\n|---|---|---|---|---|---|---|\n"
+                "\n## {section}\n\n| row | published | source | ours | speed-up | per core | traffic (ours) | how |\n|---|---|---|---|---|---|---|---|\n"
             );
         }
         let unit = unit_name(row.unit);
@@ -313,42 +318,55 @@ fn main() {
         for id in all.keys().filter(|id| id.starts_with(row.id)) {
             matched.insert(id.clone());
         }
-        let (o, ratio, traffic, how) = match (row.not_measured, ours(&row, &all)) {
+        let dash = || String::from("—");
+        let (o, ratio, per_core, traffic, how) = match (row.not_measured, ours(&row, &all)) {
             (Some(why), _) => (
                 format!("not measured: {why}"),
-                "—".into(),
-                "—".into(),
+                dash(),
+                dash(),
+                dash(),
                 String::new(),
             ),
             (None, None) => (
                 "not measured".into(),
-                "—".into(),
-                "—".into(),
+                dash(),
+                dash(),
+                dash(),
                 format!("`{}`", row.id),
             ),
             (None, Some((v, bytes, note))) => {
-                let ratio = row.published.map_or_else(
-                    || "—".into(),
-                    |p| {
-                        let r = if row.unit == Unit::PerSecond {
-                            v / p
-                        } else {
-                            p / v
-                        };
-                        format!("{r:.2}×")
-                    },
-                );
+                let r = row.published.map(|p| {
+                    if row.unit == Unit::PerSecond {
+                        v / p
+                    } else {
+                        p / v
+                    }
+                });
+                let ratio = r.map_or_else(dash, |r| format!("{r:.2}×"));
+                // Per core: the published figure used `doc_cores`, ours every core here (one
+                // for single-thread rows).
+                let ours_cores = if row.doc_cores == 1 { 1 } else { cores };
+                let per_core = match r {
+                    Some(r) if row.doc_cores > 0 => {
+                        format!(
+                            "{:.2}×",
+                            r * f64::from(row.doc_cores) / f64::from(ours_cores)
+                        )
+                    }
+                    _ => dash(),
+                };
                 (
                     format!("{} {unit}", fmt_num(v)),
                     ratio,
-                    bytes.map_or_else(|| "—".into(), fmt_bytes),
+                    per_core,
+                    bytes.map_or_else(dash, fmt_bytes),
                     format!("`{}` {note}", row.id),
                 )
             }
         };
         let _ = writeln!(
             md,
-            "| {} | {published} | {} | {o} | {ratio} | {traffic} | {how} |",
+            "| {} | {published} | {} | {o} | {ratio} | {per_core} | {traffic} | {how} |",
             row.label, row.source
         );
     }
