@@ -260,6 +260,118 @@ fn anchors(path: &Path) -> String {
     s
 }
 
+/// A log-log line chart as a self-contained SVG: one polyline per series of `(x, y)` points.
+// Decades of log10 of timings and sizes are small integers (|d| < 30): the casts are exact.
+#[allow(clippy::cast_possible_truncation)]
+fn svg_chart(
+    title: &str,
+    xlabel: &str,
+    ylabel: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> String {
+    let (w, h, left, bottom, top, right) = (760.0, 420.0, 70.0, 50.0, 30.0, 230.0);
+    let pts = series.iter().flat_map(|(_, p)| p.iter());
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for &(x, y) in pts {
+        x0 = x0.min(x.log10());
+        x1 = x1.max(x.log10());
+        y0 = y0.min(y.log10());
+        y1 = y1.max(y.log10());
+    }
+    if x0 > x1 {
+        (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
+    }
+    let (x0, x1) = (x0.floor(), x1.ceil().max(x0.floor() + 1.0));
+    let (y0, y1) = (y0.floor(), y1.ceil().max(y0.floor() + 1.0));
+    let px = |x: f64| left + (x.log10() - x0) / (x1 - x0) * (w - left - right);
+    let py = |y: f64| h - bottom - (y.log10() - y0) / (y1 - y0) * (h - bottom - top);
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"11\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"{left}\" y=\"18\" font-size=\"14\">{title}</text>\n\
+         <text x=\"{}\" y=\"{}\">{xlabel} (log)</text>\n\
+         <text x=\"8\" y=\"{}\">{ylabel} (log)</text>\n",
+        left + 150.0,
+        h - 12.0,
+        top - 6.0
+    );
+    let colours = [
+        "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+        "#bcbd22", "#17becf",
+    ];
+    for d in (x0 as i32)..=(x1 as i32) {
+        let x = px(10f64.powi(d));
+        let _ = writeln!(
+            s,
+            "<line x1=\"{x}\" y1=\"{top}\" x2=\"{x}\" y2=\"{}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{}\">1e{d}</text>",
+            h - bottom,
+            x - 8.0,
+            h - bottom + 14.0
+        );
+    }
+    for d in (y0 as i32)..=(y1 as i32) {
+        let y = py(10f64.powi(d));
+        let _ = writeln!(
+            s,
+            "<line x1=\"{left}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{}\">1e{d}</text>",
+            w - right,
+            left - 34.0,
+            y + 4.0
+        );
+    }
+    for (i, (name, p)) in series.iter().enumerate() {
+        let c = colours[i % colours.len()];
+        let path: Vec<String> = p
+            .iter()
+            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" points=\"{}\"/>",
+            path.join(" ")
+        );
+        for &(x, y) in p {
+            let _ = writeln!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"/>",
+                px(x),
+                py(y)
+            );
+        }
+        let ly = top + 14.0 * i as f64;
+        let _ = writeln!(
+            s,
+            "<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{c}\"/><text x=\"{}\" y=\"{}\">{name}</text>",
+            w - right + 10.0,
+            ly - 9.0,
+            w - right + 24.0,
+            ly
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// Series of the PSI scaling plot: seconds against n for every measured protocol/curve/net.
+fn psi_series(all: &BTreeMap<String, Meas>) -> Vec<(String, Vec<(f64, f64)>)> {
+    let mut m: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for (id, meas) in all.iter().filter(|(id, _)| id.starts_with("psi/")) {
+        if let Some((head, n)) = id.rsplit_once('/')
+            && let Ok(n) = n.parse::<f64>()
+        {
+            m.entry(head.trim_start_matches("psi/").to_string())
+                .or_default()
+                .push((n, meas.ns * 1e-9));
+        }
+    }
+    m.into_iter()
+        .map(|(k, mut v)| {
+            v.sort_by(|a, b| a.0.total_cmp(&b.0));
+            (k, v)
+        })
+        .collect()
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let mut crit = criterion_dir();
@@ -386,6 +498,50 @@ fn main() {
             format!("{:.2} µs", t * 1e6)
         };
         let _ = writeln!(md, "| `{id}` | {mean} | {thr} |");
+    }
+    // Plots, written beside the report.
+    let dir = out
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let psi = psi_series(&all);
+    let mut pail = Vec::new();
+    for (threads, id) in [
+        (1.0, "paillier/encrypt2048/1_thread"),
+        (f64::from(cores), "paillier/encrypt2048/all_cores"),
+    ] {
+        if let Some(m) = all.get(id) {
+            pail.push((threads, m.elements.unwrap_or(1) as f64 / (m.ns * 1e-9)));
+        }
+    }
+    let plots = [
+        (
+            "psi_scaling.svg",
+            svg_chart(
+                "PSI: wall time against set size (this machine)",
+                "n per party",
+                "seconds",
+                &psi,
+            ),
+        ),
+        (
+            "paillier_threads.svg",
+            svg_chart(
+                "Paillier-2048 encryption throughput against threads",
+                "threads",
+                "encryptions/s",
+                &[("obliv-he".to_string(), pail)],
+            ),
+        ),
+    ];
+    md.push_str("\n## Plots\n\n");
+    for (name, svg) in plots {
+        let _ = std::fs::create_dir_all(&dir);
+        match std::fs::write(dir.join(name), svg) {
+            Ok(()) => {
+                let _ = writeln!(md, "![{name}]({name})\n");
+            }
+            Err(e) => eprintln!("cannot write {name}: {e}"),
+        }
     }
     md.push_str("\n## Reference systems on this machine\n\n");
     md.push_str(&anchors(&anchor_path));
