@@ -4,7 +4,7 @@
 //! threads, plus bytes per key and the size for several bin sizes.
 //!
 //! ```text
-//! cargo run --release -p obliv-okvs --example figures
+//! cargo run --release -p obliv-okvs --example okvs_figures
 //! ```
 #![allow(clippy::unwrap_used)] // an example: failures should abort loudly
 

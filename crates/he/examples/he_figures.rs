@@ -2,7 +2,7 @@
 //! time (from `/proc/thread-self/schedstat`, robust on a shared, loaded machine) and wall time,
 //! one JSON line per (scheme, bits, op), plus the §2 single-thread / pool table.
 //!
-//! `cargo run --release -p obliv-he --example figures [-- 2048 3072 4096 | elgamal | s2]`;
+//! `cargo run --release -p obliv-he --example he_figures [-- 2048 3072 4096 | elgamal | s2]`;
 //! the matching python-phe / HEU figures come from `benches/anchors.py`.
 #![allow(clippy::unwrap_used, missing_docs)]
 

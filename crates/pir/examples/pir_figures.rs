@@ -1,5 +1,5 @@
 //! Server-side figures as minimum and median over repeated runs:
-//! `cargo run --release -p obliv-pir --example figures`.
+//! `cargo run --release -p obliv-pir --example pir_figures`.
 //!
 //! On a shared machine criterion's means include time the thread spends preempted; the
 //! minimum of many runs is the time on an otherwise idle core, the median what a busy host
