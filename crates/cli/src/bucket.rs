@@ -17,7 +17,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::csvio::{KEY_SEPARATOR, describe, open};
+use crate::csvio::{KEY_SEPARATOR, describe, open, open_keyed};
 use crate::error::CliError;
 
 /// The validated shape of an input file.
@@ -37,34 +37,7 @@ pub struct InputShape {
 /// # Errors
 /// [`CliError::Input`] as `csvio::read_keys` describes.
 pub fn scan(path: &Path, keys: &[String]) -> Result<InputShape, CliError> {
-    if keys.is_empty() {
-        return Err(CliError::Usage("--keys names no column".into()));
-    }
-    let mut rdr = open(path)?;
-    let header: Vec<String> = rdr
-        .headers()
-        .map_err(|e| describe(path, &e))?
-        .iter()
-        .map(str::to_string)
-        .collect();
-    if header.is_empty() || header.iter().all(String::is_empty) {
-        return Err(CliError::Input(format!(
-            "{} is empty: no header row",
-            path.display()
-        )));
-    }
-    let key_cols = keys
-        .iter()
-        .map(|k| {
-            header.iter().position(|h| h == k).ok_or_else(|| {
-                CliError::Input(format!(
-                    "{} has no column {k:?} (columns: {})",
-                    path.display(),
-                    header.join(", ")
-                ))
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let (mut rdr, header, key_cols) = open_keyed(path, keys)?;
     let mut record = csv::StringRecord::new();
     let mut rows = 0u64;
     loop {

@@ -59,13 +59,18 @@ pub(crate) fn describe(path: &Path, e: &csv::Error) -> CliError {
     CliError::Input(format!("{}{at}: {what}", path.display()))
 }
 
-/// Reads `path` and extracts the key columns `keys` of every row.
+/// A CSV reader over a buffered file.
+pub(crate) type CsvReader = csv::Reader<BufReader<File>>;
+
+/// Opens `path`, reads its header and finds the key columns `keys` in it.
 ///
 /// # Errors
-/// [`CliError::Input`] for a missing or unreadable file, an empty file (no header), a key
-/// column that the header lacks, a row with the wrong number of fields (with its line
-/// number), or bad UTF-8.
-pub fn read_keys(path: &Path, keys: &[String]) -> Result<KeyedInput, CliError> {
+/// [`CliError::Usage`] if `keys` is empty; [`CliError::Input`] for a missing or unreadable
+/// file, an empty file (no header) or a key column that the header lacks.
+pub(crate) fn open_keyed(
+    path: &Path,
+    keys: &[String],
+) -> Result<(CsvReader, Vec<String>, Vec<usize>), CliError> {
     if keys.is_empty() {
         return Err(CliError::Usage("--keys names no column".into()));
     }
@@ -82,7 +87,7 @@ pub fn read_keys(path: &Path, keys: &[String]) -> Result<KeyedInput, CliError> {
             path.display()
         )));
     }
-    let cols: Vec<usize> = keys
+    let cols = keys
         .iter()
         .map(|k| {
             header.iter().position(|h| h == k).ok_or_else(|| {
@@ -93,7 +98,18 @@ pub fn read_keys(path: &Path, keys: &[String]) -> Result<KeyedInput, CliError> {
                 ))
             })
         })
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((rdr, header, cols))
+}
+
+/// Reads `path` and extracts the key columns `keys` of every row.
+///
+/// # Errors
+/// [`CliError::Input`] for a missing or unreadable file, an empty file (no header), a key
+/// column that the header lacks, a row with the wrong number of fields (with its line
+/// number), or bad UTF-8.
+pub fn read_keys(path: &Path, keys: &[String]) -> Result<KeyedInput, CliError> {
+    let (mut rdr, header, cols) = open_keyed(path, keys)?;
     let mut index: HashMap<Vec<u8>, u32> = HashMap::new();
     let mut distinct = Vec::new();
     let mut row_key = Vec::new();
