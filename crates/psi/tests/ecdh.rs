@@ -1,6 +1,9 @@
 //! Two-party ECDH-PSI against the plain intersection, over the in-memory channel and TCP.
 #![allow(clippy::unwrap_used)] // test helpers unwrap like the tests do
 
+mod common;
+use common::{Out, items, run_two};
+
 use obliv_core::AesRng;
 use obliv_ec::Curve;
 use obliv_net::{Channel, ChannelExt, TcpChannel, TcpOptions, mem_pair};
@@ -8,38 +11,15 @@ use obliv_psi::ecdh::{self, EcdhConfig, Role};
 use obliv_psi::{Error, plain_intersection};
 use rand_core::SeedableRng;
 
-fn items(prefix: &str, range: std::ops::Range<usize>) -> Vec<Vec<u8>> {
-    range.map(|i| format!("{prefix}{i}").into_bytes()).collect()
-}
-
-type Out = (
-    Result<Option<Vec<usize>>, Error>,
-    Result<Option<Vec<usize>>, Error>,
-);
-
 fn run_on<C: Channel + 'static>(
-    (mut a, mut b): (C, C),
+    pair: (C, C),
     receiver: Vec<Vec<u8>>,
     sender: Vec<Vec<u8>>,
     cfg: EcdhConfig,
 ) -> Out {
-    let t = std::thread::spawn(move || {
-        ecdh::run(
-            &mut b,
-            Role::Sender,
-            &sender,
-            &cfg,
-            &mut AesRng::from_seed([2; 16]),
-        )
-    });
-    let r = ecdh::run(
-        &mut a,
-        Role::Receiver,
-        &receiver,
-        &cfg,
-        &mut AesRng::from_seed([1; 16]),
-    );
-    (r, t.join().unwrap())
+    run_two(pair, receiver, sender, move |ch, role, items, rng| {
+        ecdh::run(ch, role, items, &cfg, rng)
+    })
 }
 
 fn check(receiver: Vec<Vec<u8>>, sender: Vec<Vec<u8>>, cfg: EcdhConfig) {

@@ -1,6 +1,9 @@
 //! Three-party ECDH-PSI against the plain three-way intersection.
 #![allow(clippy::unwrap_used)] // test helpers unwrap like the tests do
 
+mod common;
+use common::items;
+
 use std::collections::HashSet;
 
 use obliv_core::AesRng;
@@ -9,10 +12,6 @@ use obliv_net::{Channel, Session};
 use obliv_psi::ecdh::EcdhConfig;
 use obliv_psi::{Error, ecdh3};
 use rand_core::SeedableRng;
-
-fn items(prefix: &str, range: std::ops::Range<usize>) -> Vec<Vec<u8>> {
-    range.map(|i| format!("{prefix}{i}").into_bytes()).collect()
-}
 
 fn expected(sets: &[Vec<Vec<u8>>; 3], receiver: usize) -> Vec<usize> {
     let others: Vec<HashSet<&Vec<u8>>> = (0..3)

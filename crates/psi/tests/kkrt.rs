@@ -2,6 +2,9 @@
 //! with several buckets; hostile peers.
 #![allow(clippy::unwrap_used)] // test helpers unwrap like the tests do
 
+mod common;
+use common::{Out, items, run_two};
+
 use obliv_core::AesRng;
 use obliv_net::{Channel, TcpChannel, TcpOptions, mem_pair};
 use obliv_psi::ecdh::Role;
@@ -10,38 +13,15 @@ use obliv_psi::kkrt::{self, KkrtConfig, KkrtPsiReceiver, KkrtPsiSender};
 use obliv_psi::{Error, plain_intersection};
 use rand_core::SeedableRng;
 
-fn items(prefix: &str, range: std::ops::Range<usize>) -> Vec<Vec<u8>> {
-    range.map(|i| format!("{prefix}{i}").into_bytes()).collect()
-}
-
-type Out = (
-    Result<Option<Vec<usize>>, Error>,
-    Result<Option<Vec<usize>>, Error>,
-);
-
 fn run_on<C: Channel + 'static>(
-    (mut a, mut b): (C, C),
+    pair: (C, C),
     receiver: Vec<Vec<u8>>,
     sender: Vec<Vec<u8>>,
     cfg: KkrtConfig,
 ) -> Out {
-    let t = std::thread::spawn(move || {
-        kkrt::run(
-            &mut b,
-            Role::Sender,
-            &sender,
-            &cfg,
-            &mut AesRng::from_seed([2; 16]),
-        )
-    });
-    let r = kkrt::run(
-        &mut a,
-        Role::Receiver,
-        &receiver,
-        &cfg,
-        &mut AesRng::from_seed([1; 16]),
-    );
-    (r, t.join().unwrap())
+    run_two(pair, receiver, sender, move |ch, role, items, rng| {
+        kkrt::run(ch, role, items, &cfg, rng)
+    })
 }
 
 fn check(receiver: Vec<Vec<u8>>, sender: Vec<Vec<u8>>) {

@@ -1,6 +1,9 @@
 //! Unbalanced PSI: offline cache, online phase against the plain intersection, reuse, tampering.
 #![allow(clippy::unwrap_used)] // test helpers unwrap like the tests do
 
+mod common;
+use common::items;
+
 use obliv_core::AesRng;
 use obliv_net::mem_pair;
 use obliv_psi::unbalanced::{
@@ -8,10 +11,6 @@ use obliv_psi::unbalanced::{
 };
 use obliv_psi::{Error, plain_intersection};
 use rand_core::SeedableRng;
-
-fn items(prefix: &str, range: std::ops::Range<usize>) -> Vec<Vec<u8>> {
-    range.map(|i| format!("{prefix}{i}").into_bytes()).collect()
-}
 
 fn offline(key: &ServerKey, server: &[Vec<u8>], cfg: UbConfig, path: &std::path::Path) -> Cache {
     let (mut a, mut b) = mem_pair();
