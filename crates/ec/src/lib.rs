@@ -262,19 +262,42 @@ pub trait PrimeGroup: Copy + Send + Sync + fmt::Debug + 'static {
             .zip(points.par_chunks(BATCH_CHUNK))
             .enumerate()
             .try_for_each(|(c, (o, enc))| {
-                let pts = enc
-                    .iter()
-                    .enumerate()
-                    .map(|(i, e)| {
-                        Self::decode(e.as_ref()).map_err(|source| Error::Batch {
-                            index: c * BATCH_CHUNK + i,
-                            source: Box::new(source),
-                        })
-                    })
-                    .collect::<Result<Vec<_>, Error>>()?;
-                Self::mul_and_encode_chunk(&pts, k, o);
-                Ok(())
+                Self::decode_mul_and_encode_chunk(enc, c * BATCH_CHUNK, k, o)
             })
+    }
+
+    /// Decode a chunk of peer encodings, multiply each by `k` and write the encodings: the
+    /// per-chunk step of [`mul_encoded_batch_into`](Self::mul_encoded_batch_into).
+    ///
+    /// The default decodes each encoding with [`decode`](Self::decode) (full validation) and
+    /// calls [`mul_and_encode_chunk`](Self::mul_and_encode_chunk). A group may override it with
+    /// a cheaper validation that gives the same output on every valid encoding (for example
+    /// clearing the cofactor instead of a separate subgroup check, with `k` divided by the
+    /// cofactor); it must still reject every encoding that [`decode`](Self::decode) rejects as
+    /// off the curve, and document what it does with the rest.
+    /// `first_index` is the position of `encodings[0]` in the whole batch, for error reports;
+    /// `out.len()` must equal `encodings.len()`.
+    ///
+    /// # Errors
+    /// [`Error::Batch`] naming the first invalid encoding and why it was rejected.
+    fn decode_mul_and_encode_chunk<E: AsRef<[u8]>>(
+        encodings: &[E],
+        first_index: usize,
+        k: &SecretScalar<Self::ScalarInner>,
+        out: &mut [Self::Encoded],
+    ) -> Result<(), Error> {
+        let pts = encodings
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                Self::decode(e.as_ref()).map_err(|source| Error::Batch {
+                    index: first_index + i,
+                    source: Box::new(source),
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        Self::mul_and_encode_chunk(&pts, k, out);
+        Ok(())
     }
 }
 
