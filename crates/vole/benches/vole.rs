@@ -1,4 +1,4 @@
-//! Benchmarks of obliv-vole: silent subfield / GF(2^128) VOLE end to end (both parties, one
+//! Benchmarks of obliv-vole: silent subfield (bits, 64-bit) / GF(2^128) VOLE end to end (both parties, one
 //! thread each, in-memory channel), and the ExConv7x24 encoder alone.
 //!
 //! The protocol benches report **CPU time per core**: the thread CPU time of the busier party
@@ -18,8 +18,8 @@ use obliv_core::rand_core::SeedableRng;
 use obliv_core::{AesRng, Block, Prg};
 use obliv_net::{Channel, mem_pair};
 use obliv_vole::{
-    CodeField, ExConvCode, LpnCode, Security, SubfieldVoleReceiver, SubfieldVoleSender, VoleConfig,
-    VoleReceiver, VoleSender,
+    CodeField, ExConvCode, LpnCode, Security, Subfield64VoleReceiver, Subfield64VoleSender,
+    SubfieldVoleReceiver, SubfieldVoleSender, VoleConfig, VoleReceiver, VoleSender,
 };
 
 fn log_n() -> u32 {
@@ -42,10 +42,29 @@ fn thread_cpu() -> Option<Duration> {
         .map(Duration::from_nanos)
 }
 
+/// Which generator a bench runs.
+#[derive(Clone, Copy)]
+enum Flavor {
+    Subfield,
+    Subfield64,
+    Gf128,
+}
+
+/// `iters` extensions of `n` in chunks, black-boxing every chunk; returns the CPU time.
+macro_rules! timed {
+    ($gen:expr, $ch:expr, $rng:expr, $n:expr, $iters:expr, $sink:expr) => {{
+        let t0 = thread_cpu();
+        for _ in 0..$iters {
+            $gen.extend_chunks($ch, $n, $rng, $sink).unwrap();
+        }
+        t0.zip(thread_cpu()).map(|(a, b)| b - a)
+    }};
+}
+
 /// Runs `iters` extensions of `n` on fresh generators; returns the CPU time of the busier
 /// party over the extensions (setup excluded; wall time if CPU time is unavailable) and the
 /// bytes exchanged per extension.
-fn run(field: bool, security: Security, n: usize, iters: u64) -> (Duration, u64) {
+fn run(flavor: Flavor, security: Security, n: usize, iters: u64) -> (Duration, u64) {
     let cfg = VoleConfig {
         security,
         max_chunk: n.min(obliv_vole::DEFAULT_MAX_CHUNK),
@@ -55,66 +74,73 @@ fn run(field: bool, security: Security, n: usize, iters: u64) -> (Duration, u64)
     let b2 = barrier.clone();
     let sender = std::thread::spawn(move || {
         let mut rng = AesRng::from_seed([1; 16]);
-        if field {
-            let mut s = VoleSender::new(&mut c0, cfg, &mut rng).unwrap();
-            s.extend(&mut c0, 1000, &mut rng).unwrap(); // warm the pools
-            b2.wait();
-            let t0 = thread_cpu();
-            for _ in 0..iters {
-                s.extend_chunks(&mut c0, n, &mut rng, |b| {
-                    std::hint::black_box(b);
-                    Ok(())
-                })
-                .unwrap();
+        let sink = |b: &[Block]| {
+            std::hint::black_box(b);
+            Ok(())
+        };
+        match flavor {
+            Flavor::Gf128 => {
+                let mut s = VoleSender::new(&mut c0, cfg, &mut rng).unwrap();
+                s.extend(&mut c0, 1000, &mut rng).unwrap(); // warm the pools
+                b2.wait();
+                timed!(s, &mut c0, &mut rng, n, iters, sink)
             }
-            t0.zip(thread_cpu()).map(|(a, b)| b - a)
-        } else {
-            let mut s = SubfieldVoleSender::new(&mut c0, cfg, &mut rng).unwrap();
-            s.extend(&mut c0, 1000, &mut rng).unwrap();
-            b2.wait();
-            let t0 = thread_cpu();
-            for _ in 0..iters {
-                s.extend_chunks(&mut c0, n, &mut rng, |b| {
-                    std::hint::black_box(b);
-                    Ok(())
-                })
-                .unwrap();
+            Flavor::Subfield => {
+                let mut s = SubfieldVoleSender::new(&mut c0, cfg, &mut rng).unwrap();
+                s.extend(&mut c0, 1000, &mut rng).unwrap();
+                b2.wait();
+                timed!(s, &mut c0, &mut rng, n, iters, sink)
             }
-            t0.zip(thread_cpu()).map(|(a, b)| b - a)
+            Flavor::Subfield64 => {
+                let mut s = Subfield64VoleSender::new(&mut c0, cfg, &mut rng).unwrap();
+                s.extend(&mut c0, 1000, &mut rng).unwrap();
+                b2.wait();
+                timed!(s, &mut c0, &mut rng, n, iters, sink)
+            }
         }
     });
     let mut rng = AesRng::from_seed([2; 16]);
-    let (start, before, cpu0);
-    if field {
-        let mut r = VoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
-        r.extend(&mut c1, 1000, &mut rng).unwrap();
-        barrier.wait();
-        before = c1.stats();
-        start = Instant::now();
-        cpu0 = thread_cpu();
-        for _ in 0..iters {
-            r.extend_chunks(&mut c1, n, &mut rng, |a, c| {
+    let start = Instant::now();
+    let before;
+    let receiver_cpu = match flavor {
+        Flavor::Gf128 => {
+            let mut r = VoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
+            r.extend(&mut c1, 1000, &mut rng).unwrap();
+            barrier.wait();
+            before = c1.stats();
+            timed!(
+                r,
+                &mut c1,
+                &mut rng,
+                n,
+                iters,
+                |a: &[Block], c: &[Block]| {
+                    std::hint::black_box((a, c));
+                    Ok(())
+                }
+            )
+        }
+        Flavor::Subfield => {
+            let mut r = SubfieldVoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
+            r.extend(&mut c1, 1000, &mut rng).unwrap();
+            barrier.wait();
+            before = c1.stats();
+            timed!(r, &mut c1, &mut rng, n, iters, |a: &[u8], c: &[Block]| {
                 std::hint::black_box((a, c));
                 Ok(())
             })
-            .unwrap();
         }
-    } else {
-        let mut r = SubfieldVoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
-        r.extend(&mut c1, 1000, &mut rng).unwrap();
-        barrier.wait();
-        before = c1.stats();
-        start = Instant::now();
-        cpu0 = thread_cpu();
-        for _ in 0..iters {
-            r.extend_chunks(&mut c1, n, &mut rng, |a, c| {
+        Flavor::Subfield64 => {
+            let mut r = Subfield64VoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
+            r.extend(&mut c1, 1000, &mut rng).unwrap();
+            barrier.wait();
+            before = c1.stats();
+            timed!(r, &mut c1, &mut rng, n, iters, |a: &[u64], c: &[Block]| {
                 std::hint::black_box((a, c));
                 Ok(())
             })
-            .unwrap();
         }
-    }
-    let receiver_cpu = cpu0.zip(thread_cpu()).map(|(a, b)| b - a);
+    };
     let elapsed = start.elapsed();
     let sender_cpu = sender.join().unwrap();
     let bytes = (c1.stats() - before).total_bytes() / iters.max(1);
@@ -130,20 +156,34 @@ fn bench_vole(c: &mut Criterion) {
     let mut g = c.benchmark_group("silent_vole");
     g.sample_size(10);
     g.throughput(Throughput::Elements(n as u64));
-    for (name, field, security) in [
-        ("subfield_semi_honest", false, Security::SemiHonest),
-        ("subfield_malicious", false, Security::Malicious),
-        ("gf128_semi_honest", true, Security::SemiHonest),
-        ("gf128_malicious", true, Security::Malicious),
+    for (name, flavor, security) in [
+        (
+            "subfield_semi_honest",
+            Flavor::Subfield,
+            Security::SemiHonest,
+        ),
+        ("subfield_malicious", Flavor::Subfield, Security::Malicious),
+        (
+            "subfield64_semi_honest",
+            Flavor::Subfield64,
+            Security::SemiHonest,
+        ),
+        (
+            "subfield64_malicious",
+            Flavor::Subfield64,
+            Security::Malicious,
+        ),
+        ("gf128_semi_honest", Flavor::Gf128, Security::SemiHonest),
+        ("gf128_malicious", Flavor::Gf128, Security::Malicious),
     ] {
-        let (_, bytes) = run(field, security, n, 1);
+        let (_, bytes) = run(flavor, security, n, 1);
         eprintln!(
             "{name} n=2^{}: {bytes} bytes, {:.4} bits per correlation",
             log_n(),
             bytes as f64 * 8.0 / n as f64
         );
         g.bench_function(BenchmarkId::new(name, n), |b| {
-            b.iter_custom(|iters| run(field, security, n, iters).0)
+            b.iter_custom(|iters| run(flavor, security, n, iters).0)
         });
     }
     g.finish();

@@ -45,6 +45,11 @@ pub enum Kind {
     Subfield,
     /// VOLE over GF(2^128): `A, B, C ∈ GF(2^128)^n`.
     Field,
+    /// Subfield VOLE with 64-bit values: `A ∈ GF(2^64)^n` (as `u64`, embedded into
+    /// GF(2^128) by [`crate::embed64`]), `B, C ∈ GF(2^128)^n`. The noise values are 64-bit
+    /// and the code is the binary ExConv code (GF(2)-linear, which is all the correlation
+    /// needs).
+    Subfield64,
 }
 
 /// Security against a malicious sender (the GGM consistency check) or semi-honest only.
@@ -88,7 +93,7 @@ pub const SECURITY_BITS: usize = 128;
 pub fn noise_weight(kind: Kind, n: usize) -> usize {
     let f = match kind {
         Kind::Subfield => 2.0,
-        Kind::Field => 1.0,
+        Kind::Field | Kind::Subfield64 => 1.0,
     };
     let pseudo = (-64.0 / (1.0 - f * PSEUDO_MIN_DISTANCE).log2()).ceil() as usize;
     let attack = if kind == Kind::Subfield && n <= 2048 {
@@ -129,7 +134,7 @@ impl Params {
     /// Correlated OTs (with the VOLE's Δ) this extension consumes.
     pub fn cots_needed(&self) -> usize {
         let check = match (self.security, self.kind) {
-            (Security::Malicious, Kind::Subfield) => 128,
+            (Security::Malicious, Kind::Subfield | Kind::Subfield64) => 128,
             _ => 0,
         };
         self.t * self.depth + check
@@ -139,7 +144,8 @@ impl Params {
     pub fn voles_needed(&self) -> usize {
         match (self.kind, self.security) {
             (Kind::Subfield, _) => 0,
-            (Kind::Field, Security::SemiHonest) => self.t,
+            (Kind::Field | Kind::Subfield64, Security::SemiHonest) => self.t,
+            (Kind::Subfield64, Security::Malicious) => self.t,
             (Kind::Field, Security::Malicious) => self.t + 1,
         }
     }
@@ -150,7 +156,7 @@ impl Params {
 
     fn code(&self) -> ExConvCode {
         let field = match self.kind {
-            Kind::Subfield => CodeField::Gf2,
+            Kind::Subfield | Kind::Subfield64 => CodeField::Gf2,
             Kind::Field => CodeField::Gf128,
         };
         ExConvCode::new(self.k, self.n(), field)
@@ -176,6 +182,13 @@ fn mul_x(v: Block) -> Block {
 /// `Σ cⱼ·X^j = Σ bⱼ·X^j + (Σ aⱼ·X^j)·Δ`.
 pub(crate) fn pack128(v: &[Block]) -> Block {
     debug_assert_eq!(v.len(), 128);
+    pack_poly(v)
+}
+
+/// `Σ_j v[j]·X^j` for `v.len() ≤ 128` (Horner's rule with multiplications by `X`): packs
+/// `len` correlations with bit values into one whose value has degree `< len`.
+pub(crate) fn pack_poly(v: &[Block]) -> Block {
+    debug_assert!(v.len() <= 128);
     v.iter().rev().fold(Block::ZERO, |acc, x| mul_x(acc) ^ *x)
 }
 
@@ -275,7 +288,7 @@ pub(crate) fn send<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
         let last = sums[tree * params.depth + params.depth - 1];
         let share = match params.kind {
             Kind::Subfield => delta,
-            Kind::Field => voles[tree],
+            Kind::Field | Kind::Subfield64 => voles[tree],
         };
         msg.push(last[0] ^ last[1] ^ share);
     }
@@ -291,7 +304,7 @@ pub(crate) fn send<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
         let xs = ch.recv_pod_exact::<Block>(2)?;
         let (x, s_prime) = (xs[0], xs[1]);
         let b_star = match params.kind {
-            Kind::Subfield => pack128(&cots[th..th + 128]),
+            Kind::Subfield | Kind::Subfield64 => pack128(&cots[th..th + 128]),
             Kind::Field => voles[params.t],
         };
         let y = poly_hash(&v, x) ^ b_star ^ gf128::mul(s_prime, delta);
@@ -310,6 +323,7 @@ pub(crate) fn send<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
 pub(crate) enum AVec {
     Bits(Vec<u8>),
     Field(Vec<Block>),
+    U64(Vec<u64>),
 }
 
 /// Receiver side of one extension: returns `(A, C)` (length `params.k`).
@@ -389,13 +403,14 @@ pub(crate) fn receive<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     let mut a = match params.kind {
         Kind::Subfield => AVec::Bits(vec![0u8; params.n()]),
         Kind::Field => AVec::Field(vec![Block::ZERO; params.n()]),
+        Kind::Subfield64 => AVec::U64(vec![0u64; params.n()]),
     };
     for tree in 0..t {
         let d = msg[2 * th + tree];
         let (c, dfix) = fixes[tree];
         let (beta, share) = match params.kind {
             Kind::Subfield => (Block::ONE, Block::ZERO),
-            Kind::Field => (vole_a[tree], vole_c[tree]),
+            Kind::Field | Kind::Subfield64 => (vole_a[tree], vole_c[tree]),
         };
         let corr = d ^ totals[tree] ^ share;
         let region = tree * size_per..(tree + 1) * size_per;
@@ -416,6 +431,16 @@ pub(crate) fn receive<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
                     x.0 = beta.0 & eq_mask(j, at);
                 }
             }
+            AVec::U64(vals) => {
+                // β = embed64(β₆₄): the base VOLE's value has degree < 64.
+                debug_assert_eq!(beta.to_u64s().1, 0);
+                let b64 = beta.to_u64s().0;
+                for (j, x) in vals[region].iter_mut().enumerate() {
+                    #[allow(clippy::cast_possible_truncation)] // mask is 0 or all ones
+                    let m = eq_mask(j, at) as u64;
+                    *x = b64 & m;
+                }
+            }
         }
     }
 
@@ -426,13 +451,13 @@ pub(crate) fn receive<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
         for tree in 0..t {
             let beta = match params.kind {
                 Kind::Subfield => Block::ONE,
-                Kind::Field => vole_a[tree],
+                Kind::Field | Kind::Subfield64 => vole_a[tree],
             };
             let pos = (tree * size_per + alpha[tree] + 1) as u64;
             s ^= gf128::mul(pow_ct(x, pos), beta);
         }
         let (a_star, c_star) = match params.kind {
-            Kind::Subfield => (
+            Kind::Subfield | Kind::Subfield64 => (
                 pack_bits(&choices[th..th + 128]),
                 pack128(&cots[th..th + 128]),
             ),
@@ -476,6 +501,13 @@ pub(crate) fn receive<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
                 *p = BlockPair::default();
             }
             Ok((AVec::Field(a_out), c_out))
+        }
+        AVec::U64(mut vals) => {
+            // The binary code on the 64-bit A (8 bytes per element) and on C.
+            code.dual_encode2(&mut vals, &mut w);
+            vals.truncate(params.k);
+            w.truncate(params.k);
+            Ok((AVec::U64(vals), w))
         }
     }
 }

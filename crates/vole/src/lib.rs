@@ -9,8 +9,10 @@
 //!
 //! where `A` is uniform in GF(2^128) ([`VoleSender`]/[`VoleReceiver`]) or in GF(2)
 //! ([`SubfieldVoleSender`]/[`SubfieldVoleReceiver`]: the subfield VOLE that RR22-style PSI and
-//! silent OT use; it is a correlated OT with global offset `Δ`). The sender learns nothing
-//! about `A`; the receiver nothing about `Δ`.
+//! silent OT use; it is a correlated OT with global offset `Δ`) or in GF(2^64)
+//! ([`Subfield64VoleSender`]/[`Subfield64VoleReceiver`]: `A` as `u64`, embedded in
+//! GF(2^128) by [`embed64`], [`vole64`]). The sender learns nothing about `A`; the receiver
+//! nothing about `Δ`.
 //!
 //! The construction is the *silent* one (Boyle, Couteau, Gilboa, Ishai, Kohl, Rindal,
 //! Scholl, CCS 2019, [ePrint 2019/1159]; Weng, Yang, Katz, Wang, "Ferret"/"Wolverine",
@@ -53,6 +55,7 @@ mod error;
 pub mod extend;
 mod ggm;
 mod vole;
+pub mod vole64;
 
 #[cfg(test)]
 mod tests;
@@ -65,3 +68,4 @@ pub use vole::{
     DEFAULT_MAX_CHUNK, MAX_CHUNK_LIMIT, SubfieldVoleReceiver, SubfieldVoleSender, VoleConfig,
     VoleReceiver, VoleSender, subfield_vole_receive, subfield_vole_send, vole_receive, vole_send,
 };
+pub use vole64::{Subfield64VoleReceiver, Subfield64VoleSender, embed64};

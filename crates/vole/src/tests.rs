@@ -8,7 +8,8 @@ use crate::base::dealer;
 use crate::extend::Kind;
 use crate::extend::tamper::{self, Target};
 use crate::{
-    Error, Security, SubfieldVoleReceiver, SubfieldVoleSender, VoleConfig, VoleReceiver, VoleSender,
+    Error, Security, Subfield64VoleReceiver, Subfield64VoleSender, SubfieldVoleReceiver,
+    SubfieldVoleSender, VoleConfig, VoleReceiver, VoleSender, embed64,
 };
 
 fn cfg(security: Security, max_chunk: usize) -> VoleConfig {
@@ -394,4 +395,254 @@ fn base_and_reserve_sizes() {
     assert_eq!(mal.base_cots_needed(), 896);
     assert_eq!(sh.subfield_reserve(), 2048);
     assert_eq!(mal.subfield_reserve(), 2176);
+}
+
+// ---------------------------------------------------------------------------------------
+// Subfield VOLE with 64-bit values.
+
+type Sub64Out = (Block, Vec<Block>, Vec<u64>, Vec<Block>, Stats, Stats);
+
+/// Runs a 64-bit subfield VOLE of each size in `sizes` (one generator pair, consecutive
+/// calls); `chunked` uses `extend_chunks` and checks that every chunk is at most `max_chunk`.
+fn run_sub64<C: Channel + 'static>(
+    c0: C,
+    mut c1: C,
+    cfg: VoleConfig,
+    sizes: &[usize],
+    tamper_at: Option<Target>,
+    chunked: bool,
+) -> Vec<Result<Sub64Out, Error>> {
+    let mut rng = AesRng::from_seed([14; 16]);
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let sizes_s = sizes.to_vec();
+    let sender = std::thread::spawn(move || {
+        let mut c0 = c0;
+        let mut rng = AesRng::from_seed([15; 16]);
+        let mut s = Subfield64VoleSender::from_base(sb, cfg).unwrap();
+        let mut outs = Vec::new();
+        for n in sizes_s {
+            if let Some(target) = tamper_at {
+                tamper::set(Kind::Subfield64, target, 1 << 100);
+            }
+            let before = c0.stats();
+            let b = if chunked {
+                let mut all = Vec::new();
+                s.extend_chunks(&mut c0, n, &mut rng, |b| {
+                    assert!(!b.is_empty() && b.len() <= cfg.max_chunk);
+                    all.extend_from_slice(b);
+                    Ok(())
+                })
+                .map(|()| all)
+            } else {
+                s.extend(&mut c0, n, &mut rng)
+            };
+            let failed = b.is_err();
+            outs.push(b.map(|b| (b, c0.stats() - before)));
+            if failed {
+                break;
+            }
+        }
+        (s.delta(), outs)
+    });
+    let mut r = Subfield64VoleReceiver::from_base(rb, cfg).unwrap();
+    let mut results = Vec::new();
+    for &n in sizes {
+        let before = c1.stats();
+        let res = if chunked {
+            let (mut aa, mut cc) = (Vec::new(), Vec::new());
+            r.extend_chunks(&mut c1, n, &mut rng, |a, c| {
+                assert_eq!(a.len(), c.len());
+                assert!(!a.is_empty() && a.len() <= cfg.max_chunk);
+                aa.extend_from_slice(a);
+                cc.extend_from_slice(c);
+                Ok(())
+            })
+            .map(|()| (aa, cc))
+        } else {
+            r.extend(&mut c1, n, &mut rng)
+        };
+        let failed = res.is_err();
+        results.push(res.map(|(a, c)| (a, c, c1.stats() - before)));
+        if failed {
+            break;
+        }
+    }
+    drop(c1);
+    let (delta, souts) = sender.join().unwrap();
+    results
+        .into_iter()
+        .zip(
+            souts
+                .into_iter()
+                .chain(std::iter::repeat_with(|| Err(Error::ConsistencyCheck))),
+        )
+        .map(|(r, s)| {
+            let (a, c, rs) = r?;
+            let (b, ss) = s?;
+            Ok((delta, b, a, c, ss, rs))
+        })
+        .collect()
+}
+
+/// The correlation for every output, and that `A` is not degenerate: every one of its 64 bit
+/// positions is balanced (this catches a constant, zero, one-bit or low-degree `A`), and
+/// the values are pairwise distinct (a 64-bit uniform `A` repeats with probability `n²/2^65`).
+fn assert_sub64(out: &Sub64Out, n: usize) {
+    let (delta, b, a, c, _, _) = out;
+    assert_eq!((b.len(), a.len(), c.len()), (n, n, n));
+    for i in 0..n {
+        assert_eq!(
+            c[i],
+            b[i] ^ gf128::mul(embed64(a[i]), *delta),
+            "correlation {i} of {n}"
+        );
+    }
+    if n >= 2 {
+        assert_ne!(a[0], a[1]);
+        assert_ne!(b[0], b[1]);
+    }
+    if n >= 1000 {
+        for bit in 0..64 {
+            let ones = a.iter().filter(|x| (**x >> bit) & 1 == 1).count();
+            assert!(
+                ones > n * 2 / 5 && ones < n * 3 / 5,
+                "bit {bit}: {ones} ones of {n}"
+            );
+        }
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), n, "repeated A values");
+    }
+}
+
+#[test]
+fn sub64_semi_honest_sizes() {
+    let sizes = [1, 2, 3, 100, 1000, 4097, 20_011];
+    let (c0, c1) = mem_pair();
+    let outs = run_sub64(
+        c0,
+        c1,
+        cfg(Security::SemiHonest, 1 << 16),
+        &sizes,
+        None,
+        false,
+    );
+    assert_eq!(outs.len(), sizes.len());
+    for (out, n) in outs.iter().zip(sizes) {
+        assert_sub64(out.as_ref().unwrap(), n);
+    }
+}
+
+#[test]
+fn sub64_chunked_and_bootstrapped() {
+    // max_chunk 3000: 10_001 runs as four chunks, each bootstrapping the next; both the
+    // streaming and the collecting calls.
+    let sizes = [10_001, 3000, 1, 6001];
+    for chunked in [true, false] {
+        let (c0, c1) = mem_pair();
+        let outs = run_sub64(
+            c0,
+            c1,
+            cfg(Security::SemiHonest, 3000),
+            &sizes,
+            None,
+            chunked,
+        );
+        for (out, n) in outs.iter().zip(sizes) {
+            assert_sub64(out.as_ref().unwrap(), n);
+        }
+    }
+}
+
+#[test]
+fn sub64_malicious_passes_and_catches() {
+    let (c0, c1) = mem_pair();
+    let outs = run_sub64(
+        c0,
+        c1,
+        cfg(Security::Malicious, 1 << 13),
+        &[3001, 777],
+        None,
+        false,
+    );
+    assert_sub64(outs[0].as_ref().unwrap(), 3001);
+    assert_sub64(outs[1].as_ref().unwrap(), 777);
+    for target in [Target::D(7), Target::Level(4, 1)] {
+        let (c0, c1) = mem_pair();
+        let outs = run_sub64(
+            c0,
+            c1,
+            cfg(Security::Malicious, 1 << 13),
+            &[3001],
+            Some(target),
+            false,
+        );
+        assert!(
+            matches!(outs[0], Err(Error::ConsistencyCheck)),
+            "tampering {target:?} not caught"
+        );
+    }
+}
+
+#[test]
+fn sub64_over_tcp_and_communication() {
+    let (c0, c1) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
+    let n = 1 << 16;
+    let outs = run_sub64(
+        c0,
+        c1,
+        cfg(Security::SemiHonest, 1 << 20),
+        &[n, n + 1],
+        None,
+        false,
+    );
+    assert_sub64(outs[0].as_ref().unwrap(), n);
+    let second = outs[1].as_ref().unwrap();
+    assert_sub64(second, n + 1);
+    let bytes = second.4.total_bytes();
+    assert_eq!(bytes, second.5.total_bytes());
+    let bits_per = bytes as f64 * 8.0 / n as f64;
+    assert!(bits_per < 16.0, "{bits_per} bits per correlation");
+}
+
+#[test]
+fn sub64_real_base_ot_over_tcp() {
+    let (mut c0, mut c1) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
+    let cfg = cfg(Security::SemiHonest, 1 << 12);
+    let sender = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([16; 16]);
+        let mut s = Subfield64VoleSender::new(&mut c0, cfg, &mut rng).unwrap();
+        let b = s.extend(&mut c0, 5003, &mut rng).unwrap();
+        (s.delta(), b)
+    });
+    let mut rng = AesRng::from_seed([17; 16]);
+    let mut r = Subfield64VoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
+    let (a, c) = r.extend(&mut c1, 5003, &mut rng).unwrap();
+    let (delta, b) = sender.join().unwrap();
+    assert_sub64(&(delta, b, a, c, Stats::default(), Stats::default()), 5003);
+}
+
+#[test]
+fn sub64_zero_and_small_base() {
+    let cfg = VoleConfig::default();
+    let mut rng = AesRng::from_seed([18; 16]);
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let mut s = Subfield64VoleSender::from_base(sb, cfg).unwrap();
+    let mut r = Subfield64VoleReceiver::from_base(rb, cfg).unwrap();
+    let (mut c0, mut c1) = mem_pair();
+    assert!(s.extend(&mut c0, 0, &mut rng).unwrap().is_empty());
+    let (a, c) = r.extend(&mut c1, 0, &mut rng).unwrap();
+    assert!(a.is_empty() && c.is_empty());
+    assert!(format!("{s:?}").starts_with("Subfield64VoleSender"));
+    assert!(!format!("{s:?}").contains(&format!("{:?}", s.delta())));
+    let (sb, rb) = dealer(10, &mut rng);
+    assert!(matches!(
+        Subfield64VoleSender::from_base(sb, cfg),
+        Err(Error::NotEnoughBase { .. })
+    ));
+    assert!(matches!(
+        Subfield64VoleReceiver::from_base(rb, cfg),
+        Err(Error::NotEnoughBase { .. })
+    ));
 }

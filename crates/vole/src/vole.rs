@@ -87,6 +87,16 @@ impl VoleConfig {
         .cots_needed()
     }
 
+    /// Base 64-bit subfield VOLEs a [`crate::Subfield64VoleSender`] keeps in reserve.
+    pub(crate) fn sub64_reserve(&self) -> usize {
+        Params::new(
+            Kind::Subfield64,
+            self.max_chunk + RESERVE_SLACK,
+            self.security,
+        )
+        .voles_needed()
+    }
+
     /// Base VOLEs a GF(2^128) generator keeps in reserve.
     fn field_reserve(&self) -> usize {
         Params::new(Kind::Field, self.max_chunk + RESERVE_SLACK, self.security).voles_needed()
@@ -101,7 +111,7 @@ impl VoleConfig {
 
 /// Tweak tags keeping the hash tweaks of the inner and outer generators apart.
 const TAG_SUBFIELD: u64 = 0;
-const TAG_FIELD: u64 = 1;
+pub(crate) const TAG_FIELD: u64 = 1;
 
 /// Subfield VOLE sender: holds `Δ`, gets `B` with `C = B + A·Δ`.
 pub struct SubfieldVoleSender {
@@ -356,7 +366,7 @@ impl SubfieldVoleReceiver {
         let (a, c) = extend::receive(ch, params, &self.pool_r, &self.pool_t, &[], &[], tw, rng)?;
         match a {
             AVec::Bits(bits) => Ok((bits, c)),
-            AVec::Field(_) => unreachable!("a subfield extension returns bits"),
+            AVec::Field(_) | AVec::U64(_) => unreachable!("a subfield extension returns bits"),
         }
     }
 
@@ -651,7 +661,9 @@ impl VoleReceiver {
         let (a, mut c) = res?;
         let mut a = match a {
             AVec::Field(v) => v,
-            AVec::Bits(_) => unreachable!("a GF(2^128) extension returns field elements"),
+            AVec::Bits(_) | AVec::U64(_) => {
+                unreachable!("a GF(2^128) extension returns field elements")
+            }
         };
         let (new_a, new_c) = (a.split_off(k_user), c.split_off(k_user));
         self.pool_a.zeroize();
