@@ -64,13 +64,14 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use obliv_core::hash::ro_hash_block;
+use obliv_core::hash::RoHasher;
 use obliv_core::{Block, psi_compare_bytes};
 use obliv_cuckoo::{CuckooHasher, CuckooParams, CuckooTable, NUM_HASHES};
 use obliv_net::Channel;
 use obliv_ot::kkrt::{KkrtReceiver, KkrtSender};
 use rand::seq::SliceRandom;
 use rand_core::CryptoRng;
+use rayon::prelude::*;
 use zeroize::Zeroize;
 
 use crate::ecdh::{RngAdapter, Role};
@@ -191,11 +192,14 @@ fn hello<C: Channel + ?Sized>(
         })
 }
 
-/// Hashes items to blocks: `RO("obliv-psi kkrt16 v1 item", item)`.
-pub fn hash_items<T: AsRef<[u8]>>(items: &[T]) -> Vec<Block> {
+/// Hashes items to blocks: `RO("obliv-psi kkrt16 v1 item", item)`, in parallel on rayon.
+pub fn hash_items<T: AsRef<[u8]> + Sync>(items: &[T]) -> Vec<Block> {
     items
-        .iter()
-        .map(|t| ro_hash_block(ITEM_DOMAIN, t.as_ref()))
+        .par_iter()
+        .map_init(
+            || RoHasher::new(ITEM_DOMAIN),
+            |h, t| h.hash_block(t.as_ref()),
+        )
         .collect()
 }
 
@@ -296,7 +300,7 @@ impl KkrtPsiReceiver {
     pub fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<Vec<usize>>
     where
         C: Channel + ?Sized,
-        T: AsRef<[u8]>,
+        T: AsRef<[u8]> + Sync,
         R: CryptoRng + ?Sized,
     {
         if items.len() > obliv_cuckoo::MAX_ITEMS / 2 {
@@ -487,7 +491,7 @@ impl KkrtPsiSender {
     pub fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<()>
     where
         C: Channel + ?Sized,
-        T: AsRef<[u8]>,
+        T: AsRef<[u8]> + Sync,
         R: CryptoRng + ?Sized,
     {
         if items.len() > obliv_cuckoo::MAX_ITEMS / 2 {
@@ -612,7 +616,7 @@ pub fn run<C, T, R>(
 ) -> Result<Option<Vec<usize>>>
 where
     C: Channel + ?Sized,
-    T: AsRef<[u8]>,
+    T: AsRef<[u8]> + Sync,
     R: CryptoRng + ?Sized,
 {
     match role {
@@ -669,7 +673,7 @@ mod tests {
     fn item_hash_regression() {
         // Pins the item encoding (a wire-format change must bump the domain).
         let a = hash_items(&[b"alice".as_slice(), b"bob".as_slice()]);
-        assert_eq!(a[0], ro_hash_block(ITEM_DOMAIN, b"alice"));
+        assert_eq!(a[0], obliv_core::hash::ro_hash_block(ITEM_DOMAIN, b"alice"));
         assert_ne!(a[0], a[1]);
         assert_eq!(tag(2), Block(2));
     }
