@@ -42,7 +42,7 @@
 //! let hba = Ristretto255::mul_encoded_batch(&hb, &a).unwrap();
 //! assert_eq!(hab, hba);
 //! ```
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)] // allowed only in `ifma25519` (AVX-512 intrinsics), with SAFETY comments
 
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]
@@ -53,6 +53,8 @@ mod dynamic;
 mod error;
 mod fastmul;
 mod fourq;
+#[cfg(target_arch = "x86_64")]
+mod ifma25519;
 mod ristretto;
 mod secret;
 pub mod sm2;

@@ -40,7 +40,77 @@ const INV_TWO: [u8; 32] = [
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08,
 ];
 
+/// The eight-lane AVX-512 IFMA backend, if this CPU has it and `OBLIV_EC_NO_SIMD` is unset
+/// (checked once per process).
+#[cfg(target_arch = "x86_64")]
+fn ifma() -> Option<crate::ifma25519::Ifma> {
+    static DETECTED: std::sync::OnceLock<Option<crate::ifma25519::Ifma>> =
+        std::sync::OnceLock::new();
+    *DETECTED.get_or_init(|| {
+        if std::env::var_os("OBLIV_EC_NO_SIMD").is_some() {
+            None
+        } else {
+            crate::ifma25519::Ifma::detect()
+        }
+    })
+}
+
 impl Ristretto255 {
+    /// Which backend the batch paths ([`PrimeGroup::mul_and_encode_chunk`],
+    /// [`PrimeGroup::decode_mul_and_encode_chunk`]) use on this machine: `"avx512ifma-8way"`
+    /// (this crate's eight-lane kernel) or `"dalek"` (curve25519-dalek point by point; also
+    /// forced by setting the environment variable `OBLIV_EC_NO_SIMD`).
+    pub fn batch_backend() -> &'static str {
+        #[cfg(target_arch = "x86_64")]
+        if ifma().is_some() {
+            return "avx512ifma-8way";
+        }
+        "dalek"
+    }
+
+    /// The reference batch path on curve25519-dalek (`[k/2]P` per point, then dalek's
+    /// `double_and_compress_batch`), whatever the CPU: the fallback of
+    /// [`PrimeGroup::mul_and_encode_chunk`], public so that tests and benches can compare
+    /// the two. `out.len()` must equal `points.len()`.
+    pub fn mul_and_encode_chunk_dalek(
+        points: &[RistrettoPoint],
+        k: &SecretScalar<Scalar>,
+        out: &mut [[u8; 32]],
+    ) {
+        // [k]P = [2]([k/2]P): dalek encodes doubled points in a batch with one inversion.
+        let half = SecretScalar(k.0 * Scalar::from_bytes_mod_order(INV_TWO));
+        let halves: Vec<RistrettoPoint> = points.iter().map(|p| p * half.0).collect();
+        let enc = RistrettoPoint::double_and_compress_batch(&halves);
+        for (o, e) in out.iter_mut().zip(enc) {
+            *o = e.to_bytes();
+        }
+    }
+
+    /// The reference path of [`PrimeGroup::decode_mul_and_encode_chunk`] (full `decode`
+    /// of each encoding, then [`Self::mul_and_encode_chunk_dalek`]).
+    ///
+    /// # Errors
+    /// [`Error::Batch`] naming the first invalid encoding and why it was rejected.
+    pub fn decode_mul_and_encode_chunk_dalek<E: AsRef<[u8]>>(
+        encodings: &[E],
+        first_index: usize,
+        k: &SecretScalar<Scalar>,
+        out: &mut [[u8; 32]],
+    ) -> Result<(), Error> {
+        let pts = encodings
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                Self::decode(e.as_ref()).map_err(|source| Error::Batch {
+                    index: first_index + i,
+                    source: Box::new(source),
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        Self::mul_and_encode_chunk_dalek(&pts, k, out);
+        Ok(())
+    }
+
     /// RFC 9496 §4.3.4 element derivation from 64 uniform bytes (the one-way map), exposed
     /// for the RFC 9496 Appendix A.3 known-answer tests.
     pub fn from_uniform_bytes(bytes: &[u8; 64]) -> RistrettoPoint {
@@ -148,12 +218,162 @@ impl PrimeGroup for Ristretto255 {
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) {
-        // [k]P = [2]([k/2]P): dalek encodes doubled points in a batch with one inversion.
-        let half = SecretScalar(k.0 * Scalar::from_bytes_mod_order(INV_TWO));
-        let halves: Vec<RistrettoPoint> = points.iter().map(|p| p * half.0).collect();
-        let enc = RistrettoPoint::double_and_compress_batch(&halves);
-        for (o, e) in out.iter_mut().zip(enc) {
-            *o = e.to_bytes();
+        #[cfg(target_arch = "x86_64")]
+        if let Some(ifma) = ifma() {
+            // dalek keeps the coordinates private; its batched encoding of doubled points
+            // (one inversion per chunk) hands them over as encodings of 2P, which the lanes
+            // decode and multiply by k/2: [k/2]([2]P) = [k]P.
+            let half = SecretScalar(k.0 * Scalar::from_bytes_mod_order(INV_TWO));
+            let doubled: Vec<[u8; 32]> = RistrettoPoint::double_and_compress_batch(points)
+                .iter()
+                .map(CompressedRistretto::to_bytes)
+                .collect();
+            let digits = crate::ifma25519::radix16(&half.0);
+            // Encodings of 2P are always valid (identity allowed): this cannot fail, but if
+            // it did the reference path below recomputes the whole chunk.
+            if ifma.decode_mul_encode(&doubled, &digits, out, false) {
+                return;
+            }
+        }
+        Self::mul_and_encode_chunk_dalek(points, k, out);
+    }
+
+    fn decode_mul_and_encode_chunk<E: AsRef<[u8]>>(
+        encodings: &[E],
+        first_index: usize,
+        k: &SecretScalar<Scalar>,
+        out: &mut [[u8; 32]],
+    ) -> Result<(), Error> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(ifma) = ifma() {
+            let encs: Option<Vec<[u8; 32]>> = encodings
+                .iter()
+                .map(|e| <[u8; 32]>::try_from(e.as_ref()).ok())
+                .collect();
+            // Same validation as `decode` (canonical, non-negative, on the curve, not the
+            // identity), in lanes; a chunk with an invalid encoding goes to the reference
+            // path, which reports the first offending index exactly as before.
+            if let Some(encs) = encs {
+                let digits = crate::ifma25519::radix16(&k.0);
+                if ifma.decode_mul_encode(&encs, &digits, out, true) {
+                    return Ok(());
+                }
+            }
+        }
+        Self::decode_mul_and_encode_chunk_dalek(encodings, first_index, k, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The dispatched batch paths (AVX-512 IFMA lanes on this machine) against the
+    //! curve25519-dalek reference path: byte-identical outputs, identical errors.
+    use super::*;
+    use rand::SeedableRng;
+
+    fn points(n: usize, seed: u64) -> Vec<RistrettoPoint> {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        (0..n).map(|_| RistrettoPoint::random(&mut rng)).collect()
+    }
+
+    fn scalars() -> Vec<SecretScalar<Scalar>> {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(99);
+        vec![
+            SecretScalar(Scalar::ZERO),
+            SecretScalar(Scalar::ONE),
+            SecretScalar(-Scalar::ONE), // ℓ − 1
+            SecretScalar(Scalar::from(2u8)),
+            SecretScalar(Scalar::from_bytes_mod_order(INV_TWO)),
+            SecretScalar(Scalar::random(&mut rng)),
+            SecretScalar(Scalar::random(&mut rng)),
+        ]
+    }
+
+    #[test]
+    fn backend_is_reported() {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512ifma")
+            && std::env::var_os("OBLIV_EC_NO_SIMD").is_none()
+        {
+            assert_eq!(Ristretto255::batch_backend(), "avx512ifma-8way");
+            return;
+        }
+        assert_eq!(Ristretto255::batch_backend(), "dalek");
+    }
+
+    #[test]
+    fn mul_and_encode_chunk_matches_dalek() {
+        for n in [0usize, 1, 7, 8, 9, 17, 256] {
+            let mut pts = points(n, n as u64);
+            if n > 3 {
+                pts[2] = RistrettoPoint::identity();
+            }
+            for k in &scalars() {
+                let mut fast = vec![[0u8; 32]; n];
+                let mut slow = vec![[0u8; 32]; n];
+                Ristretto255::mul_and_encode_chunk(&pts, k, &mut fast);
+                Ristretto255::mul_and_encode_chunk_dalek(&pts, k, &mut slow);
+                assert_eq!(fast, slow, "n = {n}");
+                let single: Vec<[u8; 32]> = pts
+                    .iter()
+                    .map(|p| (p * k.0).compress().to_bytes())
+                    .collect();
+                assert_eq!(fast, single);
+            }
+        }
+    }
+
+    #[test]
+    fn decode_mul_and_encode_chunk_matches_dalek() {
+        for n in [0usize, 1, 5, 8, 13, 256] {
+            let enc: Vec<[u8; 32]> = points(n, 1000 + n as u64)
+                .iter()
+                .map(|p| p.compress().to_bytes())
+                .collect();
+            for k in &scalars() {
+                let mut fast = vec![[0u8; 32]; n];
+                let mut slow = vec![[0u8; 32]; n];
+                Ristretto255::decode_mul_and_encode_chunk(&enc, 40, k, &mut fast).unwrap();
+                Ristretto255::decode_mul_and_encode_chunk_dalek(&enc, 40, k, &mut slow).unwrap();
+                assert_eq!(fast, slow, "n = {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn decode_mul_and_encode_chunk_errors_match_dalek() {
+        let k = &scalars()[5];
+        let good: Vec<Vec<u8>> = points(12, 5)
+            .iter()
+            .map(|p| p.compress().to_bytes().to_vec())
+            .collect();
+        let g = good[0].clone();
+        let mut negative = g.clone();
+        negative[0] |= 1; // a negative s
+        let mut noncanonical = vec![0xffu8; 32];
+        noncanonical[31] = 0x7f; // 2^255 − 1 ≥ p
+        let bad_cases: Vec<Vec<u8>> = vec![
+            vec![0u8; 32], // identity
+            negative,
+            noncanonical,
+            vec![1u8; 31], // wrong length
+            {
+                let mut h = [0u8; 32];
+                h[0] = 2; // s = 1: not on the curve in Ristretto's sense
+                h.to_vec()
+            },
+        ];
+        for bad in bad_cases {
+            let mut batch = good.clone();
+            batch[9] = bad.clone();
+            let mut o1 = vec![[0u8; 32]; 12];
+            let mut o2 = vec![[0u8; 32]; 12];
+            let e1 =
+                Ristretto255::decode_mul_and_encode_chunk(&batch, 256, k, &mut o1).unwrap_err();
+            let e2 = Ristretto255::decode_mul_and_encode_chunk_dalek(&batch, 256, k, &mut o2)
+                .unwrap_err();
+            assert_eq!(format!("{e1:?}"), format!("{e2:?}"));
+            assert!(format!("{e1:?}").contains("265"), "{e1:?}");
         }
     }
 }

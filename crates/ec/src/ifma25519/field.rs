@@ -1,0 +1,649 @@
+//! Eight elements of GF(2^255 − 19) in the lanes of AVX-512 registers: radix 2^51, five limbs,
+//! limb `i` of all eight elements in one `__m512i`.
+//!
+//! The multiplication and squaring are the AVX-512 IFMA schedules of curve25519-dalek's
+//! `backend::vector::ifma::field` (H. de Valence, "Accelerating Edwards curve arithmetic with
+//! parallel formulas", 2018; I. Lovecruft, H. de Valence), widened from four 256-bit lanes to
+//! eight 512-bit lanes and applied to eight independent field elements instead of the four
+//! coordinates of one point.
+//!
+//! # Why radix 2^51 and not 2^52
+//!
+//! `vpmadd52{l,h}uq` multiply 52-bit operands, so limbs must stay below 2^52. With five
+//! 51-bit limbs (255 bits) the wrap-around is `2^255 ≡ 19`, the products of the high half
+//! come back with a factor 2 (`2^52 = 2·2^51`), and a reduced limb `< 2^51 + 2^18` leaves
+//! room below 2^52; radix 2^52 would need `2^260 ≡ 608` and one bit less head-room.
+//!
+//! # Limb bounds
+//!
+//! A *reduced* element ([`F8`]) has every limb below `2^51 + 2^18` (`< 2^52`), which is what
+//! [`F8::mul`] and [`F8::square`] require of their inputs. Every operation here returns a
+//! reduced element: sums and differences are carried once (one parallel carry step, as in
+//! dalek's `F51x4Unreduced → F51x4Reduced`), products are reduced after the IFMA schedule.
+//! Differences add `16p` first (limbs `2^55 − 304`, `2^55 − 16`), which exceeds every
+//! reduced limb, so no limb underflows. [`F8::freeze`] gives the canonical representative
+//! (every limb `< 2^51`, value `< p`), needed for equality, sign and byte encoding.
+#![allow(clippy::cast_possible_truncation)] // limb packing: truncation to 51/64 bits intended
+#![allow(clippy::cast_possible_wrap)] // u64 bit patterns passed to _mm512_set1_epi64
+#![allow(clippy::many_single_char_names)]
+
+use core::arch::x86_64::{
+    __m512i, __mmask8, _mm512_add_epi64, _mm512_and_si512, _mm512_cmpeq_epi64_mask,
+    _mm512_madd52hi_epu64, _mm512_madd52lo_epu64, _mm512_mask_blend_epi64, _mm512_or_si512,
+    _mm512_set_epi64, _mm512_set1_epi64, _mm512_setzero_si512, _mm512_slli_epi64,
+    _mm512_srli_epi64, _mm512_storeu_si512, _mm512_sub_epi64, _mm512_test_epi64_mask,
+};
+
+const MASK51: u64 = (1 << 51) - 1;
+
+/// Eight field elements, reduced (every limb below `2^51 + 2^18`).
+#[derive(Clone, Copy)]
+pub(crate) struct F8(pub(crate) [__m512i; 5]);
+
+#[inline]
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn splat(x: u64) -> __m512i {
+    _mm512_set1_epi64(x as i64)
+}
+
+#[inline]
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn add(a: __m512i, b: __m512i) -> __m512i {
+    _mm512_add_epi64(a, b)
+}
+
+#[inline]
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn lo(z: __m512i, x: __m512i, y: __m512i) -> __m512i {
+    _mm512_madd52lo_epu64(z, x, y)
+}
+
+#[inline]
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn hi(z: __m512i, x: __m512i, y: __m512i) -> __m512i {
+    _mm512_madd52hi_epu64(z, x, y)
+}
+
+#[inline]
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn shr52(x: __m512i) -> __m512i {
+    _mm512_srli_epi64::<52>(x)
+}
+
+/// One parallel carry step: limbs of up to 64 bits in, reduced limbs out (dalek's
+/// `From<F51x4Unreduced> for F51x4Reduced`): `c_i = x_i >> 51`, limb `i` keeps its low 51
+/// bits plus `c_{i−1}`, limb 0 gets `19·c_4`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn carry(x: [__m512i; 5]) -> F8 {
+    let mask = splat(MASK51);
+    let r19 = splat(19);
+    let c0 = _mm512_srli_epi64::<51>(x[0]);
+    let c1 = _mm512_srli_epi64::<51>(x[1]);
+    let c2 = _mm512_srli_epi64::<51>(x[2]);
+    let c3 = _mm512_srli_epi64::<51>(x[3]);
+    let c4 = _mm512_srli_epi64::<51>(x[4]);
+    F8([
+        lo(_mm512_and_si512(x[0], mask), c4, r19),
+        add(_mm512_and_si512(x[1], mask), c0),
+        add(_mm512_and_si512(x[2], mask), c1),
+        add(_mm512_and_si512(x[3], mask), c2),
+        add(_mm512_and_si512(x[4], mask), c3),
+    ])
+}
+
+impl F8 {
+    /// Every lane zero.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn zero() -> Self {
+        F8([_mm512_setzero_si512(); 5])
+    }
+
+    /// The same element (given by its five 51-bit limbs) in every lane.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn splat(limbs: [u64; 5]) -> Self {
+        F8([
+            splat(limbs[0]),
+            splat(limbs[1]),
+            splat(limbs[2]),
+            splat(limbs[3]),
+            splat(limbs[4]),
+        ])
+    }
+
+    /// Every lane one.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn one() -> Self {
+        Self::splat([1, 0, 0, 0, 0])
+    }
+
+    /// From per-lane limbs `limbs[i][lane]` (each below `2^52`).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn from_limbs(limbs: &[[u64; 8]; 5]) -> Self {
+        let v = |l: &[u64; 8]| {
+            _mm512_set_epi64(
+                l[7] as i64,
+                l[6] as i64,
+                l[5] as i64,
+                l[4] as i64,
+                l[3] as i64,
+                l[2] as i64,
+                l[1] as i64,
+                l[0] as i64,
+            )
+        };
+        F8([
+            v(&limbs[0]),
+            v(&limbs[1]),
+            v(&limbs[2]),
+            v(&limbs[3]),
+            v(&limbs[4]),
+        ])
+    }
+
+    /// The per-lane limbs `[i][lane]` (not normalised).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn to_limbs(self) -> [[u64; 8]; 5] {
+        let mut out = [[0u64; 8]; 5];
+        for (o, v) in out.iter_mut().zip(self.0) {
+            // SAFETY: `o` is 64 bytes of writable memory (`[u64; 8]`) and `storeu` has no
+            // alignment requirement.
+            unsafe { _mm512_storeu_si512(o.as_mut_ptr().cast(), v) };
+        }
+        out
+    }
+
+    /// Eight elements from 32-byte little-endian strings; bit 255 is ignored (as in
+    /// RFC 7748 and dalek's `FieldElement::from_bytes`), values in `[p, 2^255)` are accepted
+    /// unreduced (callers check canonicity where it matters).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn from_bytes(bytes: &[[u8; 32]; 8]) -> Self {
+        let mut limbs = [[0u64; 8]; 5];
+        for (lane, b) in bytes.iter().enumerate() {
+            let l = limbs_from_bytes(b);
+            for i in 0..5 {
+                limbs[i][lane] = l[i];
+            }
+        }
+        Self::from_limbs(&limbs)
+    }
+
+    /// The canonical 32-byte little-endian encodings of the eight elements.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn to_bytes(self) -> [[u8; 32]; 8] {
+        let l = self.freeze().to_limbs();
+        let mut out = [[0u8; 32]; 8];
+        for (lane, o) in out.iter_mut().enumerate() {
+            *o = bytes_from_canonical_limbs([
+                l[0][lane], l[1][lane], l[2][lane], l[3][lane], l[4][lane],
+            ]);
+        }
+        out
+    }
+
+    /// `a + b`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn add(&self, b: &F8) -> F8 {
+        let a = &self.0;
+        let b = &b.0;
+        carry([
+            add(a[0], b[0]),
+            add(a[1], b[1]),
+            add(a[2], b[2]),
+            add(a[3], b[3]),
+            add(a[4], b[4]),
+        ])
+    }
+
+    /// `a − b`, computed as `a + 16p − b`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn sub(&self, b: &F8) -> F8 {
+        let a = &self.0;
+        let b = &b.0;
+        let p0 = splat(36_028_797_018_963_664); // 16·(2^51 − 19)
+        let pi = splat(36_028_797_018_963_952); // 16·(2^51 − 1)
+        carry([
+            _mm512_sub_epi64(add(a[0], p0), b[0]),
+            _mm512_sub_epi64(add(a[1], pi), b[1]),
+            _mm512_sub_epi64(add(a[2], pi), b[2]),
+            _mm512_sub_epi64(add(a[3], pi), b[3]),
+            _mm512_sub_epi64(add(a[4], pi), b[4]),
+        ])
+    }
+
+    /// `−a`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn neg(&self) -> F8 {
+        F8::zero().sub(self)
+    }
+
+    /// Lane-wise select: lane `i` of the result is `b`'s if bit `i` of `mask` is set, else `a`'s.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn select(a: &F8, b: &F8, mask: __mmask8) -> F8 {
+        F8([
+            _mm512_mask_blend_epi64(mask, a.0[0], b.0[0]),
+            _mm512_mask_blend_epi64(mask, a.0[1], b.0[1]),
+            _mm512_mask_blend_epi64(mask, a.0[2], b.0[2]),
+            _mm512_mask_blend_epi64(mask, a.0[3], b.0[3]),
+            _mm512_mask_blend_epi64(mask, a.0[4], b.0[4]),
+        ])
+    }
+
+    /// `−a` in the lanes selected by `mask`, `a` elsewhere.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn cond_neg(&self, mask: __mmask8) -> F8 {
+        F8::select(self, &self.neg(), mask)
+    }
+
+    /// The canonical representative: every limb below `2^51`, value below `p` (dalek's
+    /// `FieldElement51::to_bytes` normalisation: one carry step, `q = ⌊(x + 19)/2^255⌋` by a
+    /// carry chain, then `x + 19q` carried with the top bit dropped).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn freeze(&self) -> F8 {
+        let mask = splat(MASK51);
+        let r = carry(self.0).0;
+        let mut q = _mm512_srli_epi64::<51>(add(r[0], splat(19)));
+        q = _mm512_srli_epi64::<51>(add(r[1], q));
+        q = _mm512_srli_epi64::<51>(add(r[2], q));
+        q = _mm512_srli_epi64::<51>(add(r[3], q));
+        q = _mm512_srli_epi64::<51>(add(r[4], q));
+        let mut l0 = lo(r[0], q, splat(19));
+        let mut l1 = add(r[1], _mm512_srli_epi64::<51>(l0));
+        l0 = _mm512_and_si512(l0, mask);
+        let mut l2 = add(r[2], _mm512_srli_epi64::<51>(l1));
+        l1 = _mm512_and_si512(l1, mask);
+        let mut l3 = add(r[3], _mm512_srli_epi64::<51>(l2));
+        l2 = _mm512_and_si512(l2, mask);
+        let mut l4 = add(r[4], _mm512_srli_epi64::<51>(l3));
+        l3 = _mm512_and_si512(l3, mask);
+        l4 = _mm512_and_si512(l4, mask);
+        F8([l0, l1, l2, l3, l4])
+    }
+
+    /// Lanes whose canonical value is odd ("negative" in RFC 9496 §4.1).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn is_negative(&self) -> __mmask8 {
+        _mm512_test_epi64_mask(self.freeze().0[0], splat(1))
+    }
+
+    /// Lanes equal to zero.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn is_zero(&self) -> __mmask8 {
+        let f = self.freeze().0;
+        let or = _mm512_or_si512(
+            _mm512_or_si512(f[0], f[1]),
+            _mm512_or_si512(_mm512_or_si512(f[2], f[3]), f[4]),
+        );
+        _mm512_cmpeq_epi64_mask(or, _mm512_setzero_si512())
+    }
+
+    /// Lanes where `a = b`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn ct_eq(&self, b: &F8) -> __mmask8 {
+        self.sub(b).is_zero()
+    }
+
+    /// `a·b` (dalek's IFMA schedule: products `lo52` with weight 1 and `hi52` with weight 2
+    /// in radix 2^51, the columns 5…9 folded back with `19`).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn mul(&self, rhs: &F8) -> F8 {
+        let x = &self.0;
+        let y = &rhs.0;
+        let z = _mm512_setzero_si512();
+        let (mut z0_1, mut z1_1, mut z2_1, mut z3_1, mut z4_1) = (z, z, z, z, z);
+        let (mut z5_1, mut z6_1, mut z7_1, mut z8_1) = (z, z, z, z);
+        let (mut z0_2, mut z1_2, mut z2_2, mut z3_2, mut z4_2) = (z, z, z, z, z);
+        let (mut z5_2, mut z6_2, mut z7_2, mut z8_2, mut z9_2) = (z, z, z, z, z);
+
+        // Wave 0
+        z4_1 = lo(z4_1, x[2], y[2]);
+        z5_2 = hi(z5_2, x[2], y[2]);
+        z5_1 = lo(z5_1, x[4], y[1]);
+        z6_2 = hi(z6_2, x[4], y[1]);
+        z6_1 = lo(z6_1, x[4], y[2]);
+        z7_2 = hi(z7_2, x[4], y[2]);
+        z7_1 = lo(z7_1, x[4], y[3]);
+        z8_2 = hi(z8_2, x[4], y[3]);
+        // Wave 1
+        z4_1 = lo(z4_1, x[3], y[1]);
+        z5_2 = hi(z5_2, x[3], y[1]);
+        z5_1 = lo(z5_1, x[3], y[2]);
+        z6_2 = hi(z6_2, x[3], y[2]);
+        z6_1 = lo(z6_1, x[3], y[3]);
+        z7_2 = hi(z7_2, x[3], y[3]);
+        z7_1 = lo(z7_1, x[3], y[4]);
+        z8_2 = hi(z8_2, x[3], y[4]);
+        // Wave 2
+        z8_1 = lo(z8_1, x[4], y[4]);
+        z9_2 = hi(z9_2, x[4], y[4]);
+        z4_1 = lo(z4_1, x[4], y[0]);
+        z5_2 = hi(z5_2, x[4], y[0]);
+        z5_1 = lo(z5_1, x[2], y[3]);
+        z6_2 = hi(z6_2, x[2], y[3]);
+        z6_1 = lo(z6_1, x[2], y[4]);
+        z7_2 = hi(z7_2, x[2], y[4]);
+
+        let z8 = add(z8_1, add(z8_2, z8_2));
+        let z9 = add(z9_2, z9_2);
+
+        // Wave 3
+        z3_1 = lo(z3_1, x[3], y[0]);
+        z4_2 = hi(z4_2, x[3], y[0]);
+        z4_1 = lo(z4_1, x[1], y[3]);
+        z5_2 = hi(z5_2, x[1], y[3]);
+        z5_1 = lo(z5_1, x[1], y[4]);
+        z6_2 = hi(z6_2, x[1], y[4]);
+        z2_1 = lo(z2_1, x[2], y[0]);
+        z3_2 = hi(z3_2, x[2], y[0]);
+
+        let z6 = add(z6_1, add(z6_2, z6_2));
+        let z7 = add(z7_1, add(z7_2, z7_2));
+
+        // Wave 4
+        z3_1 = lo(z3_1, x[2], y[1]);
+        z4_2 = hi(z4_2, x[2], y[1]);
+        z4_1 = lo(z4_1, x[0], y[4]);
+        z5_2 = hi(z5_2, x[0], y[4]);
+        z1_1 = lo(z1_1, x[1], y[0]);
+        z2_2 = hi(z2_2, x[1], y[0]);
+        z2_1 = lo(z2_1, x[1], y[1]);
+        z3_2 = hi(z3_2, x[1], y[1]);
+
+        let z5 = add(z5_1, add(z5_2, z5_2));
+
+        // Wave 5
+        z3_1 = lo(z3_1, x[1], y[2]);
+        z4_2 = hi(z4_2, x[1], y[2]);
+        z0_1 = lo(z0_1, x[0], y[0]);
+        z1_2 = hi(z1_2, x[0], y[0]);
+        z1_1 = lo(z1_1, x[0], y[1]);
+        z2_1 = lo(z2_1, x[0], y[2]);
+        z2_2 = hi(z2_2, x[0], y[1]);
+        z3_2 = hi(z3_2, x[0], y[2]);
+
+        let mut t0 = z;
+        let mut t1 = z;
+        let r19 = splat(19);
+
+        // Wave 6
+        t0 = hi(t0, r19, z9);
+        t1 = lo(t1, r19, shr52(z9));
+        z3_1 = lo(z3_1, x[0], y[3]);
+        z4_2 = hi(z4_2, x[0], y[3]);
+        z1_2 = lo(z1_2, r19, shr52(z5));
+        z2_2 = lo(z2_2, r19, shr52(z6));
+        z3_2 = lo(z3_2, r19, shr52(z7));
+        z0_1 = lo(z0_1, r19, z5);
+        // Wave 7
+        z4_1 = lo(z4_1, r19, z9);
+        z1_1 = lo(z1_1, r19, z6);
+        z0_2 = lo(z0_2, r19, add(t0, t1));
+        z4_2 = hi(z4_2, r19, z8);
+        z2_1 = lo(z2_1, r19, z7);
+        z1_2 = hi(z1_2, r19, z5);
+        z2_2 = hi(z2_2, r19, z6);
+        z3_2 = hi(z3_2, r19, z7);
+        // Wave 8
+        z3_1 = lo(z3_1, r19, z8);
+        z4_2 = lo(z4_2, r19, shr52(z8));
+
+        carry([
+            add(z0_1, add(z0_2, z0_2)),
+            add(z1_1, add(z1_2, z1_2)),
+            add(z2_1, add(z2_2, z2_2)),
+            add(z3_1, add(z3_2, z3_2)),
+            add(z4_1, add(z4_2, z4_2)),
+        ])
+    }
+
+    /// `a²` (dalek's IFMA squaring: the cross products once, with weights 2 and 4).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn square(&self) -> F8 {
+        let x = &self.0;
+        let z = _mm512_setzero_si512();
+        let (mut z0_2, mut z1_2, mut z2_2, mut z3_2, mut z4_2) = (z, z, z, z, z);
+        let (mut z5_2, mut z6_2, mut z7_2, mut z9_2) = (z, z, z, z);
+        let (mut z2_4, mut z3_4, mut z4_4, mut z5_4, mut z6_4, mut z7_4, mut z8_4) =
+            (z, z, z, z, z, z, z);
+
+        let mut z0_1 = lo(z, x[0], x[0]);
+
+        let mut z1_1 = z;
+        z1_2 = lo(z1_2, x[0], x[1]);
+        z1_2 = hi(z1_2, x[0], x[0]);
+
+        z2_4 = hi(z2_4, x[0], x[1]);
+        let mut z2_1 = _mm512_slli_epi64::<2>(z2_4);
+        z2_2 = lo(z2_2, x[0], x[2]);
+        z2_1 = lo(z2_1, x[1], x[1]);
+
+        z3_4 = hi(z3_4, x[0], x[2]);
+        let mut z3_1 = _mm512_slli_epi64::<2>(z3_4);
+        z3_2 = lo(z3_2, x[1], x[2]);
+        z3_2 = lo(z3_2, x[0], x[3]);
+        z3_2 = hi(z3_2, x[1], x[1]);
+
+        z4_4 = hi(z4_4, x[1], x[2]);
+        z4_4 = hi(z4_4, x[0], x[3]);
+        let mut z4_1 = _mm512_slli_epi64::<2>(z4_4);
+        z4_2 = lo(z4_2, x[1], x[3]);
+        z4_2 = lo(z4_2, x[0], x[4]);
+        z4_1 = lo(z4_1, x[2], x[2]);
+
+        z5_4 = hi(z5_4, x[1], x[3]);
+        z5_4 = hi(z5_4, x[0], x[4]);
+        let mut z5_1 = _mm512_slli_epi64::<2>(z5_4);
+        z5_2 = lo(z5_2, x[2], x[3]);
+        z5_2 = lo(z5_2, x[1], x[4]);
+        z5_2 = hi(z5_2, x[2], x[2]);
+
+        z6_4 = hi(z6_4, x[2], x[3]);
+        z6_4 = hi(z6_4, x[1], x[4]);
+        let mut z6_1 = _mm512_slli_epi64::<2>(z6_4);
+        z6_2 = lo(z6_2, x[2], x[4]);
+        z6_1 = lo(z6_1, x[3], x[3]);
+
+        z7_4 = hi(z7_4, x[2], x[4]);
+        let mut z7_1 = _mm512_slli_epi64::<2>(z7_4);
+        z7_2 = lo(z7_2, x[3], x[4]);
+        z7_2 = hi(z7_2, x[3], x[3]);
+
+        z8_4 = hi(z8_4, x[3], x[4]);
+        let mut z8_1 = _mm512_slli_epi64::<2>(z8_4);
+        z8_1 = lo(z8_1, x[4], x[4]);
+
+        let mut z9_1 = z;
+        z9_2 = hi(z9_2, x[4], x[4]);
+
+        z5_1 = add(z5_1, _mm512_slli_epi64::<1>(z5_2));
+        z6_1 = add(z6_1, _mm512_slli_epi64::<1>(z6_2));
+        z7_1 = add(z7_1, _mm512_slli_epi64::<1>(z7_2));
+        z9_1 = add(z9_1, _mm512_slli_epi64::<1>(z9_2));
+
+        let mut t0 = z;
+        let mut t1 = z;
+        let r19 = splat(19);
+
+        t0 = hi(t0, r19, z9_1);
+        t1 = lo(t1, r19, shr52(z9_1));
+
+        z4_2 = lo(z4_2, r19, shr52(z8_1));
+        z3_2 = lo(z3_2, r19, shr52(z7_1));
+        z2_2 = lo(z2_2, r19, shr52(z6_1));
+        z1_2 = lo(z1_2, r19, shr52(z5_1));
+
+        z0_2 = lo(z0_2, r19, add(t0, t1));
+        z1_2 = hi(z1_2, r19, z5_1);
+        z2_2 = hi(z2_2, r19, z6_1);
+        z3_2 = hi(z3_2, r19, z7_1);
+        z4_2 = hi(z4_2, r19, z8_1);
+
+        z0_1 = lo(z0_1, r19, z5_1);
+        z1_1 = lo(z1_1, r19, z6_1);
+        z2_1 = lo(z2_1, r19, z7_1);
+        z3_1 = lo(z3_1, r19, z8_1);
+        z4_1 = lo(z4_1, r19, z9_1);
+
+        carry([
+            add(z0_1, add(z0_2, z0_2)),
+            add(z1_1, add(z1_2, z1_2)),
+            add(z2_1, add(z2_2, z2_2)),
+            add(z3_1, add(z3_2, z3_2)),
+            add(z4_1, add(z4_2, z4_2)),
+        ])
+    }
+
+    /// `a^(2^k)` for `k ≥ 1`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn pow2k(&self, k: u32) -> F8 {
+        let mut t = self.square();
+        for _ in 1..k {
+            t = t.square();
+        }
+        t
+    }
+
+    /// `a^(2^250 − 1)` and `a^11`, dalek's addition chain (`FieldElement::pow22501`).
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn pow22501(&self) -> (F8, F8) {
+        let t0 = self.square();
+        let t1 = t0.square().square();
+        let t2 = self.mul(&t1);
+        let t3 = t0.mul(&t2);
+        let t4 = t3.square();
+        let t5 = t2.mul(&t4);
+        let t6 = t5.pow2k(5);
+        let t7 = t6.mul(&t5);
+        let t8 = t7.pow2k(10);
+        let t9 = t8.mul(&t7);
+        let t10 = t9.pow2k(20);
+        let t11 = t10.mul(&t9);
+        let t12 = t11.pow2k(10);
+        let t13 = t12.mul(&t7);
+        let t14 = t13.pow2k(50);
+        let t15 = t14.mul(&t13);
+        let t16 = t15.pow2k(100);
+        let t17 = t16.mul(&t15);
+        let t18 = t17.pow2k(50);
+        let t19 = t18.mul(&t13);
+        (t19, t3)
+    }
+
+    /// `a^((p − 5)/8) = a^(2^252 − 3)`.
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn pow_p58(&self) -> F8 {
+        let (t19, _) = self.pow22501();
+        self.mul(&t19.pow2k(2))
+    }
+
+    /// `a^(p − 2) = a^{−1}` (`0` for `0`); used by the tests to check the addition chain.
+    #[cfg(test)]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn invert(&self) -> F8 {
+        let (t19, t3) = self.pow22501();
+        t19.pow2k(5).mul(&t3)
+    }
+
+    /// RFC 9496 §4.2 `SQRT_RATIO_M1(u, v)` (dalek's `FieldElement::sqrt_ratio_i`): the lanes
+    /// where `u/v` is a non-zero square (or `u = 0`), and the non-negative `r` with
+    /// `r² = u/v`, or `r² = i·u/v` where `u/v` is not a square.
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn sqrt_ratio_i(u: &F8, v: &F8) -> (__mmask8, F8) {
+        let v3 = v.square().mul(v);
+        let v7 = v3.square().mul(v);
+        let r = u.mul(&v3).mul(&u.mul(&v7).pow_p58());
+        let check = v.mul(&r.square());
+        let i = F8::splat(SQRT_M1);
+        let neg_u = u.neg();
+        let correct_sign = check.ct_eq(u);
+        let flipped_sign = check.ct_eq(&neg_u);
+        let flipped_sign_i = check.ct_eq(&neg_u.mul(&i));
+        let r_prime = i.mul(&r);
+        let r = F8::select(&r, &r_prime, flipped_sign | flipped_sign_i);
+        let r = r.cond_neg(r.is_negative());
+        (correct_sign | flipped_sign, r)
+    }
+}
+
+/// The five 51-bit limbs of a 32-byte little-endian string (bit 255 ignored).
+pub(crate) fn limbs_from_bytes(b: &[u8; 32]) -> [u64; 5] {
+    let load8 = |i: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[i..i + 8]);
+        u64::from_le_bytes(w)
+    };
+    [
+        load8(0) & MASK51,
+        (load8(6) >> 3) & MASK51,
+        (load8(12) >> 6) & MASK51,
+        (load8(19) >> 1) & MASK51,
+        (load8(24) >> 12) & MASK51,
+    ]
+}
+
+/// 32 little-endian bytes of a value given by five limbs below `2^51`.
+pub(crate) fn bytes_from_canonical_limbs(l: [u64; 5]) -> [u8; 32] {
+    let w = [
+        l[0] | (l[1] << 51),
+        (l[1] >> 13) | (l[2] << 38),
+        (l[2] >> 26) | (l[3] << 25),
+        (l[3] >> 39) | (l[4] << 12),
+    ];
+    let mut out = [0u8; 32];
+    for (o, w) in out.chunks_exact_mut(8).zip(w) {
+        o.copy_from_slice(&w.to_le_bytes());
+    }
+    out
+}
+
+/// `d = −121665/121666` (dalek `EDWARDS_D`).
+pub(crate) const EDWARDS_D: [u64; 5] = [
+    929_955_233_495_203,
+    466_365_720_129_213,
+    1_662_059_464_998_953,
+    2_033_849_074_728_123,
+    1_442_794_654_840_575,
+];
+/// `2d` (dalek `EDWARDS_D2`).
+pub(crate) const EDWARDS_D2: [u64; 5] = [
+    1_859_910_466_990_425,
+    932_731_440_258_426,
+    1_072_319_116_312_658,
+    1_815_898_335_770_999,
+    633_789_495_995_903,
+];
+/// `√−1` (dalek `SQRT_M1`).
+pub(crate) const SQRT_M1: [u64; 5] = [
+    1_718_705_420_411_056,
+    234_908_883_556_509,
+    2_233_514_472_574_048,
+    2_117_202_627_021_982,
+    765_476_049_583_133,
+];
+/// `1/√(a − d)` (dalek `INVSQRT_A_MINUS_D`).
+pub(crate) const INVSQRT_A_MINUS_D: [u64; 5] = [
+    278_908_739_862_762,
+    821_645_201_101_625,
+    8_113_234_426_968,
+    1_777_959_178_193_151,
+    2_118_520_810_568_447,
+];

@@ -1,0 +1,730 @@
+//! The same-scalar batch of ristretto255 in eight AVX-512 IFMA lanes: `[k]P_i` for one secret
+//! scalar `k` and eight points at a time, from Ristretto encodings to Ristretto encodings.
+//!
+//! Every ECDH-PSI round is one secret scalar times many points. The scalar is recoded once
+//! into 64 signed radix-16 digits `k = Σ dᵢ·16^i`, `dᵢ ∈ [−8, 8)`; eight points then run
+//! through the same digit sequence side by side, one point per 64-bit lane of each
+//! `__m512i` (field elements: [`field::F8`], five registers of eight limbs):
+//!
+//! * decoding: RFC 9496 §4.3.1 in lanes (one `SQRT_RATIO_M1` per point as an eight-lane
+//!   exponentiation), with the canonicity and sign checks of the encoding;
+//! * multiplication: a per-lane table `[1..8]·P` in projective Niels form `(Y+X, Y−X, Z,
+//!   2dT)`, then for each digit from the top four doublings and one addition, the formulas
+//!   of Hisil–Wong–Carter–Dawson ("Twisted Edwards curves revisited", ASIACRYPT 2008, §3.1
+//!   and §3.3, `a = −1`) in dalek's completed/projective/extended representation (the same
+//!   sequence as dalek's serial `variable_base::mul`);
+//! * encoding: RFC 9496 §4.3.2 in lanes (one inverse square root per point).
+//!
+//! Constant time in the scalar: the digit is the same in all lanes, so the table entry is
+//! chosen by scanning all eight entries with a broadcast mask (no index or branch on the
+//! digit), and the sign is applied by a masked negation. Decoding and encoding use lane masks
+//! (`vpblendmq`) for every data-dependent choice; the only branch is the rejection of a chunk
+//! that contains an invalid encoding, which depends on public data.
+//!
+//! Only compiled on x86-64 and only used after `is_x86_feature_detected!` has confirmed
+//! `avx512f` and `avx512ifma` at run time ([`Ifma::detect`]); the callers fall back to
+//! curve25519-dalek otherwise. Every output is tested to be byte-identical to dalek's.
+#![allow(unsafe_code)]
+
+pub(crate) mod field;
+
+use core::arch::x86_64::__mmask8;
+use curve25519_dalek::scalar::Scalar;
+use field::{EDWARDS_D, EDWARDS_D2, F8, INVSQRT_A_MINUS_D, SQRT_M1};
+use subtle::ConstantTimeEq;
+use zeroize::Zeroizing;
+
+/// Proof that the running CPU has AVX-512F and AVX-512 IFMA (only [`Ifma::detect`] makes one).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ifma(());
+
+impl Ifma {
+    /// `Some` if the CPU supports the instructions this module uses.
+    pub(crate) fn detect() -> Option<Self> {
+        (std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512ifma"))
+        .then_some(Ifma(()))
+    }
+
+    /// For each 32-byte Ristretto encoding, decode it, multiply by the scalar whose signed
+    /// radix-16 digits are `digits` (see [`radix16`]) and write the encoding of the product.
+    ///
+    /// Returns `false` (and leaves `out` partly written) if some encoding is not a valid
+    /// Ristretto encoding, or is the identity while `reject_identity` is set; the caller then
+    /// redoes the chunk on the reference path, which names the offending index.
+    /// `out.len()` must equal `encodings.len()` (extra elements of either are ignored).
+    pub(crate) fn decode_mul_encode(
+        self,
+        encodings: &[[u8; 32]],
+        digits: &[i8; 64],
+        out: &mut [[u8; 32]],
+        reject_identity: bool,
+    ) -> bool {
+        // SAFETY: an `Ifma` value exists only after `detect` confirmed avx512f and avx512ifma
+        // on this CPU, which is everything the target-feature function needs.
+        unsafe { decode_mul_encode(encodings, digits, out, reject_identity) }
+    }
+}
+
+/// The 64 signed radix-16 digits `dᵢ ∈ [−8, 8)` with `k = Σ dᵢ·16^i` (dalek's
+/// `Scalar::as_radix_16`; `k < 2^255` since it is reduced), computed without branches.
+pub(crate) fn radix16(k: &Scalar) -> Zeroizing<[i8; 64]> {
+    let bytes = Zeroizing::new(k.to_bytes());
+    let mut d = Zeroizing::new([0i8; 64]);
+    for (i, b) in bytes.iter().enumerate() {
+        // Nibbles are below 16: the casts are lossless.
+        #[allow(clippy::cast_possible_wrap)]
+        {
+            d[2 * i] = (b & 15) as i8;
+            d[2 * i + 1] = (b >> 4) as i8;
+        }
+    }
+    for i in 0..63 {
+        let carry = (d[i] + 8) >> 4;
+        d[i] -= carry << 4;
+        d[i + 1] += carry;
+    }
+    d
+}
+
+/// Eight points in extended coordinates `(X : Y : Z : T)`, `x = X/Z`, `y = Y/Z`, `XY = ZT`.
+#[derive(Clone, Copy)]
+struct Ext8 {
+    x: F8,
+    y: F8,
+    z: F8,
+    t: F8,
+}
+
+/// Eight points in projective coordinates `(X : Y : Z)`.
+#[derive(Clone, Copy)]
+struct Proj8 {
+    x: F8,
+    y: F8,
+    z: F8,
+}
+
+/// Eight points in completed coordinates `((X : Z), (Y : T))`: `x = X/Z`, `y = Y/T`.
+#[derive(Clone, Copy)]
+struct Completed8 {
+    x: F8,
+    y: F8,
+    z: F8,
+    t: F8,
+}
+
+/// Eight points in projective Niels form `(Y + X, Y − X, Z, 2d·T)`, ready to be added.
+#[derive(Clone, Copy)]
+struct Niels8 {
+    y_plus_x: F8,
+    y_minus_x: F8,
+    z: F8,
+    t2d: F8,
+}
+
+impl Ext8 {
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn to_niels(self) -> Niels8 {
+        Niels8 {
+            y_plus_x: self.y.add(&self.x),
+            y_minus_x: self.y.sub(&self.x),
+            z: self.z,
+            t2d: self.t.mul(&F8::splat(EDWARDS_D2)),
+        }
+    }
+
+    /// `P + Q` [HWCD08, §3.1, `add-2008-hwcd-3` with `k = 2d`], `Q` in Niels form.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn add_niels(&self, q: &Niels8) -> Completed8 {
+        let pp = self.y.add(&self.x).mul(&q.y_plus_x);
+        let mm = self.y.sub(&self.x).mul(&q.y_minus_x);
+        let tt2d = self.t.mul(&q.t2d);
+        let zz = self.z.mul(&q.z);
+        let zz2 = zz.add(&zz);
+        Completed8 {
+            x: pp.sub(&mm),
+            y: pp.add(&mm),
+            z: zz2.add(&tt2d),
+            t: zz2.sub(&tt2d),
+        }
+    }
+}
+
+impl Proj8 {
+    /// `2P` [HWCD08, §3.3, `dbl-2008-hwcd`, `a = −1`], into completed coordinates.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn double(&self) -> Completed8 {
+        let xx = self.x.square();
+        let yy = self.y.square();
+        let zz = self.z.square();
+        let zz2 = zz.add(&zz);
+        let x_plus_y_sq = self.x.add(&self.y).square();
+        let yy_plus_xx = yy.add(&xx);
+        let yy_minus_xx = yy.sub(&xx);
+        Completed8 {
+            x: x_plus_y_sq.sub(&yy_plus_xx),
+            y: yy_plus_xx,
+            z: yy_minus_xx,
+            t: zz2.sub(&yy_minus_xx),
+        }
+    }
+}
+
+impl Completed8 {
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn to_proj(self) -> Proj8 {
+        Proj8 {
+            x: self.x.mul(&self.t),
+            y: self.y.mul(&self.z),
+            z: self.z.mul(&self.t),
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn to_ext(self) -> Ext8 {
+        Ext8 {
+            x: self.x.mul(&self.t),
+            y: self.y.mul(&self.z),
+            z: self.z.mul(&self.t),
+            t: self.x.mul(&self.y),
+        }
+    }
+}
+
+impl Niels8 {
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn identity() -> Self {
+        Niels8 {
+            y_plus_x: F8::one(),
+            y_minus_x: F8::one(),
+            z: F8::one(),
+            t2d: F8::zero(),
+        }
+    }
+
+    /// Lane-wise select (`b` where `mask` is set).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn select(a: &Self, b: &Self, mask: __mmask8) -> Self {
+        Niels8 {
+            y_plus_x: F8::select(&a.y_plus_x, &b.y_plus_x, mask),
+            y_minus_x: F8::select(&a.y_minus_x, &b.y_minus_x, mask),
+            z: F8::select(&a.z, &b.z, mask),
+            t2d: F8::select(&a.t2d, &b.t2d, mask),
+        }
+    }
+
+    /// `−P` where `mask` is set: swap `Y + X` and `Y − X`, negate `2dT`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn cond_neg(&self, mask: __mmask8) -> Self {
+        Niels8 {
+            y_plus_x: F8::select(&self.y_plus_x, &self.y_minus_x, mask),
+            y_minus_x: F8::select(&self.y_minus_x, &self.y_plus_x, mask),
+            z: self.z,
+            t2d: self.t2d.cond_neg(mask),
+        }
+    }
+}
+
+/// `[d]P` from the table `[1..8]P` for a digit `d ∈ [−8, 8]` that is the same in every lane:
+/// all eight entries are read and blended under a broadcast mask, then negated under a mask
+/// (dalek's `LookupTable::select`, with AVX-512 mask registers for `subtle`'s selects).
+#[inline]
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn select(table: &[Niels8; 8], d: i8) -> Niels8 {
+    let sign = d >> 7; // −1 or 0
+    // |d| ≤ 8: the cast is lossless.
+    #[allow(clippy::cast_sign_loss)]
+    let abs = (d.wrapping_add(sign) ^ sign) as u8;
+    let mut t = Niels8::identity();
+    for (j, e) in (1u8..).zip(table.iter()) {
+        let mask: __mmask8 = 0u8.wrapping_sub(abs.ct_eq(&j).unwrap_u8());
+        t = Niels8::select(&t, e, mask);
+    }
+    #[allow(clippy::cast_sign_loss)]
+    let neg: __mmask8 = 0u8.wrapping_sub((sign as u8) & 1);
+    t.cond_neg(neg)
+}
+
+/// `[k]P` in every lane for the digits of `k` (dalek's serial `variable_base::mul`).
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn mul8(p: &Ext8, digits: &[i8; 64]) -> Ext8 {
+    let mut table = [p.to_niels(); 8];
+    for j in 1..8 {
+        table[j] = p.add_niels(&table[j - 1]).to_ext().to_niels();
+    }
+    let identity = Ext8 {
+        x: F8::zero(),
+        y: F8::one(),
+        z: F8::one(),
+        t: F8::zero(),
+    };
+    let mut acc = identity.add_niels(&select(&table, digits[63]));
+    for i in (0..63).rev() {
+        let mut q = acc.to_proj();
+        q = q.double().to_proj();
+        q = q.double().to_proj();
+        q = q.double().to_proj();
+        let e = q.double().to_ext();
+        acc = e.add_niels(&select(&table, digits[i]));
+    }
+    acc.to_ext()
+}
+
+/// Whether 32 little-endian bytes are below `p = 2^255 − 19` (public data: branches allowed).
+fn is_canonical(b: &[u8; 32]) -> bool {
+    if b[31] & 0x80 != 0 {
+        return false;
+    }
+    // Values in [p, 2^255): b[31] = 0x7f, b[1..31] all 0xff, b[0] ≥ 0xed.
+    !(b[31] == 0x7f && b[1..31].iter().all(|&x| x == 0xff) && b[0] >= 0xed)
+}
+
+/// RFC 9496 §4.3.1 decoding of eight encodings (dalek's `CompressedRistretto::decompress`):
+/// the lanes that hold valid encodings, and the decoded points (meaningless in the others).
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn decode8(bytes: &[[u8; 32]; 8]) -> (__mmask8, Ext8) {
+    let mut byte_ok: __mmask8 = 0;
+    for (lane, b) in bytes.iter().enumerate() {
+        // Canonical and non-negative (the low bit of a canonical value is its sign).
+        let ok = is_canonical(b) && b[0] & 1 == 0;
+        byte_ok |= u8::from(ok) << lane;
+    }
+    let one = F8::one();
+    let s = F8::from_bytes(bytes);
+    let ss = s.square();
+    let u1 = one.sub(&ss);
+    let u2 = one.add(&ss);
+    let u2_sqr = u2.square();
+    let neg_d = F8::splat(EDWARDS_D).neg();
+    let v = neg_d.mul(&u1.square()).sub(&u2_sqr);
+    let (ok, inv) = F8::sqrt_ratio_i(&one, &v.mul(&u2_sqr));
+    let dx = inv.mul(&u2);
+    let dy = inv.mul(&dx.mul(&v));
+    let x = s.add(&s).mul(&dx);
+    let x = x.cond_neg(x.is_negative());
+    let y = u1.mul(&dy);
+    let t = x.mul(&y);
+    let valid = byte_ok & ok & !t.is_negative() & !y.is_zero();
+    (valid, Ext8 { x, y, z: one, t })
+}
+
+/// RFC 9496 §4.3.2 encoding of eight points (dalek's `RistrettoPoint::compress`).
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn encode8(p: &Ext8) -> [[u8; 32]; 8] {
+    let (x, y, z, t) = (&p.x, &p.y, &p.z, &p.t);
+    let u1 = z.add(y).mul(&z.sub(y));
+    let u2 = x.mul(y);
+    let (_, invsqrt) = F8::sqrt_ratio_i(&F8::one(), &u1.mul(&u2.square()));
+    let i1 = invsqrt.mul(&u1);
+    let i2 = invsqrt.mul(&u2);
+    let z_inv = i1.mul(&i2.mul(t));
+    let sqrt_m1 = F8::splat(SQRT_M1);
+    let ix = x.mul(&sqrt_m1);
+    let iy = y.mul(&sqrt_m1);
+    let enchanted = i1.mul(&F8::splat(INVSQRT_A_MINUS_D));
+    let rotate = t.mul(&z_inv).is_negative();
+    let x = F8::select(x, &iy, rotate);
+    let y = F8::select(y, &ix, rotate);
+    let den_inv = F8::select(&i2, &enchanted, rotate);
+    let y = y.cond_neg(x.mul(&z_inv).is_negative());
+    let s = den_inv.mul(&z.sub(&y));
+    let s = s.cond_neg(s.is_negative());
+    s.to_bytes()
+}
+
+/// The body of [`Ifma::decode_mul_encode`].
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn decode_mul_encode(
+    encodings: &[[u8; 32]],
+    digits: &[i8; 64],
+    out: &mut [[u8; 32]],
+    reject_identity: bool,
+) -> bool {
+    // Padding lanes hold the generator (a valid, non-identity encoding); their results are
+    // dropped.
+    let pad = curve25519_dalek::constants::RISTRETTO_BASEPOINT_COMPRESSED.to_bytes();
+    for (chunk, o) in encodings.chunks(8).zip(out.chunks_mut(8)) {
+        let mut lanes = [pad; 8];
+        lanes[..chunk.len()].copy_from_slice(chunk);
+        let (mut valid, p) = decode8(&lanes);
+        if reject_identity {
+            for (lane, b) in lanes.iter().enumerate() {
+                valid &= !(u8::from(*b == [0u8; 32]) << lane);
+            }
+        }
+        if valid != 0xff {
+            return false;
+        }
+        let enc = encode8(&mul8(&p, digits));
+        let n = o.len().min(chunk.len());
+        o[..n].copy_from_slice(&enc[..n]);
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    //! The eight-lane field against dalek's `FieldElement` (through bytes: `invert`,
+    //! `sqrt_ratio_i`) and a plain `u128`-limb reference (add, sub, mul, square), on edge
+    //! values and random inputs; decode / multiply / encode against dalek's Ristretto.
+    #![allow(clippy::cast_possible_truncation)] // the u128 reference splits words on purpose
+    use super::*;
+    use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
+    use proptest::prelude::*;
+
+    fn ifma() -> Ifma {
+        Ifma::detect().expect("this test machine has AVX-512 IFMA")
+    }
+
+    /// Reference GF(p) on four u64 words (schoolbook, reduction by 2^256 ≡ 38).
+    fn to_words(b: &[u8; 32]) -> [u64; 4] {
+        let mut w = [0u64; 4];
+        for (i, c) in b.chunks_exact(8).enumerate() {
+            w[i] = u64::from_le_bytes(c.try_into().unwrap());
+        }
+        w
+    }
+
+    fn from_words(w: [u64; 4]) -> [u8; 32] {
+        let mut b = [0u8; 32];
+        for (i, x) in w.iter().enumerate() {
+            b[8 * i..8 * i + 8].copy_from_slice(&x.to_le_bytes());
+        }
+        b
+    }
+
+    const P: [u64; 4] = [
+        0xffff_ffff_ffff_ffed,
+        0xffff_ffff_ffff_ffff,
+        0xffff_ffff_ffff_ffff,
+        0x7fff_ffff_ffff_ffff,
+    ];
+
+    fn geq(a: &[u64; 4], b: &[u64; 4]) -> bool {
+        for i in (0..4).rev() {
+            if a[i] != b[i] {
+                return a[i] > b[i];
+            }
+        }
+        true
+    }
+
+    fn sub_w(a: &[u64; 4], b: &[u64; 4]) -> [u64; 4] {
+        let mut r = [0u64; 4];
+        let mut borrow = 0u128;
+        for i in 0..4 {
+            let d = u128::from(a[i]).wrapping_sub(u128::from(b[i]) + borrow);
+            r[i] = d as u64;
+            borrow = (d >> 127) & 1;
+        }
+        r
+    }
+
+    /// Full reduction of a 512-bit value (8 words) modulo p.
+    fn reduce512(x: [u64; 8]) -> [u64; 4] {
+        // x = lo + 2^256·hi ≡ lo + 38·hi.
+        let mut acc = [0u128; 5];
+        for i in 0..4 {
+            acc[i] += u128::from(x[i]) + 38 * u128::from(x[i + 4]);
+        }
+        let mut w = [0u64; 5];
+        let mut c = 0u128;
+        for i in 0..5 {
+            let v = acc[i] + c;
+            w[i] = v as u64;
+            c = v >> 64;
+        }
+        // w < 2^256 · 39ish: fold w[4] again, twice to be safe.
+        let mut r = [w[0], w[1], w[2], w[3]];
+        let mut top = u128::from(w[4]);
+        for _ in 0..3 {
+            let mut c = top * 38;
+            for limb in r.iter_mut() {
+                let v = u128::from(*limb) + c;
+                *limb = v as u64;
+                c = v >> 64;
+            }
+            top = c;
+        }
+        while geq(&r, &P) {
+            r = sub_w(&r, &P);
+        }
+        r
+    }
+
+    fn ref_mul(a: &[u8; 32], b: &[u8; 32]) -> [u8; 32] {
+        let (a, b) = (to_words(a), to_words(b));
+        let mut prod = [0u128; 8];
+        let mut out = [0u64; 8];
+        for i in 0..4 {
+            let mut c = 0u128;
+            for j in 0..4 {
+                let v = u128::from(a[i]) * u128::from(b[j]) + prod[i + j] + c;
+                prod[i + j] = u128::from(v as u64);
+                c = v >> 64;
+            }
+            prod[i + 4] += c;
+        }
+        for i in 0..8 {
+            out[i] = prod[i] as u64;
+        }
+        from_words(reduce512(out))
+    }
+
+    fn ref_add(a: &[u8; 32], b: &[u8; 32]) -> [u8; 32] {
+        let (a, b) = (to_words(a), to_words(b));
+        let mut x = [0u64; 8];
+        let mut c = 0u128;
+        for i in 0..4 {
+            let v = u128::from(a[i]) + u128::from(b[i]) + c;
+            x[i] = v as u64;
+            c = v >> 64;
+        }
+        x[4] = c as u64;
+        // (a + b) with a, b < 2^256: value = x[0..4] + 2^256 x[4].
+        from_words(reduce512(x))
+    }
+
+    fn ref_neg(a: &[u8; 32]) -> [u8; 32] {
+        let r = reduce512({
+            let w = to_words(a);
+            [w[0], w[1], w[2], w[3], 0, 0, 0, 0]
+        });
+        if r == [0; 4] {
+            [0; 32]
+        } else {
+            from_words(sub_w(&P, &r))
+        }
+    }
+
+    /// Field elements as F8 inputs: bytes with bit 255 cleared (what `from_bytes` reads).
+    fn lanes_of(v: &[[u8; 32]]) -> [[u8; 32]; 8] {
+        let mut l = [[0u8; 32]; 8];
+        for (i, x) in v.iter().take(8).enumerate() {
+            l[i] = *x;
+            l[i][31] &= 0x7f;
+        }
+        l
+    }
+
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn lane_ops(a: &[[u8; 32]; 8], b: &[[u8; 32]; 8]) -> [[[u8; 32]; 8]; 6] {
+        let (fa, fb) = (F8::from_bytes(a), F8::from_bytes(b));
+        [
+            fa.add(&fb).to_bytes(),
+            fa.sub(&fb).to_bytes(),
+            fa.mul(&fb).to_bytes(),
+            fa.square().to_bytes(),
+            fa.invert().to_bytes(),
+            fa.neg().to_bytes(),
+        ]
+    }
+
+    fn check_field(a: &[[u8; 32]; 8], b: &[[u8; 32]; 8]) {
+        let _ = ifma();
+        // SAFETY: `ifma()` confirmed the CPU features.
+        let r = unsafe { lane_ops(a, b) };
+        for lane in 0..8 {
+            let (x, y) = (&a[lane], &b[lane]);
+            assert_eq!(r[0][lane], ref_add(x, y), "add lane {lane}");
+            assert_eq!(r[1][lane], ref_add(x, &ref_neg(y)), "sub lane {lane}");
+            assert_eq!(r[2][lane], ref_mul(x, y), "mul lane {lane}");
+            assert_eq!(r[3][lane], ref_mul(x, x), "square lane {lane}");
+            assert_eq!(r[5][lane], ref_neg(x), "neg lane {lane}");
+            // Inverse: x · x^{-1} = 1 unless x ≡ 0.
+            let prod = ref_mul(x, &r[4][lane]);
+            let zero = ref_add(x, &[0u8; 32]) == [0u8; 32];
+            let mut one = [0u8; 32];
+            one[0] = 1;
+            assert_eq!(prod, if zero { [0u8; 32] } else { one }, "inv lane {lane}");
+        }
+    }
+
+    fn edge_values() -> Vec<[u8; 32]> {
+        let mut p = from_words(P);
+        let mut v = vec![[0u8; 32], {
+            let mut o = [0u8; 32];
+            o[0] = 1;
+            o
+        }];
+        for d in 0..=20u8 {
+            // p − d for d = 0..20, i.e. p, p−1 (= 2^255−20), …, and 2^255 − 1 (p + 18).
+            let mut x = p;
+            x[0] = p[0].wrapping_sub(d);
+            v.push(x);
+        }
+        p[0] = 0xff; // 2^255 − 1
+        v.push(p);
+        v.push([0xff; 32]);
+        v.push({
+            let mut o = [0u8; 32];
+            o[31] = 0x40; // 2^254
+            o
+        });
+        v.push(from_words([u64::MAX >> 13, 0, 0, 0])); // 2^51 − 1 in limb 0
+        v
+    }
+
+    #[test]
+    fn field_edge_values() {
+        let e = edge_values();
+        for a in e.chunks(8) {
+            for b in e.chunks(8) {
+                check_field(&lanes_of(a), &lanes_of(b));
+                let rb: Vec<[u8; 32]> = b.iter().rev().copied().collect();
+                check_field(&lanes_of(a), &lanes_of(&rb));
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn lane_sqrt_ratio(u: &[[u8; 32]; 8], v: &[[u8; 32]; 8]) -> (u8, [[u8; 32]; 8]) {
+        let (m, r) = F8::sqrt_ratio_i(&F8::from_bytes(u), &F8::from_bytes(v));
+        (m, r.to_bytes())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn field_random(a in proptest::array::uniform8(any::<[u8; 32]>()),
+                        b in proptest::array::uniform8(any::<[u8; 32]>())) {
+            check_field(&lanes_of(&a), &lanes_of(&b));
+        }
+
+        /// `sqrt_ratio_i` against dalek's through the Ristretto decoder: a random 32-byte
+        /// string decodes in lanes exactly when dalek accepts it, to the same point.
+        #[test]
+        fn decode_matches_dalek(enc in proptest::array::uniform8(any::<[u8; 32]>()), seed: u64) {
+            let _ = ifma();
+            // Half the lanes: valid encodings of random points.
+            let mut lanes = enc;
+            let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(seed);
+            for l in lanes.iter_mut().step_by(2) {
+                *l = RistrettoPoint::random(&mut rng).compress().to_bytes();
+            }
+            // SAFETY: `ifma()` confirmed the CPU features.
+            let (valid, p) = unsafe { decode8(&lanes) };
+            // SAFETY: as above.
+            let re = unsafe { encode8(&p) };
+            for (lane, b) in lanes.iter().enumerate() {
+                let d = CompressedRistretto(*b).decompress();
+                prop_assert_eq!(valid >> lane & 1 == 1, d.is_some(), "lane {}", lane);
+                if d.is_some() {
+                    prop_assert_eq!(re[lane], *b);
+                }
+            }
+        }
+
+        #[test]
+        fn sqrt_ratio_matches_dalek(u in proptest::array::uniform8(any::<[u8; 32]>()),
+                                    v in proptest::array::uniform8(any::<[u8; 32]>())) {
+            let _ = ifma();
+            let (u, v) = (lanes_of(&u), lanes_of(&v));
+            // SAFETY: `ifma()` confirmed the CPU features.
+            let (mask, r) = unsafe { lane_sqrt_ratio(&u, &v) };
+            for lane in 0..8 {
+                // r² · v = u or i·u (when u/v is a non-square), r non-negative.
+                let r2v = ref_mul(&ref_mul(&r[lane], &r[lane]), &v[lane]);
+                let uu = ref_add(&u[lane], &[0u8; 32]);
+                let iu = ref_mul(&uu, &from_words_limbs(SQRT_M1));
+                let zero_v = ref_add(&v[lane], &[0u8; 32]) == [0u8; 32];
+                if mask >> lane & 1 == 1 {
+                    prop_assert!(r2v == uu || zero_v && uu == [0u8; 32]);
+                } else if !zero_v {
+                    prop_assert_eq!(r2v, iu);
+                }
+                prop_assert_eq!(r[lane][0] & 1, 0);
+            }
+        }
+    }
+
+    fn from_words_limbs(l: [u64; 5]) -> [u8; 32] {
+        field::bytes_from_canonical_limbs(l)
+    }
+
+    fn dalek_batch(points: &[RistrettoPoint], k: &Scalar) -> Vec<[u8; 32]> {
+        points
+            .iter()
+            .map(|p| (p * k).compress().to_bytes())
+            .collect()
+    }
+
+    fn lane_batch(points: &[RistrettoPoint], k: &Scalar) -> Vec<[u8; 32]> {
+        let enc: Vec<[u8; 32]> = points.iter().map(|p| p.compress().to_bytes()).collect();
+        let mut out = vec![[0u8; 32]; points.len()];
+        assert!(ifma().decode_mul_encode(&enc, &radix16(k), &mut out, false));
+        out
+    }
+
+    #[test]
+    fn radix16_recomposes() {
+        let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(7);
+        let ell_minus_one = -Scalar::ONE;
+        for k in [
+            Scalar::ZERO,
+            Scalar::ONE,
+            ell_minus_one,
+            Scalar::random(&mut rng),
+        ] {
+            let d = radix16(&k);
+            let mut acc = Scalar::ZERO;
+            for &x in d.iter().rev() {
+                acc = acc * Scalar::from(16u8)
+                    + Scalar::from(x.unsigned_abs())
+                        * if x < 0 { -Scalar::ONE } else { Scalar::ONE };
+                assert!((-8..=8).contains(&x));
+            }
+            assert_eq!(acc, k);
+        }
+    }
+
+    #[test]
+    fn mul_matches_dalek_edge_scalars() {
+        let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(1);
+        let mut pts: Vec<RistrettoPoint> =
+            (0..13).map(|_| RistrettoPoint::random(&mut rng)).collect();
+        pts.push(curve25519_dalek::constants::RISTRETTO_BASEPOINT_POINT);
+        pts.push(<RistrettoPoint as curve25519_dalek::traits::Identity>::identity());
+        let ks = [
+            Scalar::ZERO,
+            Scalar::ONE,
+            -Scalar::ONE,
+            Scalar::from(2u8),
+            Scalar::from(8u8),
+            -Scalar::from(8u8),
+            Scalar::random(&mut rng),
+        ];
+        for k in &ks {
+            assert_eq!(lane_batch(&pts, k), dalek_batch(&pts, k));
+        }
+    }
+
+    #[test]
+    fn identity_rejected_when_asked() {
+        let mut out = [[0u8; 32]; 3];
+        let g = curve25519_dalek::constants::RISTRETTO_BASEPOINT_COMPRESSED.to_bytes();
+        let d = radix16(&Scalar::ONE);
+        assert!(ifma().decode_mul_encode(&[g, [0; 32], g], &d, &mut out, false));
+        assert_eq!(out[1], [0u8; 32]);
+        assert!(!ifma().decode_mul_encode(&[g, [0; 32], g], &d, &mut out, true));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn mul_matches_dalek(seed: u64, n in 0usize..20) {
+            let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(seed);
+            let pts: Vec<RistrettoPoint> = (0..n).map(|_| RistrettoPoint::random(&mut rng)).collect();
+            let k = Scalar::random(&mut rng);
+            prop_assert_eq!(lane_batch(&pts, &k), dalek_batch(&pts, &k));
+        }
+    }
+}
