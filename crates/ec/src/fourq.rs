@@ -6,7 +6,9 @@
 //!   non-canonical and off-curve encodings, points outside the subgroup and the identity.
 //! * Multiplication: `obliv-fourq`'s constant-time four-dimensional GLV+GLS method; the batch
 //!   path is its `mul_many_to_bytes`, which decomposes and recodes the scalar once for all
-//!   points.
+//!   points. Received points in the batch path ([`PrimeGroup::mul_encoded_batch`]) are
+//!   validated by cofactor projection rather than a subgroup check (see
+//!   `FourQ::decode_mul_and_encode_chunk`).
 //! * Hash: `obliv-fourq`'s `hash_to_curve`, i.e. `[392]·M(SHA-512(m))` with FourQlib's
 //!   constant-time map `M`, applied to the injective encoding
 //!   `m = I2OSP(len(DST), 2) ‖ DST ‖ msg`. This is a *single* map evaluation, a nonuniform
@@ -127,9 +129,119 @@ impl PrimeGroup for FourQ {
         Ok(s)
     }
 
+    /// Peer points validated by cofactor projection instead of a subgroup check
+    /// ([`Point::mul_many_encoded_projecting`]): on-curve decoding, `Q = [392]P`, then
+    /// `[k·392⁻¹]Q` with the scalar divided by the cofactor once per chunk (inside
+    /// `obliv-fourq`, wiped after recoding). Every valid encoding gives exactly the output of
+    /// [`decode`](PrimeGroup::decode) + [`mul_and_encode_chunk`](PrimeGroup::mul_and_encode_chunk);
+    /// wrong lengths, non-canonical and off-curve encodings get the same errors as `decode`;
+    /// the identity and the other small-order points get [`Error::Identity`] (their
+    /// prime-order part is the identity). A point `P + T` with a small-order `T ≠ O` is
+    /// accepted and gives `[k]P`: the torsion is dropped before the secret scalar touches it,
+    /// so nothing about `k` modulo a small order leaks. Saves the subgroup check (one
+    /// variable-base multiplication, about 16 µs per point).
+    fn decode_mul_and_encode_chunk<E: AsRef<[u8]>>(
+        encodings: &[E],
+        first_index: usize,
+        k: &SecretScalar<Scalar>,
+        out: &mut [[u8; 32]],
+    ) -> Result<(), Error> {
+        let slices: Vec<&[u8]> = encodings.iter().map(AsRef::as_ref).collect();
+        let results = Point::mul_many_encoded_projecting(&k.0, &slices);
+        for (i, (o, r)) in out.iter_mut().zip(results).enumerate() {
+            *o = r.map_err(|e| Error::Batch {
+                index: first_index + i,
+                source: Box::new(match e {
+                    obliv_fourq::Error::InvalidLength { expected, got } => Error::WrongLength {
+                        group: Self::NAME,
+                        expected,
+                        got,
+                    },
+                    obliv_fourq::Error::SmallOrder => Error::Identity { group: Self::NAME },
+                    _ => Error::InvalidPoint { group: Self::NAME },
+                }),
+            })?;
+        }
+        Ok(())
+    }
+
     fn mul_and_encode_chunk(points: &[Point], k: &SecretScalar<Scalar>, out: &mut [[u8; 32]]) {
         for (o, e) in out.iter_mut().zip(Point::mul_many_to_bytes(&k.0, points)) {
             *o = e;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The order-2 point `(0, −1)`: `y = p − 1`, sign 0.
+    fn order_two() -> [u8; 32] {
+        let mut e = [0u8; 32];
+        e[0] = 0xfe;
+        e[1..15].fill(0xff);
+        e[15] = 0x7f;
+        e
+    }
+
+    #[test]
+    fn batch_projection_matches_decode_and_rejects_small_order() {
+        let mut rng = rand::rng();
+        let k = FourQ::random_scalar(&mut rng);
+        let items: Vec<[u8; 4]> = (0u32..300).map(|i| i.to_le_bytes()).collect();
+        let enc: Vec<[u8; 32]> = items
+            .iter()
+            .map(|m| FourQ::encode(&FourQ::hash_to_point(m)))
+            .collect();
+        // Valid points: the same bytes as decode + mul_and_encode_chunk (the default hook).
+        let got = FourQ::mul_encoded_batch(&enc, &k).unwrap();
+        let pts: Vec<Point> = enc.iter().map(|e| FourQ::decode(e).unwrap()).collect();
+        let mut want = vec![[0u8; 32]; pts.len()];
+        FourQ::mul_and_encode_chunk(&pts, &k, &mut want);
+        assert_eq!(got, want);
+
+        // A point plus the order-2 point: decode rejects it, the batch maps it to [k]P.
+        let t = Option::<Point>::from(Point::from_bytes_unchecked_subgroup(&order_two())).unwrap();
+        assert!(FourQ::decode(&order_two()).is_err());
+        let shifted = (pts[3] + t).to_bytes();
+        assert!(matches!(
+            FourQ::decode(&shifted),
+            Err(Error::InvalidPoint { .. })
+        ));
+        assert_eq!(FourQ::mul_encoded_batch(&[shifted], &k).unwrap()[0], got[3]);
+
+        // Small order and the identity: Error::Identity, at the right index.
+        let mut bad = enc.clone();
+        bad[260] = order_two();
+        match FourQ::mul_encoded_batch(&bad, &k) {
+            Err(Error::Batch { index, source }) => {
+                assert_eq!(index, 260);
+                assert!(matches!(*source, Error::Identity { .. }));
+            }
+            other => panic!("{other:?}"),
+        }
+        let id = FourQ::encode(&FourQ::identity());
+        assert!(matches!(FourQ::decode(&id), Err(Error::Identity { .. })));
+        assert!(matches!(
+            FourQ::mul_encoded_batch(&[id], &k),
+            Err(Error::Batch { index: 0, source }) if matches!(*source, Error::Identity { .. })
+        ));
+        // Off the curve (y = 2) and a wrong length: the same errors as decode.
+        let mut off = [0u8; 32];
+        off[0] = 2;
+        assert!(matches!(
+            FourQ::decode(&off),
+            Err(Error::InvalidPoint { .. })
+        ));
+        assert!(matches!(
+            FourQ::mul_encoded_batch(&[off], &k),
+            Err(Error::Batch { index: 0, source }) if matches!(*source, Error::InvalidPoint { .. })
+        ));
+        let short = vec![enc[0][..31].to_vec()];
+        assert!(matches!(
+            FourQ::mul_encoded_batch(&short, &k),
+            Err(Error::Batch { index: 0, source }) if matches!(*source, Error::WrongLength { got: 31, .. })
+        ));
     }
 }

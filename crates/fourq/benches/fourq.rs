@@ -163,6 +163,24 @@ fn batch(c: &mut Criterion) {
         &points,
         |b, pts| b.iter(|| one.install(|| Point::mul_many_to_bytes(black_box(&k), pts))),
     );
+    let encs: Vec<[u8; 32]> = points.iter().map(Point::to_bytes).collect();
+    g.bench_with_input(
+        BenchmarkId::new("decode_checked_then_mul_many_to_bytes_1_core", n),
+        &encs,
+        |b, e| {
+            b.iter(|| {
+                one.install(|| {
+                    let d: Vec<Point> = e.iter().filter_map(|x| Point::decode(x).ok()).collect();
+                    Point::mul_many_to_bytes(black_box(&k), &d)
+                })
+            })
+        },
+    );
+    g.bench_with_input(
+        BenchmarkId::new("mul_many_encoded_projecting_1_core", n),
+        &encs,
+        |b, e| b.iter(|| one.install(|| Point::mul_many_encoded_projecting(black_box(&k), e))),
+    );
     let msgs: Vec<[u8; 8]> = (0..n as u64).map(|i| i.to_le_bytes()).collect();
     g.bench_with_input(
         BenchmarkId::new("hash_to_curve_many_1_core", n),

@@ -156,6 +156,21 @@ fn main() {
             black_box(one.install(|| Point::mul_many_to_bytes(&k, &pts)));
         },
     );
+    let encs: Vec<[u8; 32]> = pts.iter().map(Point::to_bytes).collect();
+    let checked = cpu_time(
+        "decode (subgroup check) + mul_many_to_bytes, /pt",
+        20,
+        256.0,
+        || {
+            black_box(one.install(|| {
+                let d: Vec<Point> = encs.iter().filter_map(|e| Point::decode(e).ok()).collect();
+                Point::mul_many_to_bytes(&k, &d)
+            }));
+        },
+    );
+    let projecting = cpu_time("mul_many_encoded_projecting, per point", 40, 256.0, || {
+        black_box(one.install(|| Point::mul_many_encoded_projecting(&k, &encs)));
+    });
     cpu_time(
         "obliv-fourq hash_to_curve_many, per message",
         40,
@@ -195,5 +210,9 @@ fn main() {
         ours_ds / dalek_d
     );
     println!("batch per point / FourQlib single      {:.2}", batch / flib);
+    println!(
+        "projecting / checked peer-point path   {:.2}",
+        projecting / checked
+    );
     let _ = ours;
 }

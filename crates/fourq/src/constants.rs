@@ -36,6 +36,15 @@ pub(crate) const ORDER: [u64; 4] = [
     0x0029CBC14E5E0A72,
 ];
 
+/// `392⁻¹ mod N`, little-endian words: divides a scalar by the cofactor, so that
+/// `[k·392⁻¹]([392]P) = [k]P` for `P` in the order-`N` subgroup (checked by a test).
+pub(crate) const INV_COFACTOR: [u64; 4] = [
+    0x19FBEB877B2691F3,
+    0x5B1F37C5A96F4350,
+    0xA61E1145D66AD5E2,
+    0x0023EE839264702A,
+];
+
 // ---- Endomorphisms ψ and φ ([CL15, §3, App. A]; FourQlib `eccp2.c`). ----
 pub(crate) const CTAU1: Fp2 = Fp2::from_words([0x74DCD57CEBCE74C3, 0x1964DE2C3AFAD20C, 0x12, 0x0C]);
 pub(crate) const CTAUDUAL1: Fp2 = Fp2::from_words([

@@ -18,4 +18,9 @@ pub enum Error {
     /// The point is on the curve but outside the prime-order subgroup.
     #[error("point is not in the prime-order subgroup")]
     NotInSubgroup,
+    /// The point is on the curve but its component in the order-`N` subgroup is the identity:
+    /// it is the identity or a point of small order (dividing the cofactor 392). Returned by
+    /// [`Point::mul_many_encoded_projecting`](crate::Point::mul_many_encoded_projecting).
+    #[error("point has small order (its prime-order component is the identity)")]
+    SmallOrder,
 }
