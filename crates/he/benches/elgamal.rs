@@ -1,8 +1,9 @@
 //! ElGamal benches for BENCHMARKS.md §4: additive EC ElGamal on Ristretto (key generation,
 //! encryption, decryption of 20-bit messages with the 2^16 baby-step table, addition,
 //! subtraction, scalar multiplication, table build), multiplicative ElGamal on the RFC 3526
-//! groups (key generation, encryption, decryption, multiplication), and the re-encryption
-//! pipeline of the HE study. Run: `cargo bench -p obliv-he --bench elgamal`.
+//! groups (key generation, encryption, decryption, multiplication). Run:
+//! `cargo bench -p obliv-he --bench elgamal`. The re-encryption pipeline of the HE study is
+//! the workspace bench `cargo bench -p obliv-bench --bench he -- pipeline`.
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -10,8 +11,6 @@ use curve25519_dalek::RistrettoPoint;
 use obliv_he::Integer;
 use obliv_he::elgamal::ec::{self, BsgsTable};
 use obliv_he::elgamal::modp::{self, GroupId};
-use obliv_he::paillier::Keypair;
-use obliv_he::reencrypt::{Agent, linear_regression, product_of_sums};
 
 type G = RistrettoPoint;
 
@@ -68,39 +67,5 @@ fn modp_elgamal(c: &mut Criterion) {
     }
 }
 
-fn pipeline(c: &mut Criterion) {
-    let mut rng = rand::rng();
-    let k = Keypair::generate(2048).unwrap();
-    let agent = Agent::new(
-        k.secret.clone(),
-        modp::SecretKey::generate(GroupId::Modp2048, &mut rng),
-    );
-    let pk = agent.public_keys();
-    pk.paillier.precompute();
-    let mut g = c.benchmark_group("s4_reencryption_pipeline");
-    g.sample_size(10);
-    let e = |v: i64| pk.paillier.encrypt_i64(v).unwrap();
-    let (a, b2, c2, d) = (e(3), e(4), e(5), e(6));
-    g.bench_function("product_of_sums_preencrypted", |b| {
-        b.iter(|| product_of_sums(&pk, &agent, &a, &b2, &c2, &d).unwrap())
-    });
-    g.bench_function("product_of_sums_with_encryption", |b| {
-        b.iter(|| product_of_sums(&pk, &agent, &e(3), &e(4), &e(5), &e(6)).unwrap())
-    });
-    let xs: Vec<i64> = (1..=16).collect();
-    let ys: Vec<i64> = xs.iter().map(|x| 2 * x + 1).collect();
-    let ex = pk.paillier.encrypt_i64_batch(&xs).unwrap();
-    let ey = pk.paillier.encrypt_i64_batch(&ys).unwrap();
-    let one = [agent.clone()];
-    let two = [agent.clone(), agent.split()];
-    g.bench_function("linear_regression_16_one_agent", |b| {
-        b.iter(|| linear_regression(&pk, &one, &ex, &ey).unwrap())
-    });
-    g.bench_function("linear_regression_16_two_agents", |b| {
-        b.iter(|| linear_regression(&pk, &two, &ex, &ey).unwrap())
-    });
-    g.finish();
-}
-
-criterion_group!(benches, ec_elgamal, modp_elgamal, pipeline);
+criterion_group!(benches, ec_elgamal, modp_elgamal);
 criterion_main!(benches);

@@ -1,13 +1,11 @@
-//! Paillier benches: BENCHMARKS.md §2 (2048-bit encryption, 100 per thread, one thread against
-//! a rayon pool of every core) and §4 (key generation, encryption, decryption, addition,
+//! Paillier hot paths, BENCHMARKS.md §4 (key generation, encryption, decryption, addition,
 //! subtraction, multiplication over key sizes). `OBLIV_BENCH_SCALE=full` adds 3072 and 4096
-//! bits to §4. Run: `cargo bench -p obliv-he --bench paillier`.
+//! bits. Run: `cargo bench -p obliv-he --bench paillier`. §2 (2048-bit encryption on one
+//! thread against a pool of every core) is the workspace bench
+//! `cargo bench -p obliv-bench --bench paillier`.
 #![allow(missing_docs, clippy::unwrap_used)]
 
-use std::hint::black_box;
-use std::time::Instant;
-
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group, criterion_main};
 use obliv_he::Integer;
 use obliv_he::paillier::Keypair;
 
@@ -23,58 +21,6 @@ fn plaintexts(n: usize) -> Vec<Integer> {
     (0..n)
         .map(|i| Integer::from(0x9e37_79b9_u64.wrapping_mul(i as u64 + 1) & 0xffff_ffff))
         .collect()
-}
-
-/// §2: prints the table (encryptions, seconds, s/enc, enc/s) and the speed-up, then lets
-/// criterion time the same two workloads.
-fn section2(c: &mut Criterion) {
-    let k = Keypair::generate(2048).unwrap();
-    let pk = k.public.clone();
-    pk.precompute();
-    let cores = rayon::current_num_threads();
-    let one = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap();
-    let single = plaintexts(100);
-    let many = plaintexts(100 * cores);
-    let best = |f: &dyn Fn()| {
-        (0..3)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed().as_secs_f64()
-            })
-            .fold(f64::INFINITY, f64::min)
-    };
-    let t1 = best(&|| {
-        one.install(|| black_box(pk.encrypt_batch(&single).unwrap()));
-    });
-    let tp = best(&|| {
-        black_box(pk.encrypt_batch(&many).unwrap());
-    });
-    let (r1, rp) = (100.0 / t1, (100 * cores) as f64 / tp);
-    println!("§2 Paillier-2048 encryption (DJN, fixed-base table)");
-    println!("| mode | encryptions | seconds | s/enc | enc/s |");
-    println!("| 1 thread | 100 | {t1:.4} | {:.6} | {r1:.0} |", t1 / 100.0);
-    println!(
-        "| pool of {cores} | {} | {tp:.4} | {:.6} | {rp:.0} |",
-        100 * cores,
-        tp / (100 * cores) as f64
-    );
-    println!("speed-up {:.2}x", rp / r1);
-
-    let mut g = c.benchmark_group("s2_paillier2048_encrypt");
-    g.sample_size(10);
-    g.throughput(Throughput::Elements(100));
-    g.bench_function("1_thread_100", |b| {
-        b.iter(|| one.install(|| pk.encrypt_batch(&single).unwrap()))
-    });
-    g.throughput(Throughput::Elements((100 * cores) as u64));
-    g.bench_function(BenchmarkId::new("pool_100_per_thread", cores), |b| {
-        b.iter(|| pk.encrypt_batch(&many).unwrap())
-    });
-    g.finish();
 }
 
 /// §4: single-operation timings, one thread.
@@ -120,5 +66,5 @@ fn section4(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, section2, section4);
+criterion_group!(benches, section4);
 criterion_main!(benches);
