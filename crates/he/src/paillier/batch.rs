@@ -16,6 +16,17 @@ fn same_len(a: usize, b: usize) -> Result<()> {
     }
 }
 
+/// `f(a[i], b[i])` for every `i`, in parallel; [`Error::Decoding`] if the lengths differ, else
+/// the first error of `f`.
+fn pairwise<A: Sync, B: Sync, T: Send>(
+    a: &[A],
+    b: &[B],
+    f: impl Fn(&A, &B) -> Result<T> + Sync + Send,
+) -> Result<Vec<T>> {
+    same_len(a.len(), b.len())?;
+    a.par_iter().zip(b).map(|(x, y)| f(x, y)).collect()
+}
+
 impl PublicKey {
     /// [`Self::encrypt`] on every plaintext, in parallel.
     ///
@@ -55,8 +66,7 @@ impl PublicKey {
     /// # Errors
     /// [`Error::Decoding`] on a length mismatch, or the first error of [`Self::sub`].
     pub fn sub_batch(&self, a: &[Ciphertext], b: &[Ciphertext]) -> Result<Vec<Ciphertext>> {
-        same_len(a.len(), b.len())?;
-        a.par_iter().zip(b).map(|(x, y)| self.sub(x, y)).collect()
+        pairwise(a, b, |x, y| self.sub(x, y))
     }
 
     /// Element-wise [`Self::neg`].
@@ -72,11 +82,7 @@ impl PublicKey {
     /// # Errors
     /// [`Error::Decoding`] on a length mismatch, or the first error of [`Self::add_plain`].
     pub fn add_plain_batch(&self, a: &[Ciphertext], k: &[Integer]) -> Result<Vec<Ciphertext>> {
-        same_len(a.len(), k.len())?;
-        a.par_iter()
-            .zip(k)
-            .map(|(x, k)| self.add_plain(x, k))
-            .collect()
+        pairwise(a, k, |x, k| self.add_plain(x, k))
     }
 
     /// Element-wise [`Self::mul_plain`].
@@ -84,11 +90,7 @@ impl PublicKey {
     /// # Errors
     /// [`Error::Decoding`] on a length mismatch, or the first error of [`Self::mul_plain`].
     pub fn mul_plain_batch(&self, a: &[Ciphertext], k: &[Integer]) -> Result<Vec<Ciphertext>> {
-        same_len(a.len(), k.len())?;
-        a.par_iter()
-            .zip(k)
-            .map(|(x, k)| self.mul_plain(x, k))
-            .collect()
+        pairwise(a, k, |x, k| self.mul_plain(x, k))
     }
 
     /// Element-wise [`Self::rerandomize`].
@@ -140,11 +142,7 @@ impl PublicKey {
         a: &[EncryptedNumber],
         b: &[EncryptedNumber],
     ) -> Result<Vec<EncryptedNumber>> {
-        same_len(a.len(), b.len())?;
-        a.par_iter()
-            .zip(b)
-            .map(|(x, y)| self.add_encrypted(x, y))
-            .collect()
+        pairwise(a, b, |x, y| self.add_encrypted(x, y))
     }
 
     /// Element-wise [`Self::sub_encrypted`].
@@ -156,11 +154,7 @@ impl PublicKey {
         a: &[EncryptedNumber],
         b: &[EncryptedNumber],
     ) -> Result<Vec<EncryptedNumber>> {
-        same_len(a.len(), b.len())?;
-        a.par_iter()
-            .zip(b)
-            .map(|(x, y)| self.sub_encrypted(x, y))
-            .collect()
+        pairwise(a, b, |x, y| self.sub_encrypted(x, y))
     }
 
     /// Element-wise [`Self::add_encoded`].
@@ -172,11 +166,7 @@ impl PublicKey {
         a: &[EncryptedNumber],
         x: &[EncodedNumber],
     ) -> Result<Vec<EncryptedNumber>> {
-        same_len(a.len(), x.len())?;
-        a.par_iter()
-            .zip(x)
-            .map(|(c, x)| self.add_encoded(c, x))
-            .collect()
+        pairwise(a, x, |c, x| self.add_encoded(c, x))
     }
 
     /// Element-wise [`Self::mul_encoded`].
@@ -188,11 +178,7 @@ impl PublicKey {
         a: &[EncryptedNumber],
         x: &[EncodedNumber],
     ) -> Result<Vec<EncryptedNumber>> {
-        same_len(a.len(), x.len())?;
-        a.par_iter()
-            .zip(x)
-            .map(|(c, x)| self.mul_encoded(c, x))
-            .collect()
+        pairwise(a, x, |c, x| self.mul_encoded(c, x))
     }
 }
 
