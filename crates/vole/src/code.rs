@@ -41,6 +41,8 @@ use core::ops::{BitXor, BitXorAssign};
 use obliv_core::hash::ro_hash_block;
 use obliv_core::{Block, Prg, gf128};
 
+use crate::arch;
+
 /// The constant μ by which the convolution multiplies over GF(2^128) (libOTe's `mulConst`,
 /// 4234123421 in the polynomial basis).
 pub const GF128_MIX: Block = Block(4_234_123_421);
@@ -218,6 +220,7 @@ impl ExConvCode {
     }
 
     /// One convolution pass over `x` (and `y` with the same coefficients, if given).
+    #[inline(never)]
     fn accumulate<E: CodeElement, F: CodeElement>(
         &self,
         seed: Block,
@@ -252,44 +255,101 @@ impl ExConvCode {
     }
 
     /// `msg[i] += Σ parity[expander taps of row i]`.
+    ///
+    /// The taps are random reads from the whole parity vector (16–64 MiB), so the loop is
+    /// bound by memory latency: the taps of row `i + PREFETCH_ROWS` are prefetched while row
+    /// `i` is summed, from a ring of precomputed indices two refills long.
+    #[inline(never)]
     fn expand<E: CodeElement, F: CodeElement>(
         &self,
         parity: &[E],
         msg: &mut [E],
         mut second: Option<(&[F], &mut [F])>,
     ) {
+        const W: usize = EXPANDER_WEIGHT;
+        const ROWS: usize = EXPAND_REFILL_ROWS;
         let m = parity.len();
-        let reg = EXPANDER_WEIGHT - EXPANDER_WEIGHT / 2; // 4 regular taps
-        let uni = EXPANDER_WEIGHT / 2; // 3 uniform taps
-        let step = m / reg;
-        let mut prg = Prg::new(self.expander_seed);
-        // 7 random 32-bit words per row, 64 rows per refill (28 AES blocks).
-        let mut rnd_blocks = [Block::ZERO; 7 * 64 / 4];
-        for (row_block, out) in msg.chunks_mut(64).enumerate() {
-            prg.fill_blocks(&mut rnd_blocks);
-            let rnd: &[u32] = bytemuck::cast_slice(&rnd_blocks);
-            let base = row_block * 64;
-            for (r, o) in out.iter_mut().enumerate() {
-                let words = &rnd[r * 7..r * 7 + 7];
-                let mut idx = [0usize; EXPANDER_WEIGHT];
-                for j in 0..reg {
-                    idx[j] = bounded(words[j], step) + j * step;
+        let k = msg.len();
+        let mut taps = ExpanderIndices::new(self.expander_seed, m);
+        // Ring of 2·ROWS rows of indices: row g lives at (g mod 2·ROWS)·W.
+        let mut ring = [0usize; 2 * ROWS * W];
+        taps.refill(&mut ring[..ROWS * W]);
+        for base in (0..k).step_by(ROWS) {
+            let slot = (base / ROWS) % 2;
+            if base + ROWS < k {
+                let next = 1 - slot;
+                taps.refill(&mut ring[next * ROWS * W..(next + 1) * ROWS * W]);
+            }
+            let rows = ROWS.min(k - base);
+            for r in 0..rows {
+                let g = base + r;
+                let ahead = ((g + PREFETCH_ROWS) % (2 * ROWS)) * W;
+                for &ix in &ring[ahead..ahead + W] {
+                    arch::prefetch(parity, ix);
+                    if let Some((p2, _)) = second.as_ref() {
+                        arch::prefetch(p2, ix);
+                    }
                 }
-                for j in 0..uni {
-                    idx[reg + j] = bounded(words[reg + j], m);
-                }
-                let mut acc = *o;
-                for &ix in &idx {
+                let at = (g % (2 * ROWS)) * W;
+                let idx: &[usize; W] = ring[at..at + W]
+                    .try_into()
+                    .unwrap_or_else(|_| unreachable!("slice of length W"));
+                let mut acc = msg[g];
+                for &ix in idx {
                     acc ^= parity[ix];
                 }
-                *o = acc;
+                msg[g] = acc;
                 if let Some((p2, m2)) = second.as_mut() {
-                    let mut acc = m2[base + r];
-                    for &ix in &idx {
+                    let mut acc = m2[g];
+                    for &ix in idx {
                         acc ^= p2[ix];
                     }
-                    m2[base + r] = acc;
+                    m2[g] = acc;
                 }
+            }
+        }
+    }
+}
+
+/// Rows of expander indices per PRG refill (7 words of 32 bits per row: 28 AES blocks).
+const EXPAND_REFILL_ROWS: usize = 64;
+/// How many rows ahead the expander prefetches its taps.
+const PREFETCH_ROWS: usize = 16;
+
+/// The expander's tap indices, row by row: from 7 pseudorandom 32-bit words per row, 4
+/// regular taps `bounded(w_j, ⌊m/4⌋) + j·⌊m/4⌋` and 3 uniform taps `bounded(w_j, m)`.
+struct ExpanderIndices {
+    prg: Prg,
+    m: usize,
+    step: usize,
+    rnd: [Block; EXPANDER_WEIGHT * EXPAND_REFILL_ROWS / 4],
+}
+
+impl ExpanderIndices {
+    fn new(seed: Block, m: usize) -> Self {
+        let reg = EXPANDER_WEIGHT - EXPANDER_WEIGHT / 2; // 4 regular taps
+        ExpanderIndices {
+            prg: Prg::new(seed),
+            m,
+            step: m / reg,
+            rnd: [Block::ZERO; EXPANDER_WEIGHT * EXPAND_REFILL_ROWS / 4],
+        }
+    }
+
+    /// The next [`EXPAND_REFILL_ROWS`] rows of indices into `out`.
+    fn refill(&mut self, out: &mut [usize]) {
+        let reg = EXPANDER_WEIGHT - EXPANDER_WEIGHT / 2;
+        self.prg.fill_blocks(&mut self.rnd);
+        let words: &[u32] = bytemuck::cast_slice(&self.rnd);
+        for (o, w) in out
+            .chunks_exact_mut(EXPANDER_WEIGHT)
+            .zip(words.chunks_exact(EXPANDER_WEIGHT))
+        {
+            for j in 0..reg {
+                o[j] = bounded(w[j], self.step) + j * self.step;
+            }
+            for j in reg..EXPANDER_WEIGHT {
+                o[j] = bounded(w[j], self.m);
             }
         }
     }
@@ -510,6 +570,60 @@ mod tests {
         let mut bin = x.clone();
         ExConvCode::new(k, n, CodeField::Gf2).dual_encode(&mut bin);
         assert_ne!(&bin[..k], &ex[..k]);
+    }
+
+    /// A digest of the encodings of fixed inputs (blocks over GF(2) and GF(2^128), bytes,
+    /// words, block pairs and the two-vector form), to keep the code itself fixed while its
+    /// implementation is optimised. Source: this implementation as of the first release
+    /// (commit 7b85541); any change here changes the protocol's outputs.
+    fn encoding_digest(k: usize, n: usize) -> Block {
+        let mut prg = Prg::new(Block(0xC0DE));
+        let x = prg.blocks(n);
+        let y = prg.blocks(n);
+        let mut out: Vec<u8> = Vec::new();
+        for field in [CodeField::Gf2, CodeField::Gf128] {
+            let code = ExConvCode::new(k, n, field);
+            let mut v = x.clone();
+            code.dual_encode(&mut v);
+            out.extend_from_slice(Block::slice_as_bytes(&v[..k]));
+            let mut pairs: Vec<BlockPair> =
+                x.iter().zip(&y).map(|(a, b)| BlockPair([*a, *b])).collect();
+            code.dual_encode(&mut pairs);
+            for p in &pairs[..k] {
+                out.extend_from_slice(&p.0[0].to_bytes());
+                out.extend_from_slice(&p.0[1].to_bytes());
+            }
+        }
+        let code = ExConvCode::new(k, n, CodeField::Gf2);
+        let mut bits: Vec<u8> = y.iter().map(|b| u8::from(b.lsb())).collect();
+        let mut words: Vec<u64> = y.iter().map(|b| b.to_u64s().1).collect();
+        let mut c = x.clone();
+        code.dual_encode2(&mut bits, &mut c);
+        out.extend_from_slice(&bits[..k]);
+        out.extend_from_slice(Block::slice_as_bytes(&c[..k]));
+        let mut c = y.clone();
+        code.dual_encode2(&mut words, &mut c);
+        for w in &words[..k] {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        out.extend_from_slice(Block::slice_as_bytes(&c[..k]));
+        let mut bytes: Vec<u8> = x.iter().map(|b| b.to_bytes()[3]).collect();
+        code.dual_encode(&mut bytes);
+        out.extend_from_slice(&bytes[..k]);
+        ro_hash_block("obliv-vole exconv regression", &out)
+    }
+
+    #[test]
+    fn encoding_regression() {
+        for (k, n, digest) in [
+            (1, 27, 0xdc9b_2323_0794_ebc5_98a2_9695_4318_7216),
+            (100, 227, 0x234d_a8ec_b3f0_99a9_ec6a_9e63_afb9_b5fb),
+            (1000, 2053, 0x156b_4b22_6f2d_7262_89f0_8af3_d08a_46f3),
+            (4099, 8198, 0x87ae_9117_1677_8110_2231_a4a8_17de_99a5),
+            (70_000, 140_001, 0x9657_dabc_ca6d_a9ea_83cd_6b3a_037f_7b10),
+        ] {
+            assert_eq!(encoding_digest(k, n), Block(digest), "k = {k}, n = {n}");
+        }
     }
 
     proptest! {

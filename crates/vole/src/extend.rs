@@ -255,6 +255,36 @@ pub(crate) fn send<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     tweak: u64,
     rng: &mut R,
 ) -> Result<Vec<Block>> {
+    let mut v = Vec::new();
+    send_into(ch, params, delta, cots, voles, tweak, rng, &mut v)?;
+    v.truncate(params.k);
+    Ok(v)
+}
+
+/// Resizes a working buffer to exactly `n` elements without writing the part it already
+/// has (every element is overwritten before it is read), so that a buffer kept from the
+/// previous extension costs neither page faults nor a memset.
+fn prepare<T: Copy + Default>(buf: &mut Vec<T>, n: usize) {
+    if buf.len() < n {
+        buf.resize(n, T::default());
+    } else {
+        buf.truncate(n);
+    }
+}
+
+/// [`send`] into a caller's buffer: on success `v[..params.k]` is `B` (`v.len() ==
+/// params.n()`, the rest is scratch). `v` may hold anything on entry.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn send_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+    ch: &mut C,
+    params: &Params,
+    delta: Block,
+    cots: &[Block],
+    voles: &[Block],
+    tweak: u64,
+    rng: &mut R,
+    v: &mut Vec<Block>,
+) -> Result<()> {
     check_base("correlated OTs", params.cots_needed(), cots.len())?;
     check_base("base VOLEs", params.voles_needed(), voles.len())?;
     let shape = params.shape();
@@ -265,8 +295,8 @@ pub(crate) fn send<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
 
     // 2. Expand and mask the level sums.
     let roots: Vec<Block> = (0..params.t).map(|_| Block::random(rng)).collect();
-    let mut v = vec![Block::ZERO; params.n()];
-    let sums = ggm::expand_full(&shape, &roots, &mut v);
+    prepare(v, params.n());
+    let sums = ggm::expand_full(&shape, &roots, v);
     let first_tweak = u128::from(tweak) << 64;
     let mut h0 = cots[..th].to_vec();
     let mut h1: Vec<Block> = h0.iter().map(|q| *q ^ delta).collect();
@@ -307,15 +337,14 @@ pub(crate) fn send<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
             Kind::Subfield | Kind::Subfield64 => pack128(&cots[th..th + 128]),
             Kind::Field => voles[params.t],
         };
-        let y = poly_hash(&v, x) ^ b_star ^ gf128::mul(s_prime, delta);
+        let y = poly_hash(v, x) ^ b_star ^ gf128::mul(s_prime, delta);
         ch.send(&ro_hash(CHECK_DOMAIN, &y.to_bytes()))?;
         ch.flush()?;
     }
 
     // 5. Compress.
-    params.code().dual_encode(&mut v);
-    v.truncate(params.k);
-    Ok(v)
+    params.code().dual_encode(v);
+    Ok(())
 }
 
 /// The receiver's `A` output: bits (subfield) or field elements.
@@ -326,11 +355,49 @@ pub(crate) enum AVec {
     U64(Vec<u64>),
 }
 
+impl Zeroize for AVec {
+    fn zeroize(&mut self) {
+        match self {
+            AVec::Bits(v) => v.zeroize(),
+            AVec::Field(v) => v.zeroize(),
+            AVec::U64(v) => v.zeroize(),
+        }
+    }
+}
+
+impl AVec {
+    /// An empty vector of the variant `kind` produces.
+    pub(crate) fn empty(kind: Kind) -> Self {
+        match kind {
+            Kind::Subfield => AVec::Bits(Vec::new()),
+            Kind::Field => AVec::Field(Vec::new()),
+            Kind::Subfield64 => AVec::U64(Vec::new()),
+        }
+    }
+
+    fn is_kind(&self, kind: Kind) -> bool {
+        matches!(
+            (self, kind),
+            (AVec::Bits(_), Kind::Subfield)
+                | (AVec::Field(_), Kind::Field)
+                | (AVec::U64(_), Kind::Subfield64)
+        )
+    }
+
+    fn truncate(&mut self, len: usize) {
+        match self {
+            AVec::Bits(v) => v.truncate(len),
+            AVec::Field(v) => v.truncate(len),
+            AVec::U64(v) => v.truncate(len),
+        }
+    }
+}
+
 /// Receiver side of one extension: returns `(A, C)` (length `params.k`).
 ///
 /// `choices`/`cots` are the receiver's COT bits `rᵢ` and values `tᵢ`; `vole_a`/`vole_c` its
 /// base VOLE values (GF(2^128) only).
-#[allow(clippy::too_many_arguments, clippy::needless_range_loop)] // per-tree index loops
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn receive<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     ch: &mut C,
     params: &Params,
@@ -341,6 +408,32 @@ pub(crate) fn receive<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     tweak: u64,
     rng: &mut R,
 ) -> Result<(AVec, Vec<Block>)> {
+    let mut a = AVec::empty(params.kind);
+    let mut w = Vec::new();
+    receive_into(
+        ch, params, choices, cots, vole_a, vole_c, tweak, rng, &mut a, &mut w,
+    )?;
+    a.truncate(params.k);
+    w.truncate(params.k);
+    Ok((a, w))
+}
+
+/// [`receive`] into the caller's buffers: on success `a[..params.k]` is `A` and
+/// `w[..params.k]` is `C` (the rest is scratch). `a` must be of `params.kind`'s variant
+/// (see [`AVec::empty`]); both may hold anything on entry.
+#[allow(clippy::too_many_arguments, clippy::needless_range_loop)] // per-tree index loops
+pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+    ch: &mut C,
+    params: &Params,
+    choices: &[u8],
+    cots: &[Block],
+    vole_a: &[Block],
+    vole_c: &[Block],
+    tweak: u64,
+    rng: &mut R,
+    a: &mut AVec,
+    w: &mut Vec<Block>,
+) -> Result<()> {
     check_base("correlated OTs", params.cots_needed(), cots.len())?;
     check_base(
         "correlated OT choice bits",
@@ -397,14 +490,17 @@ pub(crate) fn receive<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     ht.zeroize();
 
     // 3. Punctured expansion and the noisy coordinates.
-    let mut w = vec![Block::ZERO; params.n()];
-    let (fixes, totals) = ggm::expand_punctured(&shape, &alpha, &keys, &mut w);
+    prepare(w, params.n());
+    let (fixes, totals) = ggm::expand_punctured(&shape, &alpha, &keys, w);
     keys.zeroize();
-    let mut a = match params.kind {
-        Kind::Subfield => AVec::Bits(vec![0u8; params.n()]),
-        Kind::Field => AVec::Field(vec![Block::ZERO; params.n()]),
-        Kind::Subfield64 => AVec::U64(vec![0u64; params.n()]),
-    };
+    if !a.is_kind(params.kind) {
+        *a = AVec::empty(params.kind);
+    }
+    match a {
+        AVec::Bits(v) => prepare(v, params.n()),
+        AVec::Field(v) => prepare(v, params.n()),
+        AVec::U64(v) => prepare(v, params.n()),
+    }
     for tree in 0..t {
         let d = msg[2 * th + tree];
         let (c, dfix) = fixes[tree];
@@ -418,7 +514,7 @@ pub(crate) fn receive<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
         for (j, x) in w[region.clone()].iter_mut().enumerate() {
             x.0 ^= (dfix.0 & eq_mask(j, c)) ^ (corr.0 & eq_mask(j, at));
         }
-        match &mut a {
+        match &mut *a {
             AVec::Bits(bits) => {
                 for (j, x) in bits[region].iter_mut().enumerate() {
                     #[allow(clippy::cast_possible_truncation)] // mask is 0 or all ones
@@ -466,7 +562,7 @@ pub(crate) fn receive<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
         ch.send_pod(&[x, s ^ a_star])?;
         ch.flush()?;
         let theirs = ch.recv_array::<32>()?;
-        let z = poly_hash(&w, x) ^ c_star;
+        let z = poly_hash(w, x) ^ c_star;
         let mine = ro_hash(CHECK_DOMAIN, &z.to_bytes());
         if !bool::from(mine.ct_eq(&theirs)) {
             alpha.zeroize();
@@ -479,35 +575,31 @@ pub(crate) fn receive<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     // 5. Compress.
     let code = params.code();
     match a {
-        AVec::Bits(mut bits) => {
-            code.dual_encode2(&mut bits, &mut w);
-            bits.truncate(params.k);
-            w.truncate(params.k);
-            Ok((AVec::Bits(bits), w))
+        AVec::Bits(bits) => {
+            code.dual_encode2(bits, w);
+            Ok(())
         }
-        AVec::Field(mut vals) => {
+        AVec::Field(vals) => {
             // A and C side by side: one cache line per random read of the encoder.
             let mut pairs: Vec<BlockPair> = vals
                 .iter()
-                .zip(&w)
+                .zip(w.iter())
                 .map(|(a, c)| BlockPair([*a, *c]))
                 .collect();
             vals.zeroize();
             w.zeroize();
             code.dual_encode(&mut pairs);
-            let a_out = pairs[..params.k].iter().map(|p| p.0[0]).collect();
-            let c_out = pairs[..params.k].iter().map(|p| p.0[1]).collect();
+            *vals = pairs[..params.k].iter().map(|p| p.0[0]).collect();
+            *w = pairs[..params.k].iter().map(|p| p.0[1]).collect();
             for p in &mut pairs {
                 *p = BlockPair::default();
             }
-            Ok((AVec::Field(a_out), c_out))
+            Ok(())
         }
-        AVec::U64(mut vals) => {
+        AVec::U64(vals) => {
             // The binary code on the 64-bit A (8 bytes per element) and on C.
-            code.dual_encode2(&mut vals, &mut w);
-            vals.truncate(params.k);
-            w.truncate(params.k);
-            Ok((AVec::U64(vals), w))
+            code.dual_encode2(vals, w);
+            Ok(())
         }
     }
 }

@@ -646,3 +646,85 @@ fn sub64_zero_and_small_base() {
         Err(Error::NotEnoughBase { .. })
     ));
 }
+
+#[test]
+fn subfield_streaming_reuses_buffers_across_calls() {
+    // Several extend_chunks calls on one pair (the working buffers are kept between calls,
+    // with chunks of different lengths), then a plain extend.
+    let cfg = cfg(Security::SemiHonest, 2000);
+    let mut rng = AesRng::from_seed([19; 16]);
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let (mut c0, mut c1) = mem_pair();
+    let sizes = [5001usize, 1, 4000, 1999];
+    let t = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([20; 16]);
+        let mut s = SubfieldVoleSender::from_base(sb, cfg).unwrap();
+        let mut outs = Vec::new();
+        for n in sizes {
+            let mut all = Vec::new();
+            s.extend_chunks(&mut c0, n, &mut rng, |b| {
+                all.extend_from_slice(b);
+                Ok(())
+            })
+            .unwrap();
+            outs.push(all);
+        }
+        outs.push(s.extend(&mut c0, 777, &mut rng).unwrap());
+        (s.delta(), outs)
+    });
+    let mut r = SubfieldVoleReceiver::from_base(rb, cfg).unwrap();
+    let mut outs = Vec::new();
+    for n in sizes {
+        let (mut aa, mut cc) = (Vec::new(), Vec::new());
+        r.extend_chunks(&mut c1, n, &mut rng, |a, c| {
+            assert!(a.len() <= 2000 && a.len() == c.len());
+            aa.extend_from_slice(a);
+            cc.extend_from_slice(c);
+            Ok(())
+        })
+        .unwrap();
+        outs.push((aa, cc));
+    }
+    outs.push(r.extend(&mut c1, 777, &mut rng).unwrap());
+    let (delta, souts) = t.join().unwrap();
+    for ((a, c), b) in outs.into_iter().zip(souts) {
+        let n = a.len();
+        assert_subfield(&(delta, b, a, c, Stats::default(), Stats::default()), n);
+    }
+}
+
+#[test]
+fn sink_error_stops_the_stream() {
+    let cfg = cfg(Security::SemiHonest, 2000);
+    let mut rng = AesRng::from_seed([21; 16]);
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let (mut c0, mut c1) = mem_pair();
+    let peer = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([22; 16]);
+        let mut r = Subfield64VoleReceiver::from_base(rb, cfg).unwrap();
+        let mut chunks = 0;
+        let res = r.extend_chunks(&mut c1, 5000, &mut rng, |_, _| {
+            chunks += 1;
+            Ok(())
+        });
+        (res, chunks)
+    });
+    let mut s = Subfield64VoleSender::from_base(sb, cfg).unwrap();
+    let mut calls = 0;
+    let err = s
+        .extend_chunks(&mut c0, 5000, &mut rng, |_| {
+            calls += 1;
+            Err(Error::TooLarge {
+                requested: 0,
+                max: 0,
+            })
+        })
+        .unwrap_err();
+    assert!(matches!(err, Error::TooLarge { .. }), "{err}");
+    assert_eq!(calls, 1);
+    drop(c0);
+    // The peer got its first chunk, then an error (not a hang) when the sender stopped.
+    let (res, chunks) = peer.join().unwrap();
+    assert!(matches!(res, Err(Error::Net(_))));
+    assert_eq!(chunks, 1);
+}

@@ -109,6 +109,13 @@ impl VoleConfig {
     }
 }
 
+/// Copies the reserve `buf[from..to]` out as the next pool and wipes it from `buf`.
+pub(crate) fn take_reserve<T: Copy + Zeroize>(buf: &mut [T], from: usize, to: usize) -> Vec<T> {
+    let pool = buf[from..to].to_vec();
+    buf[from..to].iter_mut().for_each(Zeroize::zeroize);
+    pool
+}
+
 /// Tweak tags keeping the hash tweaks of the inner and outer generators apart.
 const TAG_SUBFIELD: u64 = 0;
 pub(crate) const TAG_FIELD: u64 = 1;
@@ -120,6 +127,8 @@ pub struct SubfieldVoleSender {
     cfg: VoleConfig,
     counter: u64,
     tag: u64,
+    /// The working buffer of `extend_chunks`, kept for the next call (no page faults).
+    scratch: Vec<Block>,
 }
 
 impl core::fmt::Debug for SubfieldVoleSender {
@@ -135,6 +144,7 @@ impl Drop for SubfieldVoleSender {
     fn drop(&mut self) {
         self.delta.zeroize();
         self.pool.zeroize();
+        self.scratch.zeroize();
     }
 }
 
@@ -182,6 +192,7 @@ impl SubfieldVoleSender {
             cfg,
             counter: 0,
             tag: TAG_SUBFIELD,
+            scratch: Vec::new(),
         })
     }
 
@@ -207,6 +218,21 @@ impl SubfieldVoleSender {
         k_user: usize,
         rng: &mut R,
     ) -> Result<Vec<Block>> {
+        let mut out = Vec::new();
+        self.run_into(ch, k_user, rng, &mut out)?;
+        out.truncate(k_user);
+        Ok(out)
+    }
+
+    /// One extension of `k_user` outputs into `buf[..k_user]` (`buf` is a reusable working
+    /// buffer of length `N`); the next reserve goes to the pool.
+    fn run_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        k_user: usize,
+        rng: &mut R,
+        buf: &mut Vec<Block>,
+    ) -> Result<()> {
         let reserve = self.cfg.subfield_reserve();
         let params = Params::new(Kind::Subfield, k_user + reserve, self.cfg.security);
         if self.pool.len() < params.cots_needed() {
@@ -218,11 +244,10 @@ impl SubfieldVoleSender {
             self.pool = out;
         }
         let tw = self.next_tweak();
-        let mut out = extend::send(ch, &params, self.delta, &self.pool, &[], tw, rng)?;
-        let new_pool = out.split_off(k_user);
+        extend::send_into(ch, &params, self.delta, &self.pool, &[], tw, rng, buf)?;
         self.pool.zeroize();
-        self.pool = new_pool;
-        Ok(out)
+        self.pool = take_reserve(buf, k_user, params.k);
+        Ok(())
     }
 
     /// Produces `n` correlations, handing them to `sink` chunk by chunk.
@@ -241,15 +266,18 @@ impl SubfieldVoleSender {
         R: CryptoRng + ?Sized,
         F: FnMut(&[Block]) -> Result<()>,
     {
+        let mut buf = core::mem::take(&mut self.scratch);
         let mut left = n;
-        while left > 0 {
+        let mut res = Ok(());
+        while left > 0 && res.is_ok() {
             let k = left.min(self.cfg.max_chunk);
-            let mut b = self.run(ch, k, rng)?;
-            sink(&b)?;
-            b.zeroize();
+            res = self
+                .run_into(ch, k, rng, &mut buf)
+                .and_then(|()| sink(&buf[..k]));
             left -= k;
         }
-        Ok(())
+        self.scratch = buf;
+        res
     }
 
     /// Produces `B` of `n` correlations.
@@ -285,6 +313,8 @@ pub struct SubfieldVoleReceiver {
     cfg: VoleConfig,
     counter: u64,
     tag: u64,
+    /// The working buffers of `extend_chunks`, kept for the next call.
+    scratch: (AVec, Vec<Block>),
 }
 
 impl core::fmt::Debug for SubfieldVoleReceiver {
@@ -300,6 +330,8 @@ impl Drop for SubfieldVoleReceiver {
     fn drop(&mut self) {
         self.pool_r.zeroize();
         self.pool_t.zeroize();
+        self.scratch.0.zeroize();
+        self.scratch.1.zeroize();
     }
 }
 
@@ -342,6 +374,7 @@ impl SubfieldVoleReceiver {
             cfg,
             counter: 0,
             tag: TAG_SUBFIELD,
+            scratch: (AVec::empty(Kind::Subfield), Vec::new()),
         })
     }
 
@@ -395,6 +428,38 @@ impl SubfieldVoleReceiver {
         Ok((a, c))
     }
 
+    /// As `run`, into the reusable buffers `a` and `c` (`A`, `C` in `[..k_user]`).
+    fn run_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        k_user: usize,
+        rng: &mut R,
+        a: &mut AVec,
+        c: &mut Vec<Block>,
+    ) -> Result<()> {
+        let reserve = self.cfg.subfield_reserve();
+        let params = Params::new(Kind::Subfield, k_user + reserve, self.cfg.security);
+        if self.pool_t.len() < params.cots_needed() {
+            let boot = Params::new(Kind::Subfield, reserve, self.cfg.security);
+            let (a, c) = self.run_once(ch, &boot, rng)?;
+            self.pool_r.zeroize();
+            self.pool_t.zeroize();
+            self.pool_r = a;
+            self.pool_t = c;
+        }
+        let tw = self.next_tweak();
+        let (pr, pt) = (&self.pool_r, &self.pool_t);
+        extend::receive_into(ch, &params, pr, pt, &[], &[], tw, rng, a, c)?;
+        let AVec::Bits(bits) = a else {
+            unreachable!("a subfield extension returns bits")
+        };
+        self.pool_r.zeroize();
+        self.pool_t.zeroize();
+        self.pool_r = take_reserve(bits, k_user, params.k);
+        self.pool_t = take_reserve(c, k_user, params.k);
+        Ok(())
+    }
+
     /// Produces `n` correlations, handing `(A, C)` to `sink` chunk by chunk.
     ///
     /// # Errors
@@ -411,16 +476,24 @@ impl SubfieldVoleReceiver {
         R: CryptoRng + ?Sized,
         F: FnMut(&[u8], &[Block]) -> Result<()>,
     {
+        let (mut a, mut c) =
+            core::mem::replace(&mut self.scratch, (AVec::empty(Kind::Subfield), Vec::new()));
         let mut left = n;
-        while left > 0 {
+        let mut res = Ok(());
+        while left > 0 && res.is_ok() {
             let k = left.min(self.cfg.max_chunk);
-            let (mut a, mut c) = self.run(ch, k, rng)?;
-            sink(&a, &c)?;
-            a.zeroize();
-            c.zeroize();
+            res = self
+                .run_into(ch, k, rng, &mut a, &mut c)
+                .and_then(|()| match &a {
+                    AVec::Bits(bits) => sink(&bits[..k], &c[..k]),
+                    AVec::Field(_) | AVec::U64(_) => {
+                        unreachable!("a subfield extension returns bits")
+                    }
+                });
             left -= k;
         }
-        Ok(())
+        self.scratch = (a, c);
+        res
     }
 
     /// Produces `(A, C)` of `n` correlations (`A` as bytes 0/1).

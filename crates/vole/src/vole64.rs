@@ -69,7 +69,7 @@ use zeroize::Zeroize;
 use crate::base::{ReceiverBase, SenderBase};
 use crate::error::Result;
 use crate::extend::{self, AVec, Kind, Params, pack_poly};
-use crate::vole::{SubfieldVoleReceiver, SubfieldVoleSender, TAG_FIELD, VoleConfig};
+use crate::vole::{SubfieldVoleReceiver, SubfieldVoleSender, TAG_FIELD, VoleConfig, take_reserve};
 
 /// The 64-bit value `a` as a GF(2^128) element: `a` in the low 64 bits of the block, i.e.
 /// the polynomial `Σ_{j<64} a_j·X^j` (bit `j` of `a` is the coefficient of `X^j`).
@@ -94,6 +94,8 @@ pub struct Subfield64VoleSender {
     inner: SubfieldVoleSender,
     pool_b: Vec<Block>,
     counter: u64,
+    /// The working buffer of `extend_chunks`, kept for the next call (no page faults).
+    scratch: Vec<Block>,
 }
 
 impl core::fmt::Debug for Subfield64VoleSender {
@@ -108,6 +110,7 @@ impl core::fmt::Debug for Subfield64VoleSender {
 impl Drop for Subfield64VoleSender {
     fn drop(&mut self) {
         self.pool_b.zeroize();
+        self.scratch.zeroize();
     }
 }
 
@@ -126,6 +129,7 @@ impl Subfield64VoleSender {
             inner: SubfieldVoleSender::new(ch, cfg, rng)?,
             pool_b: Vec::new(),
             counter: 0,
+            scratch: Vec::new(),
         })
     }
 
@@ -138,6 +142,7 @@ impl Subfield64VoleSender {
             inner: SubfieldVoleSender::from_base(base, cfg)?,
             pool_b: Vec::new(),
             counter: 0,
+            scratch: Vec::new(),
         })
     }
 
@@ -157,6 +162,20 @@ impl Subfield64VoleSender {
         k_user: usize,
         rng: &mut R,
     ) -> Result<Vec<Block>> {
+        let mut out = Vec::new();
+        self.run_into(ch, k_user, rng, &mut out)?;
+        out.truncate(k_user);
+        Ok(out)
+    }
+
+    /// One extension into the reusable buffer `buf` (`B` in `buf[..k_user]`).
+    fn run_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        k_user: usize,
+        rng: &mut R,
+        buf: &mut Vec<Block>,
+    ) -> Result<()> {
         let cfg = self.inner.config();
         let reserve = cfg.sub64_reserve();
         let params = Params::new(Kind::Subfield64, k_user + reserve, cfg.security);
@@ -171,13 +190,12 @@ impl Subfield64VoleSender {
         let tw = (self.counter << 1) | TAG_FIELD;
         self.counter += 1;
         let delta = self.inner.delta();
-        let res = extend::send(ch, &params, delta, &cots, &self.pool_b, tw, rng);
+        let res = extend::send_into(ch, &params, delta, &cots, &self.pool_b, tw, rng, buf);
         cots.zeroize();
-        let mut out = res?;
-        let new_pool = out.split_off(k_user);
+        res?;
         self.pool_b.zeroize();
-        self.pool_b = new_pool;
-        Ok(out)
+        self.pool_b = take_reserve(buf, k_user, params.k);
+        Ok(())
     }
 
     /// Produces `n` correlations, handing `B` to `sink` chunk by chunk (at most
@@ -197,16 +215,18 @@ impl Subfield64VoleSender {
         R: CryptoRng + ?Sized,
         F: FnMut(&[Block]) -> Result<()>,
     {
+        let mut buf = core::mem::take(&mut self.scratch);
         let mut left = n;
-        while left > 0 {
+        let mut res = Ok(());
+        while left > 0 && res.is_ok() {
             let k = left.min(self.inner.config().max_chunk);
-            let mut b = self.run(ch, k, rng)?;
-            let res = sink(&b);
-            b.zeroize();
-            res?;
+            res = self
+                .run_into(ch, k, rng, &mut buf)
+                .and_then(|()| sink(&buf[..k]));
             left -= k;
         }
-        Ok(())
+        self.scratch = buf;
+        res
     }
 
     /// Produces `B` of `n` correlations.
@@ -242,6 +262,8 @@ pub struct Subfield64VoleReceiver {
     pool_a: Vec<u64>,
     pool_c: Vec<Block>,
     counter: u64,
+    /// The working buffers of `extend_chunks`, kept for the next call.
+    scratch: (AVec, Vec<Block>),
 }
 
 impl core::fmt::Debug for Subfield64VoleReceiver {
@@ -257,6 +279,8 @@ impl Drop for Subfield64VoleReceiver {
     fn drop(&mut self) {
         self.pool_a.zeroize();
         self.pool_c.zeroize();
+        self.scratch.0.zeroize();
+        self.scratch.1.zeroize();
     }
 }
 
@@ -276,6 +300,7 @@ impl Subfield64VoleReceiver {
             pool_a: Vec::new(),
             pool_c: Vec::new(),
             counter: 0,
+            scratch: (AVec::empty(Kind::Subfield64), Vec::new()),
         })
     }
 
@@ -289,6 +314,7 @@ impl Subfield64VoleReceiver {
             pool_a: Vec::new(),
             pool_c: Vec::new(),
             counter: 0,
+            scratch: (AVec::empty(Kind::Subfield64), Vec::new()),
         })
     }
 
@@ -303,6 +329,25 @@ impl Subfield64VoleReceiver {
         k_user: usize,
         rng: &mut R,
     ) -> Result<(Vec<u64>, Vec<Block>)> {
+        let (mut a, mut c) = (AVec::empty(Kind::Subfield64), Vec::new());
+        self.run_into(ch, k_user, rng, &mut a, &mut c)?;
+        let AVec::U64(mut a) = a else {
+            unreachable!("a 64-bit subfield extension returns u64 values")
+        };
+        a.truncate(k_user);
+        c.truncate(k_user);
+        Ok((a, c))
+    }
+
+    /// One extension into the reusable buffers (`A`, `C` in `[..k_user]`).
+    fn run_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        k_user: usize,
+        rng: &mut R,
+        a: &mut AVec,
+        c: &mut Vec<Block>,
+    ) -> Result<()> {
         let cfg = self.inner.config();
         let reserve = cfg.sub64_reserve();
         let params = Params::new(Kind::Subfield64, k_user + reserve, cfg.security);
@@ -319,23 +364,20 @@ impl Subfield64VoleReceiver {
         let tw = (self.counter << 1) | TAG_FIELD;
         self.counter += 1;
         let mut vole_a: Vec<Block> = self.pool_a.iter().map(|a| embed64(*a)).collect();
-        let res = extend::receive(ch, &params, &r, &t, &vole_a, &self.pool_c, tw, rng);
+        let pc = &self.pool_c;
+        let res = extend::receive_into(ch, &params, &r, &t, &vole_a, pc, tw, rng, a, c);
         vole_a.zeroize();
         r.zeroize();
         t.zeroize();
-        let (a, mut c) = res?;
-        let mut a = match a {
-            AVec::U64(v) => v,
-            AVec::Bits(_) | AVec::Field(_) => {
-                unreachable!("a 64-bit subfield extension returns u64 values")
-            }
+        res?;
+        let AVec::U64(vals) = a else {
+            unreachable!("a 64-bit subfield extension returns u64 values")
         };
-        let (new_a, new_c) = (a.split_off(k_user), c.split_off(k_user));
         self.pool_a.zeroize();
         self.pool_c.zeroize();
-        self.pool_a = new_a;
-        self.pool_c = new_c;
-        Ok((a, c))
+        self.pool_a = take_reserve(vals, k_user, params.k);
+        self.pool_c = take_reserve(c, k_user, params.k);
+        Ok(())
     }
 
     /// Produces `n` correlations, handing `(A, C)` to `sink` chunk by chunk (at most
@@ -356,17 +398,26 @@ impl Subfield64VoleReceiver {
         R: CryptoRng + ?Sized,
         F: FnMut(&[u64], &[Block]) -> Result<()>,
     {
+        let (mut a, mut c) = core::mem::replace(
+            &mut self.scratch,
+            (AVec::empty(Kind::Subfield64), Vec::new()),
+        );
         let mut left = n;
-        while left > 0 {
+        let mut res = Ok(());
+        while left > 0 && res.is_ok() {
             let k = left.min(self.inner.config().max_chunk);
-            let (mut a, mut c) = self.run(ch, k, rng)?;
-            let res = sink(&a, &c);
-            a.zeroize();
-            c.zeroize();
-            res?;
+            res = self
+                .run_into(ch, k, rng, &mut a, &mut c)
+                .and_then(|()| match &a {
+                    AVec::U64(vals) => sink(&vals[..k], &c[..k]),
+                    AVec::Bits(_) | AVec::Field(_) => {
+                        unreachable!("a 64-bit subfield extension returns u64 values")
+                    }
+                });
             left -= k;
         }
-        Ok(())
+        self.scratch = (a, c);
+        res
     }
 
     /// Produces `(A, C)` of `n` correlations.
