@@ -1,4 +1,5 @@
-//! Unbalanced PSI: offline cache, online phase against the plain intersection, reuse, tampering.
+//! Unbalanced PSI: offline cache, online phase against the plain intersection, reuse,
+//! tampering, `server_get_result` and appends to the server's set.
 #![allow(clippy::unwrap_used)] // test helpers unwrap like the tests do
 
 mod common;
@@ -7,7 +8,8 @@ use common::items;
 use obliv_core::AesRng;
 use obliv_net::mem_pair;
 use obliv_psi::unbalanced::{
-    Cache, ServerKey, UbConfig, offline_client, offline_server, online_client, online_server,
+    Cache, ServerKey, UbConfig, offline_append_client, offline_append_server, offline_client,
+    offline_server, online_client, online_server, online_server_segments,
 };
 use obliv_psi::{Error, plain_intersection};
 use rand_core::SeedableRng;
@@ -22,6 +24,43 @@ fn offline(key: &ServerKey, server: &[Vec<u8>], cfg: UbConfig, path: &std::path:
     })
 }
 
+/// Both sides' results of an append (the server's error, if any, is what the test checks).
+fn append(
+    key: &ServerKey,
+    offset: usize,
+    added: &[Vec<u8>],
+    cfg: UbConfig,
+    cache: &Cache,
+) -> (Result<(), Error>, Result<Cache, Error>) {
+    let (mut a, mut b) = mem_pair();
+    std::thread::scope(|s| {
+        let t = s.spawn(move || offline_append_server(&mut a, key, offset, added, &cfg));
+        let r = offline_append_client(&mut b, &cfg, cache);
+        drop(b);
+        (t.join().unwrap(), r)
+    })
+}
+
+/// The client's and the server's results of an online phase.
+type Both = (Result<Vec<usize>, Error>, Result<Option<Vec<usize>>, Error>);
+
+/// Runs the online phase; returns the client's and the server's results.
+fn online_both(
+    key: &ServerKey,
+    segments: &[usize],
+    client: &[Vec<u8>],
+    cache: &Cache,
+    cfg: UbConfig,
+) -> Both {
+    let (mut a, mut b) = mem_pair();
+    std::thread::scope(|s| {
+        let t = s.spawn(move || online_server_segments(&mut a, key, segments, &cfg));
+        let r = online_client(&mut b, client, cache, &cfg, &mut AesRng::from_seed([4; 16]));
+        drop(b);
+        (r, t.join().unwrap())
+    })
+}
+
 fn online(
     key: &ServerKey,
     n_server: usize,
@@ -29,14 +68,11 @@ fn online(
     cache: &Cache,
     cfg: UbConfig,
 ) -> Result<Vec<usize>, Error> {
-    let (mut a, mut b) = mem_pair();
-    std::thread::scope(|s| {
-        let t = s.spawn(move || online_server(&mut a, key, n_server, &cfg));
-        let r = online_client(&mut b, client, cache, &cfg, &mut AesRng::from_seed([4; 16]));
-        drop(b);
-        let _ = t.join().unwrap();
-        r
-    })
+    online_both(key, &[n_server], client, cache, cfg).0
+}
+
+fn key(cfg: &UbConfig) -> ServerKey {
+    ServerKey::generate(cfg.curve, &mut AesRng::from_seed([1; 16])).unwrap()
 }
 
 #[test]
@@ -46,10 +82,11 @@ fn offline_then_online_twice() {
         batch_size: 256,
         ..UbConfig::default()
     };
-    let key = ServerKey::generate(cfg.curve, &mut AesRng::from_seed([1; 16])).unwrap();
+    let key = key(&cfg);
     let server = items("s", 0..5000);
     let cache = offline(&key, &server, cfg, &dir.path().join("cache.bin"));
     assert_eq!(cache.len(), 5000);
+    assert!(!cache.has_positions());
     for client in [
         items("s", 4990..5010),
         items("s", 0..3)
@@ -57,8 +94,9 @@ fn offline_then_online_twice() {
             .chain(items("z", 0..7))
             .collect(),
     ] {
-        let got = online(&key, server.len(), &client, &cache, cfg).unwrap();
-        assert_eq!(got, plain_intersection(&client, &server));
+        let (got, srv) = online_both(&key, &[server.len()], &client, &cache, cfg);
+        assert_eq!(got.unwrap(), plain_intersection(&client, &server));
+        assert_eq!(srv.unwrap(), None);
     }
     // A key saved and loaded works against the same cache.
     let kpath = dir.path().join("server.key");
@@ -78,6 +116,205 @@ fn offline_then_online_twice() {
     ));
 }
 
+/// The server's set with duplicates, the client's with duplicates and misses; both sides
+/// learn the plain intersection, twice with the same cache, and with a reloaded key.
+#[test]
+fn server_gets_the_result_with_duplicates_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = UbConfig {
+        batch_size: 100,
+        server_get_result: true,
+        ..UbConfig::default()
+    };
+    let key = key(&cfg);
+    // 3000 items, "s7" three times and "s42" twice, in a scrambled order.
+    let mut server = items("s", 0..3000);
+    server.push(b"s7".to_vec());
+    server.insert(1234, b"s7".to_vec());
+    server.insert(17, b"s42".to_vec());
+    server.rotate_left(777);
+    let cache = offline(&key, &server, cfg, &dir.path().join("c.bin"));
+    assert!(cache.has_positions());
+    assert_eq!(cache.len(), server.len() as u64);
+    let clients: [Vec<Vec<u8>>; 2] = [
+        items("s", 0..50)
+            .into_iter()
+            .chain(items("x", 0..50))
+            .chain(items("s", 5..9))
+            .collect(),
+        items("x", 0..99)
+            .into_iter()
+            .chain([b"s2999".to_vec()])
+            .collect(),
+    ];
+    let kpath = dir.path().join("k");
+    key.save(&kpath).unwrap();
+    for (run, client) in clients.iter().chain(clients.iter()).enumerate() {
+        let key = if run < 2 {
+            &key
+        } else {
+            &ServerKey::load(&kpath).unwrap()
+        };
+        let (c, s) = online_both(key, &[server.len()], client, &cache, cfg);
+        assert_eq!(c.unwrap(), plain_intersection(client, &server), "run {run}");
+        let s = s.unwrap().unwrap();
+        assert_eq!(s, plain_intersection(&server, client), "run {run}");
+    }
+    // Exactly the duplicates: five server indices for the client {"s7", "s42"}.
+    let client = vec![b"s42".to_vec(), b"s7".to_vec(), b"s7".to_vec()];
+    let (c, s) = online_both(&key, &[server.len()], &client, &cache, cfg);
+    assert_eq!(c.unwrap(), vec![0, 1, 2]);
+    assert_eq!(s.unwrap().unwrap().len(), 5);
+    // Empty client: the server learns the empty set.
+    let (c, s) = online_both(&key, &[server.len()], &[], &cache, cfg);
+    assert!(c.unwrap().is_empty());
+    assert_eq!(s.unwrap(), Some(vec![]));
+}
+
+#[test]
+fn server_result_option_must_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let on = UbConfig {
+        batch_size: 64,
+        server_get_result: true,
+        ..UbConfig::default()
+    };
+    let off = UbConfig {
+        server_get_result: false,
+        ..on
+    };
+    let key = key(&on);
+    let server = items("s", 0..300);
+    let plain = offline(&key, &server, off, &dir.path().join("plain.bin"));
+    let client = items("s", 0..5);
+    // A cache without positions cannot serve server_get_result: refused before any traffic.
+    assert!(matches!(
+        online_client(
+            &mut mem_pair().0,
+            &client,
+            &plain,
+            &on,
+            &mut AesRng::from_seed([0; 16])
+        ),
+        Err(Error::Cache(_))
+    ));
+    // A cache with positions serves both; the two sides must agree in the handshake.
+    let with = offline(&key, &server, on, &dir.path().join("with.bin"));
+    assert_eq!(
+        online(&key, 300, &client, &with, off).unwrap(),
+        vec![0, 1, 2, 3, 4]
+    );
+    let (mut a, mut b) = mem_pair();
+    let t = std::thread::scope(|s| {
+        let t = s.spawn(|| online_server(&mut a, &key, 300, &on));
+        let r = online_client(
+            &mut b,
+            &client,
+            &with,
+            &off,
+            &mut AesRng::from_seed([4; 16]),
+        );
+        assert!(
+            matches!(
+                r,
+                Err(Error::HandshakeMismatch {
+                    field: "options",
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
+        drop(b);
+        t.join().unwrap()
+    });
+    assert!(t.is_err());
+}
+
+#[test]
+fn appends_extend_the_cache_and_the_server_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = UbConfig {
+        batch_size: 128,
+        server_get_result: true,
+        ..UbConfig::default()
+    };
+    let key = key(&cfg);
+    let first = items("s", 0..1000);
+    let second = items("s", 1000..1300);
+    let third: Vec<Vec<u8>> = items("s", 1300..1301)
+        .into_iter()
+        .chain([b"s5".to_vec()]) // a duplicate of an earlier item
+        .collect();
+    let path = dir.path().join("c.bin");
+    let cache = offline(&key, &first, cfg, &path);
+    let (s, cache) = append(&key, 1000, &second, cfg, &cache);
+    s.unwrap();
+    let cache = cache.unwrap();
+    let (s, cache) = append(&key, 1300, &third, cfg, &cache);
+    s.unwrap();
+    let cache = cache.unwrap();
+    assert_eq!(cache.len(), 1302);
+    assert_eq!(Cache::open(&path).unwrap(), cache);
+    let server: Vec<Vec<u8>> = [first, second, third].concat();
+    let client: Vec<Vec<u8>> = items("s", 990..1010)
+        .into_iter()
+        .chain(items("s", 1295..1305))
+        .chain(items("s", 3..7))
+        .chain(items("q", 0..10))
+        .collect();
+    for _ in 0..2 {
+        let (c, s) = online_both(&key, &[1000, 300, 2], &client, &cache, cfg);
+        assert_eq!(c.unwrap(), plain_intersection(&client, &server));
+        assert_eq!(s.unwrap().unwrap(), plain_intersection(&server, &client));
+    }
+    // The client refuses an append at another offset or under another key, and leaves the
+    // cache as it was.
+    let (_, r) = append(&key, 1000, &items("t", 0..3), cfg, &cache);
+    assert!(matches!(r, Err(Error::Cache(_))), "{r:?}");
+    let other = ServerKey::generate(cfg.curve, &mut AesRng::from_seed([9; 16])).unwrap();
+    let (_, r) = append(&other, 1302, &items("t", 0..3), cfg, &cache);
+    assert!(matches!(r, Err(Error::Cache(_))), "{r:?}");
+    assert_eq!(Cache::open(&path).unwrap(), cache);
+    // An append to a tampered cache is refused (the old body's checksum is re-verified).
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() - 100;
+    bytes[mid] ^= 4;
+    std::fs::write(&path, &bytes).unwrap();
+    let (_, r) = append(&key, 1302, &items("t", 0..3), cfg, &cache);
+    assert!(matches!(r, Err(Error::Cache(_))), "{r:?}");
+}
+
+#[test]
+fn appends_without_server_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = UbConfig {
+        batch_size: 4096,
+        ..UbConfig::default()
+    };
+    let key = key(&cfg);
+    let empty: Vec<Vec<u8>> = vec![];
+    let cache = offline(&key, &empty, cfg, &dir.path().join("c.bin"));
+    let (s, cache) = append(&key, 0, &items("s", 0..5000), cfg, &cache);
+    s.unwrap();
+    let cache = cache.unwrap();
+    let (s, cache) = append(&key, 5000, &empty, cfg, &cache);
+    s.unwrap();
+    let cache = cache.unwrap();
+    assert_eq!(cache.len(), 5000);
+    let client = items("s", 4995..5005);
+    assert_eq!(
+        online(&key, 5000, &client, &cache, cfg).unwrap(),
+        vec![0, 1, 2, 3, 4]
+    );
+    // The option must match the cache's.
+    let on = UbConfig {
+        server_get_result: true,
+        ..cfg
+    };
+    let (_, r) = append(&key, 5000, &client, on, &cache);
+    assert!(matches!(r, Err(Error::Cache(_))), "{r:?}");
+}
+
 #[test]
 fn external_sort_with_many_runs_and_empty_sets() {
     let dir = tempfile::tempdir().unwrap();
@@ -85,7 +322,7 @@ fn external_sort_with_many_runs_and_empty_sets() {
         batch_size: 4096,
         ..UbConfig::default()
     };
-    let key = ServerKey::generate(cfg.curve, &mut AesRng::from_seed([1; 16])).unwrap();
+    let key = key(&cfg);
     let empty: Vec<Vec<u8>> = vec![];
     let cache = offline(&key, &empty, cfg, &dir.path().join("empty.bin"));
     assert!(cache.is_empty());
@@ -106,15 +343,16 @@ fn tampered_cache_is_detected() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = UbConfig {
         batch_size: 128,
+        server_get_result: true,
         ..UbConfig::default()
     };
-    let key = ServerKey::generate(cfg.curve, &mut AesRng::from_seed([1; 16])).unwrap();
+    let key = key(&cfg);
     let server = items("s", 0..1000);
     let path = dir.path().join("cache.bin");
     let cache = offline(&key, &server, cfg, &path);
     let mut bytes = std::fs::read(&path).unwrap();
     let last = bytes.len() - 1;
-    bytes[last] ^= 1;
+    bytes[last] ^= 1; // a position byte
     std::fs::write(&path, &bytes).unwrap();
     let r = online(&key, 1000, &items("s", 0..10), &cache, cfg);
     assert!(matches!(r, Err(Error::Cache(_))), "{r:?}");
