@@ -148,6 +148,15 @@ fn main() {
         .num_threads(1)
         .build()
         .expect("pool");
+    println!("batch backend: {}", Point::batch_backend());
+    let batch_serial = cpu_time(
+        "obliv-fourq mul_many_to_bytes_serial, per point",
+        40,
+        256.0,
+        || {
+            black_box(one.install(|| Point::mul_many_to_bytes_serial(&k, &pts)));
+        },
+    );
     let batch = cpu_time(
         "obliv-fourq mul_many_to_bytes, per point",
         40,
@@ -210,6 +219,10 @@ fn main() {
         ours_ds / dalek_d
     );
     println!("batch per point / FourQlib single      {:.2}", batch / flib);
+    println!(
+        "batch (default) / batch (serial)       {:.2}",
+        batch / batch_serial
+    );
     println!(
         "projecting / checked peer-point path   {:.2}",
         projecting / checked

@@ -99,6 +99,13 @@ pub(crate) struct Recoded {
     negate: [u8; 65],
 }
 
+impl Recoded {
+    /// The 65 digits and 65 negation flags (secret: read them only in constant-time code).
+    pub(crate) fn digits(&self) -> (&[u8; 65], &[u8; 65]) {
+        (&self.digits, &self.negate)
+    }
+}
+
 impl Zeroize for Recoded {
     fn zeroize(&mut self) {
         self.digits.zeroize();

@@ -1,0 +1,47 @@
+//! SIMD backends for the same-scalar batch: eight points in the lanes of AVX-512 IFMA
+//! registers ([`ifma`]), chosen at run time, with the portable serial code as the fallback.
+#![allow(unsafe_code)]
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod ifma;
+
+use crate::point::Point;
+use crate::scalar_mul::Recoded;
+
+/// Does this CPU run the IFMA backend (`avx512f` and `avx512ifma`)? The result is cached by
+/// the standard library's feature detection.
+pub(crate) fn ifma_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512ifma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `[k]P_i` (or `[k]([392]P_i)` with `clear_cofactor`) for every point with the IFMA backend,
+/// eight at a time (the last group padded with the generator); `None` when the CPU lacks it.
+pub(crate) fn mul_many_recoded(
+    rec: &Recoded,
+    points: &[Point],
+    clear_cofactor: bool,
+) -> Option<Vec<Point>> {
+    #[cfg(target_arch = "x86_64")]
+    if ifma_available() {
+        let mut out = Vec::with_capacity(points.len());
+        for group in points.chunks(ifma::LANES) {
+            let mut lanes = [Point::generator(); ifma::LANES];
+            lanes[..group.len()].copy_from_slice(group);
+            // SAFETY: ifma_available() has just confirmed that the CPU supports avx512f and
+            // avx512ifma, the target features `mul8` is compiled for.
+            let r = unsafe { ifma::mul8(rec, &lanes, clear_cofactor) };
+            out.extend_from_slice(&r[..group.len()]);
+        }
+        return Some(out);
+    }
+    let _ = (rec, points, clear_cofactor);
+    None
+}
