@@ -1,11 +1,14 @@
 //! Eight elements of GF(2^255 − 19) in the lanes of AVX-512 registers: radix 2^51, five limbs,
 //! limb `i` of all eight elements in one `__m512i`.
 //!
-//! The multiplication and squaring are the AVX-512 IFMA schedules of curve25519-dalek's
-//! `backend::vector::ifma::field` (H. de Valence, "Accelerating Edwards curve arithmetic with
-//! parallel formulas", 2018; I. Lovecruft, H. de Valence), widened from four 256-bit lanes to
-//! eight 512-bit lanes and applied to eight independent field elements instead of the four
-//! coordinates of one point.
+//! The products follow curve25519-dalek's AVX-512 IFMA backend (`backend::vector::ifma::field`;
+//! H. de Valence, "Accelerating Edwards curve arithmetic with parallel formulas", 2018):
+//! `vpmadd52luq`/`vpmadd52huq` split each 51-bit × 51-bit limb product into its low 52 bits
+//! (weight 1) and high part (weight `2^52 = 2·2^51`, one column up, doubled). Here the eight
+//! lanes hold eight independent elements (dalek's four lanes hold the four coordinates of
+//! one point), and the high columns are folded with `vpmullq` by 19 instead of further IFMA
+//! products, which leaves the IFMA ports to the 25 (multiplication) or 15 (squaring)
+//! products.
 //!
 //! # Why radix 2^51 and not 2^52
 //!
@@ -29,8 +32,8 @@
 
 use core::arch::x86_64::{
     __m512i, __mmask8, _mm512_add_epi64, _mm512_and_si512, _mm512_cmpeq_epi64_mask,
-    _mm512_madd52hi_epu64, _mm512_madd52lo_epu64, _mm512_mask_blend_epi64, _mm512_or_si512,
-    _mm512_set_epi64, _mm512_set1_epi64, _mm512_setzero_si512, _mm512_slli_epi64,
+    _mm512_madd52hi_epu64, _mm512_madd52lo_epu64, _mm512_mask_blend_epi64, _mm512_mullo_epi64,
+    _mm512_or_si512, _mm512_set_epi64, _mm512_set1_epi64, _mm512_setzero_si512, _mm512_slli_epi64,
     _mm512_srli_epi64, _mm512_storeu_si512, _mm512_sub_epi64, _mm512_test_epi64_mask,
 };
 
@@ -41,40 +44,34 @@ const MASK51: u64 = (1 << 51) - 1;
 pub(crate) struct F8(pub(crate) [__m512i; 5]);
 
 #[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 fn splat(x: u64) -> __m512i {
     _mm512_set1_epi64(x as i64)
 }
 
 #[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 fn add(a: __m512i, b: __m512i) -> __m512i {
     _mm512_add_epi64(a, b)
 }
 
 #[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 fn lo(z: __m512i, x: __m512i, y: __m512i) -> __m512i {
     _mm512_madd52lo_epu64(z, x, y)
 }
 
 #[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 fn hi(z: __m512i, x: __m512i, y: __m512i) -> __m512i {
     _mm512_madd52hi_epu64(z, x, y)
-}
-
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-fn shr52(x: __m512i) -> __m512i {
-    _mm512_srli_epi64::<52>(x)
 }
 
 /// One parallel carry step: limbs of up to 64 bits in, reduced limbs out (dalek's
 /// `From<F51x4Unreduced> for F51x4Reduced`): `c_i = x_i >> 51`, limb `i` keeps its low 51
 /// bits plus `c_{i−1}`, limb 0 gets `19·c_4`.
 #[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 fn carry(x: [__m512i; 5]) -> F8 {
     let mask = splat(MASK51);
     let r19 = splat(19);
@@ -92,17 +89,27 @@ fn carry(x: [__m512i; 5]) -> F8 {
     ])
 }
 
+/// `rₖ = cₖ + 19·cₖ₊₅` for `k = 0…4` (`2^255 ≡ 19`), `19·c` by `vpmullq`, then one
+/// carry step. The columns `cₖ` (`k = 0…9`) must be below `2^56`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+fn fold(col: impl Fn(usize) -> __m512i) -> F8 {
+    let r19 = splat(19);
+    let r = |k: usize| add(col(k), _mm512_mullo_epi64(col(k + 5), r19));
+    carry([r(0), r(1), r(2), r(3), r(4)])
+}
+
 impl F8 {
     /// Every lane zero.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn zero() -> Self {
         F8([_mm512_setzero_si512(); 5])
     }
 
     /// The same element (given by its five 51-bit limbs) in every lane.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn splat(limbs: [u64; 5]) -> Self {
         F8([
             splat(limbs[0]),
@@ -115,14 +122,14 @@ impl F8 {
 
     /// Every lane one.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn one() -> Self {
         Self::splat([1, 0, 0, 0, 0])
     }
 
     /// From per-lane limbs `limbs[i][lane]` (each below `2^52`).
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn from_limbs(limbs: &[[u64; 8]; 5]) -> Self {
         let v = |l: &[u64; 8]| {
             _mm512_set_epi64(
@@ -147,7 +154,7 @@ impl F8 {
 
     /// The per-lane limbs `[i][lane]` (not normalised).
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn to_limbs(self) -> [[u64; 8]; 5] {
         let mut out = [[0u64; 8]; 5];
         for (o, v) in out.iter_mut().zip(self.0) {
@@ -162,7 +169,7 @@ impl F8 {
     /// RFC 7748 and dalek's `FieldElement::from_bytes`), values in `[p, 2^255)` are accepted
     /// unreduced (callers check canonicity where it matters).
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn from_bytes(bytes: &[[u8; 32]; 8]) -> Self {
         let mut limbs = [[0u64; 8]; 5];
         for (lane, b) in bytes.iter().enumerate() {
@@ -176,7 +183,7 @@ impl F8 {
 
     /// The canonical 32-byte little-endian encodings of the eight elements.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn to_bytes(self) -> [[u8; 32]; 8] {
         let l = self.freeze().to_limbs();
         let mut out = [[0u8; 32]; 8];
@@ -190,7 +197,7 @@ impl F8 {
 
     /// `a + b`.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn add(&self, b: &F8) -> F8 {
         let a = &self.0;
         let b = &b.0;
@@ -205,7 +212,7 @@ impl F8 {
 
     /// `a − b`, computed as `a + 16p − b`.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn sub(&self, b: &F8) -> F8 {
         let a = &self.0;
         let b = &b.0;
@@ -222,14 +229,14 @@ impl F8 {
 
     /// `−a`.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn neg(&self) -> F8 {
         F8::zero().sub(self)
     }
 
     /// Lane-wise select: lane `i` of the result is `b`'s if bit `i` of `mask` is set, else `a`'s.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn select(a: &F8, b: &F8, mask: __mmask8) -> F8 {
         F8([
             _mm512_mask_blend_epi64(mask, a.0[0], b.0[0]),
@@ -242,7 +249,7 @@ impl F8 {
 
     /// `−a` in the lanes selected by `mask`, `a` elsewhere.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn cond_neg(&self, mask: __mmask8) -> F8 {
         F8::select(self, &self.neg(), mask)
     }
@@ -251,7 +258,7 @@ impl F8 {
     /// `FieldElement51::to_bytes` normalisation: one carry step, `q = ⌊(x + 19)/2^255⌋` by a
     /// carry chain, then `x + 19q` carried with the top bit dropped).
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn freeze(&self) -> F8 {
         let mask = splat(MASK51);
         let r = carry(self.0).0;
@@ -275,14 +282,14 @@ impl F8 {
 
     /// Lanes whose canonical value is odd ("negative" in RFC 9496 §4.1).
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn is_negative(&self) -> __mmask8 {
         _mm512_test_epi64_mask(self.freeze().0[0], splat(1))
     }
 
     /// Lanes equal to zero.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn is_zero(&self) -> __mmask8 {
         let f = self.freeze().0;
         let or = _mm512_or_si512(
@@ -294,226 +301,75 @@ impl F8 {
 
     /// Lanes where `a = b`.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn ct_eq(&self, b: &F8) -> __mmask8 {
         self.sub(b).is_zero()
     }
 
-    /// `a·b` (dalek's IFMA schedule: products `lo52` with weight 1 and `hi52` with weight 2
-    /// in radix 2^51, the columns 5…9 folded back with `19`).
+    /// `a·b`: the 25 partial products `xᵢ·yⱼ` split by IFMA into `lo52` (weight 1 at column
+    /// `i + j`) and `hi52` (weight `2^52 = 2·2^51`, i.e. 2 at column `i + j + 1`), summed per
+    /// column, then the columns 5…9 folded back with `2^255 ≡ 19` by shifts and adds, and one
+    /// carry step.
+    ///
+    /// Bounds: inputs below `2^52` make every `lo52`/`hi52` term below `2^52`; a column holds at
+    /// most 5 `lo` and 5 doubled `hi` terms, so `cₖ < 15·2^52 < 2^56`, and
+    /// `cₖ + 19·cₖ₊₅ < 20·2^56 < 2^61` does not overflow 64 bits. The carry step then leaves
+    /// limbs below `2^51 + 19·2^13`.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn mul(&self, rhs: &F8) -> F8 {
         let x = &self.0;
         let y = &rhs.0;
-        let z = _mm512_setzero_si512();
-        let (mut z0_1, mut z1_1, mut z2_1, mut z3_1, mut z4_1) = (z, z, z, z, z);
-        let (mut z5_1, mut z6_1, mut z7_1, mut z8_1) = (z, z, z, z);
-        let (mut z0_2, mut z1_2, mut z2_2, mut z3_2, mut z4_2) = (z, z, z, z, z);
-        let (mut z5_2, mut z6_2, mut z7_2, mut z8_2, mut z9_2) = (z, z, z, z, z);
-
-        // Wave 0
-        z4_1 = lo(z4_1, x[2], y[2]);
-        z5_2 = hi(z5_2, x[2], y[2]);
-        z5_1 = lo(z5_1, x[4], y[1]);
-        z6_2 = hi(z6_2, x[4], y[1]);
-        z6_1 = lo(z6_1, x[4], y[2]);
-        z7_2 = hi(z7_2, x[4], y[2]);
-        z7_1 = lo(z7_1, x[4], y[3]);
-        z8_2 = hi(z8_2, x[4], y[3]);
-        // Wave 1
-        z4_1 = lo(z4_1, x[3], y[1]);
-        z5_2 = hi(z5_2, x[3], y[1]);
-        z5_1 = lo(z5_1, x[3], y[2]);
-        z6_2 = hi(z6_2, x[3], y[2]);
-        z6_1 = lo(z6_1, x[3], y[3]);
-        z7_2 = hi(z7_2, x[3], y[3]);
-        z7_1 = lo(z7_1, x[3], y[4]);
-        z8_2 = hi(z8_2, x[3], y[4]);
-        // Wave 2
-        z8_1 = lo(z8_1, x[4], y[4]);
-        z9_2 = hi(z9_2, x[4], y[4]);
-        z4_1 = lo(z4_1, x[4], y[0]);
-        z5_2 = hi(z5_2, x[4], y[0]);
-        z5_1 = lo(z5_1, x[2], y[3]);
-        z6_2 = hi(z6_2, x[2], y[3]);
-        z6_1 = lo(z6_1, x[2], y[4]);
-        z7_2 = hi(z7_2, x[2], y[4]);
-
-        let z8 = add(z8_1, add(z8_2, z8_2));
-        let z9 = add(z9_2, z9_2);
-
-        // Wave 3
-        z3_1 = lo(z3_1, x[3], y[0]);
-        z4_2 = hi(z4_2, x[3], y[0]);
-        z4_1 = lo(z4_1, x[1], y[3]);
-        z5_2 = hi(z5_2, x[1], y[3]);
-        z5_1 = lo(z5_1, x[1], y[4]);
-        z6_2 = hi(z6_2, x[1], y[4]);
-        z2_1 = lo(z2_1, x[2], y[0]);
-        z3_2 = hi(z3_2, x[2], y[0]);
-
-        let z6 = add(z6_1, add(z6_2, z6_2));
-        let z7 = add(z7_1, add(z7_2, z7_2));
-
-        // Wave 4
-        z3_1 = lo(z3_1, x[2], y[1]);
-        z4_2 = hi(z4_2, x[2], y[1]);
-        z4_1 = lo(z4_1, x[0], y[4]);
-        z5_2 = hi(z5_2, x[0], y[4]);
-        z1_1 = lo(z1_1, x[1], y[0]);
-        z2_2 = hi(z2_2, x[1], y[0]);
-        z2_1 = lo(z2_1, x[1], y[1]);
-        z3_2 = hi(z3_2, x[1], y[1]);
-
-        let z5 = add(z5_1, add(z5_2, z5_2));
-
-        // Wave 5
-        z3_1 = lo(z3_1, x[1], y[2]);
-        z4_2 = hi(z4_2, x[1], y[2]);
-        z0_1 = lo(z0_1, x[0], y[0]);
-        z1_2 = hi(z1_2, x[0], y[0]);
-        z1_1 = lo(z1_1, x[0], y[1]);
-        z2_1 = lo(z2_1, x[0], y[2]);
-        z2_2 = hi(z2_2, x[0], y[1]);
-        z3_2 = hi(z3_2, x[0], y[2]);
-
-        let mut t0 = z;
-        let mut t1 = z;
+        // Column by column (product scanning), the high columns first so that each low
+        // column is folded as soon as it is complete: few accumulators live at once.
+        let col = |k: usize| {
+            let z = _mm512_setzero_si512();
+            let (mut l, mut h) = (z, z);
+            for i in k.saturating_sub(4)..=k.min(4) {
+                l = lo(l, x[i], y[k - i]);
+            }
+            if k >= 1 {
+                for i in (k - 1).saturating_sub(4)..=(k - 1).min(4) {
+                    h = hi(h, x[i], y[k - 1 - i]);
+                }
+            }
+            add(l, _mm512_slli_epi64::<1>(h))
+        };
+        let high = [col(5), col(6), col(7), col(8), col(9)];
         let r19 = splat(19);
-
-        // Wave 6
-        t0 = hi(t0, r19, z9);
-        t1 = lo(t1, r19, shr52(z9));
-        z3_1 = lo(z3_1, x[0], y[3]);
-        z4_2 = hi(z4_2, x[0], y[3]);
-        z1_2 = lo(z1_2, r19, shr52(z5));
-        z2_2 = lo(z2_2, r19, shr52(z6));
-        z3_2 = lo(z3_2, r19, shr52(z7));
-        z0_1 = lo(z0_1, r19, z5);
-        // Wave 7
-        z4_1 = lo(z4_1, r19, z9);
-        z1_1 = lo(z1_1, r19, z6);
-        z0_2 = lo(z0_2, r19, add(t0, t1));
-        z4_2 = hi(z4_2, r19, z8);
-        z2_1 = lo(z2_1, r19, z7);
-        z1_2 = hi(z1_2, r19, z5);
-        z2_2 = hi(z2_2, r19, z6);
-        z3_2 = hi(z3_2, r19, z7);
-        // Wave 8
-        z3_1 = lo(z3_1, r19, z8);
-        z4_2 = lo(z4_2, r19, shr52(z8));
-
-        carry([
-            add(z0_1, add(z0_2, z0_2)),
-            add(z1_1, add(z1_2, z1_2)),
-            add(z2_1, add(z2_2, z2_2)),
-            add(z3_1, add(z3_2, z3_2)),
-            add(z4_1, add(z4_2, z4_2)),
-        ])
+        let r = |k: usize| add(col(k), _mm512_mullo_epi64(high[k], r19));
+        carry([r(0), r(1), r(2), r(3), r(4)])
     }
 
-    /// `a²` (dalek's IFMA squaring: the cross products once, with weights 2 and 4).
+    /// `a²`: the 15 distinct products, the off-diagonal ones counted twice (weights 2 and 4
+    /// for `lo52` and `hi52`), then the same fold and carry as [`F8::mul`] (same bounds:
+    /// a column holds at most the equivalent of 15 terms below `2^52`).
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn square(&self) -> F8 {
         let x = &self.0;
         let z = _mm512_setzero_si512();
-        let (mut z0_2, mut z1_2, mut z2_2, mut z3_2, mut z4_2) = (z, z, z, z, z);
-        let (mut z5_2, mut z6_2, mut z7_2, mut z9_2) = (z, z, z, z);
-        let (mut z2_4, mut z3_4, mut z4_4, mut z5_4, mut z6_4, mut z7_4, mut z8_4) =
-            (z, z, z, z, z, z, z);
-
-        let mut z0_1 = lo(z, x[0], x[0]);
-
-        let mut z1_1 = z;
-        z1_2 = lo(z1_2, x[0], x[1]);
-        z1_2 = hi(z1_2, x[0], x[0]);
-
-        z2_4 = hi(z2_4, x[0], x[1]);
-        let mut z2_1 = _mm512_slli_epi64::<2>(z2_4);
-        z2_2 = lo(z2_2, x[0], x[2]);
-        z2_1 = lo(z2_1, x[1], x[1]);
-
-        z3_4 = hi(z3_4, x[0], x[2]);
-        let mut z3_1 = _mm512_slli_epi64::<2>(z3_4);
-        z3_2 = lo(z3_2, x[1], x[2]);
-        z3_2 = lo(z3_2, x[0], x[3]);
-        z3_2 = hi(z3_2, x[1], x[1]);
-
-        z4_4 = hi(z4_4, x[1], x[2]);
-        z4_4 = hi(z4_4, x[0], x[3]);
-        let mut z4_1 = _mm512_slli_epi64::<2>(z4_4);
-        z4_2 = lo(z4_2, x[1], x[3]);
-        z4_2 = lo(z4_2, x[0], x[4]);
-        z4_1 = lo(z4_1, x[2], x[2]);
-
-        z5_4 = hi(z5_4, x[1], x[3]);
-        z5_4 = hi(z5_4, x[0], x[4]);
-        let mut z5_1 = _mm512_slli_epi64::<2>(z5_4);
-        z5_2 = lo(z5_2, x[2], x[3]);
-        z5_2 = lo(z5_2, x[1], x[4]);
-        z5_2 = hi(z5_2, x[2], x[2]);
-
-        z6_4 = hi(z6_4, x[2], x[3]);
-        z6_4 = hi(z6_4, x[1], x[4]);
-        let mut z6_1 = _mm512_slli_epi64::<2>(z6_4);
-        z6_2 = lo(z6_2, x[2], x[4]);
-        z6_1 = lo(z6_1, x[3], x[3]);
-
-        z7_4 = hi(z7_4, x[2], x[4]);
-        let mut z7_1 = _mm512_slli_epi64::<2>(z7_4);
-        z7_2 = lo(z7_2, x[3], x[4]);
-        z7_2 = hi(z7_2, x[3], x[3]);
-
-        z8_4 = hi(z8_4, x[3], x[4]);
-        let mut z8_1 = _mm512_slli_epi64::<2>(z8_4);
-        z8_1 = lo(z8_1, x[4], x[4]);
-
-        let mut z9_1 = z;
-        z9_2 = hi(z9_2, x[4], x[4]);
-
-        z5_1 = add(z5_1, _mm512_slli_epi64::<1>(z5_2));
-        z6_1 = add(z6_1, _mm512_slli_epi64::<1>(z6_2));
-        z7_1 = add(z7_1, _mm512_slli_epi64::<1>(z7_2));
-        z9_1 = add(z9_1, _mm512_slli_epi64::<1>(z9_2));
-
-        let mut t0 = z;
-        let mut t1 = z;
-        let r19 = splat(19);
-
-        t0 = hi(t0, r19, z9_1);
-        t1 = lo(t1, r19, shr52(z9_1));
-
-        z4_2 = lo(z4_2, r19, shr52(z8_1));
-        z3_2 = lo(z3_2, r19, shr52(z7_1));
-        z2_2 = lo(z2_2, r19, shr52(z6_1));
-        z1_2 = lo(z1_2, r19, shr52(z5_1));
-
-        z0_2 = lo(z0_2, r19, add(t0, t1));
-        z1_2 = hi(z1_2, r19, z5_1);
-        z2_2 = hi(z2_2, r19, z6_1);
-        z3_2 = hi(z3_2, r19, z7_1);
-        z4_2 = hi(z4_2, r19, z8_1);
-
-        z0_1 = lo(z0_1, r19, z5_1);
-        z1_1 = lo(z1_1, r19, z6_1);
-        z2_1 = lo(z2_1, r19, z7_1);
-        z3_1 = lo(z3_1, r19, z8_1);
-        z4_1 = lo(z4_1, r19, z9_1);
-
-        carry([
-            add(z0_1, add(z0_2, z0_2)),
-            add(z1_1, add(z1_2, z1_2)),
-            add(z2_1, add(z2_2, z2_2)),
-            add(z3_1, add(z3_2, z3_2)),
-            add(z4_1, add(z4_2, z4_2)),
-        ])
+        let mut w1 = [z; 9]; // weight 1: lo52 of the squares xᵢ²
+        let mut w2 = [z; 10]; // weight 2: hi52 of squares, lo52 of cross products
+        let mut w4 = [z; 10]; // weight 4: hi52 of cross products
+        for i in 0..5 {
+            w1[2 * i] = lo(w1[2 * i], x[i], x[i]);
+            w2[2 * i + 1] = hi(w2[2 * i + 1], x[i], x[i]);
+            for j in i + 1..5 {
+                w2[i + j] = lo(w2[i + j], x[i], x[j]);
+                w4[i + j + 1] = hi(w4[i + j + 1], x[i], x[j]);
+            }
+        }
+        let col = |k: usize| {
+            let t = add(_mm512_slli_epi64::<1>(w2[k]), _mm512_slli_epi64::<2>(w4[k]));
+            if k < 9 { add(w1[k], t) } else { t }
+        };
+        fold(col)
     }
 
     /// `a^(2^k)` for `k ≥ 1`.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn pow2k(&self, k: u32) -> F8 {
         let mut t = self.square();
         for _ in 1..k {
@@ -523,7 +379,7 @@ impl F8 {
     }
 
     /// `a^(2^250 − 1)` and `a^11`, dalek's addition chain (`FieldElement::pow22501`).
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     fn pow22501(&self) -> (F8, F8) {
         let t0 = self.square();
         let t1 = t0.square().square();
@@ -549,7 +405,7 @@ impl F8 {
     }
 
     /// `a^((p − 5)/8) = a^(2^252 − 3)`.
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn pow_p58(&self) -> F8 {
         let (t19, _) = self.pow22501();
         self.mul(&t19.pow2k(2))
@@ -557,7 +413,7 @@ impl F8 {
 
     /// `a^(p − 2) = a^{−1}` (`0` for `0`); used by the tests to check the addition chain.
     #[cfg(test)]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn invert(&self) -> F8 {
         let (t19, t3) = self.pow22501();
         t19.pow2k(5).mul(&t3)
@@ -566,7 +422,7 @@ impl F8 {
     /// RFC 9496 §4.2 `SQRT_RATIO_M1(u, v)` (dalek's `FieldElement::sqrt_ratio_i`): the lanes
     /// where `u/v` is a non-zero square (or `u = 0`), and the non-negative `r` with
     /// `r² = u/v`, or `r² = i·u/v` where `u/v` is not a square.
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn sqrt_ratio_i(u: &F8, v: &F8) -> (__mmask8, F8) {
         let v3 = v.square().mul(v);
         let v7 = v3.square().mul(v);

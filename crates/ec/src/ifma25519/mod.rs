@@ -42,6 +42,7 @@ impl Ifma {
     /// `Some` if the CPU supports the instructions this module uses.
     pub(crate) fn detect() -> Option<Self> {
         (std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512dq")
             && std::arch::is_x86_feature_detected!("avx512ifma"))
         .then_some(Ifma(()))
     }
@@ -124,7 +125,7 @@ struct Niels8 {
 
 impl Ext8 {
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     fn to_niels(self) -> Niels8 {
         Niels8 {
             y_plus_x: self.y.add(&self.x),
@@ -136,7 +137,7 @@ impl Ext8 {
 
     /// `P + Q` [HWCD08, §3.1, `add-2008-hwcd-3` with `k = 2d`], `Q` in Niels form.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     fn add_niels(&self, q: &Niels8) -> Completed8 {
         let pp = self.y.add(&self.x).mul(&q.y_plus_x);
         let mm = self.y.sub(&self.x).mul(&q.y_minus_x);
@@ -155,7 +156,7 @@ impl Ext8 {
 impl Proj8 {
     /// `2P` [HWCD08, §3.3, `dbl-2008-hwcd`, `a = −1`], into completed coordinates.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     fn double(&self) -> Completed8 {
         let xx = self.x.square();
         let yy = self.y.square();
@@ -175,7 +176,7 @@ impl Proj8 {
 
 impl Completed8 {
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     fn to_proj(self) -> Proj8 {
         Proj8 {
             x: self.x.mul(&self.t),
@@ -185,7 +186,7 @@ impl Completed8 {
     }
 
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     fn to_ext(self) -> Ext8 {
         Ext8 {
             x: self.x.mul(&self.t),
@@ -198,7 +199,7 @@ impl Completed8 {
 
 impl Niels8 {
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     fn identity() -> Self {
         Niels8 {
             y_plus_x: F8::one(),
@@ -210,7 +211,7 @@ impl Niels8 {
 
     /// Lane-wise select (`b` where `mask` is set).
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     fn select(a: &Self, b: &Self, mask: __mmask8) -> Self {
         Niels8 {
             y_plus_x: F8::select(&a.y_plus_x, &b.y_plus_x, mask),
@@ -222,7 +223,7 @@ impl Niels8 {
 
     /// `−P` where `mask` is set: swap `Y + X` and `Y − X`, negate `2dT`.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     fn cond_neg(&self, mask: __mmask8) -> Self {
         Niels8 {
             y_plus_x: F8::select(&self.y_plus_x, &self.y_minus_x, mask),
@@ -237,7 +238,7 @@ impl Niels8 {
 /// all eight entries are read and blended under a broadcast mask, then negated under a mask
 /// (dalek's `LookupTable::select`, with AVX-512 mask registers for `subtle`'s selects).
 #[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 fn select(table: &[Niels8; 8], d: i8) -> Niels8 {
     let sign = d >> 7; // −1 or 0
     // |d| ≤ 8: the cast is lossless.
@@ -254,7 +255,7 @@ fn select(table: &[Niels8; 8], d: i8) -> Niels8 {
 }
 
 /// `[k]P` in every lane for the digits of `k` (dalek's serial `variable_base::mul`).
-#[target_feature(enable = "avx512f,avx512ifma")]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 fn mul8(p: &Ext8, digits: &[i8; 64]) -> Ext8 {
     let mut table = [p.to_niels(); 8];
     for j in 1..8 {
@@ -289,7 +290,7 @@ fn is_canonical(b: &[u8; 32]) -> bool {
 
 /// RFC 9496 §4.3.1 decoding of eight encodings (dalek's `CompressedRistretto::decompress`):
 /// the lanes that hold valid encodings, and the decoded points (meaningless in the others).
-#[target_feature(enable = "avx512f,avx512ifma")]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 fn decode8(bytes: &[[u8; 32]; 8]) -> (__mmask8, Ext8) {
     let mut byte_ok: __mmask8 = 0;
     for (lane, b) in bytes.iter().enumerate() {
@@ -317,7 +318,7 @@ fn decode8(bytes: &[[u8; 32]; 8]) -> (__mmask8, Ext8) {
 }
 
 /// RFC 9496 §4.3.2 encoding of eight points (dalek's `RistrettoPoint::compress`).
-#[target_feature(enable = "avx512f,avx512ifma")]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 fn encode8(p: &Ext8) -> [[u8; 32]; 8] {
     let (x, y, z, t) = (&p.x, &p.y, &p.z, &p.t);
     let u1 = z.add(y).mul(&z.sub(y));
@@ -341,7 +342,7 @@ fn encode8(p: &Ext8) -> [[u8; 32]; 8] {
 }
 
 /// The body of [`Ifma::decode_mul_encode`].
-#[target_feature(enable = "avx512f,avx512ifma")]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 fn decode_mul_encode(
     encodings: &[[u8; 32]],
     digits: &[i8; 64],
@@ -515,7 +516,7 @@ mod tests {
         l
     }
 
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     fn lane_ops(a: &[[u8; 32]; 8], b: &[[u8; 32]; 8]) -> [[[u8; 32]; 8]; 6] {
         let (fa, fb) = (F8::from_bytes(a), F8::from_bytes(b));
         [
@@ -585,7 +586,7 @@ mod tests {
         }
     }
 
-    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     fn lane_sqrt_ratio(u: &[[u8; 32]; 8], v: &[[u8; 32]; 8]) -> (u8, [[u8; 32]; 8]) {
         let (m, r) = F8::sqrt_ratio_i(&F8::from_bytes(u), &F8::from_bytes(v));
         (m, r.to_bytes())
