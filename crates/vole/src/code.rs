@@ -59,6 +59,19 @@ pub trait CodeElement:
     fn select(self, bit: u32) -> Self;
     /// `self · μ` ([`GF128_MIX`]) for GF(2^128) elements, the identity otherwise.
     fn mix(self) -> Self;
+    /// Internal hook for a vectorised binary convolution: runs rows `start..` of an
+    /// unmixed pass (coefficients `coeffs[i − start]`) while they do not wrap around, and
+    /// returns the first row it did not run. The default runs none.
+    #[doc(hidden)]
+    fn accumulate_fast(x: &mut [Self], start: usize, coeffs: &[u32]) -> usize {
+        let _ = (x, coeffs);
+        start
+    }
+    /// Whether [`CodeElement::accumulate_fast`] may run rows on this platform.
+    #[doc(hidden)]
+    fn has_fast_accumulate() -> bool {
+        false
+    }
 }
 
 impl CodeElement for Block {
@@ -69,6 +82,12 @@ impl CodeElement for Block {
     #[inline(always)]
     fn mix(self) -> Self {
         gf128::mul(self, GF128_MIX)
+    }
+    fn accumulate_fast(x: &mut [Self], start: usize, coeffs: &[u32]) -> usize {
+        arch::acc_blocks(x, start, coeffs)
+    }
+    fn has_fast_accumulate() -> bool {
+        arch::have_fast_blocks()
     }
 }
 
@@ -81,6 +100,12 @@ impl CodeElement for u8 {
     #[inline(always)]
     fn mix(self) -> Self {
         self
+    }
+    fn accumulate_fast(x: &mut [Self], start: usize, coeffs: &[u32]) -> usize {
+        arch::acc_bytes(x, start, coeffs)
+    }
+    fn has_fast_accumulate() -> bool {
+        arch::have_fast_bytes()
     }
 }
 
@@ -101,6 +126,8 @@ impl CodeElement for u64 {
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
 #[repr(C, align(32))]
 pub struct BlockPair(pub [Block; 2]);
+
+impl zeroize::DefaultIsZeroes for BlockPair {}
 
 impl BitXor for BlockPair {
     type Output = BlockPair;
@@ -233,10 +260,21 @@ impl ExConvCode {
         let mut coeff_blocks = [Block::ZERO; 256];
         let mut used = 1024;
         let main = size.saturating_sub(ACCUMULATOR_WIDTH + 2);
-        for i in 0..size {
+        let fast = !mix && y.is_none();
+        let mut i = 0;
+        while i < size {
             if used == 1024 {
                 prg.fill_blocks(&mut coeff_blocks);
                 used = 0;
+                if fast {
+                    let coeffs = bytemuck::cast_slice::<Block, u32>(&coeff_blocks);
+                    let done = E::accumulate_fast(x, i, coeffs) - i;
+                    used += done;
+                    i += done;
+                    if used == 1024 {
+                        continue;
+                    }
+                }
             }
             let c = bytemuck::cast_slice::<Block, u32>(&coeff_blocks)[used];
             used += 1;
@@ -251,6 +289,7 @@ impl ExConvCode {
                     acc_row_wrap(y, i, c, mix);
                 }
             }
+            i += 1;
         }
     }
 
@@ -452,8 +491,15 @@ impl LpnCode for ExConvCode {
         assert_eq!(y.len(), self.n, "dual_encode2: wrong input length");
         let (msg, parity) = x.split_at_mut(self.k);
         let (msg2, parity2) = y.split_at_mut(self.k);
+        let apart = !self.mixing() && (E::has_fast_accumulate() || F::has_fast_accumulate());
         for seed in self.acc_seeds {
-            self.accumulate(seed, parity, Some(&mut *parity2));
+            if apart {
+                // A vectorised kernel for one of the two: run the passes separately.
+                self.accumulate::<E, E>(seed, parity, None);
+                self.accumulate::<F, F>(seed, parity2, None);
+            } else {
+                self.accumulate(seed, parity, Some(&mut *parity2));
+            }
         }
         self.expand(parity, msg, Some((&*parity2, msg2)));
     }
@@ -623,6 +669,46 @@ mod tests {
             (70_000, 140_001, 0x9657_dabc_ca6d_a9ea_83cd_6b3a_037f_7b10),
         ] {
             assert_eq!(encoding_digest(k, n), Block(digest), "k = {k}, n = {n}");
+        }
+    }
+
+    /// The vectorised convolution rows equal the scalar rows, at every start and length
+    /// around the kernels' window sizes (and run at all where the CPU has them).
+    #[test]
+    fn fast_convolution_rows_match_scalar() {
+        fn check<E: CodeElement + PartialEq + core::fmt::Debug>(
+            x0: &[E],
+            coeffs: &[u32],
+            min_window: usize,
+        ) {
+            for start in [0usize, 1, 3, 4, 17, 64] {
+                for len in [0usize, 3, 4, 5, 63, 64, 65, 128, 200] {
+                    if start + len > coeffs.len() || start >= x0.len() {
+                        continue;
+                    }
+                    let mut fast = x0.to_vec();
+                    let done = E::accumulate_fast(&mut fast, start, &coeffs[..len]);
+                    assert!(done >= start && done <= start + len);
+                    assert!(done + ACCUMULATOR_WIDTH + 2 <= x0.len() || done == start);
+                    let mut slow = x0.to_vec();
+                    for (r, &c) in coeffs[..done - start].iter().enumerate() {
+                        acc_row(&mut slow, start + r, c, false);
+                    }
+                    assert_eq!(fast, slow, "start {start} len {len} done {done}");
+                    if E::has_fast_accumulate() && start + len + min_window <= x0.len() {
+                        assert!(done > start || len < 64, "kernel ran no row");
+                    }
+                }
+            }
+        }
+        let mut prg = Prg::new(Block(99));
+        let coeff_blocks = prg.blocks(64);
+        let coeffs: Vec<u32> = bytemuck::cast_slice::<Block, u32>(&coeff_blocks).to_vec();
+        for size in [30usize, 36, 37, 40, 100, 191, 192, 193, 300, 500] {
+            let blocks = prg.blocks(size);
+            check(&blocks, &coeffs, 36);
+            let bytes: Vec<u8> = blocks.iter().map(|b| b.to_bytes()[0]).collect();
+            check(&bytes, &coeffs, 192);
         }
     }
 

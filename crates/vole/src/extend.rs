@@ -352,7 +352,8 @@ pub(crate) fn send_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
 pub(crate) enum AVec {
     Bits(Vec<u8>),
     Field(Vec<Block>),
-    U64(Vec<u64>),
+    /// `A` as words, and the working pairs `(embed64(A), C)` the code runs on.
+    U64(Vec<u64>, Vec<BlockPair>),
 }
 
 impl Zeroize for AVec {
@@ -360,7 +361,10 @@ impl Zeroize for AVec {
         match self {
             AVec::Bits(v) => v.zeroize(),
             AVec::Field(v) => v.zeroize(),
-            AVec::U64(v) => v.zeroize(),
+            AVec::U64(v, pairs) => {
+                v.zeroize();
+                pairs.zeroize();
+            }
         }
     }
 }
@@ -371,7 +375,7 @@ impl AVec {
         match kind {
             Kind::Subfield => AVec::Bits(Vec::new()),
             Kind::Field => AVec::Field(Vec::new()),
-            Kind::Subfield64 => AVec::U64(Vec::new()),
+            Kind::Subfield64 => AVec::U64(Vec::new(), Vec::new()),
         }
     }
 
@@ -380,7 +384,7 @@ impl AVec {
             (self, kind),
             (AVec::Bits(_), Kind::Subfield)
                 | (AVec::Field(_), Kind::Field)
-                | (AVec::U64(_), Kind::Subfield64)
+                | (AVec::U64(..), Kind::Subfield64)
         )
     }
 
@@ -388,7 +392,10 @@ impl AVec {
         match self {
             AVec::Bits(v) => v.truncate(len),
             AVec::Field(v) => v.truncate(len),
-            AVec::U64(v) => v.truncate(len),
+            AVec::U64(v, pairs) => {
+                v.truncate(len);
+                pairs.zeroize();
+            }
         }
     }
 }
@@ -499,7 +506,7 @@ pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     match a {
         AVec::Bits(v) => prepare(v, params.n()),
         AVec::Field(v) => prepare(v, params.n()),
-        AVec::U64(v) => prepare(v, params.n()),
+        AVec::U64(_, pairs) => prepare(pairs, params.n()),
     }
     for tree in 0..t {
         let d = msg[2 * th + tree];
@@ -527,14 +534,12 @@ pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
                     x.0 = beta.0 & eq_mask(j, at);
                 }
             }
-            AVec::U64(vals) => {
-                // β = embed64(β₆₄): the base VOLE's value has degree < 64.
+            AVec::U64(_, pairs) => {
+                // β = embed64(β₆₄): the base VOLE's value has degree < 64. A and C side by
+                // side, one cache line per random read of the encoder.
                 debug_assert_eq!(beta.to_u64s().1, 0);
-                let b64 = beta.to_u64s().0;
-                for (j, x) in vals[region].iter_mut().enumerate() {
-                    #[allow(clippy::cast_possible_truncation)] // mask is 0 or all ones
-                    let m = eq_mask(j, at) as u64;
-                    *x = b64 & m;
+                for (j, (p, c)) in pairs[region.clone()].iter_mut().zip(&w[region]).enumerate() {
+                    *p = BlockPair([Block(beta.0 & eq_mask(j, at)), *c]);
                 }
             }
         }
@@ -596,9 +601,14 @@ pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
             }
             Ok(())
         }
-        AVec::U64(vals) => {
-            // The binary code on the 64-bit A (8 bytes per element) and on C.
-            code.dual_encode2(vals, w);
+        AVec::U64(vals, pairs) => {
+            // The binary code on the pairs (embed64(A), C): A keeps degree < 64.
+            code.dual_encode(pairs);
+            prepare(vals, params.k);
+            for ((a, c), p) in vals.iter_mut().zip(w.iter_mut()).zip(pairs.iter()) {
+                *a = p.0[0].to_u64s().0;
+                *c = p.0[1];
+            }
             Ok(())
         }
     }

@@ -399,7 +399,7 @@ impl SubfieldVoleReceiver {
         let (a, c) = extend::receive(ch, params, &self.pool_r, &self.pool_t, &[], &[], tw, rng)?;
         match a {
             AVec::Bits(bits) => Ok((bits, c)),
-            AVec::Field(_) | AVec::U64(_) => unreachable!("a subfield extension returns bits"),
+            AVec::Field(_) | AVec::U64(..) => unreachable!("a subfield extension returns bits"),
         }
     }
 
@@ -486,7 +486,7 @@ impl SubfieldVoleReceiver {
                 .run_into(ch, k, rng, &mut a, &mut c)
                 .and_then(|()| match &a {
                     AVec::Bits(bits) => sink(&bits[..k], &c[..k]),
-                    AVec::Field(_) | AVec::U64(_) => {
+                    AVec::Field(_) | AVec::U64(..) => {
                         unreachable!("a subfield extension returns bits")
                     }
                 });
@@ -734,7 +734,7 @@ impl VoleReceiver {
         let (a, mut c) = res?;
         let mut a = match a {
             AVec::Field(v) => v,
-            AVec::Bits(_) | AVec::U64(_) => {
+            AVec::Bits(_) | AVec::U64(..) => {
                 unreachable!("a GF(2^128) extension returns field elements")
             }
         };

@@ -331,9 +331,10 @@ impl Subfield64VoleReceiver {
     ) -> Result<(Vec<u64>, Vec<Block>)> {
         let (mut a, mut c) = (AVec::empty(Kind::Subfield64), Vec::new());
         self.run_into(ch, k_user, rng, &mut a, &mut c)?;
-        let AVec::U64(mut a) = a else {
+        let AVec::U64(mut a, mut pairs) = a else {
             unreachable!("a 64-bit subfield extension returns u64 values")
         };
+        pairs.zeroize();
         a.truncate(k_user);
         c.truncate(k_user);
         Ok((a, c))
@@ -370,7 +371,7 @@ impl Subfield64VoleReceiver {
         r.zeroize();
         t.zeroize();
         res?;
-        let AVec::U64(vals) = a else {
+        let AVec::U64(vals, _) = a else {
             unreachable!("a 64-bit subfield extension returns u64 values")
         };
         self.pool_a.zeroize();
@@ -409,7 +410,7 @@ impl Subfield64VoleReceiver {
             res = self
                 .run_into(ch, k, rng, &mut a, &mut c)
                 .and_then(|()| match &a {
-                    AVec::U64(vals) => sink(&vals[..k], &c[..k]),
+                    AVec::U64(vals, _) => sink(&vals[..k], &c[..k]),
                     AVec::Bits(_) | AVec::Field(_) => {
                         unreachable!("a 64-bit subfield extension returns u64 values")
                     }
