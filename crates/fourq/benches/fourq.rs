@@ -5,7 +5,8 @@
 //!
 //! Groups: variable-base multiplication (with and without the final encoding, since FourQlib's
 //! `ecc_mul` returns affine coordinates), fixed-base multiplication, hash to the curve,
-//! decoding, and the same-scalar batch (per point, one core and all cores).
+//! decoding, and the same-scalar batch (per point, one core and all cores; the default backend,
+//! eight AVX-512 IFMA lanes where the CPU has them, beside the serial one).
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use curve25519_dalek::{
@@ -157,6 +158,11 @@ fn batch(c: &mut Criterion) {
         BenchmarkId::new("mul_many_all_cores", n),
         &points,
         |b, pts| b.iter(|| Point::mul_many(black_box(&k), pts)),
+    );
+    g.bench_with_input(
+        BenchmarkId::new("mul_many_to_bytes_serial_1_core", n),
+        &points,
+        |b, pts| b.iter(|| one.install(|| Point::mul_many_to_bytes_serial(black_box(&k), pts))),
     );
     g.bench_with_input(
         BenchmarkId::new("mul_many_to_bytes_1_core", n),

@@ -37,8 +37,9 @@
 #![allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
 
 use core::arch::x86_64::{
-    __m512i, _mm256_extract_epi64, _mm512_add_epi64, _mm512_and_si512, _mm512_extracti64x4_epi64,
-    _mm512_madd52hi_epu64, _mm512_madd52lo_epu64, _mm512_or_si512, _mm512_set_epi64,
+    __m512i, __mmask8, _mm256_extract_epi64, _mm512_add_epi64, _mm512_and_si512,
+    _mm512_cmpeq_epi64_mask, _mm512_extracti64x4_epi64, _mm512_madd52hi_epu64,
+    _mm512_madd52lo_epu64, _mm512_mask_blend_epi64, _mm512_or_si512, _mm512_set_epi64,
     _mm512_set1_epi64, _mm512_setzero_si512, _mm512_slli_epi64, _mm512_srli_epi64,
     _mm512_sub_epi64, _mm512_xor_si512,
 };
@@ -816,6 +817,257 @@ pub(crate) fn mul8(rec: &Recoded, points: &[Point; LANES], clear_cofactor: bool)
     ladder(&table, rec).to_serial()
 }
 
+// ---- Hash to the curve in lanes: FourQlib's map `M` and the cofactor clearing. ----
+
+/// A GF(p) lane vector whose every operation returns normal form (the map is dominated by its
+/// three exponentiations, so the extra carry passes after additions cost little and keep the
+/// bounds trivial).
+#[derive(Clone, Copy)]
+struct H(Fe);
+
+impl H {
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[inline]
+    fn c(a: &Fp) -> H {
+        H(Fe::splat(a))
+    }
+
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[inline]
+    fn add(&self, b: &H) -> H {
+        H(self.0.add(&b.0).reduce())
+    }
+
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[inline]
+    fn sub(&self, b: &H) -> H {
+        H(self.0.sub(&b.0).reduce())
+    }
+
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[inline]
+    fn neg(&self) -> H {
+        H(self.0.neg().reduce())
+    }
+
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[inline]
+    fn double(&self) -> H {
+        self.add(self)
+    }
+
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[inline]
+    fn mul(&self, b: &H) -> H {
+        H(self.0.mul(&b.0))
+    }
+
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[inline]
+    fn square(&self) -> H {
+        H(self.0.mul(&self.0))
+    }
+
+    /// `a/2 = a·2¹²⁶` (since `2·2¹²⁶ = 2¹²⁷ ≡ 1`).
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[inline]
+    fn half(&self) -> H {
+        self.mul(&H::c(&Fp::from_u128(1 << 126)))
+    }
+
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[inline]
+    fn square_n(&self, k: u32) -> H {
+        let mut r = *self;
+        for _ in 0..k {
+            r = r.square();
+        }
+        r
+    }
+
+    /// `a^(2¹²⁵ − 1)`: the serial addition chain.
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[inline]
+    fn pow_2_125_minus_1(&self) -> H {
+        let x1 = *self;
+        let x2 = x1.square().mul(&x1);
+        let x4 = x2.square_n(2).mul(&x2);
+        let x8 = x4.square_n(4).mul(&x4);
+        let x16 = x8.square_n(8).mul(&x8);
+        let x32 = x16.square_n(16).mul(&x16);
+        let x64 = x32.square_n(32).mul(&x32);
+        let x96 = x64.square_n(32).mul(&x32);
+        let x112 = x96.square_n(16).mul(&x16);
+        let x120 = x112.square_n(8).mul(&x8);
+        let x124 = x120.square_n(4).mul(&x4);
+        x124.square().mul(&x1)
+    }
+
+    /// The canonical representative in `[0, p − 1]`, limbs `(43, 43, 41)` bits.
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[inline]
+    fn canonical(&self) -> [__m512i; 3] {
+        let m = splat(M43);
+        let m41 = splat((1 << 41) - 1);
+        let prop = |l: [__m512i; 3]| {
+            let [mut l0, mut l1, mut l2] = l;
+            l1 = _mm512_add_epi64(l1, _mm512_srli_epi64::<43>(l0));
+            l0 = _mm512_and_si512(l0, m);
+            l2 = _mm512_add_epi64(l2, _mm512_srli_epi64::<43>(l1));
+            l1 = _mm512_and_si512(l1, m);
+            [l0, l1, l2]
+        };
+        // Normal form, then all limbs below 2^43 (+1 on the top limb): value < 2^129 + 2^86.
+        let l = prop(self.0.0);
+        // Two folds of the bits from 127 up (2^127 ≡ 1) leave a value in [0, p].
+        let fold = |l: [__m512i; 3]| {
+            let top = _mm512_srli_epi64::<41>(l[2]);
+            prop([
+                _mm512_add_epi64(l[0], top),
+                l[1],
+                _mm512_and_si512(l[2], m41),
+            ])
+        };
+        let l = fold(fold(l));
+        // p itself (all ones) is zero.
+        let is_p = _mm512_cmpeq_epi64_mask(l[0], m)
+            & _mm512_cmpeq_epi64_mask(l[1], m)
+            & _mm512_cmpeq_epi64_mask(l[2], m41);
+        let z = _mm512_setzero_si512();
+        [
+            _mm512_mask_blend_epi64(is_p, l[0], z),
+            _mm512_mask_blend_epi64(is_p, l[1], z),
+            _mm512_mask_blend_epi64(is_p, l[2], z),
+        ]
+    }
+
+    /// Lane mask of `a == b` (mod p).
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[inline]
+    fn ct_eq(&self, b: &H) -> __mmask8 {
+        let (x, y) = (self.canonical(), b.canonical());
+        _mm512_cmpeq_epi64_mask(x[0], y[0])
+            & _mm512_cmpeq_epi64_mask(x[1], y[1])
+            & _mm512_cmpeq_epi64_mask(x[2], y[2])
+    }
+
+    /// `b` in the lanes where `c` is set, `a` elsewhere.
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[inline]
+    fn select(a: &H, b: &H, c: __mmask8) -> H {
+        H(Fe(core::array::from_fn(|k| {
+            _mm512_mask_blend_epi64(c, a.0.0[k], b.0.0[k])
+        })))
+    }
+}
+
+/// FourQlib's `HashToCurve` map in lanes: the serial `hash::map_to_curve` operation for
+/// operation, with per-lane masks for its two selections.
+#[allow(clippy::many_single_char_names)]
+#[target_feature(enable = "avx512f,avx512ifma")]
+#[inline]
+fn map_to_curve(r: &Fe2) -> P1 {
+    let (r0, r1) = (H(r.a0), H(r.a1));
+    let one = H::c(&Fp::ONE);
+    let x16 = |v: H| v.double().double().double().double();
+
+    let t0 = r0.add(&r1).mul(&r0.sub(&r1));
+    let t1 = r0.mul(&r1).double();
+    let t2 = t0.add(&t1.double());
+    let t3 = t0.double().sub(&t1);
+    let t0 = t3.add(&one);
+    let t4 = H::c(&H2C_A1).mul(&t2).sub(&H::c(&H2C_A0).mul(&t0));
+    let t1 = H::c(&H2C_A0).mul(&t2).add(&H::c(&H2C_A1).mul(&t0));
+    let t6 = t0.add(&t2).mul(&t0.sub(&t2));
+    let t5 = t2.mul(&t0).double();
+    let t8 = H::c(&H2C_CON2)
+        .mul(&t2)
+        .add(&t6.sub(&H::c(&H2C_CON1).mul(&t3)));
+    let t9 = t5
+        .sub(&H::c(&H2C_CON1).mul(&t2))
+        .sub(&H::c(&H2C_CON2).mul(&t3));
+    let t7 = t4.mul(&t8).add(&t1.mul(&t9));
+    let t10 = t4.mul(&t9).sub(&t1.mul(&t8));
+    let t5 = t7.square().add(&t10.square());
+    let t7 = t5.mul(&t5.pow_2_125_minus_1().square());
+    // t7 = t5^((p−1)/2): the quadratic character of the norm selects the branch.
+    let is_one = t7.ct_eq(&one);
+    let t3 = H::select(&H::c(&H2C_A0).add(&t4), &H::c(&H2C_A0).neg(), is_one);
+    let t10 = H::select(&H::c(&H2C_A1).sub(&t1), &H::c(&H2C_A1).neg(), is_one);
+
+    let t8 = t0.mul(&t3).sub(&t2.mul(&t10));
+    let t9 = t2.mul(&t3).add(&t0.mul(&t10));
+    let t5 = t3.add(&t10).mul(&t3.sub(&t10));
+    let t11 = t3.mul(&t10).double();
+    let t13 = t3.mul(&t4).add(&t1.mul(&t10));
+    let t12 = t4.mul(&t10).sub(&t1.mul(&t3));
+    let t5 = t5.sub(&t13).add(&t6);
+    let t11 = t11.sub(&t12).add(&t0.mul(&t2).double());
+    let t6 = x16(t5.mul(&t8).sub(&t9.mul(&t11)));
+    let t12 = x16(t5.mul(&t9).add(&t8.mul(&t11)));
+    let t14 = t0.add(&t3).double();
+    let t8 = t2.add(&t10).double();
+    let t4 = t6.mul(&t14).sub(&t8.mul(&t12));
+    let t1 = t6.mul(&t8).add(&t12.mul(&t14));
+    let t9 = t12.square().add(&t6.square());
+    let t11 = t4.square().add(&t1.square());
+    let t5 = t11.square().mul(&t9);
+    let t7 = t5.pow_2_125_minus_1();
+    let t13 = t7.square().square().mul(&t11).mul(&t9).mul(&t5);
+    let t7 = t5.mul(&t13.mul(&t7));
+    let t5 = t6.add(&t7).half();
+    let t9 = t5.pow_2_125_minus_1();
+    let t11 = t5.mul(&t9.square().square()).mul(&t12);
+    let t9 = t5.mul(&t9);
+    let t7 = t9.square();
+    let two = one.double();
+    let eq = t5.ct_eq(&t7);
+    let t7n = H::select(&t11, &two, eq);
+    let t11 = H::select(&two.neg(), &t11, eq);
+    let t7 = t7n;
+    let t13 = t13.double();
+
+    let y0 = t3.sub(&t0);
+    let y1 = t10.sub(&t2);
+    let t15 = y0.mul(&t6).sub(&y1.mul(&t12));
+    let t16 = t6.mul(&y1).add(&y0.mul(&t12));
+    let y0 = t15.mul(&t4).add(&t1.mul(&t16)).mul(&t13);
+    let y1 = t4.mul(&t16).sub(&t1.mul(&t15)).mul(&t13);
+    let t15 = H::c(&H2C_B0).mul(&t3).sub(&H::c(&H2C_B1).mul(&t10));
+    let t16 = H::c(&H2C_B0).mul(&t10).add(&H::c(&H2C_B1).mul(&t3));
+    let x0 = t1.mul(&t16).add(&t15.mul(&t4));
+    let x1 = t4.mul(&t16).sub(&t1.mul(&t15));
+    let t15 = x0.mul(&t0).sub(&x1.mul(&t2));
+    let t16 = x1.mul(&t0).add(&x0.mul(&t2));
+    let x0 = t15.mul(&t14).sub(&t16.mul(&t8));
+    let x1 = t16.mul(&t14).add(&t15.mul(&t8));
+    let t15 = x0.mul(&t7).sub(&x1.mul(&t11));
+    let t16 = t11.mul(&x0).add(&t7.mul(&x1));
+    let t13 = t13.mul(&t9);
+    let x = Fe2 {
+        a0: t15.mul(&t13).0,
+        a1: t16.mul(&t13).0,
+    };
+    let y = Fe2 { a0: y0.0, a1: y1.0 };
+    P1 {
+        x,
+        y,
+        z: Fe2::splat(&Fp2::ONE),
+        ta: x,
+        tb: y,
+    }
+}
+
+/// `[392]·M(r_i)` for eight field elements (the hash to the curve after SHA-512).
+/// Callable only where `avx512f` and `avx512ifma` are known to be present.
+#[target_feature(enable = "avx512f,avx512ifma")]
+pub(crate) fn map_and_clear8(r: &[Fp2; LANES]) -> [Point; LANES] {
+    let d2 = Fe2::splat(&D.double());
+    map_to_curve(&Fe2::from_serial(r))
+        .mul_by_cofactor(&d2)
+        .to_serial()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -881,6 +1133,24 @@ mod tests {
                 prop_assert!(eq(&r[3][i], &a[i].sub(&b[i])));
                 prop_assert!(eq(&r[4][i], &a[i].conj()));
                 prop_assert!(eq(&r[5][i], &a[i].neg()));
+            }
+        }
+
+        /// The lane-wise hash map (with cofactor clearing) gives the serial points.
+        #[test]
+        fn map8_matches_serial(m in any::<u64>()) {
+            if !ifma_available() {
+                return Ok(());
+            }
+            let mut r: [Fp2; 8] = core::array::from_fn(|i| {
+                crate::hash::hash_to_fp2(&(m + i as u64).to_le_bytes())
+            });
+            r[7] = Fp2::ZERO;
+            r[6] = Fp2::ONE;
+            // SAFETY: ifma_available() confirmed avx512f and avx512ifma.
+            let h = unsafe { map_and_clear8(&r) };
+            for i in 0..8 {
+                prop_assert_eq!(h[i], crate::hash::map_and_clear(&r[i]));
             }
         }
 

@@ -5,6 +5,7 @@
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod ifma;
 
+use crate::field::Fp2;
 use crate::point::Point;
 use crate::scalar_mul::Recoded;
 
@@ -43,5 +44,25 @@ pub(crate) fn mul_many_recoded(
         return Some(out);
     }
     let _ = (rec, points, clear_cofactor);
+    None
+}
+
+/// `[392]·M(r_i)` (the hash to the curve after SHA-512) for every field element with the IFMA
+/// backend, eight at a time; `None` when the CPU lacks it.
+pub(crate) fn map_and_clear_many(r: &[Fp2]) -> Option<Vec<Point>> {
+    #[cfg(target_arch = "x86_64")]
+    if ifma_available() {
+        let mut out = Vec::with_capacity(r.len());
+        for group in r.chunks(ifma::LANES) {
+            let mut lanes = [Fp2::ZERO; ifma::LANES];
+            lanes[..group.len()].copy_from_slice(group);
+            // SAFETY: ifma_available() has just confirmed that the CPU supports avx512f and
+            // avx512ifma, the target features `map_and_clear8` is compiled for.
+            let p = unsafe { ifma::map_and_clear8(&lanes) };
+            out.extend_from_slice(&p[..group.len()]);
+        }
+        return Some(out);
+    }
+    let _ = r;
     None
 }
