@@ -17,8 +17,9 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::csvio::{KEY_SEPARATOR, describe, open, open_keyed};
+use crate::csvio::{KEY_SEPARATOR, describe, keyed_reader, open};
 use crate::error::CliError;
+use crate::progress::{Progress, ProgressMode};
 
 /// The validated shape of an input file.
 #[derive(Clone, Debug)]
@@ -29,28 +30,136 @@ pub struct InputShape {
     pub key_cols: Vec<usize>,
     /// Data rows.
     pub rows: u64,
+    /// Data rows whose key belongs to this party's shard (all rows without `--shard`).
+    pub shard_rows: u64,
+    /// Size of the file in bytes.
+    pub bytes: u64,
+    /// BLAKE3 hash of the whole file, when asked for (it identifies a checkpoint's input).
+    pub digest: Option<[u8; 32]>,
+}
+
+/// Shard `index` of `count`: the keys whose shard hash is `index` modulo `count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// This shard, below `count`.
+    pub index: u64,
+    /// Number of shards (at least 1).
+    pub count: u64,
+}
+
+impl Default for Shard {
+    fn default() -> Self {
+        Shard { index: 0, count: 1 }
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = CliError;
+    /// `I/N` with `I < N`, `1 <= N <= 2^20`.
+    fn from_str(s: &str) -> Result<Self, CliError> {
+        let bad = || {
+            CliError::Usage(format!(
+                "--shard {s:?}: expected I/N with 0 <= I < N, e.g. 3/8"
+            ))
+        };
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let index: u64 = i.trim().parse().map_err(|_| bad())?;
+        let count: u64 = n.trim().parse().map_err(|_| bad())?;
+        if count == 0 || index >= count || count > 1 << 20 {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    /// Whether `key` belongs to this shard.
+    pub fn owns(&self, key: &[u8]) -> bool {
+        self.count == 1 || key_hash(key).1 % self.count == self.index
+    }
+}
+
+/// A reader that hashes what passes through it.
+struct Hashing<R> {
+    inner: R,
+    hasher: Option<blake3::Hasher>,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(h) = &mut self.hasher {
+            h.update(&buf[..n]);
+        }
+        Ok(n)
+    }
 }
 
 /// Reads the whole file once: checks the header, the key columns, every row's field count and
-/// UTF-8, and counts rows.
+/// UTF-8, counts rows (and those of `shard`), and hashes the file with `digest`.
 ///
 /// # Errors
 /// [`CliError::Input`] as `csvio::read_keys` describes.
-pub fn scan(path: &Path, keys: &[String]) -> Result<InputShape, CliError> {
-    let (mut rdr, header, key_cols) = open_keyed(path, keys)?;
+pub fn scan(
+    path: &Path,
+    keys: &[String],
+    shard: Shard,
+    digest: bool,
+    progress: ProgressMode,
+) -> Result<InputShape, CliError> {
+    let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let file = File::open(path)
+        .map_err(|e| CliError::Input(format!("cannot open {}: {e}", path.display())))?;
+    let reader = Hashing {
+        inner: file,
+        hasher: digest.then(blake3::Hasher::new),
+    };
+    let (mut rdr, header, key_cols) = keyed_reader(path, reader, keys)?;
     let mut record = csv::StringRecord::new();
-    let mut rows = 0u64;
+    let mut key = Vec::new();
+    let (mut rows, mut shard_rows) = (0u64, 0u64);
+    let mut bar = Progress::new(progress, "reading input", "bytes", bytes);
     loop {
         match rdr.read_record(&mut record) {
-            Ok(true) => rows += 1,
+            Ok(true) => {
+                rows += 1;
+                if shard.count > 1 {
+                    key_of(&record, &key_cols, &mut key);
+                    shard_rows += u64::from(shard.owns(&key));
+                } else {
+                    shard_rows += 1;
+                }
+                bar.set(record.position().map_or(0, csv::Position::byte));
+            }
             Ok(false) => break,
             Err(e) => return Err(describe(path, &e)),
         }
+    }
+    bar.set(bytes);
+    bar.finish();
+    let mut inner = rdr.into_inner();
+    // The csv reader stops at the last record; hash whatever follows it too.
+    if let Some(h) = &mut inner.hasher {
+        let mut rest = Vec::new();
+        inner
+            .inner
+            .read_to_end(&mut rest)
+            .map_err(|e| CliError::Input(format!("{}: {e}", path.display())))?;
+        h.update(&rest);
     }
     Ok(InputShape {
         header,
         key_cols,
         rows,
+        shard_rows,
+        bytes,
+        digest: inner.hasher.map(|h| *h.finalize().as_bytes()),
     })
 }
 
@@ -65,15 +174,22 @@ pub fn key_of(record: &csv::StringRecord, cols: &[usize], out: &mut Vec<u8>) {
     }
 }
 
-/// The bucket of a key among `buckets` (a public, keyless hash: every party computes the same).
-pub fn bucket_of(key: &[u8], buckets: usize) -> usize {
+/// The public hash of a key: its first word picks the bucket, its second the shard.
+pub fn key_hash(key: &[u8]) -> (u64, u64) {
     let h = blake3::Hasher::new_derive_key("obliv-cli bucket v1")
         .update(key)
         .finalize();
+    let mut a = [0u8; 8];
     let mut b = [0u8; 8];
-    b.copy_from_slice(&h.as_bytes()[..8]);
+    a.copy_from_slice(&h.as_bytes()[..8]);
+    b.copy_from_slice(&h.as_bytes()[8..16]);
+    (u64::from_le_bytes(a), u64::from_le_bytes(b))
+}
+
+/// The bucket of a key among `buckets` (a public, keyless hash: every party computes the same).
+pub fn bucket_of(key: &[u8], buckets: usize) -> usize {
     // The remainder is below `buckets`, a usize.
-    usize::try_from(u64::from_le_bytes(b) % buckets as u64).unwrap_or(0)
+    usize::try_from(key_hash(key).0 % buckets as u64).unwrap_or(0)
 }
 
 /// Keys of a file split into bucket files in a temporary directory.
@@ -98,8 +214,8 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> CliError + '_ {
 }
 
 impl BucketFiles {
-    /// Streams the keys of `path` into `buckets` files under `tmp_root` (a fresh temporary
-    /// directory inside it).
+    /// Streams the keys of `path` that belong to `shard` into `buckets` files under
+    /// `tmp_root` (a fresh temporary directory inside it).
     ///
     /// # Errors
     /// [`CliError::Input`] for I/O errors.
@@ -107,7 +223,9 @@ impl BucketFiles {
         path: &Path,
         shape: &InputShape,
         buckets: usize,
+        shard: Shard,
         tmp_root: &Path,
+        progress: ProgressMode,
     ) -> Result<Self, CliError> {
         let dir = tempfile::Builder::new()
             .prefix("obliv-buckets-")
@@ -125,14 +243,21 @@ impl BucketFiles {
         let mut record = csv::StringRecord::new();
         let mut key = Vec::new();
         let mut row = 0u64;
+        let mut bar = Progress::new(progress, "splitting", "rows", shape.rows);
         loop {
             match rdr.read_record(&mut record) {
                 Ok(true) => {}
                 Ok(false) => break,
                 Err(e) => return Err(describe(path, &e)),
             }
+            bar.inc(1);
             key_of(&record, &shape.key_cols, &mut key);
-            let w = &mut writers[bucket_of(&key, buckets)];
+            let (hb, hs) = key_hash(&key);
+            if shard.count > 1 && hs % shard.count != shard.index {
+                row += 1;
+                continue;
+            }
+            let w = &mut writers[usize::try_from(hb % buckets as u64).unwrap_or(0)];
             let len = u32::try_from(key.len())
                 .map_err(|_| CliError::Input(format!("a key of row {row} is over 4 GiB")))?;
             w.write_all(&row.to_le_bytes()).map_err(io(path))?;
@@ -143,6 +268,7 @@ impl BucketFiles {
         for w in &mut writers {
             w.flush().map_err(io(dir.path()))?;
         }
+        bar.finish();
         Ok(BucketFiles { _dir: dir, files })
     }
 
@@ -245,6 +371,7 @@ pub fn write_rows(
     rows: &RowSet,
     output: &Path,
     sort: bool,
+    progress: ProgressMode,
 ) -> Result<u64, CliError> {
     let dir = output
         .parent()
@@ -258,8 +385,10 @@ pub fn write_rows(
     wtr.write_record(&shape.header).map_err(err)?;
     let mut kept: Vec<(Vec<u8>, csv::StringRecord)> = Vec::new();
     let mut written = 0;
+    let mut bar = Progress::new(progress, "writing output", "rows", shape.rows);
     for (row, rec) in rdr.records().enumerate() {
         let rec = rec.map_err(|e| describe(input, &e))?;
+        bar.inc(1);
         if rows.contains(row as u64) {
             if sort {
                 let mut k = Vec::new();
@@ -284,6 +413,7 @@ pub fn write_rows(
     drop(inner);
     tmp.persist(output)
         .map_err(|e| CliError::Input(format!("cannot write {}: {e}", output.display())))?;
+    bar.finish();
     Ok(written)
 }
 
@@ -306,9 +436,28 @@ mod tests {
             body += &format!("k{},{i}\n", i % 200);
         }
         std::fs::write(&input, body).unwrap();
-        let shape = scan(&input, &["id".to_string()]).unwrap();
+        let shape = scan(
+            &input,
+            &["id".to_string()],
+            Shard::default(),
+            true,
+            ProgressMode::Off,
+        )
+        .unwrap();
+        assert_eq!(
+            shape.digest,
+            Some(*blake3::hash(&std::fs::read(&input).unwrap()).as_bytes())
+        );
         assert_eq!(shape.rows, 500);
-        let files = BucketFiles::split(&input, &shape, 7, dir.path()).unwrap();
+        let files = BucketFiles::split(
+            &input,
+            &shape,
+            7,
+            Shard::default(),
+            dir.path(),
+            ProgressMode::Off,
+        )
+        .unwrap();
         let mut seen = std::collections::HashSet::new();
         let mut rows = 0;
         for b in 0..files.len() {
@@ -321,7 +470,15 @@ mod tests {
         }
         assert_eq!((rows, seen.len()), (500, 200));
         // Refining 4 local files into 16 buckets.
-        let four = BucketFiles::split(&input, &shape, 4, dir.path()).unwrap();
+        let four = BucketFiles::split(
+            &input,
+            &shape,
+            4,
+            Shard::default(),
+            dir.path(),
+            ProgressMode::Off,
+        )
+        .unwrap();
         let mut total = 0;
         for b in 0..16 {
             let bucket = four.load(b, 16).unwrap();
@@ -334,7 +491,10 @@ mod tests {
         set.insert(499);
         assert_eq!(set.count(), 2);
         let out = dir.path().join("out.csv");
-        assert_eq!(write_rows(&input, &shape, &set, &out, false).unwrap(), 2);
+        assert_eq!(
+            write_rows(&input, &shape, &set, &out, false, ProgressMode::Off).unwrap(),
+            2
+        );
         assert_eq!(
             std::fs::read_to_string(&out).unwrap(),
             "id,x\nk3,3\nk99,499\n"

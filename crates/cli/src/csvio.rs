@@ -59,6 +59,9 @@ pub(crate) fn describe(path: &Path, e: &csv::Error) -> CliError {
     CliError::Input(format!("{}{at}: {what}", path.display()))
 }
 
+/// A CSV reader positioned after the header, the header, and the key columns' indices.
+pub(crate) type Keyed<R> = (csv::Reader<R>, Vec<String>, Vec<usize>);
+
 /// A CSV reader over a buffered file.
 pub(crate) type CsvReader = csv::Reader<BufReader<File>>;
 
@@ -74,7 +77,32 @@ pub(crate) fn open_keyed(
     if keys.is_empty() {
         return Err(CliError::Usage("--keys names no column".into()));
     }
-    let mut rdr = open(path)?;
+    let rdr = open(path)?;
+    with_key_columns(path, rdr, keys)
+}
+
+/// As [`open_keyed`], on an already opened `reader` of `path` (buffered by the CSV reader).
+pub(crate) fn keyed_reader<R: std::io::Read>(
+    path: &Path,
+    reader: R,
+    keys: &[String],
+) -> Result<Keyed<R>, CliError> {
+    if keys.is_empty() {
+        return Err(CliError::Usage("--keys names no column".into()));
+    }
+    let rdr = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(false)
+        .buffer_capacity(1 << 20)
+        .from_reader(reader);
+    with_key_columns(path, rdr, keys)
+}
+
+fn with_key_columns<R: std::io::Read>(
+    path: &Path,
+    mut rdr: csv::Reader<R>,
+    keys: &[String],
+) -> Result<Keyed<R>, CliError> {
     let header: Vec<String> = rdr
         .headers()
         .map_err(|e| describe(path, &e))?

@@ -8,9 +8,11 @@ use std::time::{Duration, Instant};
 use obliv_ec::Curve;
 use obliv_net::LinkModel;
 
+use crate::bucket::Shard;
 use crate::error::CliError;
 use crate::gen_data;
 use crate::party::{self, PartyConfig, Protocol, Report};
+use crate::progress::ProgressMode;
 
 /// Settings of a demo run.
 #[derive(Clone, Debug)]
@@ -75,6 +77,11 @@ pub fn run(cfg: &DemoConfig) -> Result<DemoOutcome, CliError> {
                     curve: cfg.curve,
                     rank,
                     parties: addrs.clone(),
+                    parties_arg: addrs
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(","),
                     input: files[rank].clone(),
                     keys: vec!["id".into()],
                     output: dir.join(format!("out_{}.csv", rank + 1)),
@@ -85,6 +92,9 @@ pub fn run(cfg: &DemoConfig) -> Result<DemoOutcome, CliError> {
                     bucket_size: 1 << 20,
                     sim: cfg.sim,
                     connect_timeout: Duration::from_secs(30),
+                    shard: Shard::default(),
+                    checkpoint: None,
+                    progress: ProgressMode::Off,
                 };
                 s.spawn(move || party::run(&pc, Some(l)))
             })

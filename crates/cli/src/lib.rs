@@ -3,11 +3,14 @@
 #![forbid(unsafe_code)]
 
 pub mod bucket;
+pub mod checkpoint;
 pub mod csvio;
 pub mod demo;
 pub mod error;
 pub mod gen_data;
+pub mod merge;
 pub mod party;
+pub mod progress;
 pub mod unbalanced;
 
 pub use error::CliError;

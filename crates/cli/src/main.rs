@@ -4,6 +4,8 @@
 //! obliv psi demo [--protocol ecdh] [--curve 25519] [--size N]
 //! obliv psi --protocol ecdh --curve 25519 --rank R --parties HOST:PORT,HOST:PORT
 //!           --input FILE --keys COL[,COL…] --output FILE [--receiver R] [--broadcast] [--sort]
+//!           [--bucket-size N] [--checkpoint DIR] [--shard I/N] [--progress auto|bar|log|off]
+//! obliv merge --output FILE [--sort --keys COL[,COL…]] PART…
 //! obliv gen-data --size N --parties 2|3 --overlap 0.5 --out-dir DIR
 //! ```
 //! Exit codes: 0 success, 2 usage, 3 input/output files, 4 network, 5 protocol.
@@ -37,6 +39,8 @@ enum Command {
     Psi(Box<PsiCmd>),
     /// Generate test CSV files (`psi_1.csv` …) with a planted intersection.
     GenData(GenArgs),
+    /// Join the outputs of the shards of one job (`psi --shard I/N`) into one file.
+    Merge(MergeArgs),
     /// Unbalanced PSI: `offline` once per server set, `online` per client query.
     UbPsi(Box<UbCmd>),
     /// Two-server PIR: `pir serve` runs one server, `pir query` fetches a record.
@@ -202,8 +206,35 @@ struct PartyArgs {
     /// Seconds to wait for the other parties to come up.
     #[arg(long, default_value_t = 60)]
     connect_timeout: u64,
+    /// Record every finished bucket in this directory; the same command run again after a
+    /// crash resumes from the buckets all parties finished (one directory per party and shard).
+    #[arg(long)]
+    checkpoint: Option<PathBuf>,
+    /// Run only shard I of N (`I/N`, 0 <= I < N): the keys whose public hash falls in it. The
+    /// N shards' outputs together are the full result (`obliv merge`).
+    #[arg(long, default_value = "0/1")]
+    shard: String,
+    /// Progress on stderr: `auto` (a bar on a terminal, log lines otherwise), `bar`, `log`, `off`.
+    #[arg(long, default_value = "auto")]
+    progress: String,
     #[command(flatten)]
     link: LinkArgs,
+}
+
+#[derive(Args, Debug)]
+struct MergeArgs {
+    /// The shards' output files, in shard order.
+    #[arg(required = true)]
+    parts: Vec<PathBuf>,
+    /// The merged output file.
+    #[arg(long)]
+    output: PathBuf,
+    /// Merge parts written with --sort by key (the result equals the unsharded --sort run).
+    #[arg(long)]
+    sort: bool,
+    /// Key column(s) the parts are sorted by (with --sort).
+    #[arg(long, value_delimiter = ',')]
+    keys: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -336,11 +367,13 @@ fn mb(b: u64) -> f64 {
 }
 
 fn run_party(a: &PartyArgs) -> Result<(), CliError> {
+    let parties_arg = required(a.parties.as_deref(), "parties")?;
     let cfg = PartyConfig {
         protocol: required(a.protocol.as_deref(), "protocol")?.parse()?,
         curve: parse_curve(&a.curve)?,
         rank: required(a.rank, "rank")?,
-        parties: party::parse_parties(required(a.parties.as_deref(), "parties")?)?,
+        parties: party::parse_parties(parties_arg)?,
+        parties_arg: parties_arg.to_string(),
         input: required(a.input.clone(), "input")?,
         keys: if a.keys.is_empty() {
             vec!["id".into()]
@@ -355,6 +388,9 @@ fn run_party(a: &PartyArgs) -> Result<(), CliError> {
         bucket_size: a.bucket_size,
         sim: link(&a.link)?,
         connect_timeout: Duration::from_secs(a.connect_timeout),
+        shard: a.shard.parse()?,
+        checkpoint: a.checkpoint.clone(),
+        progress: a.progress.parse()?,
     };
     let report = party::run(&cfg, None)?;
     println!("{}", report.to_json());
@@ -470,6 +506,16 @@ fn main() -> ExitCode {
             None => run_party(&psi.party),
         },
         Command::UbPsi(u) => run_ub(u),
+        Command::Merge(m) => {
+            let keys = if m.keys.is_empty() {
+                vec!["id".into()]
+            } else {
+                m.keys.clone()
+            };
+            obliv_cli::merge::merge(&m.parts, &keys, m.sort, &m.output).map(|rows| {
+                println!("{rows} rows from {} parts", m.parts.len());
+            })
+        }
         Command::Pir(p) => run_pir(p),
         Command::GenData(g) => gen_data::generate(g.size, g.parties, g.overlap, &g.out_dir, g.seed)
             .map(|paths| {

@@ -12,9 +12,12 @@ use obliv_psi::ecdh::{self, EcdhConfig, Role};
 use obliv_psi::ecdh3;
 use obliv_psi::kkrt::{KkrtConfig, KkrtPsiReceiver, KkrtPsiSender};
 use obliv_psi::rr22::{self, Rr22Config};
+use rand_core::Rng;
 
-use crate::bucket;
+use crate::bucket::{self, Shard};
+use crate::checkpoint::{BucketResult, Checkpoint, Identity, RunInfo};
 use crate::error::CliError;
+use crate::progress::{self, Progress, ProgressMode};
 
 /// The PSI protocols the command knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,6 +83,9 @@ pub struct PartyConfig {
     pub rank: usize,
     /// Every party's address, in rank order.
     pub parties: Vec<SocketAddr>,
+    /// The `--parties` argument as given: recorded in a checkpoint, where the resolved
+    /// addresses may change when a peer restarts (a new pod IP behind the same name).
+    pub parties_arg: String,
     /// Input CSV file.
     pub input: PathBuf,
     /// Key columns.
@@ -100,6 +106,12 @@ pub struct PartyConfig {
     pub sim: Option<LinkModel>,
     /// How long to wait for the other parties to come up.
     pub connect_timeout: Duration,
+    /// Run only the buckets of this shard (`0/1`: everything).
+    pub shard: Shard,
+    /// Checkpoint directory: finished buckets are recorded there and a rerun resumes.
+    pub checkpoint: Option<PathBuf>,
+    /// How progress is shown on stderr.
+    pub progress: ProgressMode,
 }
 
 /// What a party reports when it is done.
@@ -111,7 +123,7 @@ pub struct Report {
     pub curve: String,
     /// This party's rank.
     pub rank: usize,
-    /// Data rows read.
+    /// Data rows of this party's shard (all rows of the input without `--shard`).
     pub rows_in: usize,
     /// Distinct keys read.
     pub keys_in: usize,
@@ -123,20 +135,29 @@ pub struct Report {
     pub seconds: f64,
     /// Traffic of this party.
     pub stats: Stats,
+    /// The shard run, `I/N`.
+    pub shard: String,
+    /// Buckets of the run.
+    pub buckets: u64,
+    /// Buckets taken from the checkpoint instead of being run again.
+    pub buckets_resumed: u64,
 }
 
 impl Report {
     /// The report as one JSON object.
     pub fn to_json(&self) -> String {
         format!(
-            "{{\"protocol\":\"{}\",\"curve\":\"{}\",\"rank\":{},\"rows_in\":{},\"keys_in\":{},\"rows_out\":{},\"keys_out\":{},\"seconds\":{:.3},\"bytes_sent\":{},\"bytes_received\":{}}}",
+            "{{\"protocol\":\"{}\",\"curve\":\"{}\",\"rank\":{},\"shard\":\"{}\",\"rows_in\":{},\"keys_in\":{},\"rows_out\":{},\"keys_out\":{},\"buckets\":{},\"buckets_resumed\":{},\"seconds\":{:.3},\"bytes_sent\":{},\"bytes_received\":{}}}",
             self.protocol,
             self.curve,
             self.rank,
+            self.shard,
             self.rows_in,
             self.keys_in,
             self.rows_out,
             self.keys_out.map_or("null".to_string(), |k| k.to_string()),
+            self.buckets,
+            self.buckets_resumed,
             self.seconds,
             self.stats.bytes_sent,
             self.stats.bytes_received
@@ -186,15 +207,40 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
             "--rank and --receiver must be below {n}"
         )));
     }
+    if cfg.shard.count == 0 || cfg.shard.index >= cfg.shard.count {
+        return Err(CliError::Usage(format!("bad shard {}", cfg.shard)));
+    }
     // All local work first: input errors surface before any network traffic.
-    let shape = bucket::scan(&cfg.input, &cfg.keys)?;
-    let own_buckets = bucket::local_buckets(shape.rows, cfg.bucket_size);
-    let tmp_root = cfg
-        .output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let files = bucket::BucketFiles::split(&cfg.input, &shape, own_buckets, tmp_root)?;
+    let shape = bucket::scan(
+        &cfg.input,
+        &cfg.keys,
+        cfg.shard,
+        cfg.checkpoint.is_some(),
+        cfg.progress,
+    )?;
+    let mut checkpoint = match &cfg.checkpoint {
+        Some(dir) => Some(Checkpoint::open(dir, &identity(cfg, &shape))?),
+        None => None,
+    };
+    let own_buckets = bucket::local_buckets(shape.shard_rows, cfg.bucket_size);
+    let tmp_root = match &checkpoint {
+        // Bucket files of a killed run are cleaned up when the checkpoint is next opened.
+        Some(cp) => cp.dir().to_path_buf(),
+        None => cfg
+            .output
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf(),
+    };
+    let files = bucket::BucketFiles::split(
+        &cfg.input,
+        &shape,
+        own_buckets,
+        cfg.shard,
+        &tmp_root,
+        cfg.progress,
+    )?;
     let opts = ConnectOptions {
         deadline: cfg.connect_timeout,
         ..ConnectOptions::default()
@@ -203,67 +249,340 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         Some(l) => Session::tcp_with_listener(cfg.rank, &l, &cfg.parties, &opts)?,
         None => Session::tcp(cfg.rank, &cfg.parties, &opts)?,
     };
+    let cp = checkpoint.as_mut();
     let out = match cfg.sim {
         Some(model) => run_buckets(
             cfg,
             &shape,
             &files,
             session.map(|_, c| SimLink::new(c, model)),
+            cp,
         )?,
-        None => run_buckets(cfg, &shape, &files, session)?,
+        None => run_buckets(cfg, &shape, &files, session, cp)?,
     };
     let rows_out = match &out.selected {
-        Some(rows) => bucket::write_rows(&cfg.input, &shape, rows, &cfg.output, cfg.sort)?,
+        Some(rows) => bucket::write_rows(
+            &cfg.input,
+            &shape,
+            rows,
+            &cfg.output,
+            cfg.sort,
+            cfg.progress,
+        )?,
         None => 0,
     };
     Ok(Report {
         protocol: cfg.protocol.to_string(),
         curve: cfg.curve.to_string(),
         rank: cfg.rank,
-        rows_in: usize::try_from(shape.rows).unwrap_or(usize::MAX),
-        keys_in: out.keys_in,
+        rows_in: usize::try_from(shape.shard_rows).unwrap_or(usize::MAX),
+        keys_in: usize::try_from(out.keys_in).unwrap_or(usize::MAX),
         rows_out: usize::try_from(rows_out).unwrap_or(usize::MAX),
-        keys_out: out.selected.as_ref().map(|_| out.keys_out),
+        keys_out: out
+            .selected
+            .as_ref()
+            .map(|_| usize::try_from(out.keys_out).unwrap_or(usize::MAX)),
         seconds: start.elapsed().as_secs_f64(),
         stats: out.stats,
+        shard: cfg.shard.to_string(),
+        buckets: out.buckets,
+        buckets_resumed: out.resumed,
     })
+}
+
+/// Whether the protocol takes a curve (the others ignore `--curve`).
+fn uses_curve(p: Protocol) -> bool {
+    matches!(p, Protocol::Ecdh | Protocol::Ecdh3pc)
+}
+
+/// What a checkpoint must match: everything that changes a bucket's result.
+fn identity(cfg: &PartyConfig, shape: &bucket::InputShape) -> Identity {
+    let digest: String = shape
+        .digest
+        .unwrap_or_default()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Identity::default()
+        .with("protocol", cfg.protocol)
+        .with(
+            "curve",
+            if uses_curve(cfg.protocol) {
+                cfg.curve.to_string()
+            } else {
+                "-".into()
+            },
+        )
+        .with("rank", cfg.rank)
+        .with("receiver", cfg.receiver)
+        .with("broadcast", cfg.broadcast)
+        .with("parties", &cfg.parties_arg)
+        .with("keys", format!("{:?}", cfg.keys))
+        .with("bucket_size", cfg.bucket_size)
+        .with("shard", cfg.shard)
+        .with("input_bytes", shape.bytes)
+        .with("input_rows", shape.rows)
+        .with("input_blake3", digest)
 }
 
 /// What the bucket loop produced.
 struct Outcome {
     /// The rows in the intersection, for the parties that learn it.
     selected: Option<bucket::RowSet>,
-    keys_in: usize,
-    keys_out: usize,
+    keys_in: u64,
+    keys_out: u64,
     stats: Stats,
+    buckets: u64,
+    resumed: u64,
 }
 
-/// Agrees on the bucket count with every peer, then runs one PSI per bucket.
+/// Magic of the job-level handshake (before the protocol's own handshake in each bucket).
+const JOB_MAGIC: &[u8; 8] = b"OBLIVJB1";
+/// Longest job hello accepted from a peer.
+const MAX_HELLO: usize = 4096;
+/// Most buckets a run may have.
+const MAX_BUCKETS: u64 = 1 << 30;
+
+/// What each party announces before the first bucket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct JobHello {
+    /// The settings that must agree, as text (shown in the error when they do not).
+    params: String,
+    /// This party's local bucket count (a power of two).
+    buckets: u64,
+    /// Whether this party keeps a checkpoint.
+    checkpoint: bool,
+    /// The run its checkpoint belongs to.
+    run: Option<RunInfo>,
+}
+
+impl JobHello {
+    fn encode(&self) -> Vec<u8> {
+        let mut b = JOB_MAGIC.to_vec();
+        let p = self.params.as_bytes();
+        b.extend_from_slice(&(p.len() as u64).to_le_bytes());
+        b.extend_from_slice(p);
+        b.extend_from_slice(&self.buckets.to_le_bytes());
+        b.push(u8::from(self.checkpoint));
+        let run = self.run.unwrap_or(RunInfo {
+            id: [0; 16],
+            buckets: 0,
+        });
+        b.extend_from_slice(&run.id);
+        b.extend_from_slice(&run.buckets.to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> Result<Self, CliError> {
+        let bad = || {
+            CliError::Protocol(
+                "the peer's first message is not an obliv psi job handshake of this version \
+                 (is it running another version of obliv?)"
+                    .into(),
+            )
+        };
+        let u64_at = |i: usize| -> Result<u64, CliError> {
+            let s = b.get(i..i + 8).ok_or_else(bad)?;
+            let mut a = [0u8; 8];
+            a.copy_from_slice(s);
+            Ok(u64::from_le_bytes(a))
+        };
+        if b.get(..8) != Some(JOB_MAGIC.as_slice()) {
+            return Err(bad());
+        }
+        let plen = usize::try_from(u64_at(8)?).map_err(|_| bad())?;
+        let end = 16usize.checked_add(plen).ok_or_else(bad)?;
+        let params =
+            String::from_utf8(b.get(16..end).ok_or_else(bad)?.to_vec()).map_err(|_| bad())?;
+        let buckets = u64_at(end)?;
+        let checkpoint = match b.get(end + 8) {
+            Some(0) => false,
+            Some(1) => true,
+            _ => return Err(bad()),
+        };
+        let id: [u8; 16] = b
+            .get(end + 9..end + 25)
+            .and_then(|s| s.try_into().ok())
+            .ok_or_else(bad)?;
+        let run_buckets = u64_at(end + 25)?;
+        if b.len() != end + 33 {
+            return Err(bad());
+        }
+        Ok(JobHello {
+            params,
+            buckets,
+            checkpoint,
+            run: (id != [0; 16]).then_some(RunInfo {
+                id,
+                buckets: run_buckets,
+            }),
+        })
+    }
+}
+
+/// Agrees with every peer on the settings, the bucket count and where to resume.
+///
+/// Returns the bucket count and, for a checkpointed run, the buckets every party finished
+/// (recorded in `cp`). Every party takes the same decisions from the same hellos.
+fn agree<C: Channel>(
+    cfg: &PartyConfig,
+    own_buckets: u64,
+    session: &mut Session<C>,
+    cp: Option<&mut Checkpoint>,
+) -> Result<u64, CliError> {
+    let ours = JobHello {
+        params: format!(
+            "protocol={} curve={} receiver={} broadcast={} shard={}",
+            cfg.protocol,
+            if uses_curve(cfg.protocol) {
+                cfg.curve.to_string()
+            } else {
+                "-".into()
+            },
+            cfg.receiver,
+            cfg.broadcast,
+            cfg.shard
+        ),
+        buckets: own_buckets,
+        checkpoint: cp.is_some(),
+        run: cp.as_ref().and_then(|c| c.run()),
+    };
+    let peers: Vec<usize> = session.peers().collect();
+    let msg = ours.encode();
+    for &p in &peers {
+        let ch = session.channel(p)?;
+        ch.send(&msg)?;
+        ch.flush()?;
+    }
+    let mut hellos = vec![ours.clone()];
+    for &p in &peers {
+        let theirs = JobHello::decode(&session.channel(p)?.recv_max(MAX_HELLO)?)?;
+        if theirs.params != ours.params {
+            return Err(CliError::Protocol(format!(
+                "party {p} runs {{{}}}, this party runs {{{}}}",
+                theirs.params, ours.params
+            )));
+        }
+        if !theirs.buckets.is_power_of_two() || theirs.buckets > MAX_BUCKETS {
+            return Err(CliError::Protocol(format!(
+                "party {p} announced {} buckets",
+                theirs.buckets
+            )));
+        }
+        hellos.push(theirs);
+    }
+    let total = hellos.iter().map(|h| h.buckets).max().unwrap_or(1);
+    if !hellos.iter().any(|h| h.checkpoint) {
+        return Ok(total);
+    }
+    let resume = hellos
+        .iter()
+        .all(|h| h.checkpoint && h.run.is_some_and(|r| r.buckets == total) && h.run == ours.run);
+    let bitmap_len = usize::try_from(total.div_ceil(8)).unwrap_or(0);
+    if resume {
+        let Some(cp) = cp else {
+            return Err(CliError::Protocol("checkpoint state lost".into()));
+        };
+        let mut common = cp.finished_bitmap(total);
+        for &p in &peers {
+            session.channel(p)?.send(&common)?;
+        }
+        session.flush_all()?;
+        for &p in &peers {
+            let theirs = session.channel(p)?.recv_max(bitmap_len)?;
+            if theirs.len() != bitmap_len {
+                return Err(CliError::Protocol(format!(
+                    "party {p} sent a finished-bucket map of {} bytes, not {bitmap_len}",
+                    theirs.len()
+                )));
+            }
+            for (c, t) in common.iter_mut().zip(&theirs) {
+                *c &= t;
+            }
+        }
+        let mine = cp.finished_count();
+        cp.keep_common(&common);
+        progress::note(
+            cfg.progress,
+            &format!(
+                "checkpoint: resuming; {} of {total} buckets finished on every side \
+                 ({mine} here)",
+                cp.finished_count()
+            ),
+        );
+        return Ok(total);
+    }
+    // A new run: rank 0 draws its id and tells everybody.
+    let id = if cfg.rank == 0 {
+        let mut id = [0u8; 16];
+        while id == [0; 16] {
+            AesRng::from_entropy().fill_bytes(&mut id);
+        }
+        for &p in &peers {
+            session.channel(p)?.send(&id)?;
+        }
+        session.flush_all()?;
+        id
+    } else {
+        let id: [u8; 16] = session.channel(0)?.recv_array()?;
+        if id == [0; 16] {
+            return Err(CliError::Protocol("party 0 sent an empty run id".into()));
+        }
+        id
+    };
+    if let Some(cp) = cp {
+        if cp.run().is_some() {
+            progress::note(
+                cfg.progress,
+                "checkpoint: the parties hold no common run to resume (a peer started afresh \
+                 or has another bucket count); starting over",
+            );
+        }
+        if hellos.iter().any(|h| !h.checkpoint) {
+            progress::note(
+                cfg.progress,
+                "checkpoint: a peer runs without --checkpoint; a rerun after a failure will \
+                 start over",
+            );
+        }
+        cp.start_run(RunInfo { id, buckets: total })?;
+    }
+    Ok(total)
+}
+
+/// Agrees on the bucket count (and on where to resume) with every peer, then runs one PSI per
+/// bucket that is not finished on every side.
 fn run_buckets<C: Channel>(
     cfg: &PartyConfig,
     shape: &bucket::InputShape,
     files: &bucket::BucketFiles,
     mut session: Session<C>,
+    mut cp: Option<&mut Checkpoint>,
 ) -> Result<Outcome, CliError> {
-    let mut total = files.len();
-    let peers: Vec<usize> = session.peers().collect();
-    for &p in &peers {
-        session
-            .channel(p)?
-            .send(&(files.len() as u64).to_le_bytes())?;
-    }
-    for &p in &peers {
-        let ch = session.channel(p)?;
-        ch.flush()?;
-        let b: [u8; 8] = ch.recv_array()?;
-        let theirs = u64::from_le_bytes(b);
-        if !theirs.is_power_of_two() || theirs > 1 << 30 {
-            return Err(CliError::Protocol(format!(
-                "peer announced {theirs} buckets"
-            )));
+    let total = agree(cfg, files.len() as u64, &mut session, cp.as_deref_mut())?;
+    let total_usize =
+        usize::try_from(total).map_err(|_| CliError::Protocol(format!("{total} buckets")))?;
+    let learns = cfg.rank == cfg.receiver || cfg.broadcast;
+    let mut selected = learns.then(|| bucket::RowSet::new(shape.rows));
+    let (mut keys_in, mut keys_out, mut resumed, mut resumed_rows) = (0u64, 0u64, 0u64, 0u64);
+    // Buckets every party finished earlier: their results come from the checkpoint.
+    if let Some(cp) = cp.as_deref() {
+        for b in (0..total).filter(|&b| cp.is_finished(b)) {
+            let r = cp.read_bucket(b)?;
+            keys_in += r.keys_in;
+            keys_out += r.keys_out;
+            resumed_rows += r.rows_in;
+            resumed += 1;
+            if let (Some(rows), Some(sel)) = (&r.rows, selected.as_mut()) {
+                for &row in rows {
+                    sel.insert(row);
+                }
+            }
         }
-        total = total.max(usize::try_from(theirs).unwrap_or(1 << 30));
     }
+    let todo: Vec<u64> = (0..total)
+        .filter(|&b| !cp.as_deref().is_some_and(|c| c.is_finished(b)))
+        .collect();
     let mut rng = AesRng::from_entropy();
     let ecfg = EcdhConfig {
         curve: cfg.curve,
@@ -279,7 +598,7 @@ fn run_buckets<C: Channel>(
     };
     // KKRT: base OTs once per session, then one OPRF batch per bucket.
     let mut kkrt_session = match cfg.protocol {
-        Protocol::Kkrt => {
+        Protocol::Kkrt if !todo.is_empty() => {
             let ch = session.channel(1 - cfg.rank)?;
             let kcfg = KkrtConfig::default();
             Some(if receiver {
@@ -290,11 +609,15 @@ fn run_buckets<C: Channel>(
         }
         _ => None,
     };
-    let mut selected: Option<bucket::RowSet> = None;
-    let (mut keys_in, mut keys_out) = (0, 0);
-    for b in 0..total {
-        let bucket = files.load(b, total)?;
-        keys_in += bucket.distinct.len();
+    let mut bar = Progress::new(
+        cfg.progress,
+        "psi",
+        "rows",
+        shape.shard_rows.saturating_sub(resumed_rows),
+    );
+    for &b in &todo {
+        bar.set_label(format!("psi bucket {}/{total}", b + 1));
+        let bucket = files.load(usize::try_from(b).unwrap_or(0), total_usize)?;
         let out = match cfg.protocol {
             Protocol::Ecdh => {
                 let ch = session.channel(1 - cfg.rank)?;
@@ -325,25 +648,47 @@ fn run_buckets<C: Channel>(
                 }
             }
         };
+        let mut result = BucketResult {
+            rows_in: bucket.rows.len() as u64,
+            keys_in: bucket.distinct.len() as u64,
+            keys_out: 0,
+            rows: None,
+        };
         if let Some(idx) = out {
-            keys_out += idx.len();
+            result.keys_out = idx.len() as u64;
             let mut hit = vec![false; bucket.distinct.len()];
             for i in idx {
-                hit[i] = true;
-            }
-            let rows = selected.get_or_insert_with(|| bucket::RowSet::new(shape.rows));
-            for &(row, k) in &bucket.rows {
-                if hit[k as usize] {
-                    rows.insert(row);
+                if let Some(h) = hit.get_mut(i) {
+                    *h = true;
                 }
             }
+            let matched: Vec<u64> = bucket
+                .rows
+                .iter()
+                .filter(|&&(_, k)| hit.get(k as usize).copied().unwrap_or(false))
+                .map(|&(row, _)| row)
+                .collect();
+            let sel = selected.get_or_insert_with(|| bucket::RowSet::new(shape.rows));
+            for &row in &matched {
+                sel.insert(row);
+            }
+            result.rows = Some(matched);
         }
+        keys_in += result.keys_in;
+        keys_out += result.keys_out;
+        if let Some(cp) = cp.as_deref_mut() {
+            cp.save(b, &result)?;
+        }
+        bar.inc(result.rows_in);
     }
+    bar.finish();
     Ok(Outcome {
         selected,
         keys_in,
         keys_out,
         stats: session.stats(),
+        buckets: total,
+        resumed,
     })
 }
 

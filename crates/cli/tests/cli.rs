@@ -509,3 +509,277 @@ fn fast_protocol_between_two_processes(protocol: &str) {
     );
     assert_eq!(lines(&d.join("out0.csv")).len(), 1 + 2500);
 }
+
+/// Spawns one ECDH party (Curve25519) with piped output.
+fn spawn_party(
+    dir: &Path,
+    rank: usize,
+    parties: &str,
+    input: &str,
+    output: &str,
+    extra: &[&str],
+) -> std::process::Child {
+    obliv()
+        .args(["psi", "--protocol", "ecdh", "--curve", "25519"])
+        .args(["--rank", &rank.to_string(), "--parties", parties])
+        .args(["--connect-timeout", "20"])
+        .arg("--input")
+        .arg(dir.join(input))
+        .arg("--output")
+        .arg(dir.join(output))
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn gen_data(dir: &Path, size: u32) {
+    let g = obliv()
+        .args(["gen-data", "--size", &size.to_string(), "--out-dir"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(g.status.success());
+}
+
+fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn bucket_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |it| {
+        it.flatten()
+            .filter(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.strip_prefix('b')
+                    .is_some_and(|r| r.parse::<u32>().is_ok())
+            })
+            .count()
+    })
+}
+
+#[test]
+fn killed_run_resumes_from_checkpoint_with_identical_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    gen_data(d, 6000);
+    // The reference: an uninterrupted run without checkpoint.
+    let (o0, o1) = run_pair(d, "psi_1.csv", "psi_2.csv", "id", &["--bucket-size", "500"]);
+    ok(&o0);
+    ok(&o1);
+    let reference = std::fs::read(d.join("out0.csv")).unwrap();
+    // The same job with checkpoints, receiver killed once its first bucket is recorded. The
+    // simulated latency makes each bucket take a few round trips of 20 ms.
+    let (pa, pb) = free_ports();
+    let parties = format!("127.0.0.1:{pa},127.0.0.1:{pb}");
+    let args = |rank: usize| -> Vec<String> {
+        [
+            "--bucket-size",
+            "500",
+            "--sim-latency",
+            "20ms",
+            "--checkpoint",
+            &d.join(format!("ck{rank}")).to_string_lossy(),
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+    };
+    let run = |rank: usize| {
+        let a = args(rank);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        spawn_party(
+            d,
+            rank,
+            &parties,
+            &format!("psi_{}.csv", rank + 1),
+            &format!("res{rank}.csv"),
+            &a,
+        )
+    };
+    let (mut p0, p1) = (run(0), run(1));
+    let start = std::time::Instant::now();
+    while bucket_files(&d.join("ck0")) == 0 {
+        assert!(p0.try_wait().unwrap().is_none(), "finished before the kill");
+        assert!(
+            start.elapsed().as_secs() < 30,
+            "no bucket was ever recorded"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    p0.kill().unwrap();
+    let _ = p0.wait();
+    let o1 = p1.wait_with_output().unwrap();
+    assert!(!o1.status.success(), "the peer must notice the kill");
+    assert!(!d.join("res0.csv").exists(), "no output from a killed run");
+    let finished = bucket_files(&d.join("ck0"));
+    assert!(finished < 16, "{finished} buckets: the kill came too late");
+    // The same commands again: both resume and the output equals the uninterrupted run's.
+    let (p0, p1) = (run(0), run(1));
+    let (o0, o1) = (
+        p0.wait_with_output().unwrap(),
+        p1.wait_with_output().unwrap(),
+    );
+    let report = ok(&o0);
+    ok(&o1);
+    assert!(report.contains("\"buckets\":16"), "{report}");
+    let resumed: u64 = report
+        .split("\"buckets_resumed\":")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!((1..16).contains(&resumed), "{report}");
+    assert!(
+        String::from_utf8_lossy(&o0.stderr).contains("resuming"),
+        "{}",
+        String::from_utf8_lossy(&o0.stderr)
+    );
+    assert_eq!(std::fs::read(d.join("res0.csv")).unwrap(), reference);
+    // Once more: every bucket comes from the checkpoints, the output is the same.
+    std::fs::remove_file(d.join("res0.csv")).unwrap();
+    let (p0, p1) = (run(0), run(1));
+    let report = ok(&p0.wait_with_output().unwrap());
+    ok(&p1.wait_with_output().unwrap());
+    assert!(report.contains("\"buckets_resumed\":16"), "{report}");
+    assert_eq!(std::fs::read(d.join("res0.csv")).unwrap(), reference);
+
+    // A checkpoint of another job (here: another input) is refused before any traffic.
+    let o = spawn_party(
+        d,
+        0,
+        &parties,
+        "psi_2.csv",
+        "other.csv",
+        &[
+            "--bucket-size",
+            "500",
+            "--checkpoint",
+            &d.join("ck0").to_string_lossy(),
+        ],
+    )
+    .wait_with_output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("belongs to another job") && err.contains("input"),
+        "{err}"
+    );
+    // So is another parameter (the bucket size changes every bucket's contents).
+    let o = spawn_party(
+        d,
+        0,
+        &parties,
+        "psi_1.csv",
+        "other.csv",
+        &[
+            "--bucket-size",
+            "700",
+            "--checkpoint",
+            &d.join("ck0").to_string_lossy(),
+        ],
+    )
+    .wait_with_output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("bucket_size differs"), "{err}");
+}
+
+#[test]
+fn shards_merge_to_the_unsharded_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    gen_data(d, 3000);
+    let base = ["--sort", "--bucket-size", "400"];
+    let (o0, o1) = run_pair(d, "psi_1.csv", "psi_2.csv", "id", &base);
+    ok(&o0);
+    ok(&o1);
+    let full = std::fs::read(d.join("out0.csv")).unwrap();
+    let n = 3;
+    let mut rows_in = 0;
+    let mut parts = Vec::new();
+    for i in 0..n {
+        let shard = format!("{i}/{n}");
+        let mut extra = base.to_vec();
+        extra.extend(["--shard", &shard]);
+        let (o0, o1) = run_pair(d, "psi_1.csv", "psi_2.csv", "id", &extra);
+        let report = ok(&o0);
+        ok(&o1);
+        assert!(
+            report.contains(&format!("\"shard\":\"{shard}\"")),
+            "{report}"
+        );
+        rows_in += report
+            .split("\"rows_in\":")
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .and_then(|r| r.parse::<u64>().ok())
+            .unwrap();
+        let part = d.join(format!("part{i}.csv"));
+        std::fs::rename(d.join("out0.csv"), &part).unwrap();
+        parts.push(part);
+    }
+    assert_eq!(rows_in, 3000, "the shards split the input");
+    // Merged by key, the parts are byte for byte the unsharded --sort output.
+    let m = obliv()
+        .args(["merge", "--sort", "--keys", "id", "--output"])
+        .arg(d.join("merged.csv"))
+        .args(&parts)
+        .output()
+        .unwrap();
+    ok(&m);
+    assert_eq!(std::fs::read(d.join("merged.csv")).unwrap(), full);
+    // Plain concatenation (one header, then every part's rows) holds the same rows.
+    let mut concat: Vec<String> = parts
+        .iter()
+        .flat_map(|p| lines(p).into_iter().skip(1))
+        .collect();
+    let mut expect = lines(&d.join("merged.csv"))[1..].to_vec();
+    assert!(parts.iter().all(|p| lines(p).len() > 1), "an empty shard");
+    concat.sort();
+    expect.sort();
+    assert_eq!(concat, expect);
+}
+
+#[test]
+fn progress_goes_to_stderr_never_into_the_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    gen_data(d, 2000);
+    for mode in ["bar", "log"] {
+        let (o0, o1) = run_pair(
+            d,
+            "psi_1.csv",
+            "psi_2.csv",
+            "id",
+            &["--bucket-size", "300", "--progress", mode],
+        );
+        let report = ok(&o0);
+        ok(&o1);
+        let err = String::from_utf8_lossy(&o0.stderr);
+        let out = std::fs::read_to_string(d.join("out0.csv")).unwrap();
+        assert!(!out.contains('\r') && !out.contains("psi") && !out.contains("rows"));
+        assert_eq!(out.lines().count(), 1 + 1000);
+        assert_eq!(report.lines().count(), 1, "stdout is the JSON report only");
+        assert!(report.starts_with('{') && !report.contains('\r'));
+        match mode {
+            "bar" => assert!(err.contains("\rpsi bucket") && err.contains("ETA"), "{err}"),
+            _ => assert!(
+                err.contains("obliv: psi") && err.contains("done") && !err.contains('\r'),
+                "{err}"
+            ),
+        }
+    }
+    // Off: nothing on stderr at all.
+    let (o0, _) = run_pair(d, "psi_1.csv", "psi_2.csv", "id", &["--progress", "off"]);
+    ok(&o0);
+    assert!(
+        o0.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o0.stderr)
+    );
+}

@@ -1,0 +1,203 @@
+//! `obliv merge`: joins the outputs of the shards of one job into the output an unsharded run
+//! writes.
+//!
+//! The shards split the keys by a public hash, so every row of the full result is in exactly
+//! one part and all rows with the same key are in the same part. Without `--sort` the parts are
+//! concatenated in the order given (one header, then each part's rows in that part's input
+//! order). With `--sort` (parts written with `--sort`) they are merged by key, which gives
+//! byte for byte what the unsharded `--sort` run writes: the unsharded run sorts stably by key,
+//! and rows with equal keys all come from one part, in input order.
+
+use std::collections::BinaryHeap;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::bucket::key_of;
+use crate::csvio::{describe, open, open_keyed};
+use crate::error::CliError;
+
+/// One part's next row, ordered for a min-heap by key, then part index.
+#[derive(PartialEq, Eq)]
+struct Head {
+    key: Vec<u8>,
+    part: usize,
+    record: csv::StringRecord,
+}
+
+impl Ord for Head {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // Reversed: BinaryHeap is a max-heap.
+        other
+            .key
+            .cmp(&self.key)
+            .then_with(|| other.part.cmp(&self.part))
+    }
+}
+
+impl PartialOrd for Head {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Merges `parts` into `output` (temporary file, renamed on success); returns the number of
+/// data rows written. Every part must have the same header. With `sort`, the rows are merged
+/// by the key columns `keys` (each part must be sorted by key, as `--sort` writes it).
+///
+/// # Errors
+/// [`CliError::Usage`] without parts; [`CliError::Input`] for unreadable parts, differing
+/// headers, a missing key column or a part that is not sorted.
+pub fn merge(
+    parts: &[PathBuf],
+    keys: &[String],
+    sort: bool,
+    output: &Path,
+) -> Result<u64, CliError> {
+    if parts.is_empty() {
+        return Err(CliError::Usage(
+            "obliv merge needs at least one part".into(),
+        ));
+    }
+    let mut readers = Vec::with_capacity(parts.len());
+    let mut header: Option<Vec<String>> = None;
+    let mut cols = Vec::new();
+    for p in parts {
+        // Key columns matter only for the merge by key.
+        let (rdr, h, c) = if sort {
+            open_keyed(p, keys)?
+        } else {
+            let mut rdr = open(p)?;
+            let h: Vec<String> = rdr
+                .headers()
+                .map_err(|e| describe(p, &e))?
+                .iter()
+                .map(str::to_string)
+                .collect();
+            (rdr, h, Vec::new())
+        };
+        match &header {
+            None => {
+                header = Some(h);
+                cols = c;
+            }
+            Some(first) if *first != h => {
+                return Err(CliError::Input(format!(
+                    "{} has header {:?}, but {} has {:?}: not parts of one job",
+                    p.display(),
+                    h,
+                    parts[0].display(),
+                    first
+                )));
+            }
+            Some(_) => {}
+        }
+        readers.push(rdr);
+    }
+    let header = header.unwrap_or_default();
+    let dir = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let tmp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| CliError::Input(format!("cannot create a file in {}: {e}", dir.display())))?;
+    let mut wtr = csv::Writer::from_writer(BufWriter::with_capacity(1 << 20, tmp.as_file()));
+    let err = |e: csv::Error| CliError::Input(format!("writing {}: {e}", output.display()));
+    wtr.write_record(&header).map_err(err)?;
+    let mut written = 0u64;
+    if sort {
+        let mut heap = BinaryHeap::new();
+        let next = |part: usize,
+                    readers: &mut Vec<crate::csvio::CsvReader>|
+         -> Result<Option<Head>, CliError> {
+            let mut record = csv::StringRecord::new();
+            match readers[part].read_record(&mut record) {
+                Ok(true) => {
+                    let mut key = Vec::new();
+                    key_of(&record, &cols, &mut key);
+                    Ok(Some(Head { key, part, record }))
+                }
+                Ok(false) => Ok(None),
+                Err(e) => Err(describe(&parts[part], &e)),
+            }
+        };
+        for part in 0..readers.len() {
+            if let Some(h) = next(part, &mut readers)? {
+                heap.push(h);
+            }
+        }
+        while let Some(h) = heap.pop() {
+            wtr.write_record(&h.record).map_err(err)?;
+            written += 1;
+            if let Some(n) = next(h.part, &mut readers)? {
+                if n.key < h.key {
+                    return Err(CliError::Input(format!(
+                        "{} is not sorted by key (write the parts with --sort, or merge \
+                         without --sort)",
+                        parts[h.part].display()
+                    )));
+                }
+                heap.push(n);
+            }
+        }
+    } else {
+        let mut record = csv::StringRecord::new();
+        for (part, rdr) in readers.iter_mut().enumerate() {
+            loop {
+                match rdr.read_record(&mut record) {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(e) => return Err(describe(&parts[part], &e)),
+                }
+                wtr.write_record(&record).map_err(err)?;
+                written += 1;
+            }
+        }
+    }
+    let mut inner = wtr
+        .into_inner()
+        .map_err(|e| CliError::Input(e.to_string()))?;
+    inner.flush().map_err(|e| CliError::Input(e.to_string()))?;
+    drop(inner);
+    tmp.persist(output)
+        .map_err(|e| CliError::Input(format!("cannot write {}: {e}", output.display())))?;
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorted_parts_merge_by_key_and_plain_parts_concatenate() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("p0.csv"), "id,v\na,1\nc,2\nc,0\n").unwrap();
+        std::fs::write(d.join("p1.csv"), "id,v\nb,3\n\"d,x\",4\n").unwrap();
+        let parts = vec![d.join("p0.csv"), d.join("p1.csv")];
+        let out = d.join("m.csv");
+        assert_eq!(merge(&parts, &["id".into()], true, &out).unwrap(), 5);
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "id,v\na,1\nb,3\nc,2\nc,0\n\"d,x\",4\n"
+        );
+        // Without --sort the key columns need not exist.
+        assert_eq!(merge(&parts, &["nope".into()], false, &out).unwrap(), 5);
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "id,v\na,1\nc,2\nc,0\nb,3\n\"d,x\",4\n"
+        );
+        // An unsorted part and a foreign header are refused.
+        std::fs::write(d.join("p2.csv"), "id,v\nz,1\na,2\n").unwrap();
+        let e = merge(&[d.join("p2.csv")], &["id".into()], true, &out).unwrap_err();
+        assert!(e.to_string().contains("not sorted"), "{e}");
+        std::fs::write(d.join("p3.csv"), "id,w\nz,1\n").unwrap();
+        let e = merge(
+            &[d.join("p0.csv"), d.join("p3.csv")],
+            &["id".into()],
+            false,
+            &out,
+        )
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 3);
+    }
+}
