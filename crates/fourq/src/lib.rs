@@ -27,7 +27,9 @@
 //! Module map: `backend::serial::u64::fp` (GF(p) limbs), `field` (GF(p²)), `point`
 //! (coordinates, addition, φ, ψ, encoding), `scalar_mul` (CL15 variable-base, fixed-window
 //! reference, fixed-base table, variable-time NAF), `scalar` (integers mod N), `hash`
-//! (hash to the curve), `group_impl` (`ff`/`group` traits), `api` (the public operations).
+//! (hash to the curve), `group_impl` (`ff`/`group` traits), `api` (the public operations),
+//! `backend::vector::ifma` (eight points per AVX-512 IFMA vector for the same-scalar batch
+//! and the batch hash, chosen at run time, the serial code as fallback).
 //! See the crate README for the security notes and measured figures.
 // `unsafe` is denied everywhere except `backend::vector`, where the AVX-512 IFMA kernel is
 // entered after run-time feature detection (each block carries a SAFETY comment).

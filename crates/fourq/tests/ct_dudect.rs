@@ -1,5 +1,6 @@
 //! A dudect-style timing test (Reparaz, Balasch, Verbauwhede, "Dude, is my code constant
-//! time?", DATE 2017): time variable-base and fixed-base multiplication on two classes of
+//! time?", DATE 2017): time variable-base, fixed-base and same-scalar batch multiplication
+//! (on the default backend, AVX-512 IFMA lanes where available) on two classes of
 //! scalars — class 0 of low Hamming weight (a single set bit at a random position, or zero),
 //! class 1 uniformly random — interleaved in random order, and apply Welch's t-test to the
 //! two timing distributions (after cropping the slowest 10 % of each, which is where
@@ -84,7 +85,13 @@ fn scalar_multiplication_timing_does_not_depend_on_the_scalar() {
     let t_var = run("variable-base (CL15)", &|k| p * k);
     let t_base = run("fixed-base", &|k| Point::mul_base(k));
     let t_fw = run("fixed-window", &|k| p.mul_fixed_window(k));
-    for t in [t_var, t_base, t_fw] {
+    // The same-scalar batch on the default backend (eight IFMA lanes where available).
+    let pts: Vec<Point> = (0..8u8).map(|i| Point::hash_to_curve(&[i])).collect();
+    let t_batch = run(
+        &format!("same-scalar batch of 8 ({})", Point::batch_backend()),
+        &|k| Point::mul_many(k, &pts)[0],
+    );
+    for t in [t_var, t_base, t_fw, t_batch] {
         assert!(t.abs() < 10.0, "timing leak: |t| = {:.2}", t.abs());
     }
 }
