@@ -1,7 +1,14 @@
-//! Architecture hooks: software prefetch for the encoder's random reads.
+//! Architecture hooks: software prefetch for the encoder's random reads, and AVX-512
+//! kernels for the ExConv convolution (the accumulator), chosen at run time with the
+//! portable scalar rows of [`crate::code`] as the fallback.
 //!
-//! The only `unsafe` of the crate lives here.
+//! The only `unsafe` of the crate lives here: calls of `#[target_feature]` functions after
+//! run-time detection, and unaligned 64-byte loads and stores from bounds-checked slices.
 #![allow(unsafe_code)]
+
+use obliv_core::Block;
+
+use crate::code::BlockPair;
 
 /// Hints the CPU to bring `slice[i]` into the L1 cache. Never faults and has no effect on
 /// the program's results; a no-op off x86-64.
@@ -22,14 +29,17 @@ pub(crate) fn prefetch<T>(slice: &[T], i: usize) {
     }
 }
 
-/// Whether the AVX-512 convolution kernel for blocks can run on this CPU (checked once).
+/// Whether the AVX-512 convolution kernels for blocks and block pairs can run on this CPU
+/// (AVX-512F/BW, BMI2, VPCLMULQDQ; checked once).
 #[cfg(target_arch = "x86_64")]
-fn have_avx512() -> bool {
+fn have_avx512_blocks() -> bool {
     use std::sync::OnceLock;
     static HAVE: OnceLock<bool> = OnceLock::new();
     *HAVE.get_or_init(|| {
         std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("bmi2")
+            && std::arch::is_x86_feature_detected!("vpclmulqdq")
     })
 }
 
@@ -45,6 +55,18 @@ fn have_avx512_bytes() -> bool {
     })
 }
 
+/// Whether [`acc_blocks`] and [`acc_pairs`] run a vectorised kernel on this CPU.
+pub(crate) fn have_fast_blocks() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        have_avx512_blocks()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Whether [`acc_bytes`] runs a vectorised kernel on this CPU.
 pub(crate) fn have_fast_bytes() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -57,7 +79,40 @@ pub(crate) fn have_fast_bytes() -> bool {
     }
 }
 
-/// As [`acc_blocks`] for byte elements (each byte a GF(2)^8 vector, e.g. one bit 0/1).
+/// Runs rows `start, start + 1, …` of one convolution pass over blocks — row `i`:
+/// `x[i+1+p] ^= c_{i,p}·x[i]` for the set bits `p < 24` of `coeffs[i − start]`, then
+/// `x[i+25] = μ·(x[i+25] ^ x[i])` with `μ` = [`crate::code::GF128_MIX`] if `mix`, else 1 —
+/// for as long as the rows stay clear of the end of `x` (no wrap-around), and returns the
+/// first row it did not run. Same results as the scalar rows; runs none (returns `start`)
+/// without the CPU features.
+pub(crate) fn acc_blocks(x: &mut [Block], start: usize, coeffs: &[u32], mix: bool) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if have_avx512_blocks() {
+            // SAFETY: the CPU supports every target feature of the kernel (checked at run
+            // time just above), the only requirement of calling it.
+            return unsafe { avx512::acc_blocks(x, start, coeffs, mix) };
+        }
+    }
+    let _ = (x, coeffs, mix);
+    start
+}
+
+/// As [`acc_blocks`] for block pairs (both halves transformed alike).
+pub(crate) fn acc_pairs(x: &mut [BlockPair], start: usize, coeffs: &[u32], mix: bool) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if have_avx512_blocks() {
+            // SAFETY: as in `acc_blocks`: the target features were detected at run time.
+            return unsafe { avx512::acc_pairs(x, start, coeffs, mix) };
+        }
+    }
+    let _ = (x, coeffs, mix);
+    start
+}
+
+/// As [`acc_blocks`] for byte elements (each byte a GF(2)^8 vector, e.g. one bit 0/1), for
+/// the binary code (`μ` acts as the identity on bytes, so `mix` changes nothing).
 pub(crate) fn acc_bytes(x: &mut [u8], start: usize, coeffs: &[u32]) -> usize {
     #[cfg(target_arch = "x86_64")]
     {
@@ -72,121 +127,24 @@ pub(crate) fn acc_bytes(x: &mut [u8], start: usize, coeffs: &[u32]) -> usize {
     start
 }
 
-/// Whether [`acc_blocks`] runs a vectorised kernel on this CPU.
-pub(crate) fn have_fast_blocks() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        have_avx512()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
-/// Runs rows `start, start + 1, …` of one binary convolution pass over blocks (row `i`:
-/// `x[i+1+p] ^= c_{i,p}·x[i]` for the set bits `p < 24` of `coeffs[i − start]`, then
-/// `x[i+25] ^= x[i]`) for as long as the rows stay clear of the end of `x` (no wrap-around),
-/// and returns the first row it did not run. Same results as the scalar rows; does nothing
-/// (returns `start`) without AVX-512.
-pub(crate) fn acc_blocks(x: &mut [obliv_core::Block], start: usize, coeffs: &[u32]) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if have_avx512() {
-            // SAFETY: the CPU supports AVX-512F and BMI2 (checked at run time just above),
-            // the only requirement of calling a function with these target features.
-            return unsafe { avx512::acc_blocks(x, start, coeffs) };
-        }
-    }
-    let _ = (x, coeffs);
-    start
-}
-
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    //! The convolution with the band held in registers: a window of 32 blocks (8 ZMM
-    //! registers, `x[i..i+32]`) slides over `x` four rows at a time; row `i + r` XORs the
-    //! broadcast block `r` of the window into the lanes its coefficient bits select (one
-    //! masked XOR per register, the mask being the 24 coefficient bits and the fixed
-    //! diagonal, shifted by `r + 1` blocks and doubled to 64-bit lanes).
+    //! The convolution with the band held in registers: a window of 32 elements (8 ZMM
+    //! registers of 4 blocks, or 16 of 2 block pairs) slides over `x`, one register's worth
+    //! of rows at a time; row `i + r` broadcasts element `r` of the window and XORs it into
+    //! the lanes its coefficient bits select (one masked XOR per register: the 24
+    //! coefficient bits and the fixed diagonal, shifted by `r + 1` elements and widened to
+    //! 64-bit lanes); with `mix`, the element on the fixed diagonal is then multiplied by
+    //! `μ` (carry-less multiplications, VPCLMULQDQ).
     use core::arch::x86_64::{
-        __m512i, _mm512_loadu_si512, _mm512_mask_xor_epi64, _mm512_maskz_mov_epi8,
-        _mm512_permutexvar_epi8, _mm512_set1_epi8, _mm512_shuffle_i64x2, _mm512_storeu_si512,
-        _mm512_xor_si512, _pdep_u64,
+        __m512i, _mm512_bslli_epi128, _mm512_bsrli_epi128, _mm512_clmulepi64_epi128,
+        _mm512_loadu_si512, _mm512_mask_mov_epi64, _mm512_mask_xor_epi64, _mm512_maskz_mov_epi8,
+        _mm512_permutexvar_epi8, _mm512_permutexvar_epi64, _mm512_set1_epi8, _mm512_set1_epi64,
+        _mm512_setr_epi64, _mm512_setzero_si512, _mm512_storeu_si512, _mm512_xor_si512, _pdep_u64,
     };
     use obliv_core::Block;
 
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn load4(s: &[Block]) -> __m512i {
-        let s: &[Block; 4] = s
-            .try_into()
-            .unwrap_or_else(|_| unreachable!("slice of 4 blocks"));
-        // SAFETY: `s` is 64 readable bytes (four blocks); the unaligned load has no
-        // alignment requirement.
-        unsafe { _mm512_loadu_si512(s.as_ptr().cast()) }
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn store4(d: &mut [Block], v: __m512i) {
-        let d: &mut [Block; 4] = d
-            .try_into()
-            .unwrap_or_else(|_| unreachable!("slice of 4 blocks"));
-        // SAFETY: `d` is 64 writable bytes (four blocks, exclusively borrowed); the
-        // unaligned store has no alignment requirement, and any bit pattern is a valid block.
-        unsafe { _mm512_storeu_si512(d.as_mut_ptr().cast(), v) }
-    }
-
-    /// Row `R` (0..4) of the current group of four.
-    #[inline]
-    #[target_feature(enable = "avx512f,bmi2")]
-    #[allow(clippy::cast_possible_truncation)] // taking 8-bit mask slices
-    fn row<const R: u32, const SHUF: i32>(w: &mut [__m512i; 8], c: u32) {
-        let bits = (u64::from(c & 0x00ff_ffff) | (1 << 24)) << (R + 1);
-        let m = _pdep_u64(bits, 0x5555_5555_5555_5555) * 3;
-        let xi = _mm512_shuffle_i64x2::<SHUF>(w[0], w[0]);
-        for (j, v) in w.iter_mut().enumerate() {
-            *v = _mm512_mask_xor_epi64(*v, (m >> (8 * j)) as u8, *v, xi);
-        }
-    }
-
-    #[target_feature(enable = "avx512f,bmi2")]
-    pub(super) fn acc_blocks(x: &mut [Block], start: usize, coeffs: &[u32]) -> usize {
-        let size = x.len();
-        let end = start + coeffs.len();
-        if start + 4 > end || start + 36 > size {
-            return start;
-        }
-        let mut w = [load4(&x[start..start + 4]); 8];
-        for (j, v) in w.iter_mut().enumerate().skip(1) {
-            *v = load4(&x[start + 4 * j..start + 4 * j + 4]);
-        }
-        let mut i = start;
-        while i + 4 <= end && i + 36 <= size {
-            let c = &coeffs[i - start..i - start + 4];
-            row::<0, 0x00>(&mut w, c[0]);
-            row::<1, 0x55>(&mut w, c[1]);
-            row::<2, 0xaa>(&mut w, c[2]);
-            row::<3, 0xff>(&mut w, c[3]);
-            store4(&mut x[i..i + 4], w[0]);
-            w = [
-                w[1],
-                w[2],
-                w[3],
-                w[4],
-                w[5],
-                w[6],
-                w[7],
-                load4(&x[i + 32..i + 36]),
-            ];
-            i += 4;
-        }
-        for (j, v) in w.iter().enumerate() {
-            store4(&mut x[i + 4 * j..i + 4 * j + 4], *v);
-        }
-        i
-    }
+    use crate::code::{BlockPair, GF128_MIX};
 
     #[inline]
     #[target_feature(enable = "avx512f")]
@@ -205,9 +163,109 @@ mod avx512 {
             .try_into()
             .unwrap_or_else(|_| unreachable!("slice of 64 bytes"));
         // SAFETY: `d` is 64 writable bytes (exclusively borrowed); the unaligned store has
-        // no alignment requirement.
+        // no alignment requirement, and every bit pattern is valid for the element types
+        // (blocks, block pairs, bytes).
         unsafe { _mm512_storeu_si512(d.as_mut_ptr().cast(), v) }
     }
+
+    /// `μ·v` in every 128-bit lane (GF(2^128), `x^128 + x^7 + x^2 + x + 1`). `μ` has 32
+    /// bits, so `v_hi·μ` overflows `x^128` by at most 31 bits, reduced by one more product
+    /// with `0x87` (at most 39 bits: no second overflow).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq")]
+    fn mul_mix(v: __m512i) -> __m512i {
+        // The single reduction step below needs μ < 2^32.
+        const _: () = assert!(GF128_MIX.0 < 1 << 32);
+        #[allow(clippy::cast_possible_wrap)] // bit pattern of the 32-bit constant
+        let mu = _mm512_set1_epi64(GF128_MIX.to_u64s().0 as i64);
+        let poly = _mm512_set1_epi64(0x87);
+        let lo = _mm512_clmulepi64_epi128::<0x00>(v, mu);
+        let hi = _mm512_clmulepi64_epi128::<0x01>(v, mu);
+        let res = _mm512_xor_si512(lo, _mm512_bslli_epi128::<8>(hi));
+        let over = _mm512_bsrli_epi128::<8>(hi);
+        _mm512_xor_si512(res, _mm512_clmulepi64_epi128::<0x00>(over, poly))
+    }
+
+    /// The kernel for elements of `$lanes` 64-bit lanes (`$per` per register, `$regs`
+    /// registers = a window of 32 elements).
+    macro_rules! conv_kernel {
+        ($name:ident, $elem:ty, $per:literal, $regs:literal, $lanes:literal, $spread:literal) => {
+            #[target_feature(enable = "avx512f,avx512bw,bmi2,vpclmulqdq")]
+            #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)] // lane masks
+            pub(super) fn $name(x: &mut [$elem], start: usize, coeffs: &[u32], mix: bool) -> usize {
+                const PER: usize = $per;
+                const REGS: usize = $regs;
+                const LANES: usize = $lanes;
+                let size = x.len();
+                let end = start + coeffs.len();
+                if start + PER > end || start + 32 + PER > size {
+                    return start;
+                }
+                let mut w = [_mm512_setzero_si512(); REGS];
+                for (j, v) in w.iter_mut().enumerate() {
+                    let at = start + PER * j;
+                    *v = load64(bytemuck::cast_slice(&x[at..at + PER]));
+                }
+                // Lane indices broadcasting element r of a register.
+                let mut bcast = [_mm512_setzero_si512(); PER];
+                for (r, b) in bcast.iter_mut().enumerate() {
+                    let l = (r * LANES) as i64;
+                    let idx: [i64; 8] = core::array::from_fn(|q| l + (q % LANES) as i64);
+                    *b = _mm512_setr_epi64(
+                        idx[0], idx[1], idx[2], idx[3], idx[4], idx[5], idx[6], idx[7],
+                    );
+                }
+                let elem_mask: u64 = (1 << LANES) - 1;
+                let half = 64 / LANES; // elements per 64 mask bits
+                let mut i = start;
+                while i + PER <= end && i + 32 + PER <= size {
+                    for r in 0..PER {
+                        let c = coeffs[i - start + r];
+                        let bits = (u64::from(c & 0x00ff_ffff) | (1 << 24)) << (r + 1);
+                        let low = if half >= 64 {
+                            bits
+                        } else {
+                            bits & ((1 << half) - 1)
+                        };
+                        let m0 = _pdep_u64(low, $spread) * elem_mask;
+                        let m1 = if half >= 64 {
+                            0
+                        } else {
+                            _pdep_u64(bits >> half, $spread) * elem_mask
+                        };
+                        let xi = _mm512_permutexvar_epi64(bcast[r], w[0]);
+                        for (j, v) in w.iter_mut().enumerate() {
+                            let m = if j < 8 {
+                                m0 >> (8 * j)
+                            } else {
+                                m1 >> (8 * (j - 8))
+                            };
+                            *v = _mm512_mask_xor_epi64(*v, m as u8, *v, xi);
+                        }
+                        if mix {
+                            let p = r + 25;
+                            let (j, e) = (p / PER, p % PER);
+                            let m = (elem_mask << (LANES * e)) as u8;
+                            w[j] = _mm512_mask_mov_epi64(w[j], m, mul_mix(w[j]));
+                        }
+                    }
+                    store64(bytemuck::cast_slice_mut(&mut x[i..i + PER]), w[0]);
+                    w.copy_within(1.., 0);
+                    let at = i + 32;
+                    w[REGS - 1] = load64(bytemuck::cast_slice(&x[at..at + PER]));
+                    i += PER;
+                }
+                for (j, v) in w.iter().enumerate() {
+                    let at = i + PER * j;
+                    store64(bytemuck::cast_slice_mut(&mut x[at..at + PER]), *v);
+                }
+                i
+            }
+        };
+    }
+
+    conv_kernel!(acc_blocks, Block, 4, 8, 2, 0x5555_5555_5555_5555);
+    conv_kernel!(acc_pairs, BlockPair, 2, 16, 4, 0x1111_1111_1111_1111);
 
     /// The byte version: a window of 128 bytes (`x[i..i+128]`, two registers) slides 64
     /// rows at a time; row `i + r` broadcasts byte `r` of the window (a VBMI permute) and

@@ -59,12 +59,13 @@ pub trait CodeElement:
     fn select(self, bit: u32) -> Self;
     /// `self · μ` ([`GF128_MIX`]) for GF(2^128) elements, the identity otherwise.
     fn mix(self) -> Self;
-    /// Internal hook for a vectorised binary convolution: runs rows `start..` of an
-    /// unmixed pass (coefficients `coeffs[i − start]`) while they do not wrap around, and
-    /// returns the first row it did not run. The default runs none.
+    /// Internal hook for a vectorised convolution: runs rows `start..` of a pass
+    /// (coefficients `coeffs[i − start]`, fixed diagonal multiplied by `μ` if `mix`) while
+    /// they do not wrap around, and returns the first row it did not run, with the same
+    /// results as the scalar rows. The default runs none.
     #[doc(hidden)]
-    fn accumulate_fast(x: &mut [Self], start: usize, coeffs: &[u32]) -> usize {
-        let _ = (x, coeffs);
+    fn accumulate_fast(x: &mut [Self], start: usize, coeffs: &[u32], mix: bool) -> usize {
+        let _ = (x, coeffs, mix);
         start
     }
     /// Whether [`CodeElement::accumulate_fast`] may run rows on this platform.
@@ -83,8 +84,8 @@ impl CodeElement for Block {
     fn mix(self) -> Self {
         gf128::mul(self, GF128_MIX)
     }
-    fn accumulate_fast(x: &mut [Self], start: usize, coeffs: &[u32]) -> usize {
-        arch::acc_blocks(x, start, coeffs)
+    fn accumulate_fast(x: &mut [Self], start: usize, coeffs: &[u32], mix: bool) -> usize {
+        arch::acc_blocks(x, start, coeffs, mix)
     }
     fn has_fast_accumulate() -> bool {
         arch::have_fast_blocks()
@@ -101,7 +102,8 @@ impl CodeElement for u8 {
     fn mix(self) -> Self {
         self
     }
-    fn accumulate_fast(x: &mut [Self], start: usize, coeffs: &[u32]) -> usize {
+    fn accumulate_fast(x: &mut [Self], start: usize, coeffs: &[u32], _mix: bool) -> usize {
+        // μ acts on bytes as the identity (`mix` is a no-op for them).
         arch::acc_bytes(x, start, coeffs)
     }
     fn has_fast_accumulate() -> bool {
@@ -123,7 +125,7 @@ impl CodeElement for u64 {
 /// Two GF(2^128) vectors encoded as one (the receiver's `A` and `C`), element by element side
 /// by side in one 32-byte cell, so that each of the encoder's random reads fetches both from
 /// one cache line. The code acts on each half as it would on a [`Block`].
-#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C, align(32))]
 pub struct BlockPair(pub [Block; 2]);
 
@@ -153,6 +155,12 @@ impl CodeElement for BlockPair {
     #[inline(always)]
     fn mix(self) -> Self {
         BlockPair([self.0[0].mix(), self.0[1].mix()])
+    }
+    fn accumulate_fast(x: &mut [Self], start: usize, coeffs: &[u32], mix: bool) -> usize {
+        arch::acc_pairs(x, start, coeffs, mix)
+    }
+    fn has_fast_accumulate() -> bool {
+        arch::have_fast_blocks()
     }
 }
 
@@ -260,7 +268,7 @@ impl ExConvCode {
         let mut coeff_blocks = [Block::ZERO; 256];
         let mut used = 1024;
         let main = size.saturating_sub(ACCUMULATOR_WIDTH + 2);
-        let fast = !mix && y.is_none();
+        let fast = y.is_none();
         let mut i = 0;
         while i < size {
             if used == 1024 {
@@ -268,7 +276,7 @@ impl ExConvCode {
                 used = 0;
                 if fast {
                     let coeffs = bytemuck::cast_slice::<Block, u32>(&coeff_blocks);
-                    let done = E::accumulate_fast(x, i, coeffs) - i;
+                    let done = E::accumulate_fast(x, i, coeffs, mix) - i;
                     used += done;
                     i += done;
                     if used == 1024 {
@@ -491,7 +499,7 @@ impl LpnCode for ExConvCode {
         assert_eq!(y.len(), self.n, "dual_encode2: wrong input length");
         let (msg, parity) = x.split_at_mut(self.k);
         let (msg2, parity2) = y.split_at_mut(self.k);
-        let apart = !self.mixing() && (E::has_fast_accumulate() || F::has_fast_accumulate());
+        let apart = E::has_fast_accumulate() || F::has_fast_accumulate();
         for seed in self.acc_seeds {
             if apart {
                 // A vectorised kernel for one of the two: run the passes separately.
@@ -680,6 +688,7 @@ mod tests {
             x0: &[E],
             coeffs: &[u32],
             min_window: usize,
+            mix: bool,
         ) {
             for start in [0usize, 1, 3, 4, 17, 64] {
                 for len in [0usize, 3, 4, 5, 63, 64, 65, 128, 200] {
@@ -687,12 +696,12 @@ mod tests {
                         continue;
                     }
                     let mut fast = x0.to_vec();
-                    let done = E::accumulate_fast(&mut fast, start, &coeffs[..len]);
+                    let done = E::accumulate_fast(&mut fast, start, &coeffs[..len], mix);
                     assert!(done >= start && done <= start + len);
                     assert!(done + ACCUMULATOR_WIDTH + 2 <= x0.len() || done == start);
                     let mut slow = x0.to_vec();
                     for (r, &c) in coeffs[..done - start].iter().enumerate() {
-                        acc_row(&mut slow, start + r, c, false);
+                        acc_row(&mut slow, start + r, c, mix);
                     }
                     assert_eq!(fast, slow, "start {start} len {len} done {done}");
                     if E::has_fast_accumulate() && start + len + min_window <= x0.len() {
@@ -706,9 +715,17 @@ mod tests {
         let coeffs: Vec<u32> = bytemuck::cast_slice::<Block, u32>(&coeff_blocks).to_vec();
         for size in [30usize, 36, 37, 40, 100, 191, 192, 193, 300, 500] {
             let blocks = prg.blocks(size);
-            check(&blocks, &coeffs, 36);
+            let pairs: Vec<BlockPair> = blocks
+                .iter()
+                .zip(prg.blocks(size))
+                .map(|(a, b)| BlockPair([*a, b]))
+                .collect();
+            for mix in [false, true] {
+                check(&blocks, &coeffs, 36, mix);
+                check(&pairs, &coeffs, 36, mix);
+            }
             let bytes: Vec<u8> = blocks.iter().map(|b| b.to_bytes()[0]).collect();
-            check(&bytes, &coeffs, 192);
+            check(&bytes, &coeffs, 192, false);
         }
     }
 
