@@ -681,6 +681,7 @@ fn run_buckets<C: Channel>(
         }
         bar.inc(result.rows_in);
     }
+    bar.set_label("psi");
     bar.finish();
     Ok(Outcome {
         selected,
@@ -696,4 +697,115 @@ fn run_buckets<C: Channel>(
 enum KkrtSession {
     Receiver(KkrtPsiReceiver),
     Sender(KkrtPsiSender),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(rank: usize) -> PartyConfig {
+        PartyConfig {
+            protocol: Protocol::Ecdh,
+            curve: Curve::Curve25519,
+            rank,
+            parties: Vec::new(),
+            parties_arg: String::new(),
+            input: PathBuf::new(),
+            keys: vec!["id".into()],
+            output: PathBuf::new(),
+            receiver: 0,
+            broadcast: false,
+            sort: false,
+            batch_size: 4096,
+            bucket_size: 1 << 20,
+            sim: None,
+            connect_timeout: Duration::from_secs(5),
+            shard: Shard::default(),
+            checkpoint: None,
+            progress: ProgressMode::Off,
+        }
+    }
+
+    fn result() -> BucketResult {
+        BucketResult {
+            rows_in: 1,
+            keys_in: 1,
+            keys_out: 0,
+            rows: None,
+        }
+    }
+
+    /// Runs `agree` for both parties on an in-memory pair, each with its checkpoint.
+    fn agree_pair(cps: [&mut Checkpoint; 2], own: [u64; 2]) -> [u64; 2] {
+        let mut sessions = Session::mem_mesh(2);
+        let s1 = sessions.pop().unwrap();
+        let s0 = sessions.pop().unwrap();
+        let [c0, c1] = cps;
+        std::thread::scope(|t| {
+            let h = t.spawn(move || {
+                let mut s1 = s1;
+                agree(&cfg(1), own[1], &mut s1, Some(c1)).unwrap()
+            });
+            let mut s0 = s0;
+            let a = agree(&cfg(0), own[0], &mut s0, Some(c0)).unwrap();
+            [a, h.join().unwrap()]
+        })
+    }
+
+    #[test]
+    fn parties_resume_from_the_buckets_all_of_them_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = |r: usize| Identity::default().with("rank", r);
+        let mut a = Checkpoint::open(&dir.path().join("a"), &id(0)).unwrap();
+        let mut b = Checkpoint::open(&dir.path().join("b"), &id(1)).unwrap();
+        // Fresh: both start the same new run with the larger bucket count.
+        assert_eq!(agree_pair([&mut a, &mut b], [4, 8]), [8, 8]);
+        let run = a.run().unwrap();
+        assert_eq!(b.run(), Some(run));
+        assert_eq!(run.buckets, 8);
+        for x in [0, 1, 2] {
+            a.save(x, &result()).unwrap();
+        }
+        for x in [0, 2, 3] {
+            b.save(x, &result()).unwrap();
+        }
+        // Resume: only the buckets finished on both sides count.
+        assert_eq!(agree_pair([&mut a, &mut b], [4, 8]), [8, 8]);
+        assert_eq!(a.run(), Some(run));
+        for cp in [&a, &b] {
+            let done: Vec<u64> = (0..8).filter(|&x| cp.is_finished(x)).collect();
+            assert_eq!(done, vec![0, 2]);
+        }
+        // A party whose checkpoint is of another run (here: started afresh): both start over.
+        let mut c = Checkpoint::open(&dir.path().join("c"), &id(1)).unwrap();
+        assert_eq!(agree_pair([&mut a, &mut c], [4, 2]), [4, 4]);
+        assert_ne!(a.run(), Some(run));
+        assert_eq!(a.run(), c.run());
+        assert_eq!(a.finished_count(), 0);
+        assert!(!dir.path().join("a").join("b0").exists());
+    }
+
+    #[test]
+    fn job_hello_round_trips_and_rejects_garbage() {
+        let h = JobHello {
+            params: "protocol=ecdh shard=0/1".into(),
+            buckets: 16,
+            checkpoint: true,
+            run: Some(RunInfo {
+                id: [3; 16],
+                buckets: 16,
+            }),
+        };
+        let bytes = h.encode();
+        assert_eq!(JobHello::decode(&bytes).unwrap(), h);
+        for cut in 0..bytes.len() {
+            assert!(JobHello::decode(&bytes[..cut]).is_err());
+        }
+        let mut long = bytes.clone();
+        long.push(0);
+        assert!(JobHello::decode(&long).is_err());
+        let mut huge = bytes;
+        huge[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert_eq!(JobHello::decode(&huge).unwrap_err().exit_code(), 5);
+    }
 }

@@ -743,6 +743,37 @@ fn shards_merge_to_the_unsharded_output() {
     concat.sort();
     expect.sort();
     assert_eq!(concat, expect);
+    // Two parties on different shards refuse each other (protocol error) before any bucket.
+    let (pa, pb) = free_ports();
+    let parties = format!("127.0.0.1:{pa},127.0.0.1:{pb}");
+    let p0 = spawn_party(d, 0, &parties, "psi_1.csv", "x0.csv", &["--shard", "0/2"]);
+    let p1 = spawn_party(d, 1, &parties, "psi_2.csv", "x1.csv", &["--shard", "1/2"]);
+    for o in [
+        p0.wait_with_output().unwrap(),
+        p1.wait_with_output().unwrap(),
+    ] {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(5), "{err}");
+        assert!(
+            err.contains("shard=0/2") && err.contains("shard=1/2"),
+            "{err}"
+        );
+    }
+    let o = obliv()
+        .args(["psi", "--protocol", "ecdh", "--rank", "0", "--shard", "2/2"])
+        .args([
+            "--parties",
+            &parties,
+            "--input",
+            "a.csv",
+            "--output",
+            "b.csv",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--shard \"2/2\""), "{err}");
 }
 
 #[test]
