@@ -814,3 +814,65 @@ fn progress_goes_to_stderr_never_into_the_results() {
         String::from_utf8_lossy(&o0.stderr)
     );
 }
+
+#[test]
+fn three_parties_resume_from_the_buckets_all_of_them_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let g = obliv()
+        .args(["gen-data", "--size", "2000", "--parties", "3", "--out-dir"])
+        .arg(d)
+        .output()
+        .unwrap();
+    assert!(g.status.success());
+    let ports: Vec<u16> = {
+        let ls: Vec<TcpListener> = (0..3)
+            .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+            .collect();
+        ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
+    };
+    let parties = ports
+        .iter()
+        .map(|p| format!("127.0.0.1:{p}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let run_all = || -> Vec<String> {
+        let children: Vec<_> = (0..3)
+            .map(|r| {
+                obliv()
+                    .args(["psi", "--protocol", "ecdh-3pc", "--curve", "25519"])
+                    .args(["--rank", &r.to_string(), "--parties", &parties])
+                    .args(["--bucket-size", "300", "--connect-timeout", "20"])
+                    .arg("--input")
+                    .arg(d.join(format!("psi_{}.csv", r + 1)))
+                    .arg("--output")
+                    .arg(d.join(format!("o{r}.csv")))
+                    .arg("--checkpoint")
+                    .arg(d.join(format!("ck{r}")))
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        children
+            .into_iter()
+            .map(|c| ok(&c.wait_with_output().unwrap()))
+            .collect()
+    };
+    let first = run_all();
+    assert!(
+        first[0].contains("\"buckets\":8,\"buckets_resumed\":0"),
+        "{first:?}"
+    );
+    let full = std::fs::read(d.join("o0.csv")).unwrap();
+    assert_eq!(full.iter().filter(|&&b| b == b'\n').count(), 1 + 1000);
+    // Party 1 lost bucket 3, party 2 bucket 5: all three run exactly those two again.
+    std::fs::remove_file(d.join("ck1").join("b3")).unwrap();
+    std::fs::remove_file(d.join("ck2").join("b5")).unwrap();
+    let second = run_all();
+    for r in &second {
+        assert!(r.contains("\"buckets_resumed\":6"), "{r}");
+    }
+    assert_eq!(std::fs::read(d.join("o0.csv")).unwrap(), full);
+}
