@@ -91,7 +91,13 @@ pub(crate) fn acc_blocks(x: &mut [Block], start: usize, coeffs: &[u32], mix: boo
         if have_avx512_blocks() {
             // SAFETY: the CPU supports every target feature of the kernel (checked at run
             // time just above), the only requirement of calling it.
-            return unsafe { avx512::acc_blocks(x, start, coeffs, mix) };
+            return unsafe {
+                if mix {
+                    avx512::acc_blocks::run::<true>(x, start, coeffs)
+                } else {
+                    avx512::acc_blocks::run::<false>(x, start, coeffs)
+                }
+            };
         }
     }
     let _ = (x, coeffs, mix);
@@ -104,7 +110,13 @@ pub(crate) fn acc_pairs(x: &mut [BlockPair], start: usize, coeffs: &[u32], mix: 
     {
         if have_avx512_blocks() {
             // SAFETY: as in `acc_blocks`: the target features were detected at run time.
-            return unsafe { avx512::acc_pairs(x, start, coeffs, mix) };
+            return unsafe {
+                if mix {
+                    avx512::acc_pairs::run::<true>(x, start, coeffs)
+                } else {
+                    avx512::acc_pairs::run::<false>(x, start, coeffs)
+                }
+            };
         }
     }
     let _ = (x, coeffs, mix);
@@ -134,11 +146,14 @@ mod avx512 {
     //! of rows at a time; row `i + r` broadcasts element `r` of the window and XORs it into
     //! the lanes its coefficient bits select (one masked XOR per register: the 24
     //! coefficient bits and the fixed diagonal, shifted by `r + 1` elements and widened to
-    //! 64-bit lanes); with `mix`, the element on the fixed diagonal is then multiplied by
-    //! `μ` (carry-less multiplications, VPCLMULQDQ).
+    //! 64-bit lanes); with `mix`, the element `v` on the fixed diagonal is then multiplied
+    //! by `μ` (carry-less multiplications, VPCLMULQDQ). To keep that multiplication off the
+    //! critical path, `μ·v` goes to a pending register and the element is cleared: later
+    //! rows XOR into the cleared element, and the sum (the same value, by linearity of XOR)
+    //! is formed only when the element reaches the front of the window, 25 rows later.
     use core::arch::x86_64::{
         __m512i, _mm512_bslli_epi128, _mm512_bsrli_epi128, _mm512_clmulepi64_epi128,
-        _mm512_loadu_si512, _mm512_mask_mov_epi64, _mm512_mask_xor_epi64, _mm512_maskz_mov_epi8,
+        _mm512_loadu_si512, _mm512_mask_xor_epi64, _mm512_maskz_mov_epi8, _mm512_maskz_mov_epi64,
         _mm512_permutexvar_epi8, _mm512_permutexvar_epi64, _mm512_set1_epi8, _mm512_set1_epi64,
         _mm512_setr_epi64, _mm512_setzero_si512, _mm512_storeu_si512, _mm512_xor_si512, _pdep_u64,
     };
@@ -187,85 +202,126 @@ mod avx512 {
     }
 
     /// The kernel for elements of `$lanes` 64-bit lanes (`$per` per register, `$regs`
-    /// registers = a window of 32 elements).
+    /// registers = a window of 32 elements), in a module of its own: `run::<MIX>`.
     macro_rules! conv_kernel {
-        ($name:ident, $elem:ty, $per:literal, $regs:literal, $lanes:literal, $spread:literal) => {
-            #[target_feature(enable = "avx512f,avx512bw,bmi2,vpclmulqdq")]
-            #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)] // lane masks
-            pub(super) fn $name(x: &mut [$elem], start: usize, coeffs: &[u32], mix: bool) -> usize {
+        (
+            $name:ident, $elem:ty, $per:literal, $regs:literal, $lanes:literal, $spread:literal,
+            [$($r:literal),*]
+        ) => {
+            pub(super) mod $name {
+                use super::{
+                    __m512i, _mm512_maskz_mov_epi64, _mm512_mask_xor_epi64,
+                    _mm512_permutexvar_epi64, _mm512_setr_epi64, _mm512_setzero_si512,
+                    _mm512_xor_si512, _pdep_u64, load64, mul_mix, store64,
+                };
+                #[allow(unused_imports)] // the element types of the two expansions
+                use super::{Block, BlockPair};
+
                 const PER: usize = $per;
                 const REGS: usize = $regs;
                 const LANES: usize = $lanes;
-                let size = x.len();
-                let end = start + coeffs.len();
-                if start + PER > end || start + 32 + PER > size {
-                    return start;
-                }
-                let mut w = [_mm512_setzero_si512(); REGS];
-                for (j, v) in w.iter_mut().enumerate() {
-                    let at = start + PER * j;
-                    *v = load64(bytemuck::cast_slice(&x[at..at + PER]));
-                }
-                // Lane indices broadcasting element r of a register.
-                let mut bcast = [_mm512_setzero_si512(); PER];
-                for (r, b) in bcast.iter_mut().enumerate() {
-                    let l = (r * LANES) as i64;
-                    let idx: [i64; 8] = core::array::from_fn(|q| l + (q % LANES) as i64);
-                    *b = _mm512_setr_epi64(
-                        idx[0], idx[1], idx[2], idx[3], idx[4], idx[5], idx[6], idx[7],
-                    );
-                }
-                let elem_mask: u64 = (1 << LANES) - 1;
-                let half = 64 / LANES; // elements per 64 mask bits
-                let mut i = start;
-                while i + PER <= end && i + 32 + PER <= size {
-                    for r in 0..PER {
-                        let c = coeffs[i - start + r];
-                        let bits = (u64::from(c & 0x00ff_ffff) | (1 << 24)) << (r + 1);
-                        let low = if half >= 64 {
-                            bits
-                        } else {
-                            bits & ((1 << half) - 1)
-                        };
-                        let m0 = _pdep_u64(low, $spread) * elem_mask;
-                        let m1 = if half >= 64 {
-                            0
-                        } else {
-                            _pdep_u64(bits >> half, $spread) * elem_mask
-                        };
-                        let xi = _mm512_permutexvar_epi64(bcast[r], w[0]);
-                        for (j, v) in w.iter_mut().enumerate() {
-                            let m = if j < 8 {
-                                m0 >> (8 * j)
-                            } else {
-                                m1 >> (8 * (j - 8))
-                            };
-                            *v = _mm512_mask_xor_epi64(*v, m as u8, *v, xi);
-                        }
-                        if mix {
-                            let p = r + 25;
-                            let (j, e) = (p / PER, p % PER);
-                            let m = (elem_mask << (LANES * e)) as u8;
-                            w[j] = _mm512_mask_mov_epi64(w[j], m, mul_mix(w[j]));
-                        }
+                const ELEM_MASK: u64 = (1 << LANES) - 1;
+                const HALF: usize = 64 / LANES; // elements per 64 mask bits
+
+                /// Row `R` of the current group (see the module documentation above).
+                #[inline]
+                #[target_feature(enable = "avx512f,avx512bw,bmi2,vpclmulqdq")]
+                #[allow(clippy::cast_possible_truncation)] // 8-bit slices of the lane mask
+                fn row<const R: usize, const MIX: bool>(
+                    w: &mut [__m512i; REGS],
+                    pend: &mut [__m512i; REGS],
+                    bcast: __m512i,
+                    c: u32,
+                ) {
+                    let bits = (u64::from(c & 0x00ff_ffff) | (1 << 24)) << (R + 1);
+                    let m0 = _pdep_u64(bits & ((1 << HALF) - 1), $spread) * ELEM_MASK;
+                    let m1 = _pdep_u64(bits >> HALF, $spread) * ELEM_MASK;
+                    let xi = _mm512_permutexvar_epi64(bcast, w[0]);
+                    for (j, v) in w.iter_mut().enumerate() {
+                        let m = if j < 8 { m0 >> (8 * j) } else { m1 >> (8 * (j - 8)) };
+                        *v = _mm512_mask_xor_epi64(*v, m as u8, *v, xi);
                     }
-                    store64(bytemuck::cast_slice_mut(&mut x[i..i + PER]), w[0]);
-                    w.copy_within(1.., 0);
-                    let at = i + 32;
-                    w[REGS - 1] = load64(bytemuck::cast_slice(&x[at..at + PER]));
-                    i += PER;
+                    if MIX {
+                        let (j, e) = ((R + 25) / PER, (R + 25) % PER);
+                        let m = (ELEM_MASK << (LANES * e)) as u8;
+                        let prod = _mm512_maskz_mov_epi64(m, mul_mix(w[j]));
+                        pend[j] = _mm512_xor_si512(pend[j], prod);
+                        w[j] = _mm512_maskz_mov_epi64(!m, w[j]);
+                    }
                 }
-                for (j, v) in w.iter().enumerate() {
-                    let at = i + PER * j;
-                    store64(bytemuck::cast_slice_mut(&mut x[at..at + PER]), *v);
+
+                #[target_feature(enable = "avx512f,avx512bw,bmi2,vpclmulqdq")]
+                #[allow(clippy::cast_possible_wrap)] // lane indices < 8
+                pub(in crate::arch) fn run<const MIX: bool>(
+                    x: &mut [$elem],
+                    start: usize,
+                    coeffs: &[u32],
+                ) -> usize {
+                    let size = x.len();
+                    let end = start + coeffs.len();
+                    if start + PER > end || start + 32 + PER > size {
+                        return start;
+                    }
+                    let mut w = [_mm512_setzero_si512(); REGS];
+                    for (j, v) in w.iter_mut().enumerate() {
+                        let at = start + PER * j;
+                        *v = load64(bytemuck::cast_slice(&x[at..at + PER]));
+                    }
+                    // Lane indices broadcasting element r of a register.
+                    let mut bcast = [_mm512_setzero_si512(); PER];
+                    for (r, b) in bcast.iter_mut().enumerate() {
+                        let l = (r * LANES) as i64;
+                        let idx: [i64; 8] = core::array::from_fn(|q| l + (q % LANES) as i64);
+                        *b = _mm512_setr_epi64(
+                            idx[0], idx[1], idx[2], idx[3], idx[4], idx[5], idx[6], idx[7],
+                        );
+                    }
+                    // μ-products waiting to be added (see the module documentation).
+                    let mut pend = [_mm512_setzero_si512(); REGS];
+                    let mut i = start;
+                    while i + PER <= end && i + 32 + PER <= size {
+                        if MIX {
+                            w[0] = _mm512_xor_si512(w[0], pend[0]);
+                        }
+                        let c = &coeffs[i - start..i - start + PER];
+                        $( row::<$r, MIX>(&mut w, &mut pend, bcast[$r], c[$r]); )*
+                        store64(bytemuck::cast_slice_mut(&mut x[i..i + PER]), w[0]);
+                        w.copy_within(1.., 0);
+                        pend.copy_within(1.., 0);
+                        pend[REGS - 1] = _mm512_setzero_si512();
+                        let at = i + 32;
+                        w[REGS - 1] = load64(bytemuck::cast_slice(&x[at..at + PER]));
+                        i += PER;
+                    }
+                    for (j, (v, q)) in w.iter().zip(&pend).enumerate() {
+                        let at = i + PER * j;
+                        let v = _mm512_xor_si512(*v, *q);
+                        store64(bytemuck::cast_slice_mut(&mut x[at..at + PER]), v);
+                    }
+                    i
                 }
-                i
             }
         };
     }
 
-    conv_kernel!(acc_blocks, Block, 4, 8, 2, 0x5555_5555_5555_5555);
-    conv_kernel!(acc_pairs, BlockPair, 2, 16, 4, 0x1111_1111_1111_1111);
+    conv_kernel!(
+        acc_blocks,
+        Block,
+        4,
+        8,
+        2,
+        0x5555_5555_5555_5555,
+        [0, 1, 2, 3]
+    );
+    conv_kernel!(
+        acc_pairs,
+        BlockPair,
+        2,
+        16,
+        4,
+        0x1111_1111_1111_1111,
+        [0, 1]
+    );
 
     /// The byte version: a window of 128 bytes (`x[i..i+128]`, two registers) slides 64
     /// rows at a time; row `i + r` broadcasts byte `r` of the window (a VBMI permute) and
