@@ -228,10 +228,9 @@ impl PrimeGroup for Ristretto255 {
                 .iter()
                 .map(CompressedRistretto::to_bytes)
                 .collect();
-            let digits = crate::ifma25519::radix16(&half.0);
             // Encodings of 2P are always valid (identity allowed): this cannot fail, but if
             // it did the reference path below recomputes the whole chunk.
-            if ifma.decode_mul_encode(&doubled, &digits, out, false) {
+            if ifma.decode_mul_encode(&doubled, &half.0, out, false) {
                 return;
             }
         }
@@ -253,11 +252,10 @@ impl PrimeGroup for Ristretto255 {
             // Same validation as `decode` (canonical, non-negative, on the curve, not the
             // identity), in lanes; a chunk with an invalid encoding goes to the reference
             // path, which reports the first offending index exactly as before.
-            if let Some(encs) = encs {
-                let digits = crate::ifma25519::radix16(&k.0);
-                if ifma.decode_mul_encode(&encs, &digits, out, true) {
-                    return Ok(());
-                }
+            if let Some(encs) = encs
+                && ifma.decode_mul_encode(&encs, &k.0, out, true)
+            {
+                return Ok(());
             }
         }
         Self::decode_mul_and_encode_chunk_dalek(encodings, first_index, k, out)

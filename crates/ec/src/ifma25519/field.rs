@@ -90,13 +90,53 @@ fn carry(x: [__m512i; 5]) -> F8 {
 }
 
 /// `rₖ = cₖ + 19·cₖ₊₅` for `k = 0…4` (`2^255 ≡ 19`), `19·c` by `vpmullq`, then one
-/// carry step. The columns `cₖ` (`k = 0…9`) must be below `2^56`.
+/// carry step is left to the caller ([`U8`]). The columns `cₖ` (`k = 0…9`) must be below
+/// `15·2^52`, so that `rₖ < 300·2^52 < 2^60.3`.
 #[inline]
 #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-fn fold(col: impl Fn(usize) -> __m512i) -> F8 {
+fn fold(col: impl Fn(usize) -> __m512i) -> U8 {
     let r19 = splat(19);
     let r = |k: usize| add(col(k), _mm512_mullo_epi64(col(k + 5), r19));
-    carry([r(0), r(1), r(2), r(3), r(4)])
+    U8([r(0), r(1), r(2), r(3), r(4)])
+}
+
+/// Eight field elements with *unreduced* limbs below `300·2^52 < 2^60.3`: products before
+/// their carry step. They are only combined linearly ([`U8::combine`]) and carried once, which
+/// saves the carry step of every product that feeds an addition or subtraction.
+#[derive(Clone, Copy)]
+pub(crate) struct U8(pub(crate) [__m512i; 5]);
+
+impl U8 {
+    /// `carry(Σ plus + 2^12·p − Σ minus)`, reduced; at most three terms in `plus` and two in
+    /// `minus`.
+    ///
+    /// Bounds: `2^12·p` has limbs `2^63 − 19·2^12` and `2^63 − 2^12`, above `Σ minus < 2^61.3`,
+    /// and `Σ plus + 2^12·p < 3·2^60.3 + 2^63 < 2^64`; the carry step of a 64-bit limb leaves
+    /// it below `2^51 + 19·2^13`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+    pub(crate) fn combine(plus: &[&U8], minus: &[&U8]) -> F8 {
+        debug_assert!(plus.len() <= 3 && minus.len() <= 2);
+        let k0 = splat((1u64 << 63) - 19 * (1 << 12));
+        let ki = splat((1u64 << 63) - (1 << 12));
+        let mut acc = [k0, ki, ki, ki, ki];
+        for (i, a) in acc.iter_mut().enumerate() {
+            for p in plus {
+                *a = add(*a, p.0[i]);
+            }
+            for m in minus {
+                *a = _mm512_sub_epi64(*a, m.0[i]);
+            }
+        }
+        carry(acc)
+    }
+
+    /// The carried (reduced) value.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+    pub(crate) fn reduce(&self) -> F8 {
+        carry(self.0)
+    }
 }
 
 impl F8 {
@@ -318,6 +358,20 @@ impl F8 {
     #[inline]
     #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn mul(&self, rhs: &F8) -> F8 {
+        self.mul_nc(rhs).reduce()
+    }
+
+    /// `a²`, reduced.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+    pub(crate) fn square(&self) -> F8 {
+        self.square_nc().reduce()
+    }
+
+    /// [`F8::mul`] without the final carry step (limbs below `2^60.3`).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+    pub(crate) fn mul_nc(&self, rhs: &F8) -> U8 {
         let x = &self.0;
         let y = &rhs.0;
         // Column by column (product scanning), the high columns first so that each low
@@ -338,7 +392,7 @@ impl F8 {
         let high = [col(5), col(6), col(7), col(8), col(9)];
         let r19 = splat(19);
         let r = |k: usize| add(col(k), _mm512_mullo_epi64(high[k], r19));
-        carry([r(0), r(1), r(2), r(3), r(4)])
+        U8([r(0), r(1), r(2), r(3), r(4)])
     }
 
     /// `a²`: the 15 distinct products, the off-diagonal ones counted twice (weights 2 and 4
@@ -346,7 +400,7 @@ impl F8 {
     /// a column holds at most the equivalent of 15 terms below `2^52`).
     #[inline]
     #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    pub(crate) fn square(&self) -> F8 {
+    pub(crate) fn square_nc(&self) -> U8 {
         let x = &self.0;
         let z = _mm512_setzero_si512();
         let mut w1 = [z; 9]; // weight 1: lo52 of the squares xᵢ²
@@ -411,8 +465,7 @@ impl F8 {
         self.mul(&t19.pow2k(2))
     }
 
-    /// `a^(p − 2) = a^{−1}` (`0` for `0`); used by the tests to check the addition chain.
-    #[cfg(test)]
+    /// `a^(p − 2) = a^{−1}` (`0` for `0`).
     #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn invert(&self) -> F8 {
         let (t19, t3) = self.pow22501();

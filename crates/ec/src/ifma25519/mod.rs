@@ -30,7 +30,7 @@ pub(crate) mod field;
 
 use core::arch::x86_64::__mmask8;
 use curve25519_dalek::scalar::Scalar;
-use field::{EDWARDS_D, EDWARDS_D2, F8, INVSQRT_A_MINUS_D, SQRT_M1};
+use field::{EDWARDS_D, EDWARDS_D2, F8, INVSQRT_A_MINUS_D, SQRT_M1, U8};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
@@ -47,8 +47,8 @@ impl Ifma {
         .then_some(Ifma(()))
     }
 
-    /// For each 32-byte Ristretto encoding, decode it, multiply by the scalar whose signed
-    /// radix-16 digits are `digits` (see [`radix16`]) and write the encoding of the product.
+    /// For each 32-byte Ristretto encoding, decode it, multiply by `k` and write the encoding
+    /// of the product.
     ///
     /// Returns `false` (and leaves `out` partly written) if some encoding is not a valid
     /// Ristretto encoding, or is the identity while `reject_identity` is set; the caller then
@@ -57,15 +57,23 @@ impl Ifma {
     pub(crate) fn decode_mul_encode(
         self,
         encodings: &[[u8; 32]],
-        digits: &[i8; 64],
+        k: &Scalar,
         out: &mut [[u8; 32]],
         reject_identity: bool,
     ) -> bool {
-        // SAFETY: an `Ifma` value exists only after `detect` confirmed avx512f and avx512ifma
-        // on this CPU, which is everything the target-feature function needs.
-        unsafe { decode_mul_encode(encodings, digits, out, reject_identity) }
+        // [k]P = [2]([k/2]P): the doubled points are encoded with one shared inversion.
+        let digits = radix16(&(k * Scalar::from_bytes_mod_order(INV_TWO)));
+        // SAFETY: an `Ifma` value exists only after `detect` confirmed avx512f, avx512dq and
+        // avx512ifma on this CPU, which is everything the target-feature function needs.
+        unsafe { decode_mul_encode(encodings, &digits, out, reject_identity) }
     }
 }
+
+/// `2^{-1} mod ℓ`, little-endian: `(ℓ + 1)/2`.
+const INV_TWO: [u8; 32] = [
+    0xf7, 0xe9, 0x7a, 0x2e, 0x8d, 0x31, 0x09, 0x2c, 0x6b, 0xce, 0x7b, 0x51, 0xef, 0x7c, 0x6f, 0x0a,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08,
+];
 
 /// The 64 signed radix-16 digits `dᵢ ∈ [−8, 8)` with `k = Σ dᵢ·16^i` (dalek's
 /// `Scalar::as_radix_16`; `k < 2^255` since it is reduced), computed without branches.
@@ -139,16 +147,15 @@ impl Ext8 {
     #[inline]
     #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     fn add_niels(&self, q: &Niels8) -> Completed8 {
-        let pp = self.y.add(&self.x).mul(&q.y_plus_x);
-        let mm = self.y.sub(&self.x).mul(&q.y_minus_x);
-        let tt2d = self.t.mul(&q.t2d);
-        let zz = self.z.mul(&q.z);
-        let zz2 = zz.add(&zz);
+        let pp = self.y.add(&self.x).mul_nc(&q.y_plus_x);
+        let mm = self.y.sub(&self.x).mul_nc(&q.y_minus_x);
+        let tt2d = self.t.mul_nc(&q.t2d);
+        let zz = self.z.mul_nc(&q.z);
         Completed8 {
-            x: pp.sub(&mm),
-            y: pp.add(&mm),
-            z: zz2.add(&tt2d),
-            t: zz2.sub(&tt2d),
+            x: U8::combine(&[&pp], &[&mm]),
+            y: U8::combine(&[&pp, &mm], &[]),
+            z: U8::combine(&[&zz, &zz, &tt2d], &[]),
+            t: U8::combine(&[&zz, &zz], &[&tt2d]),
         }
     }
 }
@@ -158,18 +165,15 @@ impl Proj8 {
     #[inline]
     #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     fn double(&self) -> Completed8 {
-        let xx = self.x.square();
-        let yy = self.y.square();
-        let zz = self.z.square();
-        let zz2 = zz.add(&zz);
-        let x_plus_y_sq = self.x.add(&self.y).square();
-        let yy_plus_xx = yy.add(&xx);
-        let yy_minus_xx = yy.sub(&xx);
+        let xx = self.x.square_nc();
+        let yy = self.y.square_nc();
+        let zz = self.z.square_nc();
+        let x_plus_y_sq = self.x.add(&self.y).square_nc();
         Completed8 {
-            x: x_plus_y_sq.sub(&yy_plus_xx),
-            y: yy_plus_xx,
-            z: yy_minus_xx,
-            t: zz2.sub(&yy_minus_xx),
+            x: U8::combine(&[&x_plus_y_sq], &[&yy, &xx]),
+            y: U8::combine(&[&yy, &xx], &[]),
+            z: U8::combine(&[&yy], &[&xx]),
+            t: U8::combine(&[&zz, &zz, &xx], &[&yy]),
         }
     }
 }
@@ -317,7 +321,9 @@ fn decode8(bytes: &[[u8; 32]; 8]) -> (__mmask8, Ext8) {
     (valid, Ext8 { x, y, z: one, t })
 }
 
-/// RFC 9496 §4.3.2 encoding of eight points (dalek's `RistrettoPoint::compress`).
+/// RFC 9496 §4.3.2 encoding of eight points (dalek's `RistrettoPoint::compress`); the batch
+/// path uses [`DoubleEncode`] instead, this one checks the decoder in the tests.
+#[cfg(test)]
 #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 fn encode8(p: &Ext8) -> [[u8; 32]; 8] {
     let (x, y, z, t) = (&p.x, &p.y, &p.z, &p.t);
@@ -341,18 +347,87 @@ fn encode8(p: &Ext8) -> [[u8; 32]; 8] {
     s.to_bytes()
 }
 
-/// The body of [`Ifma::decode_mul_encode`].
+/// The per-point state of dalek's `double_and_compress_batch` for `2Q`, `Q = (X : Y : Z : T)`:
+/// `e = 2XY`, `f = Z² + dT²`, `g = Y² + X²`, `h = Z² − dT²` (then `2Q = (ef : gh : fg : eh)`
+/// up to the Ristretto coset choices), with `eg`, `fh` kept for the shared inversion of
+/// `efgh` ("Ristretto: double-and-encode", ristretto.group §"Batched double-and-encode").
+struct DoubleEncode {
+    e: F8,
+    f: F8,
+    g: F8,
+    h: F8,
+    eg: F8,
+    fh: F8,
+    /// Lanes where `efgh = 0`: `Q` in the 4-torsion, i.e. `2Q` is the identity (encoding 0).
+    zero: __mmask8,
+}
+
+impl DoubleEncode {
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+    fn new(q: &Ext8) -> Self {
+        let xx = q.x.square();
+        let yy = q.y.square();
+        let zz = q.z.square();
+        let dtt = q.t.square().mul(&F8::splat(EDWARDS_D));
+        let e = q.x.mul(&q.y.add(&q.y));
+        let f = zz.add(&dtt);
+        let g = yy.add(&xx);
+        let h = zz.sub(&dtt);
+        let eg = e.mul(&g);
+        let fh = f.mul(&h);
+        let zero = eg.mul(&fh).is_zero();
+        DoubleEncode {
+            e,
+            f,
+            g,
+            h,
+            eg,
+            fh,
+            zero,
+        }
+    }
+
+    /// `efgh`, with 1 in the lanes where it is 0 (so that one such lane does not spoil the
+    /// shared inversion of the others).
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+    fn factor(&self) -> F8 {
+        F8::select(&self.eg.mul(&self.fh), &F8::one(), self.zero)
+    }
+
+    /// The encodings of `2Q` given `inv = 1/efgh` (dalek's `double_and_compress_batch`).
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+    fn finish(&self, inv: &F8) -> [[u8; 32]; 8] {
+        let z_inv = self.eg.mul(inv);
+        let t_inv = self.fh.mul(inv);
+        let sqrt_m1 = F8::splat(SQRT_M1);
+        let negcheck1 = self.eg.mul(&z_inv).is_negative();
+        let e = F8::select(&self.e, &self.g, negcheck1);
+        let g = F8::select(&self.g, &self.e.neg(), negcheck1);
+        let h = F8::select(&self.h, &self.f.mul(&sqrt_m1), negcheck1);
+        let magic = F8::select(&F8::splat(INVSQRT_A_MINUS_D), &sqrt_m1, negcheck1);
+        let negcheck2 = h.mul(&e).mul(&z_inv).is_negative();
+        let g = g.cond_neg(negcheck2);
+        let s = h.sub(&g).mul(&magic.mul(&g.mul(&t_inv)));
+        let s = s.cond_neg(s.is_negative());
+        F8::select(&s, &F8::zero(), self.zero).to_bytes()
+    }
+}
+
+/// The body of [`Ifma::decode_mul_encode`], with the digits of `k/2`: per group of eight,
+/// decode and `Q = [k/2]P`; then the encodings of `2Q = [k]P` for the whole slice with one
+/// eight-lane inversion (Montgomery's trick across the groups).
 #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 fn decode_mul_encode(
     encodings: &[[u8; 32]],
-    digits: &[i8; 64],
+    half_digits: &[i8; 64],
     out: &mut [[u8; 32]],
     reject_identity: bool,
 ) -> bool {
     // Padding lanes hold the generator (a valid, non-identity encoding); their results are
     // dropped.
     let pad = curve25519_dalek::constants::RISTRETTO_BASEPOINT_COMPRESSED.to_bytes();
-    for (chunk, o) in encodings.chunks(8).zip(out.chunks_mut(8)) {
+    let mut states = Vec::with_capacity(encodings.len().div_ceil(8));
+    for chunk in encodings.chunks(8) {
         let mut lanes = [pad; 8];
         lanes[..chunk.len()].copy_from_slice(chunk);
         let (mut valid, p) = decode8(&lanes);
@@ -364,9 +439,24 @@ fn decode_mul_encode(
         if valid != 0xff {
             return false;
         }
-        let enc = encode8(&mul8(&p, digits));
-        let n = o.len().min(chunk.len());
-        o[..n].copy_from_slice(&enc[..n]);
+        states.push(DoubleEncode::new(&mul8(&p, half_digits)));
+    }
+    // Montgomery's trick, lane by lane: prefix products, one inversion, back.
+    let mut prefix = Vec::with_capacity(states.len());
+    let mut acc = F8::one();
+    for st in &states {
+        prefix.push(acc);
+        acc = acc.mul(&st.factor());
+    }
+    let mut inv = acc.invert();
+    for (i, st) in states.iter().enumerate().rev() {
+        let factor = st.factor();
+        let enc = st.finish(&inv.mul(&prefix[i]));
+        inv = inv.mul(&factor);
+        let (start, end) = (8 * i, (8 * i + 8).min(out.len()));
+        if start < end {
+            out[start..end].copy_from_slice(&enc[..end - start]);
+        }
     }
     true
 }
@@ -661,7 +751,7 @@ mod tests {
     fn lane_batch(points: &[RistrettoPoint], k: &Scalar) -> Vec<[u8; 32]> {
         let enc: Vec<[u8; 32]> = points.iter().map(|p| p.compress().to_bytes()).collect();
         let mut out = vec![[0u8; 32]; points.len()];
-        assert!(ifma().decode_mul_encode(&enc, &radix16(k), &mut out, false));
+        assert!(ifma().decode_mul_encode(&enc, k, &mut out, false));
         out
     }
 
@@ -712,7 +802,7 @@ mod tests {
     fn identity_rejected_when_asked() {
         let mut out = [[0u8; 32]; 3];
         let g = curve25519_dalek::constants::RISTRETTO_BASEPOINT_COMPRESSED.to_bytes();
-        let d = radix16(&Scalar::ONE);
+        let d = Scalar::ONE;
         assert!(ifma().decode_mul_encode(&[g, [0; 32], g], &d, &mut out, false));
         assert_eq!(out[1], [0u8; 32]);
         assert!(!ifma().decode_mul_encode(&[g, [0; 32], g], &d, &mut out, true));
