@@ -351,7 +351,8 @@ pub(crate) fn send_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) enum AVec {
     Bits(Vec<u8>),
-    Field(Vec<Block>),
+    /// `A`, and the working pairs `(A, C)` the code runs on.
+    Field(Vec<Block>, Vec<BlockPair>),
     /// `A` as words, and the working pairs `(embed64(A), C)` the code runs on.
     U64(Vec<u64>, Vec<BlockPair>),
 }
@@ -360,7 +361,10 @@ impl Zeroize for AVec {
     fn zeroize(&mut self) {
         match self {
             AVec::Bits(v) => v.zeroize(),
-            AVec::Field(v) => v.zeroize(),
+            AVec::Field(v, pairs) => {
+                v.zeroize();
+                pairs.zeroize();
+            }
             AVec::U64(v, pairs) => {
                 v.zeroize();
                 pairs.zeroize();
@@ -374,7 +378,7 @@ impl AVec {
     pub(crate) fn empty(kind: Kind) -> Self {
         match kind {
             Kind::Subfield => AVec::Bits(Vec::new()),
-            Kind::Field => AVec::Field(Vec::new()),
+            Kind::Field => AVec::Field(Vec::new(), Vec::new()),
             Kind::Subfield64 => AVec::U64(Vec::new(), Vec::new()),
         }
     }
@@ -383,7 +387,7 @@ impl AVec {
         matches!(
             (self, kind),
             (AVec::Bits(_), Kind::Subfield)
-                | (AVec::Field(_), Kind::Field)
+                | (AVec::Field(..), Kind::Field)
                 | (AVec::U64(..), Kind::Subfield64)
         )
     }
@@ -391,7 +395,10 @@ impl AVec {
     fn truncate(&mut self, len: usize) {
         match self {
             AVec::Bits(v) => v.truncate(len),
-            AVec::Field(v) => v.truncate(len),
+            AVec::Field(v, pairs) => {
+                v.truncate(len);
+                pairs.zeroize();
+            }
             AVec::U64(v, pairs) => {
                 v.truncate(len);
                 pairs.zeroize();
@@ -505,8 +512,7 @@ pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     }
     match a {
         AVec::Bits(v) => prepare(v, params.n()),
-        AVec::Field(v) => prepare(v, params.n()),
-        AVec::U64(_, pairs) => prepare(pairs, params.n()),
+        AVec::Field(_, pairs) | AVec::U64(_, pairs) => prepare(pairs, params.n()),
     }
     for tree in 0..t {
         let d = msg[2 * th + tree];
@@ -529,15 +535,10 @@ pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
                     *x = m & 1;
                 }
             }
-            AVec::Field(vals) => {
-                for (j, x) in vals[region].iter_mut().enumerate() {
-                    x.0 = beta.0 & eq_mask(j, at);
-                }
-            }
-            AVec::U64(_, pairs) => {
-                // β = embed64(β₆₄): the base VOLE's value has degree < 64. A and C side by
-                // side, one cache line per random read of the encoder.
-                debug_assert_eq!(beta.to_u64s().1, 0);
+            AVec::Field(_, pairs) | AVec::U64(_, pairs) => {
+                // A and C side by side, one cache line per random read of the encoder.
+                // 64-bit subfield: β = embed64(β₆₄), the base VOLE's value has degree < 64.
+                debug_assert!(params.kind == Kind::Field || beta.to_u64s().1 == 0);
                 for (j, (p, c)) in pairs[region.clone()].iter_mut().zip(&w[region]).enumerate() {
                     *p = BlockPair([Block(beta.0 & eq_mask(j, at)), *c]);
                 }
@@ -584,20 +585,12 @@ pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
             code.dual_encode2(bits, w);
             Ok(())
         }
-        AVec::Field(vals) => {
-            // A and C side by side: one cache line per random read of the encoder.
-            let mut pairs: Vec<BlockPair> = vals
-                .iter()
-                .zip(w.iter())
-                .map(|(a, c)| BlockPair([*a, *c]))
-                .collect();
-            vals.zeroize();
-            w.zeroize();
-            code.dual_encode(&mut pairs);
-            *vals = pairs[..params.k].iter().map(|p| p.0[0]).collect();
-            *w = pairs[..params.k].iter().map(|p| p.0[1]).collect();
-            for p in &mut pairs {
-                *p = BlockPair::default();
+        AVec::Field(vals, pairs) => {
+            code.dual_encode(pairs);
+            prepare(vals, params.k);
+            for ((a, c), p) in vals.iter_mut().zip(w.iter_mut()).zip(pairs.iter()) {
+                *a = p.0[0];
+                *c = p.0[1];
             }
             Ok(())
         }

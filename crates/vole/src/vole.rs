@@ -399,7 +399,7 @@ impl SubfieldVoleReceiver {
         let (a, c) = extend::receive(ch, params, &self.pool_r, &self.pool_t, &[], &[], tw, rng)?;
         match a {
             AVec::Bits(bits) => Ok((bits, c)),
-            AVec::Field(_) | AVec::U64(..) => unreachable!("a subfield extension returns bits"),
+            AVec::Field(..) | AVec::U64(..) => unreachable!("a subfield extension returns bits"),
         }
     }
 
@@ -486,7 +486,7 @@ impl SubfieldVoleReceiver {
                 .run_into(ch, k, rng, &mut a, &mut c)
                 .and_then(|()| match &a {
                     AVec::Bits(bits) => sink(&bits[..k], &c[..k]),
-                    AVec::Field(_) | AVec::U64(..) => {
+                    AVec::Field(..) | AVec::U64(..) => {
                         unreachable!("a subfield extension returns bits")
                     }
                 });
@@ -528,6 +528,8 @@ pub struct VoleSender {
     inner: SubfieldVoleSender,
     pool_b: Vec<Block>,
     counter: u64,
+    /// The working buffer of the extensions, kept for the next one (no page faults).
+    scratch: Vec<Block>,
 }
 
 impl core::fmt::Debug for VoleSender {
@@ -541,6 +543,7 @@ impl core::fmt::Debug for VoleSender {
 impl Drop for VoleSender {
     fn drop(&mut self) {
         self.pool_b.zeroize();
+        self.scratch.zeroize();
     }
 }
 
@@ -559,6 +562,7 @@ impl VoleSender {
             inner: SubfieldVoleSender::new(ch, cfg, rng)?,
             pool_b: Vec::new(),
             counter: 0,
+            scratch: Vec::new(),
         })
     }
 
@@ -571,6 +575,7 @@ impl VoleSender {
             inner: SubfieldVoleSender::from_base(base, cfg)?,
             pool_b: Vec::new(),
             counter: 0,
+            scratch: Vec::new(),
         })
     }
 
@@ -579,12 +584,13 @@ impl VoleSender {
         self.inner.delta
     }
 
-    fn run<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+    fn run_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
         &mut self,
         ch: &mut C,
         k_user: usize,
         rng: &mut R,
-    ) -> Result<Vec<Block>> {
+        buf: &mut Vec<Block>,
+    ) -> Result<()> {
         let cfg = self.inner.cfg;
         let reserve = cfg.field_reserve();
         let params = Params::new(Kind::Field, k_user + reserve, cfg.security);
@@ -598,12 +604,13 @@ impl VoleSender {
         let mut cots = self.inner.extend(ch, params.cots_needed(), rng)?;
         let tw = (self.counter << 1) | TAG_FIELD;
         self.counter += 1;
-        let mut out = extend::send(ch, &params, self.inner.delta, &cots, &self.pool_b, tw, rng)?;
+        let delta = self.inner.delta;
+        let res = extend::send_into(ch, &params, delta, &cots, &self.pool_b, tw, rng, buf);
         cots.zeroize();
-        let new_pool = out.split_off(k_user);
+        res?;
         self.pool_b.zeroize();
-        self.pool_b = new_pool;
-        Ok(out)
+        self.pool_b = take_reserve(buf, k_user, params.k);
+        Ok(())
     }
 
     /// Produces `n` correlations, handing `B` to `sink` chunk by chunk.
@@ -622,15 +629,18 @@ impl VoleSender {
         R: CryptoRng + ?Sized,
         F: FnMut(&[Block]) -> Result<()>,
     {
+        let mut buf = core::mem::take(&mut self.scratch);
         let mut left = n;
-        while left > 0 {
+        let mut res = Ok(());
+        while left > 0 && res.is_ok() {
             let k = left.min(self.inner.cfg.max_chunk);
-            let mut b = self.run(ch, k, rng)?;
-            sink(&b)?;
-            b.zeroize();
+            res = self
+                .run_into(ch, k, rng, &mut buf)
+                .and_then(|()| sink(&buf[..k]));
             left -= k;
         }
-        Ok(())
+        self.scratch = buf;
+        res
     }
 
     /// Produces `B` of `n` correlations.
@@ -658,6 +668,8 @@ pub struct VoleReceiver {
     pool_a: Vec<Block>,
     pool_c: Vec<Block>,
     counter: u64,
+    /// The working buffers of the extensions, kept for the next one.
+    scratch: (AVec, Vec<Block>),
 }
 
 impl core::fmt::Debug for VoleReceiver {
@@ -672,6 +684,8 @@ impl Drop for VoleReceiver {
     fn drop(&mut self) {
         self.pool_a.zeroize();
         self.pool_c.zeroize();
+        self.scratch.0.zeroize();
+        self.scratch.1.zeroize();
     }
 }
 
@@ -691,6 +705,7 @@ impl VoleReceiver {
             pool_a: Vec::new(),
             pool_c: Vec::new(),
             counter: 0,
+            scratch: (AVec::empty(Kind::Field), Vec::new()),
         })
     }
 
@@ -704,15 +719,18 @@ impl VoleReceiver {
             pool_a: Vec::new(),
             pool_c: Vec::new(),
             counter: 0,
+            scratch: (AVec::empty(Kind::Field), Vec::new()),
         })
     }
 
-    fn run<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+    fn run_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
         &mut self,
         ch: &mut C,
         k_user: usize,
         rng: &mut R,
-    ) -> Result<(Vec<Block>, Vec<Block>)> {
+        a: &mut AVec,
+        c: &mut Vec<Block>,
+    ) -> Result<()> {
         let cfg = self.inner.cfg;
         let reserve = cfg.field_reserve();
         let params = Params::new(Kind::Field, k_user + reserve, cfg.security);
@@ -728,22 +746,19 @@ impl VoleReceiver {
         let (mut r, mut t) = self.inner.extend(ch, params.cots_needed(), rng)?;
         let tw = (self.counter << 1) | TAG_FIELD;
         self.counter += 1;
-        let res = extend::receive(ch, &params, &r, &t, &self.pool_a, &self.pool_c, tw, rng);
+        let (pa, pc) = (&self.pool_a, &self.pool_c);
+        let res = extend::receive_into(ch, &params, &r, &t, pa, pc, tw, rng, a, c);
         r.zeroize();
         t.zeroize();
-        let (a, mut c) = res?;
-        let mut a = match a {
-            AVec::Field(v) => v,
-            AVec::Bits(_) | AVec::U64(..) => {
-                unreachable!("a GF(2^128) extension returns field elements")
-            }
+        res?;
+        let AVec::Field(vals, _) = a else {
+            unreachable!("a GF(2^128) extension returns field elements")
         };
-        let (new_a, new_c) = (a.split_off(k_user), c.split_off(k_user));
         self.pool_a.zeroize();
         self.pool_c.zeroize();
-        self.pool_a = new_a;
-        self.pool_c = new_c;
-        Ok((a, c))
+        self.pool_a = take_reserve(vals, k_user, params.k);
+        self.pool_c = take_reserve(c, k_user, params.k);
+        Ok(())
     }
 
     /// Produces `n` correlations, handing `(A, C)` to `sink` chunk by chunk.
@@ -762,16 +777,24 @@ impl VoleReceiver {
         R: CryptoRng + ?Sized,
         F: FnMut(&[Block], &[Block]) -> Result<()>,
     {
+        let (mut a, mut c) =
+            core::mem::replace(&mut self.scratch, (AVec::empty(Kind::Field), Vec::new()));
         let mut left = n;
-        while left > 0 {
+        let mut res = Ok(());
+        while left > 0 && res.is_ok() {
             let k = left.min(self.inner.cfg.max_chunk);
-            let (mut a, mut c) = self.run(ch, k, rng)?;
-            sink(&a, &c)?;
-            a.zeroize();
-            c.zeroize();
+            res = self
+                .run_into(ch, k, rng, &mut a, &mut c)
+                .and_then(|()| match &a {
+                    AVec::Field(vals, _) => sink(&vals[..k], &c[..k]),
+                    AVec::Bits(_) | AVec::U64(..) => {
+                        unreachable!("a GF(2^128) extension returns field elements")
+                    }
+                });
             left -= k;
         }
-        Ok(())
+        self.scratch = (a, c);
+        res
     }
 
     /// Produces `(A, C)` of `n` correlations.

@@ -411,7 +411,7 @@ impl Subfield64VoleReceiver {
                 .run_into(ch, k, rng, &mut a, &mut c)
                 .and_then(|()| match &a {
                     AVec::U64(vals, _) => sink(&vals[..k], &c[..k]),
-                    AVec::Bits(_) | AVec::Field(_) => {
+                    AVec::Bits(_) | AVec::Field(..) => {
                         unreachable!("a 64-bit subfield extension returns u64 values")
                     }
                 });
