@@ -117,22 +117,17 @@ impl Point {
         encodings
             .par_chunks(BATCH)
             .flat_map_iter(|chunk| {
-                let decoded: Vec<Result<Point, Error>> =
-                    chunk.iter().map(|e| decode_on_curve(e.as_ref())).collect();
-                // Rejected encodings get a placeholder (their output is discarded); every
-                // [392]P is a subgroup point, where the CL15 multiplication is [k']·.
-                let pts: Vec<Point> = decoded
-                    .iter()
-                    .map(|d| d.unwrap_or(Point::IDENTITY))
-                    .collect();
-                let mut rs = mul_chunk(&rec, &pts, true, Backend::Auto);
+                let (decoded, mut rs) = decode_mul_chunk(&rec, chunk, Backend::Auto);
                 let small: Vec<bool> = rs
                     .iter_mut()
-                    .map(|r| {
+                    .zip(&decoded)
+                    .map(|(r, d)| {
                         // O, or the degenerate (0:0:0) of the isogeny formulas, which cannot
-                        // arise from a subgroup point but must never reach the batch inversion.
+                        // arise from a subgroup point but must never reach the batch inversion;
+                        // the meaningless result of a rejected encoding is replaced too.
                         let bad = r.is_identity() | r.z.is_zero();
-                        r.conditional_assign(&Point::IDENTITY, bad);
+                        let replace = bad | subtle::Choice::from(u8::from(d.is_err()));
+                        r.conditional_assign(&Point::IDENTITY, replace);
                         bool::from(bad)
                     })
                     .collect();
@@ -250,6 +245,55 @@ fn mul_chunk(
             scalar_mul::mul_many_recoded(rec, &q)
         })
         .collect()
+}
+
+/// Decode one chunk of peer encodings on the curve and compute `[k]([392]P)` for each: in
+/// lanes (decoding included) when the vector backend runs, else serially. Returns the
+/// decoding result per encoding and the products (meaningless where decoding failed).
+fn decode_mul_chunk<E: AsRef<[u8]>>(
+    rec: &scalar_mul::Recoded,
+    chunk: &[E],
+    backend: Backend,
+) -> (Vec<Result<(), Error>>, Vec<Point>) {
+    if use_vector(backend) {
+        let mut lengths = Vec::with_capacity(chunk.len());
+        let arrays: Vec<[u8; 32]> = chunk
+            .iter()
+            .map(|e| {
+                let e = e.as_ref();
+                let arr = <[u8; 32]>::try_from(e);
+                lengths.push(arr.map(|_| ()).map_err(|_| Error::InvalidLength {
+                    expected: 32,
+                    got: e.len(),
+                }));
+                arr.unwrap_or([0u8; 32])
+            })
+            .collect();
+        if let Some(r) = crate::backend::vector::decode_mul_many(rec, &arrays) {
+            let (pts, ok): (Vec<Point>, Vec<bool>) = r.into_iter().unzip();
+            let decoded = lengths
+                .into_iter()
+                .zip(ok)
+                .map(|(l, ok)| {
+                    l.and(if ok {
+                        Ok(())
+                    } else {
+                        Err(Error::InvalidEncoding)
+                    })
+                })
+                .collect();
+            return (decoded, pts);
+        }
+    }
+    let decoded: Vec<Result<Point, Error>> =
+        chunk.iter().map(|e| decode_on_curve(e.as_ref())).collect();
+    // Rejected encodings get a placeholder (their output is discarded).
+    let pts: Vec<Point> = decoded
+        .iter()
+        .map(|d| d.unwrap_or(Point::IDENTITY))
+        .collect();
+    let rs = mul_chunk(rec, &pts, true, Backend::Serial);
+    (decoded.into_iter().map(|d| d.map(|_| ())).collect(), rs)
 }
 
 fn mul_many_to_bytes_with(k: &Scalar, points: &[Point], backend: Backend) -> Vec<[u8; 32]> {
@@ -392,6 +436,21 @@ mod tests {
             let ts = torsion();
             let shifted: Vec<Point> =
                 pts.iter().enumerate().map(|(i, p)| p + ts[i % ts.len()]).collect();
+            // The whole projecting chunk (decoding in lanes) against the serial one, on
+            // valid, shifted, small-order, off-curve and short encodings.
+            let mut encs: Vec<Vec<u8>> = shifted.iter().map(|p| p.to_bytes().to_vec()).collect();
+            encs.extend(pts.iter().map(|p| p.to_bytes().to_vec()));
+            encs.extend(ts.iter().map(|t| t.to_bytes().to_vec()));
+            encs.push(vec![2; 32]);
+            encs.push(vec![1; 31]);
+            let (dv, rv) = decode_mul_chunk(&rec, &encs, Backend::Auto);
+            let (ds, rs) = decode_mul_chunk(&rec, &encs, Backend::Serial);
+            prop_assert_eq!(&dv, &ds);
+            for ((a, b), d) in rv.iter().zip(&rs).zip(&dv) {
+                if d.is_ok() {
+                    prop_assert_eq!(a, b);
+                }
+            }
             let v = mul_chunk(&rec, &shifted, true, Backend::Auto);
             let s = mul_chunk(&rec, &shifted, true, Backend::Serial);
             prop_assert_eq!(Point::batch_to_bytes(&v), Point::batch_to_bytes(&s));

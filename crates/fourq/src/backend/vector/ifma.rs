@@ -41,7 +41,7 @@ use core::arch::x86_64::{
     _mm512_cmpeq_epi64_mask, _mm512_extracti64x4_epi64, _mm512_madd52hi_epu64,
     _mm512_madd52lo_epu64, _mm512_mask_blend_epi64, _mm512_or_si512, _mm512_set_epi64,
     _mm512_set1_epi64, _mm512_setzero_si512, _mm512_slli_epi64, _mm512_srli_epi64,
-    _mm512_sub_epi64, _mm512_xor_si512,
+    _mm512_sub_epi64, _mm512_test_epi64_mask, _mm512_xor_si512,
 };
 
 use crate::constants::*;
@@ -1068,6 +1068,166 @@ pub(crate) fn map_and_clear8(r: &[Fp2; LANES]) -> [Point; LANES] {
         .to_serial()
 }
 
+// ---- Decoding in lanes: the on-curve decoder of `Point::from_bytes_unchecked_subgroup`. ----
+
+/// GF(p²) helpers for the decoder, every result in normal form.
+#[target_feature(enable = "avx512f,avx512ifma")]
+#[inline]
+fn h2(a: &Fe2) -> (H, H) {
+    (H(a.a0), H(a.a1))
+}
+
+#[target_feature(enable = "avx512f,avx512ifma")]
+#[inline]
+fn fe2(a0: H, a1: H) -> Fe2 {
+    Fe2 { a0: a0.0, a1: a1.0 }
+}
+
+/// Lane mask of `a == 0` (mod p).
+#[target_feature(enable = "avx512f,avx512ifma")]
+#[inline]
+fn is_zero(a: &H) -> __mmask8 {
+    let c = a.canonical();
+    let z = _mm512_setzero_si512();
+    _mm512_cmpeq_epi64_mask(c[0], z)
+        & _mm512_cmpeq_epi64_mask(c[1], z)
+        & _mm512_cmpeq_epi64_mask(c[2], z)
+}
+
+/// Lane mask of bit 126 of the canonical value (bit 40 of the top limb).
+#[target_feature(enable = "avx512f,avx512ifma")]
+#[inline]
+fn bit126(a: &H) -> __mmask8 {
+    _mm512_test_epi64_mask(a.canonical()[2], splat(1 << 40))
+}
+
+#[target_feature(enable = "avx512f,avx512ifma")]
+#[inline]
+fn canonical(a: &H) -> H {
+    H(Fe(a.canonical()))
+}
+
+#[target_feature(enable = "avx512f,avx512ifma")]
+#[inline]
+fn fe2_eq(a: &Fe2, b: &Fe2) -> __mmask8 {
+    H(a.a0).ct_eq(&H(b.a0)) & H(a.a1).ct_eq(&H(b.a1))
+}
+
+/// `√(u/v)` lane-wise: the serial `Fp2::sqrt_ratio`, operation for operation, with lane
+/// masks for its selections. Returns `(is_square, x)`.
+#[target_feature(enable = "avx512f,avx512ifma")]
+#[inline]
+fn sqrt_ratio(u: &Fe2, v: &Fe2) -> (__mmask8, Fe2) {
+    let norm = |a: &Fe2| {
+        let (a0, a1) = h2(a);
+        a0.square().add(&a1.square())
+    };
+    let t = norm(v);
+    let w = u.mul(&v.conj());
+    let (w0, w1) = h2(&w);
+    let s = norm(&w).square_n(125);
+    let c_plus = w0.add(&s);
+    let c = H::select(&c_plus, &w0.sub(&s), is_zero(&c_plus)).double();
+    let a = c.mul(&t);
+    let r = a.mul(&t.square()).pow_2_125_minus_1();
+    let x0 = a.mul(&r);
+    let x1 = w1.mul(&r).mul(&t);
+    let a_is_sq = x0.square().mul(&t).ct_eq(&c);
+    let half = x0.half();
+    let xa = fe2(half, x1);
+    let xb = fe2(x1.neg(), half);
+    let x = Fe2 {
+        a0: H::select(&H(xb.a0), &H(xa.a0), a_is_sq).0,
+        a1: H::select(&H(xb.a1), &H(xa.a1), a_is_sq).0,
+    };
+    let ok = fe2_eq(&v.mul(&x.square()), u) & !(is_zero(&H(v.a0)) & is_zero(&H(v.a1)));
+    (ok, x)
+}
+
+/// The on-curve decoder for eight encodings whose `y` halves are already parsed (`y`,
+/// canonical, and the sign bits as a lane mask). Returns the lane mask of valid encodings
+/// (a square root exists, not the sign bit with `x = 0`, on the curve) and `(x, y)`.
+#[target_feature(enable = "avx512f,avx512ifma")]
+#[inline]
+fn decode(y: &Fe2, sign: __mmask8) -> (__mmask8, P1) {
+    let one = Fe2::splat(&Fp2::ONE);
+    let d = Fe2::splat(&D);
+    let y2 = y.square();
+    let u = y2.sub(&one).reduce();
+    let v = d.mul(&y2).add(&one).reduce();
+    let (is_sq, x) = sqrt_ratio(&u, &v);
+    let (x0, x1) = h2(&x);
+    let x0_zero = is_zero(&x0);
+    // The "sign" of x: bit 126 of x0, or of x1 when x0 = 0.
+    let s = (bit126(&x0) & !x0_zero) | (bit126(&x1) & x0_zero);
+    let flip = s ^ sign;
+    let x0 = canonical(&H::select(&x0, &x0.neg(), flip));
+    let x1 = canonical(&H::select(&x1, &x1.neg(), flip));
+    let x_zero = is_zero(&x0) & is_zero(&x1);
+    let x = fe2(x0, x1);
+    // −x² + y² = 1 + d·x²·y².
+    let x2 = x.square();
+    let lhs = y2.sub(&x2).reduce();
+    let rhs = one.add(&d.mul(&x2).mul(&y2)).reduce();
+    let on_curve = fe2_eq(&lhs, &rhs);
+    let p = P1 {
+        x,
+        y: *y,
+        z: one,
+        ta: x,
+        tb: *y,
+    };
+    (is_sq & !(x_zero & sign) & on_curve, p)
+}
+
+/// For eight 32-byte encodings: decode on the curve, clear the cofactor and multiply by the
+/// recoded scalar, all in lanes. Returns the points and, per lane, whether the encoding was
+/// valid (canonical `y`, a point of the curve); the points of invalid lanes are meaningless.
+/// Callable only where `avx512f` and `avx512ifma` are known to be present.
+#[target_feature(enable = "avx512f,avx512ifma")]
+pub(crate) fn decode_mul8(
+    rec: &Recoded,
+    enc: &[[u8; 32]; LANES],
+) -> ([Point; LANES], [bool; LANES]) {
+    let mut ys = [Fp2::ZERO; LANES];
+    let mut canon = [false; LANES];
+    let mut sign: __mmask8 = 0;
+    for (i, e) in enc.iter().enumerate() {
+        sign |= (e[31] >> 7) << i;
+        let mut yb = *e;
+        yb[31] &= 0x7f;
+        let y = Fp2::from_bytes(&yb);
+        canon[i] = bool::from(y.is_some());
+        ys[i] = y.unwrap_or(Fp2::ZERO);
+    }
+    let (valid, p) = decode(&Fe2::from_serial(&ys), sign);
+    let d2 = Fe2::splat(&D.double());
+    let table = precompute(&p.mul_by_cofactor(&d2), &d2);
+    let out = ladder(&table, rec).to_serial();
+    let ok = core::array::from_fn(|i| canon[i] && (valid >> i) & 1 == 1);
+    (out, ok)
+}
+
+/// The decoder alone (for the tests): validity and canonical affine `(x, y)` per lane.
+#[cfg(test)]
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn decode8(enc: &[[u8; 32]; LANES]) -> [Option<(Fp2, Fp2)>; LANES] {
+    let mut ys = [Fp2::ZERO; LANES];
+    let mut canon = [false; LANES];
+    let mut sign: __mmask8 = 0;
+    for (i, e) in enc.iter().enumerate() {
+        sign |= (e[31] >> 7) << i;
+        let mut yb = *e;
+        yb[31] &= 0x7f;
+        let y = Fp2::from_bytes(&yb);
+        canon[i] = bool::from(y.is_some());
+        ys[i] = y.unwrap_or(Fp2::ZERO);
+    }
+    let (valid, p) = decode(&Fe2::from_serial(&ys), sign);
+    let (x, y) = (p.x.to_serial(), p.y.to_serial());
+    core::array::from_fn(|i| (canon[i] && (valid >> i) & 1 == 1).then_some((x[i], y[i])))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1133,6 +1293,42 @@ mod tests {
                 prop_assert!(eq(&r[3][i], &a[i].sub(&b[i])));
                 prop_assert!(eq(&r[4][i], &a[i].conj()));
                 prop_assert!(eq(&r[5][i], &a[i].neg()));
+            }
+        }
+
+        /// The lane-wise decoder accepts and rejects exactly what the serial one does, with
+        /// the same coordinates: valid points, random strings (about half off the curve),
+        /// non-canonical `y`, the identity with and without the sign bit, `y = −1`.
+        #[test]
+        fn decode8_matches_serial(m in any::<u64>(), junk in any::<[[u8; 32]; 3]>()) {
+            if !ifma_available() {
+                return Ok(());
+            }
+            let mut enc: [[u8; 32]; 8] = core::array::from_fn(|i| {
+                Point::hash_to_curve(&(m + i as u64).to_le_bytes()).to_bytes()
+            });
+            enc[0][31] ^= 0x80; // the other x: still on the curve
+            enc[1..4].copy_from_slice(&junk);
+            enc[4] = [0xff; 32]; // non-canonical
+            enc[5] = [0; 32];
+            enc[5][0] = 1; // identity
+            enc[6] = enc[5];
+            enc[6][31] = 0x80; // identity with the sign bit: rejected
+            enc[7] = [0xff; 32];
+            enc[7][0] = 0xfe;
+            enc[7][15] = 0x7f;
+            enc[7][16..].fill(0); // y = −1: the order-2 point (0, −1)
+            // SAFETY: ifma_available() confirmed avx512f and avx512ifma.
+            let got = unsafe { decode8(&enc) };
+            for i in 0..8 {
+                let want: Option<Point> = Point::from_bytes_unchecked_subgroup(&enc[i]).into();
+                match (want, got[i]) {
+                    (None, None) => {}
+                    (Some(p), Some((x, y))) => {
+                        prop_assert!(eq(&p.x, &x) && eq(&p.y, &y), "lane {}", i);
+                    }
+                    (w, g) => prop_assert!(false, "lane {}: serial {:?}, lanes {:?}", i, w.is_some(), g.is_some()),
+                }
             }
         }
 

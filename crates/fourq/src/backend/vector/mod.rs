@@ -66,3 +66,24 @@ pub(crate) fn map_and_clear_many(r: &[Fp2]) -> Option<Vec<Point>> {
     let _ = r;
     None
 }
+
+/// For every 32-byte encoding: on-curve decoding, cofactor clearing and `[k]·` with the IFMA
+/// backend, eight at a time; per encoding the point and whether it decoded (the point of an
+/// invalid encoding is meaningless). `None` when the CPU lacks the backend.
+pub(crate) fn decode_mul_many(rec: &Recoded, enc: &[[u8; 32]]) -> Option<Vec<(Point, bool)>> {
+    #[cfg(target_arch = "x86_64")]
+    if ifma_available() {
+        let mut out = Vec::with_capacity(enc.len());
+        for group in enc.chunks(ifma::LANES) {
+            let mut lanes = [[0u8; 32]; ifma::LANES];
+            lanes[..group.len()].copy_from_slice(group);
+            // SAFETY: ifma_available() has just confirmed that the CPU supports avx512f and
+            // avx512ifma, the target features `decode_mul8` is compiled for.
+            let (p, ok) = unsafe { ifma::decode_mul8(rec, &lanes) };
+            out.extend(p.into_iter().zip(ok).take(group.len()));
+        }
+        return Some(out);
+    }
+    let _ = (rec, enc);
+    None
+}
