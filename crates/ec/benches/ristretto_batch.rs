@@ -8,7 +8,10 @@
 //!   (`PrimeGroup::decode_mul_and_encode_chunk`, the step of `mul_encoded_batch`);
 //! * `mul_encode/*`: points in (e.g. fresh hashes), encodings out
 //!   (`PrimeGroup::mul_and_encode_chunk`, the step of `hash_and_mul_batch`);
-//! * `hash/*`: the ristretto255 hash to the group alone, for scale.
+//! * `hash_mul_encode/*`: items in, `[k]H(x)` encodings out
+//!   (`PrimeGroup::hash_mul_and_encode_chunk`, the step of `hash_and_mul_batch`; the lanes
+//!   run the Elligator maps too, dalek hashes point by point);
+//! * `hash`: dalek's ristretto255 hash to the group alone, for scale.
 //!
 //! Run: `cargo bench -p obliv-ec --bench ristretto_batch -- --quick`.
 
@@ -83,6 +86,27 @@ fn bench(c: &mut Criterion) {
         b.iter_custom(|n| {
             cpu_iters(n, || {
                 Ristretto255::mul_and_encode_chunk_dalek(black_box(&points), &k, &mut out);
+            })
+        })
+    });
+    let items: Vec<Vec<u8>> = (0..CHUNK)
+        .map(|i| format!("user{i}@example.com").into_bytes())
+        .collect();
+    g.bench_function("hash_mul_encode/dispatch", |b| {
+        b.iter_custom(|n| {
+            cpu_iters(n, || {
+                Ristretto255::hash_mul_and_encode_chunk(black_box(&items), &k, &mut out);
+            })
+        })
+    });
+    g.bench_function("hash_mul_encode/dalek", |b| {
+        b.iter_custom(|n| {
+            cpu_iters(n, || {
+                let pts: Vec<RistrettoPoint> = items
+                    .iter()
+                    .map(|x| Ristretto255::hash_to_point(black_box(x)))
+                    .collect();
+                Ristretto255::mul_and_encode_chunk_dalek(&pts, &k, &mut out);
             })
         })
     });

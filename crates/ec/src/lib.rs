@@ -197,6 +197,26 @@ pub trait PrimeGroup: Copy + Send + Sync + fmt::Debug + 'static {
         }
     }
 
+    /// Hash each item to the group ([`hash_to_point`](Self::hash_to_point)), multiply by `k`
+    /// and write the encodings: the per-chunk step of
+    /// [`hash_and_mul_batch`](Self::hash_and_mul_batch).
+    ///
+    /// The default hashes item by item and calls
+    /// [`mul_and_encode_chunk`](Self::mul_and_encode_chunk); a group may fuse the two (for
+    /// example run the map to the curve in SIMD lanes) as long as the output is identical.
+    /// `out.len()` must equal `items.len()` (the callers in this crate guarantee it).
+    fn hash_mul_and_encode_chunk<T: AsRef<[u8]>>(
+        items: &[T],
+        k: &SecretScalar<Self::ScalarInner>,
+        out: &mut [Self::Encoded],
+    ) {
+        let pts: Vec<Self::Point> = items
+            .iter()
+            .map(|x| Self::hash_to_point(x.as_ref()))
+            .collect();
+        Self::mul_and_encode_chunk(&pts, k, out);
+    }
+
     /// Domain-separated hash of an element for the final comparison round:
     /// `SHA-256(len(tag) || tag || encode(P))` with `tag = "obliv-ec-v1-point-hash-" || NAME`.
     fn hash_point(point: &Self::Point) -> [u8; 32] {
@@ -310,10 +330,7 @@ fn hash_and_mul_into<G: PrimeGroup, T: AsRef<[u8]> + Sync>(
 ) {
     out.par_chunks_mut(BATCH_CHUNK)
         .zip(items.par_chunks(BATCH_CHUNK))
-        .for_each(|(o, it)| {
-            let pts: Vec<G::Point> = it.iter().map(|x| G::hash_to_point(x.as_ref())).collect();
-            G::mul_and_encode_chunk(&pts, k, o);
-        });
+        .for_each(|(o, it)| G::hash_mul_and_encode_chunk(it, k, o));
 }
 
 /// The comparison hash of an encoded element (see [`PrimeGroup::hash_point`]); the bytes are

@@ -237,6 +237,42 @@ impl PrimeGroup for Ristretto255 {
         Self::mul_and_encode_chunk_dalek(points, k, out);
     }
 
+    fn hash_mul_and_encode_chunk<T: AsRef<[u8]>>(
+        items: &[T],
+        k: &SecretScalar<Scalar>,
+        out: &mut [[u8; 32]],
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(ifma) = ifma() {
+            // expand_message_xmd per item (SHA-512, serial), then the two Elligator maps, their
+            // sum, [k]H and the encoding in lanes: the same RFC 9496 §4.3.4 derivation as
+            // `hash_to_point`.
+            let uniform: Result<Vec<[u8; 64]>, Error> = items
+                .iter()
+                .map(|x| {
+                    let mut u = [0u8; 64];
+                    crate::sswu::expand::<ExpandMsgXmd<Sha512>>(
+                        x.as_ref(),
+                        Self::DEFAULT_DST,
+                        &mut u,
+                    )
+                    .map(|()| u)
+                })
+                .collect();
+            // DEFAULT_DST is non-empty and 64 bytes fit in one expand_message_xmd call: the
+            // expander cannot fail; if it did, the reference path below handles the chunk.
+            if let Ok(uniform) = uniform {
+                ifma.uniform_mul_encode(&uniform, &k.0, out);
+                return;
+            }
+        }
+        let pts: Vec<RistrettoPoint> = items
+            .iter()
+            .map(|x| Self::hash_to_point(x.as_ref()))
+            .collect();
+        Self::mul_and_encode_chunk_dalek(&pts, k, out);
+    }
+
     fn decode_mul_and_encode_chunk<E: AsRef<[u8]>>(
         encodings: &[E],
         first_index: usize,
@@ -317,6 +353,24 @@ mod tests {
                     .map(|p| (p * k.0).compress().to_bytes())
                     .collect();
                 assert_eq!(fast, single);
+            }
+        }
+    }
+
+    #[test]
+    fn hash_mul_and_encode_chunk_matches_dalek() {
+        for n in [0usize, 1, 9, 256] {
+            let items: Vec<Vec<u8>> = (0..n).map(|i| format!("item {i}").into_bytes()).collect();
+            for k in &scalars() {
+                let mut fast = vec![[0u8; 32]; n];
+                let mut slow = vec![[0u8; 32]; n];
+                Ristretto255::hash_mul_and_encode_chunk(&items, k, &mut fast);
+                let pts: Vec<RistrettoPoint> = items
+                    .iter()
+                    .map(|x| Ristretto255::hash_to_point(x))
+                    .collect();
+                Ristretto255::mul_and_encode_chunk_dalek(&pts, k, &mut slow);
+                assert_eq!(fast, slow, "n = {n}");
             }
         }
     }

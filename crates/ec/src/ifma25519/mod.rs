@@ -30,7 +30,10 @@ pub(crate) mod field;
 
 use core::arch::x86_64::__mmask8;
 use curve25519_dalek::scalar::Scalar;
-use field::{EDWARDS_D, EDWARDS_D2, F8, INVSQRT_A_MINUS_D, SQRT_M1, U8};
+use field::{
+    D_MINUS_ONE_SQ, EDWARDS_D, EDWARDS_D2, F8, INVSQRT_A_MINUS_D, ONE_MINUS_D_SQ,
+    SQRT_AD_MINUS_ONE, SQRT_M1, U8,
+};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
@@ -66,6 +69,19 @@ impl Ifma {
         // SAFETY: an `Ifma` value exists only after `detect` confirmed avx512f, avx512dq and
         // avx512ifma on this CPU, which is everything the target-feature function needs.
         unsafe { decode_mul_encode(encodings, &digits, out, reject_identity) }
+    }
+}
+
+impl Ifma {
+    /// For each 64-byte uniform string `b` (the output of `expand_message_xmd`), the encoding
+    /// of `[k]·(E(b[..32]) + E(b[32..]))` with `E` the ristretto255 Elligator map: RFC 9496
+    /// §4.3.4 element derivation (dalek's `RistrettoPoint::from_uniform_bytes`) followed by
+    /// the multiplication, all in lanes. `out.len()` must equal `uniform.len()`.
+    pub(crate) fn uniform_mul_encode(self, uniform: &[[u8; 64]], k: &Scalar, out: &mut [[u8; 32]]) {
+        let digits = radix16(&(k * Scalar::from_bytes_mod_order(INV_TWO)));
+        // SAFETY: an `Ifma` value exists only after `detect` confirmed avx512f, avx512dq and
+        // avx512ifma on this CPU, which is everything the target-feature function needs.
+        unsafe { uniform_mul_encode(uniform, &digits, out) }
     }
 }
 
@@ -441,10 +457,68 @@ fn decode_mul_encode(
         }
         states.push(DoubleEncode::new(&mul8(&p, half_digits)));
     }
+    encode_doubled(&states, out);
+    true
+}
+
+/// Ristretto255 element derivation in lanes (RFC 9496 §4.3.4; dalek's `from_uniform_bytes`),
+/// then `Q = [k/2]H`, then the batched encoding of `2Q`.
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+fn uniform_mul_encode(uniform: &[[u8; 64]], half_digits: &[i8; 64], out: &mut [[u8; 32]]) {
+    let mut states = Vec::with_capacity(uniform.len().div_ceil(8));
+    for chunk in uniform.chunks(8) {
+        let mut r1 = [[0u8; 32]; 8];
+        let mut r2 = [[0u8; 32]; 8];
+        for (lane, b) in chunk.iter().enumerate() {
+            r1[lane].copy_from_slice(&b[..32]);
+            r2[lane].copy_from_slice(&b[32..]);
+        }
+        let p1 = elligator8(&F8::from_bytes(&r1));
+        let p2 = elligator8(&F8::from_bytes(&r2));
+        let h = p1.add_niels(&p2.to_niels()).to_ext();
+        states.push(DoubleEncode::new(&mul8(&h, half_digits)));
+    }
+    encode_doubled(&states, out);
+}
+
+/// The ristretto255 Elligator map on eight field elements (RFC 9496 §4.3.4
+/// `MAP`; dalek's `elligator_ristretto_flavor`), constant time: one `SQRT_RATIO_M1` per lane
+/// and masked selects.
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+fn elligator8(r0: &F8) -> Ext8 {
+    let one = F8::one();
+    let d = F8::splat(EDWARDS_D);
+    let c = one.neg();
+    let r = F8::splat(SQRT_M1).mul(&r0.square());
+    let n_s = r.add(&one).mul(&F8::splat(ONE_MINUS_D_SQ));
+    let den = c.sub(&d.mul(&r)).mul(&r.add(&d));
+    let (ns_d_is_sq, s) = F8::sqrt_ratio_i(&n_s, &den);
+    let s_prime = s.mul(r0);
+    let s_prime = s_prime.cond_neg(!s_prime.is_negative());
+    let s = F8::select(&s, &s_prime, !ns_d_is_sq);
+    let c = F8::select(&c, &r, !ns_d_is_sq);
+    let n_t = c
+        .mul(&r.sub(&one))
+        .mul(&F8::splat(D_MINUS_ONE_SQ))
+        .sub(&den);
+    let s_sq = s.square();
+    Completed8 {
+        x: s.add(&s).mul(&den),
+        z: n_t.mul(&F8::splat(SQRT_AD_MINUS_ONE)),
+        y: one.sub(&s_sq),
+        t: one.add(&s_sq),
+    }
+    .to_ext()
+}
+
+/// Writes the encodings of `2Q` for every group of [`DoubleEncode`] states (eight points
+/// each, the last one possibly partial in `out`), with one eight-lane inversion for all.
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+fn encode_doubled(states: &[DoubleEncode], out: &mut [[u8; 32]]) {
     // Montgomery's trick, lane by lane: prefix products, one inversion, back.
     let mut prefix = Vec::with_capacity(states.len());
     let mut acc = F8::one();
-    for st in &states {
+    for st in states {
         prefix.push(acc);
         acc = acc.mul(&st.factor());
     }
@@ -458,7 +532,6 @@ fn decode_mul_encode(
             out[start..end].copy_from_slice(&enc[..end - start]);
         }
     }
-    true
 }
 
 #[cfg(test)]
@@ -795,6 +868,39 @@ mod tests {
         ];
         for k in &ks {
             assert_eq!(lane_batch(&pts, k), dalek_batch(&pts, k));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(16))]
+        /// The lane element derivation + multiplication against dalek's
+        /// `from_uniform_bytes` and `*`, for random strings and the all-0 / all-1 strings.
+        #[test]
+        fn uniform_matches_dalek(seed: u64, n in 0usize..19, k_small in 0u8..3) {
+            let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(seed);
+            let mut uniform: Vec<[u8; 64]> = (0..n)
+                .map(|_| {
+                    let mut b = [0u8; 64];
+                    rand::Rng::fill_bytes(&mut rng, &mut b);
+                    b
+                })
+                .collect();
+            if n > 2 {
+                uniform[0] = [0u8; 64];
+                uniform[1] = [0xffu8; 64];
+            }
+            let k = match k_small {
+                0 => Scalar::ONE,
+                1 => -Scalar::ONE,
+                _ => Scalar::random(&mut rng),
+            };
+            let mut out = vec![[0u8; 32]; n];
+            ifma().uniform_mul_encode(&uniform, &k, &mut out);
+            let want: Vec<[u8; 32]> = uniform
+                .iter()
+                .map(|b| (RistrettoPoint::from_uniform_bytes(b) * k).compress().to_bytes())
+                .collect();
+            prop_assert_eq!(out, want);
         }
     }
 
