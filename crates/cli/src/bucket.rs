@@ -9,6 +9,11 @@
 //! on that bucket's distinct keys. Matching rows are marked in a bit set
 //! (one bit per input row), and a last pass over the input writes them out.
 //!
+//! Sharding (`--shard I/N`): the same hash of a key ([`key_hash`], BLAKE3 in derive-key mode)
+//! gives two 64-bit words; the first picks the bucket, the second the shard (`h₂ mod N`). A
+//! shard counts, splits and runs only its own keys, so `B_own` follows from the shard's rows,
+//! and shard `I` of every party meets only shard `I` of the others (docs/sharding.md).
+//!
 //! Memory per party: one bucket's keys plus `rows / 8` bytes, whatever the input size.
 //! Leakage: each protocol run reveals its bucket's number of distinct keys to the peers, i.e.
 //! a histogram of a public hash of the keys, which says nothing about individual keys.

@@ -1,5 +1,14 @@
 //! One party of a PSI run: read the CSV keys, connect to the other parties, run the protocol,
 //! write the rows of the intersection, and report.
+//!
+//! Order of a run: validate and hash the input (input errors before any traffic), open the
+//! checkpoint (a foreign one is refused here), split the keys of this shard into bucket files,
+//! connect, then the job handshake: every party sends every other one its settings (which must
+//! be equal), its bucket count and its checkpoint's run id. From the same messages every party
+//! takes the same decision: resume (all hold checkpoints of one run with the agreed bucket
+//! count; finished-bucket bitmaps are exchanged and ANDed) or start a new run (rank 0 draws the
+//! id). Then one PSI per bucket not finished everywhere, each result recorded durably, and
+//! finally the output, assembled from all bucket results.
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::{Path, PathBuf};

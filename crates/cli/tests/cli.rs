@@ -798,7 +798,7 @@ fn progress_goes_to_stderr_never_into_the_results() {
         assert_eq!(report.lines().count(), 1, "stdout is the JSON report only");
         assert!(report.starts_with('{') && !report.contains('\r'));
         match mode {
-            "bar" => assert!(err.contains("\rpsi bucket") && err.contains("ETA"), "{err}"),
+            "bar" => assert!(err.contains("\rpsi ") && err.contains("ETA"), "{err}"),
             _ => assert!(
                 err.contains("obliv: psi") && err.contains("done") && !err.contains('\r'),
                 "{err}"
