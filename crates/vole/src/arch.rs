@@ -148,9 +148,9 @@ mod avx512 {
     //! coefficient bits and the fixed diagonal, shifted by `r + 1` elements and widened to
     //! 64-bit lanes); with `mix`, the element `v` on the fixed diagonal is then multiplied
     //! by `μ` (carry-less multiplications, VPCLMULQDQ). To keep that multiplication off the
-    //! critical path, `μ·v` goes to a pending register and the element is cleared: later
-    //! rows XOR into the cleared element, and the sum (the same value, by linearity of XOR)
-    //! is formed only when the element reaches the front of the window, 25 rows later.
+    //! critical path, `μ·v` goes to a pending register and the element is cleared: the
+    //! group's later rows XOR into the cleared element, and the sum (the same value, by
+    //! linearity of XOR) is formed at the end of the group.
     use core::arch::x86_64::{
         __m512i, _mm512_bslli_epi128, _mm512_bsrli_epi128, _mm512_clmulepi64_epi128,
         _mm512_loadu_si512, _mm512_mask_xor_epi64, _mm512_maskz_mov_epi8, _mm512_maskz_mov_epi64,
@@ -206,7 +206,7 @@ mod avx512 {
     macro_rules! conv_kernel {
         (
             $name:ident, $elem:ty, $per:literal, $regs:literal, $lanes:literal, $spread:literal,
-            [$($r:literal),*]
+            [$($r:literal),*], [$($next:literal),*]
         ) => {
             pub(super) mod $name {
                 use super::{
@@ -222,6 +222,9 @@ mod avx512 {
                 const LANES: usize = $lanes;
                 const ELEM_MASK: u64 = (1 << LANES) - 1;
                 const HALF: usize = 64 / LANES; // elements per 64 mask bits
+                /// The registers holding the fixed-diagonal elements of a group's rows.
+                const FIRST_MIXED: usize = 25 / PER;
+                const _: () = assert!((24 + PER) / PER <= FIRST_MIXED + 1); // the last row
 
                 /// Row `R` of the current group (see the module documentation above).
                 #[inline]
@@ -229,7 +232,7 @@ mod avx512 {
                 #[allow(clippy::cast_possible_truncation)] // 8-bit slices of the lane mask
                 fn row<const R: usize, const MIX: bool>(
                     w: &mut [__m512i; REGS],
-                    pend: &mut [__m512i; REGS],
+                    pend: &mut [__m512i; 2],
                     bcast: __m512i,
                     c: u32,
                 ) {
@@ -245,7 +248,7 @@ mod avx512 {
                         let (j, e) = ((R + 25) / PER, (R + 25) % PER);
                         let m = (ELEM_MASK << (LANES * e)) as u8;
                         let prod = _mm512_maskz_mov_epi64(m, mul_mix(w[j]));
-                        pend[j] = _mm512_xor_si512(pend[j], prod);
+                        pend[j - FIRST_MIXED] = _mm512_xor_si512(pend[j - FIRST_MIXED], prod);
                         w[j] = _mm512_maskz_mov_epi64(!m, w[j]);
                     }
                 }
@@ -276,27 +279,29 @@ mod avx512 {
                             idx[0], idx[1], idx[2], idx[3], idx[4], idx[5], idx[6], idx[7],
                         );
                     }
-                    // μ-products waiting to be added (see the module documentation).
-                    let mut pend = [_mm512_setzero_si512(); REGS];
                     let mut i = start;
                     while i + PER <= end && i + 32 + PER <= size {
-                        if MIX {
-                            w[0] = _mm512_xor_si512(w[0], pend[0]);
-                        }
+                        // μ-products of this group's fixed-diagonal elements (see the
+                        // module documentation), added back at the end of the group.
+                        let mut pend = [_mm512_setzero_si512(); 2];
                         let c = &coeffs[i - start..i - start + PER];
                         $( row::<$r, MIX>(&mut w, &mut pend, bcast[$r], c[$r]); )*
+                        if MIX {
+                            for (q, p) in pend.iter().enumerate() {
+                                let j = FIRST_MIXED + q;
+                                w[j] = _mm512_xor_si512(w[j], *p);
+                            }
+                        }
                         store64(bytemuck::cast_slice_mut(&mut x[i..i + PER]), w[0]);
-                        w.copy_within(1.., 0);
-                        pend.copy_within(1.., 0);
-                        pend[REGS - 1] = _mm512_setzero_si512();
                         let at = i + 32;
-                        w[REGS - 1] = load64(bytemuck::cast_slice(&x[at..at + PER]));
+                        // Spelled out (not a loop or `copy_within`), so that the window
+                        // stays in registers instead of becoming a memmove.
+                        w = [$(w[$next],)* load64(bytemuck::cast_slice(&x[at..at + PER]))];
                         i += PER;
                     }
-                    for (j, (v, q)) in w.iter().zip(&pend).enumerate() {
+                    for (j, v) in w.iter().enumerate() {
                         let at = i + PER * j;
-                        let v = _mm512_xor_si512(*v, *q);
-                        store64(bytemuck::cast_slice_mut(&mut x[at..at + PER]), v);
+                        store64(bytemuck::cast_slice_mut(&mut x[at..at + PER]), *v);
                     }
                     i
                 }
@@ -311,7 +316,8 @@ mod avx512 {
         8,
         2,
         0x5555_5555_5555_5555,
-        [0, 1, 2, 3]
+        [0, 1, 2, 3],
+        [1, 2, 3, 4, 5, 6, 7]
     );
     conv_kernel!(
         acc_pairs,
@@ -320,7 +326,8 @@ mod avx512 {
         16,
         4,
         0x1111_1111_1111_1111,
-        [0, 1]
+        [0, 1],
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
     );
 
     /// The byte version: a window of 128 bytes (`x[i..i+128]`, two registers) slides 64
