@@ -1,0 +1,598 @@
+//! RR22 PSI: VOLE-based PSI from the RR22 OKVS, in three variants.
+//!
+//! Raghuraman and Rindal, "Blazing Fast PSI from Improved OKVS and Subfield VOLE", CCS 2022,
+//! [ePrint 2022/320], §4 (Figure 4, the VOLE-based OPRF of [RS21] instantiated with their
+//! OKVS), following the message flow of volePSI's `RsOprf`/`RsPsi`.
+//!
+//! | [`Variant`] | module | OKVS | VOLE | compared bytes | security |
+//! |---|---|---|---|---|---|
+//! | [`Variant::Fast`] | [`fast`] | binned, GF(2^128) dense | GF(2^128) silent VOLE | `⌈(40 + log₂ n_r + log₂ n_s)/8⌉` | semi-honest |
+//! | [`Variant::LowComm`] | [`lowcomm`] | unbinned, binary dense, `u64` values | subfield VOLE over GF(2^64) | as fast | semi-honest |
+//! | [`Variant::Malicious`] | [`malicious`] | binned, GF(2^128) dense | malicious GF(2^128) silent VOLE on SoftSpokenOT | 16 | malicious (see there) |
+//!
+//! All variants run through [`run`] with an [`Rr22Config`]; the variant is part of the
+//! handshake (protocol ids 10, 11 and 12), so two parties that picked different variants stop
+//! with [`Error::HandshakeMismatch`] before any item-dependent data flows.
+//!
+//! # The protocol (common to the variants)
+//!
+//! The receiver R holds `X` (`n_r` items), the sender S holds `Y` (`n_s` items). Every item is
+//! hashed to a key `k = RO(item)` (BLAKE3 keyed with a key derived from a domain string)
+//! and to a value `h(k) = π(k) ⊕ k` (fixed-key AES, as volePSI hashes its inputs). With
+//! `Encode`/`Decode` an OKVS of size `m` for `n_r` keys (a GF(2)-linear map:
+//! `Decode(P ⊕ Q, k) = Decode(P, k) ⊕ Decode(Q, k)`):
+//!
+//! 1. Both sides exchange a [`Hello`] (protocol, role, bin size, set sizes).
+//! 2. R and S run a silent VOLE of length `m`: S gets `(Δ, B)`, R gets `(A, C)` with
+//!    `C = B ⊕ A·Δ`.
+//! 3. R picks a random OKVS seed, solves `P = Encode({k_x ↦ h(k_x)})` (a new seed on the
+//!    `2^-40` chance of failure), and sends the seed and `A' = A ⊕ P`.
+//! 4. S computes `K = B ⊕ A'·Δ = C ⊕ P·Δ`, so that for every key
+//!    `Decode(K, k) ⊕ h(k)·Δ = Decode(C, k) ⊕ (Decode(P, k) ⊕ h(k))·Δ`, which is
+//!    `Decode(C, k)` exactly when `k` is one of R's keys and uniform (through Δ) otherwise.
+//!    S sends `F(y) = H_out(k_y, Decode(K, k_y) ⊕ h(k_y)·Δ)` for its items, truncated,
+//!    sorted (which hides S's order) and without repeats.
+//! 5. R computes `H_out(k_x, Decode(C, k_x))` for each of its items and outputs the indices
+//!    whose value S sent.
+//!
+//! Duplicates: R may hold repeated items (every index of a common item is output); S's
+//! repeated items are sent once.
+//!
+//! [ePrint 2022/320]: https://eprint.iacr.org/2022/320
+//! [RS21]: https://eprint.iacr.org/2021/266
+
+use std::collections::HashSet;
+use std::hash::{BuildHasher, Hasher};
+
+use obliv_core::aes::Aes;
+use obliv_core::{Block, psi_compare_bytes};
+use obliv_net::Channel;
+use obliv_okvs::{DenseKind, DenseValue, Okvs};
+use rand_core::CryptoRng;
+use rayon::prelude::*;
+
+use crate::ecdh::{Role, frame, parse};
+use crate::error::{Error, Result};
+use crate::handshake::{self, Hello};
+
+pub mod fast;
+pub mod lowcomm;
+pub mod malicious;
+
+/// Protocol identifier of RR22 fast (semi-honest, GF(2^128) VOLE, binned OKVS).
+pub(crate) const PROTOCOL_FAST: u8 = 10;
+/// Protocol identifier of RR22 low-communication (semi-honest, GF(2^64) subfield VOLE).
+pub(crate) const PROTOCOL_LOW_COMM: u8 = 11;
+/// Protocol identifier of RR22 malicious.
+pub(crate) const PROTOCOL_MALICIOUS: u8 = 12;
+/// Statistical security parameter: OKVS failure and false-match probability `≤ 2^-40`.
+pub const STAT_SECURITY: u32 = 40;
+/// Largest set a peer may announce (bounds the VOLE and OKVS this side allocates); larger
+/// sets are split into buckets by the caller.
+pub const MAX_ITEMS: usize = 1 << 28;
+/// Blocks (or comparison values) per frame.
+const CHUNK: usize = 1 << 16;
+/// Encoding attempts before giving up (each fails with probability `≤ 2^-40`).
+const MAX_ATTEMPTS: usize = 8;
+
+const TAG_SEED: u8 = 1;
+const TAG_OKVS: u8 = 2;
+const TAG_COUNT: u8 = 3;
+const TAG_VALUES: u8 = 4;
+const TAG_COMMIT: u8 = 5;
+const TAG_OPEN: u8 = 6;
+
+const DOMAIN_ITEM: &str = "obliv-psi rr22 v1 item to key";
+
+/// Which RR22 variant to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Variant {
+    /// Semi-honest, GF(2^128) VOLE and the binned OKVS with GF(2^128) dense columns
+    /// ([`fast`]).
+    Fast,
+    /// Semi-honest, subfield VOLE over GF(2^64) and the unbinned OKVS with binary dense
+    /// columns and 64-bit values: about half the bytes of [`Variant::Fast`] ([`lowcomm`]).
+    LowComm,
+    /// Malicious VOLE, coin-tossed output-hash key, Davies–Meyer output hash with 16-byte
+    /// outputs ([`malicious`]).
+    Malicious,
+}
+
+impl Variant {
+    /// The handshake's protocol identifier (10, 11, 12).
+    pub fn protocol_id(self) -> u8 {
+        match self {
+            Variant::Fast => PROTOCOL_FAST,
+            Variant::LowComm => PROTOCOL_LOW_COMM,
+            Variant::Malicious => PROTOCOL_MALICIOUS,
+        }
+    }
+
+    /// The name used in messages and on the command line: `rr22-fast`, `rr22-lowcomm`,
+    /// `rr22-malicious`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Fast => "rr22-fast",
+            Variant::LowComm => "rr22-lowcomm",
+            Variant::Malicious => "rr22-malicious",
+        }
+    }
+}
+
+/// Parameters both parties must agree on (checked by the handshake).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rr22Config {
+    /// The variant.
+    pub variant: Variant,
+    /// Keys per OKVS bin (volePSI: 2^14); `1..=2^24`. Ignored (and not compared) by
+    /// [`Variant::LowComm`], whose OKVS is unbinned.
+    pub bin_size: usize,
+}
+
+impl Default for Rr22Config {
+    fn default() -> Self {
+        Rr22Config::new(Variant::Fast)
+    }
+}
+
+impl Rr22Config {
+    /// The default configuration (bins of [`obliv_okvs::DEFAULT_BIN_SIZE`]) of `variant`.
+    pub fn new(variant: Variant) -> Self {
+        Rr22Config {
+            variant,
+            bin_size: obliv_okvs::DEFAULT_BIN_SIZE,
+        }
+    }
+}
+
+fn role_code(r: Role) -> u8 {
+    match r {
+        Role::Receiver => 0,
+        Role::Sender => 1,
+    }
+}
+
+fn code_name(field: &'static str, v: u8) -> String {
+    match (field, v) {
+        ("protocol", PROTOCOL_FAST) => Variant::Fast.name().into(),
+        ("protocol", PROTOCOL_LOW_COMM) => Variant::LowComm.name().into(),
+        ("protocol", PROTOCOL_MALICIOUS) => Variant::Malicious.name().into(),
+        _ => crate::ecdh::code_name(field, v),
+    }
+}
+
+fn vole_err(e: obliv_vole::Error) -> Error {
+    match e {
+        obliv_vole::Error::Net(n) => Error::Net(n),
+        other => Error::Protocol(format!("VOLE: {other}")),
+    }
+}
+
+fn okvs_err(e: obliv_okvs::Error) -> Error {
+    Error::InvalidParameter(format!("OKVS: {e}"))
+}
+
+/// Keys `RO(item)` and values `h(k) = π(k) ⊕ k`, in parallel.
+fn keys_and_values<T: AsRef<[u8]> + Sync>(items: &[T]) -> (Vec<Block>, Vec<Block>) {
+    // BLAKE3 keyed by the derived key of the domain string: the same random oracle family
+    // as `obliv_core::hash::ro_hash`, with the key derivation done once instead of per item.
+    let key = blake3::derive_key(DOMAIN_ITEM, &[]);
+    let keys: Vec<Block> = items
+        .par_iter()
+        .map(|it| {
+            let h = blake3::keyed_hash(&key, it.as_ref());
+            let mut b = [0u8; 16];
+            b.copy_from_slice(&h.as_bytes()[..16]);
+            Block::from_bytes(b)
+        })
+        .collect();
+    let mut values = keys.clone();
+    values
+        .par_chunks_mut(1024)
+        .for_each(obliv_core::hash::cr_in_place);
+    (keys, values)
+}
+
+/// `z[i] ← H_out(k[i], z[i]) = π(π(z) ⊕ k) ⊕ π(z)`, the tweakable circular-correlation-robust
+/// hash of [GKWW20] (fixed-key AES) with the item key as tweak, in parallel batches.
+/// (volePSI's semi-honest mode uses the untweaked `π(z) ⊕ z`; both are modelled as random
+/// oracles in the RR22 proof.)
+///
+/// [GKWW20]: https://eprint.iacr.org/2019/074
+fn out_hash(keys: &[Block], z: &mut [Block]) {
+    z.par_chunks_mut(1024)
+        .zip(keys.par_chunks(1024))
+        .for_each(|(z, k)| {
+            let aes = Aes::fixed();
+            aes.encrypt_blocks(z);
+            let mut t: Vec<Block> = z.iter().zip(k).map(|(&p, &k)| p ^ k).collect();
+            aes.encrypt_blocks(&mut t);
+            for (z, t) in z.iter_mut().zip(&t) {
+                *z ^= *t;
+            }
+        });
+}
+
+/// The first `w ≤ 16` bytes of `b`, as an integer.
+fn truncate(b: Block, w: usize) -> u128 {
+    if w >= 16 {
+        b.0
+    } else {
+        b.0 & ((1u128 << (8 * w)) - 1)
+    }
+}
+
+/// Solves `out = Encode({keys[i] ↦ values[i]})` with the OKVS `make(seed)` for a fresh random
+/// seed, retrying on the `2^-λ` failures; returns the seed and the OKVS. If the first
+/// failure may come from repeated keys, the keys are deduplicated (values recomputed by
+/// `values_of`) and encoding retried.
+fn encode_with_retry<D, O, V, R>(
+    make: impl Fn(Block) -> Result<O>,
+    keys: &[Block],
+    values: &[V],
+    values_of: impl Fn(&[Block]) -> Vec<V>,
+    out: &mut [V],
+    rng: &mut R,
+) -> Result<(Block, O)>
+where
+    D: DenseKind,
+    O: Okvs<D>,
+    V: DenseValue<D>,
+    R: CryptoRng + ?Sized,
+{
+    let mut deduped: Option<(Vec<Block>, Vec<V>)> = None;
+    for _ in 0..MAX_ATTEMPTS {
+        let s = Block::random(rng);
+        let o = make(s)?;
+        let (k, v) = deduped
+            .as_ref()
+            .map_or((keys, values), |(k, v)| (&k[..], &v[..]));
+        match o.encode_into(k, v, out) {
+            Ok(()) => return Ok((s, o)),
+            // Repeated keys make the system singular (or are reported as such): on the first
+            // failure, drop repeats (rare failures of distinct keys just retry).
+            Err(e)
+                if deduped.is_none()
+                    && (e.is_retryable()
+                        || matches!(e, obliv_okvs::Error::DuplicateKey { .. })) =>
+            {
+                let mut uk = keys.to_vec();
+                uk.par_sort_unstable();
+                uk.dedup();
+                let uv = values_of(&uk);
+                deduped = Some((uk, uv));
+            }
+            Err(e) if e.is_retryable() => {}
+            Err(e) => return Err(okvs_err(e)),
+        }
+    }
+    Err(Error::InvalidParameter(format!(
+        "OKVS encoding failed {MAX_ATTEMPTS} times (probability 2^-{STAT_SECURITY} each)"
+    )))
+}
+
+/// Receives a 16-byte block in a frame of kind `tag` (`what` names it in the error).
+fn recv_block<C: Channel + ?Sized>(ch: &mut C, tag: u8, what: &str) -> Result<Block> {
+    let f = ch.recv_max(5 + 16)?;
+    let (t, index, payload) = parse(&f)?;
+    if t != tag || index != 0 || payload.len() != 16 {
+        return Err(Error::Protocol(format!("expected {what}")));
+    }
+    let mut b = [0u8; 16];
+    b.copy_from_slice(payload);
+    Ok(Block::from_bytes(b))
+}
+
+/// Receives the masked OKVS `A'` of `m` slots of `width` bytes in frames of [`CHUNK`] slots,
+/// handing each frame's payload (slot `i·CHUNK` onwards) to `apply`.
+fn recv_okvs<C, F>(ch: &mut C, m: usize, width: usize, mut apply: F) -> Result<()>
+where
+    C: Channel + ?Sized,
+    F: FnMut(usize, &[u8]),
+{
+    for i in 0..m.div_ceil(CHUNK) {
+        let expected = width * (m - i * CHUNK).min(CHUNK);
+        let f = ch.recv_max(5 + expected)?;
+        let (tag, index, payload) = parse(&f)?;
+        if tag != TAG_OKVS || index != i || payload.len() != expected {
+            return Err(Error::Protocol(format!(
+                "expected OKVS chunk {i} of {expected} bytes, got tag {tag} chunk {index} of {} bytes",
+                payload.len()
+            )));
+        }
+        apply(i * CHUNK, payload);
+    }
+    Ok(())
+}
+
+/// Sends the masked OKVS: slots `0..m`, each written by `write(i, buf)` (`width` bytes).
+fn send_okvs<C, F>(ch: &mut C, m: usize, width: usize, write: F) -> Result<()>
+where
+    C: Channel + ?Sized,
+    F: Fn(usize, &mut Vec<u8>),
+{
+    for i in 0..m.div_ceil(CHUNK) {
+        let range = i * CHUNK..(m.min((i + 1) * CHUNK));
+        let mut buf = Vec::with_capacity(5 + width * range.len());
+        buf.push(TAG_OKVS);
+        buf.extend_from_slice(&u32::try_from(i).unwrap_or(u32::MAX).to_le_bytes());
+        for j in range {
+            write(j, &mut buf);
+        }
+        ch.send_vec(buf)?;
+    }
+    ch.flush()?;
+    Ok(())
+}
+
+/// The sender's last message: its comparison values `out` truncated to `w` bytes, sorted and
+/// without repeats.
+fn send_values<C: Channel + ?Sized>(ch: &mut C, out: &[Block], w: usize) -> Result<()> {
+    let mut t: Vec<u128> = out.par_iter().map(|&b| truncate(b, w)).collect();
+    t.par_sort_unstable();
+    t.dedup();
+    ch.send_vec(frame(TAG_COUNT, 0, &(t.len() as u64).to_le_bytes())?)?;
+    for (i, chunk) in t.chunks(CHUNK).enumerate() {
+        let mut buf = Vec::with_capacity(5 + w * chunk.len());
+        buf.push(TAG_VALUES);
+        buf.extend_from_slice(&u32::try_from(i).unwrap_or(u32::MAX).to_le_bytes());
+        for v in chunk {
+            buf.extend_from_slice(&v.to_le_bytes()[..w]);
+        }
+        ch.send_vec(buf)?;
+    }
+    ch.flush()?;
+    Ok(())
+}
+
+/// Receives the sender's values (at most `n_s` of `w` bytes) and returns the indices `j`
+/// (ascending) whose `ours[j]`, truncated to `w` bytes, the sender sent.
+fn recv_and_intersect<C, R>(
+    ch: &mut C,
+    ours: &[Block],
+    n_s: usize,
+    w: usize,
+    rng: &mut R,
+) -> Result<Vec<usize>>
+where
+    C: Channel + ?Sized,
+    R: CryptoRng + ?Sized,
+{
+    let f = ch.recv_max(5 + 8)?;
+    let (tag, index, payload) = parse(&f)?;
+    if tag != TAG_COUNT || index != 0 || payload.len() != 8 {
+        return Err(Error::Protocol(
+            "expected the count of the sender's values".into(),
+        ));
+    }
+    let mut cb = [0u8; 8];
+    cb.copy_from_slice(payload);
+    let count = usize::try_from(u64::from_le_bytes(cb))
+        .ok()
+        .filter(|&c| c <= n_s)
+        .ok_or_else(|| Error::Protocol(format!("more values than the {n_s} items announced")))?;
+    let mut theirs: HashSet<u128, KeyedHash> =
+        HashSet::with_capacity_and_hasher(count, KeyedHash::new(rng));
+    for i in 0..count.div_ceil(CHUNK) {
+        let expected = (count - i * CHUNK).min(CHUNK) * w;
+        let f = ch.recv_max(5 + expected)?;
+        let (tag, index, payload) = parse(&f)?;
+        if tag != TAG_VALUES || index != i || payload.len() != expected {
+            return Err(Error::Protocol(format!(
+                "expected value chunk {i} of {expected} bytes, got tag {tag} chunk {index} of {} bytes",
+                payload.len()
+            )));
+        }
+        theirs.extend(payload.chunks_exact(w).map(crate::ecdh::pack));
+    }
+    Ok((0..ours.len())
+        .filter(|&j| theirs.contains(&truncate(ours[j], w)))
+        .collect())
+}
+
+/// Runs RR22 PSI (the variant of `cfg`) as `role` over `ch` on `items`.
+///
+/// Returns, for the receiver, the indices (ascending) of `items` in the intersection; `None`
+/// for the sender. Duplicate items are allowed (see the [module documentation](self)).
+///
+/// # Errors
+/// A handshake mismatch (different variants, bin sizes or roles), a network error, a VOLE or
+/// base-OT failure (as [`Error::Protocol`]; in the malicious variant this includes a failed
+/// consistency check or a wrong opening of the coin toss), a protocol violation (a frame of
+/// the wrong kind, order or size, a peer set above [`MAX_ITEMS`]), or
+/// [`Error::InvalidParameter`] for a bad configuration (or a low-communication sender set
+/// above [`lowcomm::MAX_SENDER_ITEMS`]).
+pub fn run<C, T, R>(
+    ch: &mut C,
+    role: Role,
+    items: &[T],
+    cfg: &Rr22Config,
+    rng: &mut R,
+) -> Result<Option<Vec<usize>>>
+where
+    C: Channel + ?Sized,
+    T: AsRef<[u8]> + Sync,
+    R: CryptoRng + ?Sized,
+{
+    if cfg.bin_size == 0 || cfg.bin_size > 1 << 24 || items.len() > MAX_ITEMS {
+        return Err(Error::InvalidParameter(format!(
+            "bin size must be in 1..=2^24 and at most {MAX_ITEMS} items"
+        )));
+    }
+    let batch = match cfg.variant {
+        Variant::LowComm => 0,
+        _ => u32::try_from(cfg.bin_size).unwrap_or(u32::MAX),
+    };
+    let ours = Hello {
+        protocol: cfg.variant.protocol_id(),
+        curve: 0,
+        role: role_code(role),
+        flags: 0,
+        batch,
+        n_items: items.len() as u64,
+        param: u64::from(STAT_SECURITY),
+    };
+    let other = match role {
+        Role::Receiver => Role::Sender,
+        Role::Sender => Role::Receiver,
+    };
+    let theirs = handshake::exchange(ch, &ours, role_code(other), code_name)?;
+    let n_peer = usize::try_from(theirs.n_items)
+        .ok()
+        .filter(|&n| n <= MAX_ITEMS)
+        .ok_or_else(|| {
+            Error::Protocol(format!(
+                "peer announced {} items, more than {MAX_ITEMS}",
+                theirs.n_items
+            ))
+        })?;
+    let (n_r, n_s) = match role {
+        Role::Receiver => (items.len(), n_peer),
+        Role::Sender => (n_peer, items.len()),
+    };
+    if cfg.variant == Variant::LowComm && n_s > lowcomm::MAX_SENDER_ITEMS {
+        return Err(Error::InvalidParameter(format!(
+            "rr22-lowcomm: the sender's {n_s} items exceed 2^24 (the 2^-40 bound needs \
+             n_s ≤ 2^24; split the set into buckets)"
+        )));
+    }
+    if n_r == 0 || n_s == 0 {
+        return Ok(match role {
+            Role::Receiver => Some(Vec::new()),
+            Role::Sender => None,
+        });
+    }
+    let w = psi_compare_bytes(STAT_SECURITY, n_r as u64, n_s as u64).min(16);
+    match (cfg.variant, role) {
+        (Variant::Fast, Role::Receiver) => {
+            fast::receiver(ch, items, n_s, w, cfg, false, rng).map(Some)
+        }
+        (Variant::Fast, Role::Sender) => {
+            fast::sender(ch, items, n_r, w, cfg, false, rng).map(|()| None)
+        }
+        (Variant::Malicious, Role::Receiver) => {
+            fast::receiver(ch, items, n_s, 16, cfg, true, rng).map(Some)
+        }
+        (Variant::Malicious, Role::Sender) => {
+            fast::sender(ch, items, n_r, 16, cfg, true, rng).map(|()| None)
+        }
+        (Variant::LowComm, Role::Receiver) => lowcomm::receiver(ch, items, n_s, w, rng).map(Some),
+        (Variant::LowComm, Role::Sender) => lowcomm::sender(ch, items, n_r, w, rng).map(|()| None),
+    }
+}
+
+/// A hasher for the receiver's set of (pseudorandom) comparison values, keyed with secret
+/// random words so that a hostile sender cannot choose values that collide in the table.
+#[derive(Clone, Copy)]
+struct KeyedHash {
+    k: [u64; 4],
+}
+
+impl KeyedHash {
+    fn new<R: CryptoRng + ?Sized>(rng: &mut R) -> Self {
+        KeyedHash {
+            k: [
+                rng.next_u64(),
+                rng.next_u64(),
+                rng.next_u64(),
+                rng.next_u64(),
+            ],
+        }
+    }
+}
+
+impl BuildHasher for KeyedHash {
+    type Hasher = KeyedHasher;
+    fn build_hasher(&self) -> KeyedHasher {
+        KeyedHasher {
+            keys: *self,
+            state: self.k[2],
+        }
+    }
+}
+
+/// The "folded multiply" `lo ⊕ hi` of the 128-bit product `a·b`.
+#[allow(clippy::cast_possible_truncation)] // splitting the u128 product into its halves
+fn folded_multiply(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// The hasher of [`KeyedHash`]: each 128-bit value is absorbed as
+/// `state ← fm(lo ⊕ k0, hi ⊕ k1) ⊕ state·…` with `fm` the folded multiply (the construction
+/// of foldhash/ahash's fallback), finished with one more keyed folded multiply.
+struct KeyedHasher {
+    keys: KeyedHash,
+    state: u64,
+}
+
+impl Hasher for KeyedHasher {
+    fn finish(&self) -> u64 {
+        folded_multiply(self.state, self.keys.k[3] | 1)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(16) {
+            let mut b = [0u8; 16];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.write_u128(u128::from_le_bytes(b));
+        }
+    }
+    #[allow(clippy::cast_possible_truncation)] // splitting a u128 into its two halves
+    fn write_u128(&mut self, x: u128) {
+        let lo = x as u64 ^ self.keys.k[0];
+        let hi = (x >> 64) as u64 ^ self.keys.k[1];
+        self.state = folded_multiply(lo, hi) ^ self.state.rotate_left(23);
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.write_u128(u128::from(x));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use obliv_core::AesRng;
+    use obliv_core::rand_core::SeedableRng;
+
+    #[test]
+    fn truncate_keeps_low_bytes() {
+        let b = Block(0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10);
+        assert_eq!(truncate(b, 16), b.0);
+        assert_eq!(truncate(b, 1), 0x10);
+        assert_eq!(truncate(b, 10), b.0 & ((1u128 << 80) - 1));
+    }
+
+    #[test]
+    fn keyed_hash_spreads_structured_values() {
+        // Values differing in one byte land in many distinct buckets (low bits) and tags
+        // (top 7 bits), whatever the position of the byte.
+        let mut rng = AesRng::from_seed([9; 16]);
+        let h = KeyedHash::new(&mut rng);
+        for shift in [0u32, 40, 64, 120] {
+            let lows: HashSet<u64> = (0..256u128)
+                .map(|v| h.hash_one(v << shift) & 0xff)
+                .collect();
+            let tops: HashSet<u64> = (0..256u128).map(|v| h.hash_one(v << shift) >> 57).collect();
+            assert!(
+                lows.len() > 120,
+                "shift {shift}: {} low buckets",
+                lows.len()
+            );
+            assert!(tops.len() > 80, "shift {shift}: {} tags", tops.len());
+        }
+    }
+
+    #[test]
+    fn variant_names_and_ids() {
+        for (v, id, name) in [
+            (Variant::Fast, 10, "rr22-fast"),
+            (Variant::LowComm, 11, "rr22-lowcomm"),
+            (Variant::Malicious, 12, "rr22-malicious"),
+        ] {
+            assert_eq!(v.protocol_id(), id);
+            assert_eq!(v.name(), name);
+            assert_eq!(code_name("protocol", id), name);
+        }
+    }
+}
