@@ -20,6 +20,8 @@ pub(crate) const HEADER_LEN: usize = 8 + 4 + 1 + 1 + 1 + 1 + 8 + 32 + 32;
 pub(crate) const POS_BYTES: usize = 5;
 /// Largest server set whose positions fit in [`POS_BYTES`].
 pub(crate) const MAX_POSITIONS: u64 = 1 << (8 * POS_BYTES);
+/// Records read per call in a lookup pass.
+const LOOKUP_CHUNK: usize = if cfg!(test) { 7 } else { 1 << 16 };
 /// Records per sorted run while building a cache (memory: `RUN · (w + 5)` bytes).
 const RUN: usize = 1 << 22;
 
@@ -145,32 +147,45 @@ impl Cache {
         order.sort_unstable_by(|&a, &b| val(a).cmp(val(b)));
         let mut rdr = self.body_reader()?;
         let mut hasher = blake3::Hasher::new();
-        let mut cur = vec![0u8; rec];
+        // Whole chunks of records: one read and one (SIMD) hash call per chunk.
+        let mut buf = vec![0u8; LOOKUP_CHUNK * rec];
         let mut prev = vec![0u8; rec];
         let mut client = Vec::new();
         let mut positions = Vec::new();
         let mut k = 0;
-        for i in 0..self.count {
-            rdr.read_exact(&mut cur).map_err(io_err(&self.path))?;
-            hasher.update(&cur);
-            if i > 0 && cur < prev {
-                return Err(Error::Cache("cache values out of order (tampered)".into()));
+        let mut left = self.count;
+        while left > 0 {
+            let n = usize::try_from(left).map_or(LOOKUP_CHUNK, |l| l.min(LOOKUP_CHUNK));
+            let chunk = &mut buf[..n * rec];
+            rdr.read_exact(chunk).map_err(io_err(&self.path))?;
+            hasher.update(chunk);
+            let first = left == self.count;
+            for (i, cur) in chunk.chunks_exact(rec).enumerate() {
+                let before = if i == 0 {
+                    &prev[..]
+                } else {
+                    &chunk[(i - 1) * rec..i * rec]
+                };
+                if !(first && i == 0) && cur < before {
+                    return Err(Error::Cache("cache values out of order (tampered)".into()));
+                }
+                let v = &cur[..w];
+                while k < order.len() && val(order[k]) < v {
+                    k += 1;
+                }
+                let mut j = k;
+                while j < order.len() && val(order[j]) == v {
+                    client.push(order[j]);
+                    j += 1;
+                }
+                if j > k && self.pos_bytes != 0 {
+                    let mut p = [0u8; 8];
+                    p[8 - POS_BYTES..].copy_from_slice(&cur[w..]);
+                    positions.push(u64::from_be_bytes(p));
+                }
             }
-            let v = &cur[..w];
-            while k < order.len() && val(order[k]) < v {
-                k += 1;
-            }
-            let mut j = k;
-            while j < order.len() && val(order[j]) == v {
-                client.push(order[j]);
-                j += 1;
-            }
-            if j > k && self.pos_bytes != 0 {
-                let mut p = [0u8; 8];
-                p[8 - POS_BYTES..].copy_from_slice(&cur[w..]);
-                positions.push(u64::from_be_bytes(p));
-            }
-            std::mem::swap(&mut cur, &mut prev);
+            prev.copy_from_slice(&chunk[(n - 1) * rec..]);
+            left -= n as u64;
         }
         if *hasher.finalize().as_bytes() != self.checksum {
             return Err(Self::checksum_error());
@@ -411,6 +426,30 @@ mod tests {
         let hits = c.lookup(&q).unwrap();
         assert_eq!(hits.client, vec![0, 2, 3]);
         assert_eq!(hits.positions, vec![3, 999, 1007]);
+    }
+
+    /// Records swapped and the checksum recomputed: the order check still refuses the file.
+    #[test]
+    fn out_of_order_body_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c");
+        let w = 8;
+        let mut vals = vec![0u8; 100 * w];
+        obliv_core::Prg::new(obliv_core::Block::from(8u128)).fill_bytes(&mut vals);
+        let mut b = CacheBuilder::new(&path, w, 0);
+        b.push(&vals, 0).unwrap();
+        b.finish(1, [0; 32]).unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let body = HEADER_LEN..bytes.len();
+        let (x, y) = (HEADER_LEN + 40 * w, HEADER_LEN + 41 * w);
+        for i in 0..w {
+            bytes.swap(x + i, y + i);
+        }
+        let sum = *blake3::hash(&bytes[body]).as_bytes();
+        bytes[56..88].copy_from_slice(&sum);
+        std::fs::write(&path, &bytes).unwrap();
+        let c = Cache::open(&path).unwrap();
+        assert!(matches!(c.lookup(&vals[..w]), Err(Error::Cache(_))));
     }
 
     fn b_runs_sorted(path: &Path, rec: usize) -> bool {
