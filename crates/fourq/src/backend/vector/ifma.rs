@@ -1,5 +1,18 @@
 //! Eight FourQ points at once with AVX-512 IFMA: GF(p²) in radix 2^43, the CL15 point
-//! formulas lane-wise, and the same-scalar ladder.
+//! formulas lane-wise, and three kernels built on them:
+//!
+//! * [`mul8`]: `[k]P` (optionally `[k]([392]P)`) for eight points and one recoded scalar —
+//!   φ, ψ and the 8-point table of [CL15, Alg. 2] per lane, then the 64 double-and-add steps
+//!   with one digit sequence for all lanes ([FLS15] GLV-SAC recoding, done once);
+//! * [`decode_mul8`]: on-curve decoding (FourQlib's `decode`: `√(u/v)`, the sign of `x`, the
+//!   curve equation) + cofactor clearing + the ladder, for received points;
+//! * [`map_and_clear8`]: FourQlib's `HashToCurve` map + cofactor clearing.
+//!
+//! The final normalisation (one inversion per chunk, Montgomery's trick) and the encoding run
+//! on the serial side (`Point::batch_to_bytes`).
+//!
+//! [CL15]: https://eprint.iacr.org/2015/565
+//! [FLS15]: https://eprint.iacr.org/2013/158
 //!
 //! # Representation
 //!
