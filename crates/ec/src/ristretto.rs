@@ -8,18 +8,34 @@
 //! membership of every received point. Ristretto255 gives a prime-order group with a
 //! canonical 32-byte encoding whose decoder rejects everything else, at the cost of one
 //! inverse square root per encode and per decode — the same cost as the affine conversion an
-//! X25519 ladder needs. The variable-base multiplication in dalek runs on its AVX-512 IFMA or
-//! AVX2 backend (picked at run time), which is faster than its Montgomery ladder
-//! (`MontgomeryPoint::mul_clamped`, serial field arithmetic only); the `ec` bench measures both
-//! (`25519/x25519_ladder` vs `25519/mul`). The hash is RFC 9380's `ristretto255_XMD:SHA-512_R255MAP_RO_`:
-//! `expand_message_xmd(msg, DST, 64)` with SHA-512, then RFC 9496 §4.3.4 element
-//! derivation (two Elligator maps and a sum), which is indifferentiable from a random oracle.
+//! X25519 ladder needs. dalek's variable-base multiplication (its AVX2 backend, picked at run
+//! time; its AVX-512 IFMA backend is only compiled in under `-C target-feature=+avx512ifma,+avx512vl`) is
+//! faster than its Montgomery ladder (`MontgomeryPoint::mul_clamped`, serial field arithmetic
+//! only); the `ec` bench measures both (`25519/x25519_ladder` vs `25519/mul`). The hash is
+//! RFC 9380's `ristretto255_XMD:SHA-512_R255MAP_RO_`: `expand_message_xmd(msg, DST, 64)` with
+//! SHA-512, then RFC 9496 §4.3.4 element derivation (two Elligator maps and a sum), which is
+//! indifferentiable from a random oracle.
 //!
-//! # Batch encoding
+//! # Batch paths: eight AVX-512 IFMA lanes, dalek as the fallback
 //!
-//! [`PrimeGroup::mul_and_encode_chunk`] computes `[k/2]P` for each point and then
-//! `double_and_compress_batch`, which encodes `[2][k/2]P = [k]P` for a whole chunk with a
-//! single shared inversion (dalek's batched Ristretto encoding of doubled points).
+//! The three batch steps — [`PrimeGroup::mul_and_encode_chunk`],
+//! [`PrimeGroup::decode_mul_and_encode_chunk`] and [`PrimeGroup::hash_mul_and_encode_chunk`] —
+//! run on this crate's eight-lane AVX-512 IFMA kernel (`ifma25519`: GF(2^255 − 19) in radix
+//! 2^51 with one point per 64-bit lane, the scalar recoded once per chunk, a constant-time
+//! table scan per digit, RFC 9496 decoding and Elligator maps in lanes, and the outputs
+//! encoded as `[2]([k/2]P)` with one shared inversion per chunk) when the CPU has
+//! `avx512f`, `avx512dq` and `avx512ifma` (checked once at run time) and the environment
+//! variable `OBLIV_EC_NO_SIMD` is unset; [`Ristretto255::batch_backend`] says which. Every
+//! output is byte-identical to the dalek path ([`Ristretto255::mul_and_encode_chunk_dalek`],
+//! [`Ristretto255::decode_mul_and_encode_chunk_dalek`]), which the tests check on random and
+//! edge inputs. A chunk with an invalid peer encoding is redone on the dalek path, so the
+//! errors (and the index they name) are the same too.
+//!
+//! On the dalek path, [`PrimeGroup::mul_and_encode_chunk`] computes `[k/2]P` for each point
+//! and then `double_and_compress_batch`, which encodes `[2][k/2]P = [k]P` for a whole chunk
+//! with a single shared inversion. dalek keeps point coordinates private, so the lanes take
+//! points from it as the encodings of `2P` from that same batched encoder and multiply them by
+//! `k/2`.
 
 use crate::{Error, PrimeGroup, SecretScalar};
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};

@@ -65,7 +65,8 @@ impl Ifma {
         reject_identity: bool,
     ) -> bool {
         // [k]P = [2]([k/2]P): the doubled points are encoded with one shared inversion.
-        let digits = radix16(&(k * Scalar::from_bytes_mod_order(INV_TWO)));
+        let half = Zeroizing::new(k * Scalar::from_bytes_mod_order(INV_TWO));
+        let digits = radix16(&half);
         // SAFETY: an `Ifma` value exists only after `detect` confirmed avx512f, avx512dq and
         // avx512ifma on this CPU, which is everything the target-feature function needs.
         unsafe { decode_mul_encode(encodings, &digits, out, reject_identity) }
@@ -78,7 +79,8 @@ impl Ifma {
     /// §4.3.4 element derivation (dalek's `RistrettoPoint::from_uniform_bytes`) followed by
     /// the multiplication, all in lanes. `out.len()` must equal `uniform.len()`.
     pub(crate) fn uniform_mul_encode(self, uniform: &[[u8; 64]], k: &Scalar, out: &mut [[u8; 32]]) {
-        let digits = radix16(&(k * Scalar::from_bytes_mod_order(INV_TWO)));
+        let half = Zeroizing::new(k * Scalar::from_bytes_mod_order(INV_TWO));
+        let digits = radix16(&half);
         // SAFETY: an `Ifma` value exists only after `detect` confirmed avx512f, avx512dq and
         // avx512ifma on this CPU, which is everything the target-feature function needs.
         unsafe { uniform_mul_encode(uniform, &digits, out) }
