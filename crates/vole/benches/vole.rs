@@ -61,9 +61,10 @@ macro_rules! timed {
     }};
 }
 
-/// Runs `iters` extensions of `n` on fresh generators; returns the CPU time of the busier
-/// party over the extensions (setup excluded; wall time if CPU time is unavailable) and the
-/// bytes exchanged per extension.
+/// Runs `iters` extensions of `n` on fresh generators after one untimed extension of `n`
+/// (steady state: bootstrapped pools, allocated working buffers); returns the CPU time of
+/// the busier party over the timed extensions (wall time if CPU time is unavailable) and
+/// the bytes exchanged per extension.
 fn run(flavor: Flavor, security: Security, n: usize, iters: u64) -> (Duration, u64) {
     let cfg = VoleConfig {
         security,
@@ -81,19 +82,19 @@ fn run(flavor: Flavor, security: Security, n: usize, iters: u64) -> (Duration, u
         match flavor {
             Flavor::Gf128 => {
                 let mut s = VoleSender::new(&mut c0, cfg, &mut rng).unwrap();
-                s.extend(&mut c0, 1000, &mut rng).unwrap(); // warm the pools
+                s.extend_chunks(&mut c0, n, &mut rng, sink).unwrap(); // steady state
                 b2.wait();
                 timed!(s, &mut c0, &mut rng, n, iters, sink)
             }
             Flavor::Subfield => {
                 let mut s = SubfieldVoleSender::new(&mut c0, cfg, &mut rng).unwrap();
-                s.extend(&mut c0, 1000, &mut rng).unwrap();
+                s.extend_chunks(&mut c0, n, &mut rng, sink).unwrap();
                 b2.wait();
                 timed!(s, &mut c0, &mut rng, n, iters, sink)
             }
             Flavor::Subfield64 => {
                 let mut s = Subfield64VoleSender::new(&mut c0, cfg, &mut rng).unwrap();
-                s.extend(&mut c0, 1000, &mut rng).unwrap();
+                s.extend_chunks(&mut c0, n, &mut rng, sink).unwrap();
                 b2.wait();
                 timed!(s, &mut c0, &mut rng, n, iters, sink)
             }
@@ -105,7 +106,8 @@ fn run(flavor: Flavor, security: Security, n: usize, iters: u64) -> (Duration, u
     let receiver_cpu = match flavor {
         Flavor::Gf128 => {
             let mut r = VoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
-            r.extend(&mut c1, 1000, &mut rng).unwrap();
+            r.extend_chunks(&mut c1, n, &mut rng, |_, _| Ok(()))
+                .unwrap();
             barrier.wait();
             before = c1.stats();
             timed!(
@@ -122,7 +124,8 @@ fn run(flavor: Flavor, security: Security, n: usize, iters: u64) -> (Duration, u
         }
         Flavor::Subfield => {
             let mut r = SubfieldVoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
-            r.extend(&mut c1, 1000, &mut rng).unwrap();
+            r.extend_chunks(&mut c1, n, &mut rng, |_, _| Ok(()))
+                .unwrap();
             barrier.wait();
             before = c1.stats();
             timed!(r, &mut c1, &mut rng, n, iters, |a: &[u8], c: &[Block]| {
@@ -132,7 +135,8 @@ fn run(flavor: Flavor, security: Security, n: usize, iters: u64) -> (Duration, u
         }
         Flavor::Subfield64 => {
             let mut r = Subfield64VoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
-            r.extend(&mut c1, 1000, &mut rng).unwrap();
+            r.extend_chunks(&mut c1, n, &mut rng, |_, _| Ok(()))
+                .unwrap();
             barrier.wait();
             before = c1.stats();
             timed!(r, &mut c1, &mut rng, n, iters, |a: &[u64], c: &[Block]| {

@@ -4,11 +4,20 @@
 //! |---|---|---|
 //! | [`SubfieldVoleSender`] | sender | `Δ ∈ GF(2^128)`, `B ∈ GF(2^128)^n` |
 //! | [`SubfieldVoleReceiver`] | receiver | `A ∈ GF(2)^n` (bytes 0/1), `C ∈ GF(2^128)^n` |
+//! | [`crate::Subfield64VoleSender`] | sender | `Δ`, `B ∈ GF(2^128)^n` |
+//! | [`crate::Subfield64VoleReceiver`] | receiver | `A ∈ GF(2^64)^n` (`u64`), `C ∈ GF(2^128)^n` |
 //! | [`VoleSender`] | sender | `Δ`, `B ∈ GF(2^128)^n` |
 //! | [`VoleReceiver`] | receiver | `A ∈ GF(2^128)^n`, `C ∈ GF(2^128)^n` |
 //!
 //! with `C[i] = B[i] + A[i]·Δ` for every `i` (`+` is XOR; for subfield VOLE `A[i]·Δ` is `Δ`
-//! or 0, so the pair is also a correlated OT). `Δ` is fixed for the life of a sender.
+//! or 0, so the pair is also a correlated OT; for the 64-bit one `A[i]` enters as
+//! [`crate::embed64`]`(A[i])`). `Δ` is fixed for the life of a sender.
+//!
+//! **Working buffers.** `extend_chunks` (and the GF(2^128) generators' `extend`) keep the
+//! extension's working vectors (`N ≈ 2·max_chunk` elements) in the generator for the next
+//! call, so a generator in steady state takes no page faults; the buffers hold the last
+//! chunk's outputs until they are overwritten, and are zeroized when the generator is
+//! dropped.
 //!
 //! **Chunks and bootstrapping.** A request for `n` correlations runs as a sequence of silent
 //! extensions of at most [`VoleConfig::max_chunk`] outputs each; every extension produces a
