@@ -906,6 +906,57 @@ mod tests {
         }
     }
 
+    /// RFC 9496 Appendix A.3 (element derivation; the last four are the edge cases with
+    /// non-canonical field inputs) through the lane hash path with `k = 1`.
+    #[test]
+    fn rfc9496_a3_in_lanes() {
+        let v = [
+            (
+                "5d1be09e3d0c82fc538112490e35701979d99e06ca3e2b5b54bffe8b4dc772c14d98b696a1bbfb5ca32c436cc61c16563790306c79eaca7705668b47dffe5bb6",
+                "3066f82a1a747d45120d1740f14358531a8f04bbffe6a819f86dfe50f44a0a46",
+            ),
+            (
+                "f116b34b8f17ceb56e8732a60d913dd10cce47a6d53bee9204be8b44f6678b270102a56902e2488c46120e9276cfe54638286b9e4b3cdb470b542d46c2068d38",
+                "f26e5b6f7d362d2d2a94c5d0e7602cb4773c95a2e5c31a64f133189fa76ed61b",
+            ),
+            (
+                "8422e1bbdaab52938b81fd602effb6f89110e1e57208ad12d9ad767e2e25510c27140775f9337088b982d83d7fcf0b2fa1edffe51952cbe7365e95c86eaf325c",
+                "006ccd2a9e6867e6a2c5cea83d3302cc9de128dd2a9a57dd8ee7b9d7ffe02826",
+            ),
+            (
+                "2cdc11eaeb95daf01189417cdddbf95952993aa9cb9c640eb5058d09702c74622c9965a697a3b345ec24ee56335b556e677b30e6f90ac77d781064f866a3c982",
+                "80bd07262511cdde4863f8a7434cef696750681cb9510eea557088f76d9e5065",
+            ),
+            (
+                "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff1200000000000000000000000000000000000000000000000000000000000000",
+                "304282791023b73128d277bdcb5c7746ef2eac08dde9f2983379cb8e5ef0517f",
+            ),
+            (
+                "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+                "304282791023b73128d277bdcb5c7746ef2eac08dde9f2983379cb8e5ef0517f",
+            ),
+            (
+                "0000000000000000000000000000000000000000000000000000000000000080ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+                "304282791023b73128d277bdcb5c7746ef2eac08dde9f2983379cb8e5ef0517f",
+            ),
+            (
+                "00000000000000000000000000000000000000000000000000000000000000001200000000000000000000000000000000000000000000000000000000000080",
+                "304282791023b73128d277bdcb5c7746ef2eac08dde9f2983379cb8e5ef0517f",
+            ),
+        ];
+        // Nine inputs (one repeated) so that the second group of lanes is partial.
+        let mut uniform: Vec<[u8; 64]> = v
+            .iter()
+            .map(|(i, _)| hex::decode(i).unwrap().try_into().unwrap())
+            .collect();
+        uniform.push(uniform[0]);
+        let mut out = vec![[0u8; 32]; uniform.len()];
+        ifma().uniform_mul_encode(&uniform, &Scalar::ONE, &mut out);
+        for (o, (_, want)) in out.iter().zip(v.iter().chain([&v[0]])) {
+            assert_eq!(hex::encode(o), *want);
+        }
+    }
+
     #[test]
     fn identity_rejected_when_asked() {
         let mut out = [[0u8; 32]; 3];
