@@ -1,8 +1,8 @@
 //! Times silent extensions per flavour, for quick figures:
-//! `cargo run --release -p obliv-vole --example vole_timing -- 20 [chunk [flavour [reps]]]`
+//! `cargo run --release -p obliv-vole --example vole_timing -- 20 [chunk [flavour [reps [sec]]]]`
 //! (log2 of n, optionally log2 of the largest chunk, default min(n, 2^21), one of
-//! `subfield`, `sub64`, `gf128` or `all`, and the number of repetitions, of which the best
-//! is printed). Each repetition is one streaming `extend_chunks` call of `n` on generators
+//! `subfield`, `sub64`, `gf128` or `all`, the number of repetitions, of which the best
+//! is printed, and `malicious` for the malicious variants). Each repetition is one streaming `extend_chunks` call of `n` on generators
 //! that are already set up. Prints per-party CPU time
 //! (Linux thread CPU clock) and the bytes exchanged.
 use std::time::{Duration, Instant};
@@ -35,9 +35,13 @@ fn main() {
         .unwrap_or(20);
     let n = 1usize << log;
     let chunk_log: Option<u32> = std::env::args().nth(2).and_then(|s| s.parse().ok());
+    let security = match std::env::args().nth(5).as_deref() {
+        Some("malicious") => obliv_vole::Security::Malicious,
+        _ => obliv_vole::Security::SemiHonest,
+    };
     let cfg = VoleConfig {
         max_chunk: chunk_log.map_or(n.min(obliv_vole::DEFAULT_MAX_CHUNK), |c| 1usize << c),
-        ..VoleConfig::default()
+        security,
     };
     let only: Option<String> = std::env::args().nth(3).filter(|f| f != "all");
     let reps: usize = std::env::args()

@@ -202,27 +202,21 @@ pub(crate) fn pack_bits(bits: &[u8]) -> Block {
     )
 }
 
-/// `Σ_j v[j]·X^{j+1}`, by Horner's rule in 8 interleaved lanes.
+/// `Σ_j v[j]·X^{j+1}`: inner products of blocks of 1024 leaves with `X^1, …, X^1024`
+/// (carry-less products summed unreduced, one reduction per block), combined by Horner's
+/// rule in `X^1024`.
 pub(crate) fn poly_hash(v: &[Block], x: Block) -> Block {
-    const L: usize = 8;
-    let mut pows = [Block::ZERO; L + 1];
-    pows[0] = Block::ONE;
-    for i in 1..=L {
-        pows[i] = gf128::mul(pows[i - 1], x);
+    const L: usize = 1024;
+    let mut pows = Vec::with_capacity(L.min(v.len()));
+    let mut p = x;
+    for _ in 0..L.min(v.len()) {
+        pows.push(p);
+        p = gf128::mul(p, x);
     }
-    let y = pows[L];
-    let m = v.len().div_ceil(L);
-    let mut acc = [Block::ZERO; L];
-    for row in (0..m).rev() {
-        for (r, a) in acc.iter_mut().enumerate() {
-            let j = row * L + r;
-            let vj = if j < v.len() { v[j] } else { Block::ZERO };
-            *a = gf128::mul(*a, y) ^ vj;
-        }
-    }
-    acc.iter()
-        .enumerate()
-        .fold(Block::ZERO, |s, (r, a)| s ^ gf128::mul(*a, pows[r + 1]))
+    let x_l = pows.last().copied().unwrap_or(Block::ONE); // X^L when there are ≥ 2 blocks
+    v.chunks(L).rev().fold(Block::ZERO, |acc, chunk| {
+        gf128::mul(acc, x_l) ^ gf128::inner_product(chunk, &pows[..chunk.len()])
+    })
 }
 
 /// `x^e` in constant time for `e < 2^48`.
@@ -701,7 +695,7 @@ mod tests {
     fn poly_hash_and_pow() {
         let mut prg = Prg::new(Block(10));
         let x = prg.next_block();
-        for len in [0usize, 1, 7, 8, 9, 100] {
+        for len in [0usize, 1, 7, 8, 9, 100, 1023, 1024, 1025, 3000] {
             let v = prg.blocks(len);
             let expect = v.iter().enumerate().fold(Block::ZERO, |s, (j, vj)| {
                 s ^ gf128::mul(*vj, pow_ct(x, j as u64 + 1))
