@@ -29,7 +29,7 @@
 //!   which R can compute for any candidate `y`: R would learn `y ∈ Y`). `Decode(P, k_y)` is a
 //!   fixed function of `P`, and `H64(k_y)` is a random-oracle output independent of `P` (`P`
 //!   only depends on the `H64(k_x)`, `x ∈ X`, and `k_y ≠ k_x` except with probability
-//!   `n_r·n_s·2^-128` — a collision of the 128-bit keys; collisions of `H64` alone between
+//!   `n_r·n_s·2^-120` — a collision of the item keys; collisions of `H64` alone between
 //!   different keys change nothing, since the OKVS rows differ). So
 //!   `Pr[e_y = 0] = 2^-64` per item and `Pr[∃y] ≤ n_s·2^-64`, which is `≤ 2^-40` for
 //!   `n_s ≤ 2^24` = [`MAX_SENDER_ITEMS`] (larger sets must be split into buckets; over

@@ -17,8 +17,9 @@
 //! # The protocol (common to the variants)
 //!
 //! The receiver R holds `X` (`n_r` items), the sender S holds `Y` (`n_s` items). Every item is
-//! hashed to a key `k = RO(item)` (BLAKE3 keyed with a key derived from a domain string)
-//! and to a value `h(k) = π(k) ⊕ k` (fixed-key AES, as volePSI hashes its inputs). With
+//! mapped to a 128-bit key `k` (injectively for items of up to 15 bytes, by BLAKE3 keyed with
+//! a key derived from a domain string for longer ones) and to a value `h(k) = π(k) ⊕ k`
+//! (fixed-key AES, as volePSI hashes its inputs). With
 //! `Encode`/`Decode` an OKVS of size `m` for `n_r` keys (a GF(2)-linear map:
 //! `Decode(P ⊕ Q, k) = Decode(P, k) ⊕ Decode(Q, k)`):
 //!
@@ -173,19 +174,32 @@ fn okvs_err(e: obliv_okvs::Error) -> Error {
     Error::InvalidParameter(format!("OKVS: {e}"))
 }
 
-/// Keys `RO(item)` and values `h(k) = π(k) ⊕ k`, in parallel.
+/// The 128-bit key of an item: items of at most 15 bytes are encoded injectively (the bytes,
+/// zero padding, and the length in the last byte, as volePSI feeds 16-byte items to its OKVS
+/// and hashes directly); longer items are hashed with BLAKE3 keyed by `key` (a random
+/// oracle), with the last byte set to `0xff` so that the two kinds never collide. A
+/// collision between long items needs a 120-bit BLAKE3 collision.
+#[allow(clippy::cast_possible_truncation)] // a length below 16
+fn item_key(key: &[u8; 32], item: &[u8]) -> Block {
+    let mut b = [0u8; 16];
+    if item.len() < 16 {
+        b[..item.len()].copy_from_slice(item);
+        b[15] = item.len() as u8;
+    } else {
+        b.copy_from_slice(&blake3::keyed_hash(key, item).as_bytes()[..16]);
+        b[15] = 0xff;
+    }
+    Block::from_bytes(b)
+}
+
+/// Keys `k = item_key(item)` and values `h(k) = π(k) ⊕ k`, in parallel.
 fn keys_and_values<T: AsRef<[u8]> + Sync>(items: &[T]) -> (Vec<Block>, Vec<Block>) {
     // BLAKE3 keyed by the derived key of the domain string: the same random oracle family
     // as `obliv_core::hash::ro_hash`, with the key derivation done once instead of per item.
     let key = blake3::derive_key(DOMAIN_ITEM, &[]);
     let keys: Vec<Block> = items
         .par_iter()
-        .map(|it| {
-            let h = blake3::keyed_hash(&key, it.as_ref());
-            let mut b = [0u8; 16];
-            b.copy_from_slice(&h.as_bytes()[..16]);
-            Block::from_bytes(b)
-        })
+        .map(|it| item_key(&key, it.as_ref()))
         .collect();
     let mut values = keys.clone();
     values
@@ -372,8 +386,7 @@ where
         .ok()
         .filter(|&c| c <= n_s)
         .ok_or_else(|| Error::Protocol(format!("more values than the {n_s} items announced")))?;
-    let mut theirs: HashSet<u128, KeyedHash> =
-        HashSet::with_capacity_and_hasher(count, KeyedHash::new(rng));
+    let mut theirs: Vec<u128> = Vec::with_capacity(count);
     for i in 0..count.div_ceil(CHUNK) {
         let expected = (count - i * CHUNK).min(CHUNK) * w;
         let f = ch.recv_max(5 + expected)?;
@@ -386,9 +399,65 @@ where
         }
         theirs.extend(payload.chunks_exact(w).map(crate::ecdh::pack));
     }
-    Ok((0..ours.len())
-        .filter(|&j| theirs.contains(&truncate(ours[j], w)))
-        .collect())
+    let ours: Vec<u128> = ours.iter().map(|&b| truncate(b, w)).collect();
+    Ok(intersect(&ours, &theirs, KeyedHash::new(rng)))
+}
+
+/// The indices `j` (ascending) with `ours[j] ∈ theirs`.
+///
+/// Both lists are first partitioned by the low bits of the values (pseudorandom for an
+/// honest sender) into parts of about 2^11 of the sender's values, so that each part's hash
+/// set stays in cache; a hostile sender that puts all its values in one part only gets one
+/// large keyed hash set, as without partitioning.
+fn intersect(ours: &[u128], theirs: &[u128], hasher: KeyedHash) -> Vec<usize> {
+    let bits = (usize::BITS - (theirs.len() >> 11).leading_zeros()).min(12);
+    let mask = (1usize << bits) - 1;
+    #[allow(clippy::cast_possible_truncation)] // the low bits of the value are the point
+    let part = |v: u128| (v as usize) & mask;
+    // Counting sort of `theirs` by part.
+    let mut start = vec![0usize; mask + 2];
+    for &v in theirs {
+        start[part(v) + 1] += 1;
+    }
+    for i in 0..=mask {
+        start[i + 1] += start[i];
+    }
+    let mut sorted = vec![0u128; theirs.len()];
+    let mut next = start.clone();
+    for &v in theirs {
+        let p = part(v);
+        sorted[next[p]] = v;
+        next[p] += 1;
+    }
+    // Our indices by part.
+    let mut ostart = vec![0usize; mask + 2];
+    for &v in ours {
+        ostart[part(v) + 1] += 1;
+    }
+    for i in 0..=mask {
+        ostart[i + 1] += ostart[i];
+    }
+    let mut oidx = vec![0usize; ours.len()];
+    let mut onext = ostart.clone();
+    for (j, &v) in ours.iter().enumerate() {
+        let p = part(v);
+        oidx[onext[p]] = j;
+        onext[p] += 1;
+    }
+    let mut set: HashSet<u128, KeyedHash> = HashSet::with_hasher(hasher);
+    let mut out = Vec::new();
+    for p in 0..=mask {
+        set.clear();
+        set.extend(sorted[start[p]..start[p + 1]].iter().copied());
+        out.extend(
+            oidx[ostart[p]..ostart[p + 1]]
+                .iter()
+                .copied()
+                .filter(|&j| set.contains(&ours[j])),
+        );
+    }
+    out.sort_unstable();
+    out
 }
 
 /// Runs RR22 PSI (the variant of `cfg`) as `role` over `ch` on `items`.
@@ -581,6 +650,52 @@ mod tests {
             );
             assert!(tops.len() > 80, "shift {shift}: {} tags", tops.len());
         }
+    }
+
+    #[test]
+    fn intersect_matches_plain() {
+        let mut rng = AesRng::from_seed([4; 16]);
+        for (nr, ns) in [
+            (0usize, 0usize),
+            (1, 0),
+            (0, 1),
+            (5, 7),
+            (3000, 5000),
+            (9000, 2),
+        ] {
+            let ours: Vec<u128> = (0..nr)
+                .map(|_| Block::random(&mut rng).0 % 20_000)
+                .collect();
+            let theirs: Vec<u128> = (0..ns)
+                .map(|_| Block::random(&mut rng).0 % 20_000)
+                .collect();
+            let set: HashSet<u128> = theirs.iter().copied().collect();
+            let want: Vec<usize> = (0..nr).filter(|&j| set.contains(&ours[j])).collect();
+            assert_eq!(intersect(&ours, &theirs, KeyedHash::new(&mut rng)), want);
+        }
+        // All of the sender's values in one part (a hostile sender): still correct.
+        let theirs: Vec<u128> = (0..10_000u128).map(|v| v << 64).collect();
+        let ours: Vec<u128> = (0..20_000u128).map(|v| v << 63).collect();
+        let got = intersect(&ours, &theirs, KeyedHash::new(&mut rng));
+        assert_eq!(got, (0..20_000).step_by(2).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn item_keys_are_injective_on_short_items() {
+        let key = [7u8; 32];
+        let a = item_key(&key, b"");
+        let b = item_key(&key, &[0]);
+        let c = item_key(&key, &[0, 0]);
+        let d = item_key(&key, &[1; 15]);
+        let e = item_key(&key, &[1; 16]);
+        let all = [a, b, c, d, e];
+        for i in 0..all.len() {
+            for j in 0..i {
+                assert_ne!(all[i], all[j]);
+            }
+        }
+        assert_eq!(e.to_bytes()[15], 0xff);
+        assert_eq!(d.to_bytes()[15], 15);
     }
 
     #[test]
