@@ -19,6 +19,7 @@
 //! a histogram of a public hash of the keys, which says nothing about individual keys.
 
 use std::fs::File;
+use std::hash::BuildHasher as _;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -205,13 +206,31 @@ pub struct BucketFiles {
 }
 
 /// One bucket in memory: its distinct keys, and for each of its rows the row number and the
-/// index of the row's key among `distinct`.
+/// index of the row's key among [`Bucket::distinct`].
+///
+/// The keys stay in the bucket file's bytes (one allocation for the whole bucket, not one per
+/// key); `distinct` lists where each distinct key lies in them.
 #[derive(Debug, Default)]
 pub struct Bucket {
-    /// Distinct keys in order of first appearance.
-    pub distinct: Vec<Vec<u8>>,
+    bytes: Vec<u8>,
+    spans: Vec<(usize, usize)>,
     /// `(row, key index)` for every row of the bucket.
     pub rows: Vec<(u64, u32)>,
+}
+
+impl Bucket {
+    /// The distinct keys, in an order fixed by a per-process keyed hash (not input order).
+    pub fn distinct(&self) -> Vec<&[u8]> {
+        self.spans
+            .iter()
+            .map(|&(at, len)| &self.bytes[at..at + len])
+            .collect()
+    }
+
+    /// Number of distinct keys.
+    pub fn distinct_len(&self) -> usize {
+        self.spans.len()
+    }
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> CliError + '_ {
@@ -299,35 +318,63 @@ impl BucketFiles {
         BufReader::new(File::open(path).map_err(io(path))?)
             .read_to_end(&mut bytes)
             .map_err(io(path))?;
-        let mut bucket = Bucket::default();
-        // A record is a 12-byte header plus its key; sizing the table for keys of about 12
-        // bytes up front avoids rehashing every key while it grows (12 % of a KKRT run).
-        let estimate = bytes.len() / 24;
-        let mut index: std::collections::HashMap<&[u8], u32> =
-            std::collections::HashMap::with_capacity(estimate);
-        bucket.rows.reserve(estimate);
-        let mut at = 0;
         let damaged = || CliError::Input(format!("bucket file {} is damaged", path.display()));
+        // Parse the records: (row, span of the key in `bytes`).
+        let mut records: Vec<(u64, usize, usize)> = Vec::with_capacity(bytes.len() / 24);
+        let mut at = 0;
         while at < bytes.len() {
             let head = bytes.get(at..at + 12).ok_or_else(damaged)?;
             let mut r = [0u8; 8];
             r.copy_from_slice(&head[..8]);
             let len = u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize;
             let key = bytes.get(at + 12..at + 12 + len).ok_or_else(damaged)?;
-            at += 12 + len;
-            if refine && bucket_of(key, total) != b {
-                continue;
+            if !refine || bucket_of(key, total) == b {
+                records.push((u64::from_le_bytes(r), at + 12, len));
             }
-            let next = u32::try_from(index.len()).map_err(|_| damaged())?;
-            let id = *index.entry(key).or_insert(next);
-            bucket.rows.push((u64::from_le_bytes(r), id));
+            at += 12 + len;
         }
-        let mut distinct = vec![Vec::new(); index.len()];
-        for (k, i) in index {
-            distinct[i as usize] = k.to_vec();
+        u32::try_from(records.len()).map_err(|_| damaged())?;
+        // Group equal keys by sorting (keyed hash, record) pairs instead of a hash table: one
+        // sort of 12-byte pairs instead of a random access per row into a table the size of
+        // the bucket, and no allocation per key. Equal hashes are confirmed byte by byte, so a
+        // collision costs time, never a wrong grouping.
+        let hasher = std::hash::RandomState::new();
+        let key = |i: usize| &bytes[records[i].1..records[i].1 + records[i].2];
+        #[allow(clippy::cast_possible_truncation)] // record count checked to fit u32 above
+        let mut order: Vec<(u64, u32)> = (0..records.len())
+            .map(|i| (hasher.hash_one(key(i)), i as u32))
+            .collect();
+        order.sort_unstable();
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        let mut ids = vec![0u32; records.len()];
+        let mut run_start = 0;
+        while run_start < order.len() {
+            let h = order[run_start].0;
+            let mut run_end = run_start;
+            while run_end < order.len() && order[run_end].0 == h {
+                run_end += 1;
+            }
+            // Distinct keys first seen in this run (almost always one).
+            let first_id = spans.len();
+            for &(_, rec) in &order[run_start..run_end] {
+                let rec = rec as usize;
+                let k = key(rec);
+                let found = (first_id..spans.len())
+                    .find(|&id| &bytes[spans[id].0..spans[id].0 + spans[id].1] == k);
+                let id = found.unwrap_or_else(|| {
+                    spans.push((records[rec].1, records[rec].2));
+                    spans.len() - 1
+                });
+                #[allow(clippy::cast_possible_truncation)] // ids < records.len() ≤ u32::MAX
+                {
+                    ids[rec] = id as u32;
+                }
+            }
+            run_start = run_end;
         }
-        bucket.distinct = distinct;
-        Ok(bucket)
+        // Rows in file order (the caller reports matches in input order).
+        let rows = records.iter().zip(ids).map(|(r, id)| (r.0, id)).collect();
+        Ok(Bucket { bytes, spans, rows })
     }
 }
 
@@ -468,9 +515,9 @@ mod tests {
         for b in 0..files.len() {
             let bucket = files.load(b, 7).unwrap();
             rows += bucket.rows.len();
-            for k in &bucket.distinct {
+            for k in bucket.distinct() {
                 assert_eq!(bucket_of(k, 7), b);
-                assert!(seen.insert(k.clone()), "a key in two buckets");
+                assert!(seen.insert(k.to_vec()), "a key in two buckets");
             }
         }
         assert_eq!((rows, seen.len()), (500, 200));
@@ -487,7 +534,7 @@ mod tests {
         let mut total = 0;
         for b in 0..16 {
             let bucket = four.load(b, 16).unwrap();
-            assert!(bucket.distinct.iter().all(|k| bucket_of(k, 16) == b));
+            assert!(bucket.distinct().iter().all(|k| bucket_of(k, 16) == b));
             total += bucket.rows.len();
         }
         assert_eq!(total, 500);

@@ -627,30 +627,23 @@ fn run_buckets<C: Channel>(
     for &b in &todo {
         bar.set_label(format!("psi bucket {}/{total}", b + 1));
         let bucket = files.load(usize::try_from(b).unwrap_or(0), total_usize)?;
+        let keys = bucket.distinct();
         let out = match cfg.protocol {
             Protocol::Ecdh => {
                 let ch = session.channel(1 - cfg.rank)?;
-                ecdh::run(ch, role, &bucket.distinct, &ecfg, &mut rng)?
+                ecdh::run(ch, role, &keys, &ecfg, &mut rng)?
             }
-            Protocol::Ecdh3pc => ecdh3::run(
-                &mut session,
-                cfg.receiver,
-                &bucket.distinct,
-                &ecfg,
-                &mut rng,
-            )?,
+            Protocol::Ecdh3pc => ecdh3::run(&mut session, cfg.receiver, &keys, &ecfg, &mut rng)?,
             Protocol::Rr22 => {
                 let ch = session.channel(1 - cfg.rank)?;
-                rr22::run(ch, role, &bucket.distinct, &Rr22Config::default(), &mut rng)?
+                rr22::run(ch, role, &keys, &Rr22Config::default(), &mut rng)?
             }
             Protocol::Kkrt => {
                 let ch = session.channel(1 - cfg.rank)?;
                 match kkrt_session.as_mut() {
-                    Some(KkrtSession::Receiver(r)) => {
-                        Some(r.run(ch, &bucket.distinct, &mut rng)?)
-                    }
+                    Some(KkrtSession::Receiver(r)) => Some(r.run(ch, &keys, &mut rng)?),
                     Some(KkrtSession::Sender(s)) => {
-                        s.run(ch, &bucket.distinct, &mut rng)?;
+                        s.run(ch, &keys, &mut rng)?;
                         None
                     }
                     None => return Err(CliError::Protocol("KKRT session missing".into())),
@@ -659,13 +652,13 @@ fn run_buckets<C: Channel>(
         };
         let mut result = BucketResult {
             rows_in: bucket.rows.len() as u64,
-            keys_in: bucket.distinct.len() as u64,
+            keys_in: keys.len() as u64,
             keys_out: 0,
             rows: None,
         };
         if let Some(idx) = out {
             result.keys_out = idx.len() as u64;
-            let mut hit = vec![false; bucket.distinct.len()];
+            let mut hit = vec![false; keys.len()];
             for i in idx {
                 if let Some(h) = hit.get_mut(i) {
                     *h = true;
