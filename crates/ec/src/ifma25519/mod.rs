@@ -28,7 +28,7 @@
 
 pub(crate) mod field;
 
-use core::arch::x86_64::__mmask8;
+use core::arch::x86_64::{__mmask8, _mm512_mask_blend_epi64};
 use curve25519_dalek::scalar::Scalar;
 use field::{
     D_MINUS_ONE_SQ, EDWARDS_D, EDWARDS_D2, F8, INVSQRT_A_MINUS_D, ONE_MINUS_D_SQ,
@@ -266,11 +266,28 @@ fn select(table: &[Niels8; 8], d: i8) -> Niels8 {
     // |d| ≤ 8: the cast is lossless.
     #[allow(clippy::cast_sign_loss)]
     let abs = (d.wrapping_add(sign) ^ sign) as u8;
-    let mut t = Niels8::identity();
-    for (j, e) in (1u8..).zip(table.iter()) {
-        let mask: __mmask8 = 0u8.wrapping_sub(abs.ct_eq(&j).unwrap_u8());
-        t = Niels8::select(&t, e, mask);
+    let mut masks = [0u8; 8];
+    for (m, j) in masks.iter_mut().zip(1u8..) {
+        *m = 0u8.wrapping_sub(abs.ct_eq(&j).unwrap_u8());
     }
+    // One coordinate at a time over all entries, so that only five accumulators are live
+    // (and each mask is loaded into a mask register once per coordinate).
+    let scan = |get: fn(&Niels8) -> &F8, init: F8| {
+        let mut out = init;
+        for (e, &m) in table.iter().zip(masks.iter()) {
+            for (o, l) in out.0.iter_mut().zip(get(e).0) {
+                *o = _mm512_mask_blend_epi64(m, *o, l);
+            }
+        }
+        out
+    };
+    let id = Niels8::identity();
+    let t = Niels8 {
+        y_plus_x: scan(|e| &e.y_plus_x, id.y_plus_x),
+        y_minus_x: scan(|e| &e.y_minus_x, id.y_minus_x),
+        z: scan(|e| &e.z, id.z),
+        t2d: scan(|e| &e.t2d, id.t2d),
+    };
     #[allow(clippy::cast_sign_loss)]
     let neg: __mmask8 = 0u8.wrapping_sub((sign as u8) & 1);
     t.cond_neg(neg)
