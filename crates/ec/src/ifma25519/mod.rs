@@ -231,18 +231,6 @@ impl Niels8 {
         }
     }
 
-    /// Lane-wise select (`b` where `mask` is set).
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    fn select(a: &Self, b: &Self, mask: __mmask8) -> Self {
-        Niels8 {
-            y_plus_x: F8::select(&a.y_plus_x, &b.y_plus_x, mask),
-            y_minus_x: F8::select(&a.y_minus_x, &b.y_minus_x, mask),
-            z: F8::select(&a.z, &b.z, mask),
-            t2d: F8::select(&a.t2d, &b.t2d, mask),
-        }
-    }
-
     /// `−P` where `mask` is set: swap `Y + X` and `Y − X`, negate `2dT`.
     #[inline]
     #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
