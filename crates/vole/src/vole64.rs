@@ -12,7 +12,7 @@
 //! ```
 //!
 //! where [`embed64`] places the 64 bits of `A[i]` in the low half of a block: the polynomial
-//! `Σ_{j<64} a_j·X^j` of degree `< 64` in GF(2^128) = GF(2)[X]/(X^128 + X^7 + X^2 + X + 1).
+//! `Σ_{j<64} a_j·X^j` of degree `< 64` in GF(2^128) = GF(2)\[X\]/(X^128 + X^7 + X^2 + X + 1).
 //! The correlation only uses the GF(2)-linear structure of `embed64` (`embed64(a ⊕ b) =
 //! embed64(a) ⊕ embed64(b)`), so `A[i]` may be read as an element of GF(2^64) in any basis,
 //! or simply as 64 bits: bit `j` of `A` and the blocks `X^j·Δ` form 64 correlated OTs
