@@ -2,6 +2,8 @@
 //! The only `unsafe` in this crate lives here.
 #![allow(unsafe_code)]
 
+pub(crate) mod blake3x16;
+
 cpufeatures::new!(has_pclmul, "pclmulqdq", "sse2");
 
 /// Whether the PCLMULQDQ kernels can run (checked once, then cached).

@@ -195,12 +195,10 @@ fn hello<C: Channel + ?Sized>(
 /// Hashes items to blocks: `RO("obliv-psi kkrt16 v1 item", item)`, in parallel on rayon.
 pub fn hash_items<T: AsRef<[u8]> + Sync>(items: &[T]) -> Vec<Block> {
     items
-        .par_iter()
-        .map_init(
-            || RoHasher::new(ITEM_DOMAIN),
-            |h, t| h.hash_block(t.as_ref()),
-        )
-        .collect()
+        .par_chunks(4096)
+        .map_init(|| RoHasher::new(ITEM_DOMAIN), |h, c| h.hash_blocks(c))
+        .collect::<Vec<_>>()
+        .concat()
 }
 
 /// `⟨k⟩`: the encoding of hash function `k` xored into the OPRF input.
