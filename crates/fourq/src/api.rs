@@ -468,6 +468,30 @@ mod tests {
         }
     }
 
+    /// Exhaustive over all 392 points of `E[392]` (including the four where the φ/ψ formulas
+    /// degenerate): alone each is rejected as small order, added to a subgroup point it is
+    /// projected away; on the default backend (IFMA lanes here) and the serial one.
+    #[test]
+    fn projection_exhaustive_on_torsion() {
+        let ts = crate::hash::torsion_tests::torsion_points();
+        assert_eq!(ts.len(), 392);
+        let k = Scalar::from_u64(0xfeed_beef_1234);
+        let p = Point::hash_to_curve(b"projection");
+        let want = (p * k).to_bytes();
+        let alone: Vec<[u8; 32]> = ts.iter().map(Point::to_bytes).collect();
+        let shifted: Vec<[u8; 32]> = ts.iter().map(|t| (p + t).to_bytes()).collect();
+        for r in Point::mul_many_encoded_projecting(&k, &alone) {
+            assert_eq!(r, Err(Error::SmallOrder));
+        }
+        for r in Point::mul_many_encoded_projecting(&k, &shifted) {
+            assert_eq!(r, Ok(want));
+        }
+        let rec = scalar_mul::recode_u256(&k.mul(&Scalar(INV_COFACTOR)).limbs());
+        let (d, r) = decode_mul_chunk(&rec, &shifted, Backend::Serial);
+        assert!(d.iter().all(Result::is_ok));
+        assert!(r.iter().all(|q| q.to_bytes() == want));
+    }
+
     #[test]
     fn inverse_cofactor() {
         assert_eq!(
