@@ -355,7 +355,7 @@ impl F8 {
     /// most 5 `lo` and 5 doubled `hi` terms, so `cₖ < 15·2^52 < 2^56`, and
     /// `cₖ + 19·cₖ₊₅ < 20·2^56 < 2^61` does not overflow 64 bits. The carry step then leaves
     /// limbs below `2^51 + 19·2^13`.
-    #[inline]
+    #[inline(never)]
     #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn mul(&self, rhs: &F8) -> F8 {
         self.mul_nc(rhs).reduce()
