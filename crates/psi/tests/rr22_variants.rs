@@ -397,3 +397,39 @@ impl Channel for Tamper {
         self.inner.stats()
     }
 }
+
+#[test]
+fn malicious_hostile_receiver_messages_are_rejected() {
+    // A malicious-variant receiver that runs the handshake and the malicious VOLE honestly,
+    // then sends a seed frame of the semi-honest length (no w_r), or a short OKVS: the sender
+    // fails with an error, without opening its coin-toss share.
+    let m = obliv_okvs::Okvs::size(
+        &obliv_okvs::BinnedPaxos::<obliv_okvs::Gf128>::new(1000, 40, obliv_core::Block(0)).unwrap(),
+    );
+    for frames in [
+        vec![frame(1, 0, &[0; 16])],
+        vec![frame(1, 0, &[0; 32]), frame(2, 0, &[0; 16])],
+        vec![frame(1, 0, &[0; 32]), frame(4, 0, &vec![0; 16 * m])],
+    ] {
+        let (mut a, mut b) = mem_pair();
+        let y = items(0..1000, 0);
+        let t = std::thread::spawn(move || {
+            let mut rng = AesRng::from_seed([3; 16]);
+            rr22::run(&mut b, Role::Sender, &y, &Rr22Config::new(MAL), &mut rng)
+        });
+        a.send(&hello(12, 0, 1 << 14, 1000)).unwrap();
+        a.recv().unwrap();
+        let commitment = a.recv().unwrap();
+        assert_eq!(commitment.len(), 5 + 32);
+        let mut rng = AesRng::from_seed([4; 16]);
+        rr22::malicious::vole_receive(&mut a, m, &mut rng).unwrap();
+        for f in frames {
+            a.send(&f).unwrap();
+        }
+        a.flush().unwrap();
+        let e = t.join().unwrap().unwrap_err();
+        assert!(matches!(e, Error::Protocol(_) | Error::Net(_)), "{e}");
+        // Nothing after the error: in particular no opening of w_s.
+        assert!(a.recv().is_err());
+    }
+}
