@@ -163,7 +163,7 @@ struct DemoArgs {
 
 #[derive(Args, Debug)]
 struct PartyArgs {
-    /// Protocol: ecdh, ecdh-3pc, kkrt, rr22 (rr22-lowcomm, rr22-malicious as they land).
+    /// Protocol: ecdh, ecdh-3pc, kkrt, rr22, rr22-lowcomm, rr22-malicious.
     #[arg(long)]
     protocol: Option<String>,
     /// Curve of the ECDH protocols.

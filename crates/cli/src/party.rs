@@ -36,8 +36,9 @@ pub enum Protocol {
     /// Three-party ECDH-PSI (the receiver also learns the size of the other two parties'
     /// intersection).
     Ecdh3pc,
-    /// RR22 PSI, fast semi-honest variant (OKVS + silent VOLE).
-    Rr22,
+    /// RR22 PSI (OKVS + silent VOLE): `rr22` (fast, semi-honest), `rr22-lowcomm` (semi-honest,
+    /// about half the bytes) or `rr22-malicious`.
+    Rr22(rr22::Variant),
     /// KKRT16 PSI (OPRF from OT extension + cuckoo hashing); base OTs once per session.
     Kkrt,
 }
@@ -46,7 +47,7 @@ impl Protocol {
     /// Number of parties the protocol runs between.
     pub fn parties(self) -> usize {
         match self {
-            Protocol::Ecdh | Protocol::Rr22 | Protocol::Kkrt => 2,
+            Protocol::Ecdh | Protocol::Rr22(_) | Protocol::Kkrt => 2,
             Protocol::Ecdh3pc => 3,
         }
     }
@@ -58,11 +59,10 @@ impl std::str::FromStr for Protocol {
         match s {
             "ecdh" => Ok(Protocol::Ecdh),
             "ecdh-3pc" => Ok(Protocol::Ecdh3pc),
-            "rr22" => Ok(Protocol::Rr22),
+            "rr22" => Ok(Protocol::Rr22(rr22::Variant::Fast)),
+            "rr22-lowcomm" => Ok(Protocol::Rr22(rr22::Variant::LowComm)),
+            "rr22-malicious" => Ok(Protocol::Rr22(rr22::Variant::Malicious)),
             "kkrt" => Ok(Protocol::Kkrt),
-            "rr22-lowcomm" | "rr22-malicious" => Err(CliError::Usage(format!(
-                "protocol {s:?} is not available in this build of obliv (available: ecdh, ecdh-3pc, kkrt, rr22)"
-            ))),
             _ => Err(CliError::Usage(format!(
                 "unknown protocol {s:?} (ecdh, ecdh-3pc, kkrt, rr22, rr22-lowcomm, rr22-malicious)"
             ))),
@@ -75,7 +75,9 @@ impl std::fmt::Display for Protocol {
         f.write_str(match self {
             Protocol::Ecdh => "ecdh",
             Protocol::Ecdh3pc => "ecdh-3pc",
-            Protocol::Rr22 => "rr22",
+            // The CLI keeps the name `rr22` for the fast variant.
+            Protocol::Rr22(rr22::Variant::Fast) => "rr22",
+            Protocol::Rr22(v) => v.name(),
             Protocol::Kkrt => "kkrt",
         })
     }
@@ -634,9 +636,9 @@ fn run_buckets<C: Channel>(
                 ecdh::run(ch, role, &keys, &ecfg, &mut rng)?
             }
             Protocol::Ecdh3pc => ecdh3::run(&mut session, cfg.receiver, &keys, &ecfg, &mut rng)?,
-            Protocol::Rr22 => {
+            Protocol::Rr22(variant) => {
                 let ch = session.channel(1 - cfg.rank)?;
-                rr22::run(ch, role, &keys, &Rr22Config::default(), &mut rng)?
+                rr22::run(ch, role, &keys, &Rr22Config::new(variant), &mut rng)?
             }
             Protocol::Kkrt => {
                 let ch = session.channel(1 - cfg.rank)?;

@@ -454,8 +454,8 @@ fn buckets_of_different_local_counts_meet() {
 }
 
 #[test]
-fn rr22_and_kkrt_between_two_processes() {
-    for protocol in ["rr22", "kkrt"] {
+fn rr22_variants_and_kkrt_between_two_processes() {
+    for protocol in ["rr22", "rr22-lowcomm", "rr22-malicious", "kkrt"] {
         fast_protocol_between_two_processes(protocol);
     }
 }
