@@ -55,6 +55,7 @@ pub mod base;
 pub mod code;
 mod error;
 pub mod extend;
+mod generator;
 mod ggm;
 mod vole;
 pub mod vole64;

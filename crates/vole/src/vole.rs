@@ -38,6 +38,9 @@ use zeroize::Zeroize;
 use crate::base::{ReceiverBase, SenderBase};
 use crate::error::{Error, Result};
 use crate::extend::{self, AVec, Kind, Params, Security, pack_bits, pack128};
+use crate::generator::{
+    OuterReceiver, OuterSender, Packed, ReceiverStep, SenderStep, TAG_SUBFIELD, debug_generator,
+};
 
 /// The default largest extension: 2^21 outputs (a working vector of `N ≈ 2^22` blocks, 64
 /// MiB, per party; the receivers of the 64-bit and GF(2^128) VOLEs also keep `N` 32-byte
@@ -99,19 +102,9 @@ impl VoleConfig {
         .cots_needed()
     }
 
-    /// Base 64-bit subfield VOLEs a [`crate::Subfield64VoleSender`] keeps in reserve.
-    pub(crate) fn sub64_reserve(&self) -> usize {
-        Params::new(
-            Kind::Subfield64,
-            self.max_chunk + RESERVE_SLACK,
-            self.security,
-        )
-        .voles_needed()
-    }
-
-    /// Base VOLEs a GF(2^128) generator keeps in reserve.
-    fn field_reserve(&self) -> usize {
-        Params::new(Kind::Field, self.max_chunk + RESERVE_SLACK, self.security).voles_needed()
+    /// Base VOLEs a generator of `kind` (GF(2^128) or 64-bit subfield) keeps in reserve.
+    pub(crate) fn vole_reserve(&self, kind: Kind) -> usize {
+        Params::new(kind, self.max_chunk + RESERVE_SLACK, self.security).voles_needed()
     }
 
     /// The number of base COTs (with `Δ`) that `from_base` needs: enough for one bootstrap
@@ -127,10 +120,6 @@ pub(crate) fn take_reserve<T: Copy + Zeroize>(buf: &mut [T], from: usize, to: us
     buf[from..to].iter_mut().for_each(Zeroize::zeroize);
     pool
 }
-
-/// Tweak tags keeping the hash tweaks of the inner and outer generators apart.
-const TAG_SUBFIELD: u64 = 0;
-pub(crate) const TAG_FIELD: u64 = 1;
 
 /// Subfield VOLE sender: holds `Δ`, gets `B` with `C = B + A·Δ`.
 pub struct SubfieldVoleSender {
@@ -535,27 +524,32 @@ impl SubfieldVoleReceiver {
     }
 }
 
+/// The GF(2^128) flavour of the [`Packed`] generators: a base VOLE packs 128 COTs.
+pub(crate) struct Gf128;
+
+impl Packed for Gf128 {
+    const KIND: Kind = Kind::Field;
+    const WIDTH: usize = 128;
+    type A = Block;
+    fn pack_blocks(v: &[Block]) -> Block {
+        pack128(v)
+    }
+    fn pack_bits(bits: &[u8]) -> Block {
+        pack_bits(bits)
+    }
+    fn with_blocks<T>(a: &[Block], f: impl FnOnce(&[Block]) -> T) -> T {
+        f(a)
+    }
+}
+
 /// GF(2^128) VOLE sender: holds `Δ`, gets `B` with `C = B + A·Δ`, `A` uniform in GF(2^128).
 pub struct VoleSender {
-    inner: SubfieldVoleSender,
-    pool_b: Vec<Block>,
-    counter: u64,
-    /// The working buffer of the extensions, kept for the next one (no page faults).
-    scratch: Vec<Block>,
+    core: OuterSender<Gf128>,
 }
 
 impl core::fmt::Debug for VoleSender {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("VoleSender")
-            .field("cfg", &self.inner.cfg)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Drop for VoleSender {
-    fn drop(&mut self) {
-        self.pool_b.zeroize();
-        self.scratch.zeroize();
+        debug_generator(f, "VoleSender", self.core.config(), None)
     }
 }
 
@@ -570,11 +564,9 @@ impl VoleSender {
         cfg: VoleConfig,
         rng: &mut R,
     ) -> Result<Self> {
+        let inner = SubfieldVoleSender::new(ch, cfg, rng)?;
         Ok(VoleSender {
-            inner: SubfieldVoleSender::new(ch, cfg, rng)?,
-            pool_b: Vec::new(),
-            counter: 0,
-            scratch: Vec::new(),
+            core: OuterSender::new(inner),
         })
     }
 
@@ -583,46 +575,15 @@ impl VoleSender {
     /// # Errors
     /// As [`SubfieldVoleSender::from_base`].
     pub fn from_base(base: SenderBase, cfg: VoleConfig) -> Result<Self> {
+        let inner = SubfieldVoleSender::from_base(base, cfg)?;
         Ok(VoleSender {
-            inner: SubfieldVoleSender::from_base(base, cfg)?,
-            pool_b: Vec::new(),
-            counter: 0,
-            scratch: Vec::new(),
+            core: OuterSender::new(inner),
         })
     }
 
     /// `Δ`.
     pub fn delta(&self) -> Block {
-        self.inner.delta
-    }
-
-    fn run_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
-        &mut self,
-        ch: &mut C,
-        k_user: usize,
-        rng: &mut R,
-        buf: &mut Vec<Block>,
-    ) -> Result<()> {
-        let cfg = self.inner.cfg;
-        let reserve = cfg.field_reserve();
-        let params = Params::new(Kind::Field, k_user + reserve, cfg.security);
-        if self.pool_b.len() < params.voles_needed() {
-            // Base VOLEs from 128 COTs each (non-interactive packing).
-            let mut cots = self.inner.extend(ch, 128 * reserve, rng)?;
-            self.pool_b.zeroize();
-            self.pool_b = cots.chunks_exact(128).map(pack128).collect();
-            cots.zeroize();
-        }
-        let mut cots = self.inner.extend(ch, params.cots_needed(), rng)?;
-        let tw = (self.counter << 1) | TAG_FIELD;
-        self.counter += 1;
-        let delta = self.inner.delta;
-        let res = extend::send_into(ch, &params, delta, &cots, &self.pool_b, tw, rng, buf);
-        cots.zeroize();
-        res?;
-        self.pool_b.zeroize();
-        self.pool_b = take_reserve(buf, k_user, params.k);
-        Ok(())
+        self.core.delta()
     }
 
     /// Produces `n` correlations, handing `B` to `sink` chunk by chunk.
@@ -634,25 +595,14 @@ impl VoleSender {
         ch: &mut C,
         n: usize,
         rng: &mut R,
-        mut sink: F,
+        sink: F,
     ) -> Result<()>
     where
         C: Channel + ?Sized,
         R: CryptoRng + ?Sized,
         F: FnMut(&[Block]) -> Result<()>,
     {
-        let mut buf = core::mem::take(&mut self.scratch);
-        let mut left = n;
-        let mut res = Ok(());
-        while left > 0 && res.is_ok() {
-            let k = left.min(self.inner.cfg.max_chunk);
-            res = self
-                .run_into(ch, k, rng, &mut buf)
-                .and_then(|()| sink(&buf[..k]));
-            left -= k;
-        }
-        self.scratch = buf;
-        res
+        self.core.chunks(ch, n, rng, sink)
     }
 
     /// Produces `B` of `n` correlations.
@@ -665,39 +615,18 @@ impl VoleSender {
         n: usize,
         rng: &mut R,
     ) -> Result<Vec<Block>> {
-        let mut all = Vec::with_capacity(n);
-        self.extend_chunks(ch, n, rng, |b| {
-            all.extend_from_slice(b);
-            Ok(())
-        })?;
-        Ok(all)
+        self.core.collect(ch, n, rng)
     }
 }
 
 /// GF(2^128) VOLE receiver: gets `A` (uniform in GF(2^128)) and `C = B + A·Δ`.
 pub struct VoleReceiver {
-    inner: SubfieldVoleReceiver,
-    pool_a: Vec<Block>,
-    pool_c: Vec<Block>,
-    counter: u64,
-    /// The working buffers of the extensions, kept for the next one.
-    scratch: (AVec, Vec<Block>),
+    core: OuterReceiver<Gf128>,
 }
 
 impl core::fmt::Debug for VoleReceiver {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("VoleReceiver")
-            .field("cfg", &self.inner.cfg)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Drop for VoleReceiver {
-    fn drop(&mut self) {
-        self.pool_a.zeroize();
-        self.pool_c.zeroize();
-        self.scratch.0.zeroize();
-        self.scratch.1.zeroize();
+        debug_generator(f, "VoleReceiver", self.core.config(), None)
     }
 }
 
@@ -712,12 +641,9 @@ impl VoleReceiver {
         cfg: VoleConfig,
         rng: &mut R,
     ) -> Result<Self> {
+        let inner = SubfieldVoleReceiver::new(ch, cfg, rng)?;
         Ok(VoleReceiver {
-            inner: SubfieldVoleReceiver::new(ch, cfg, rng)?,
-            pool_a: Vec::new(),
-            pool_c: Vec::new(),
-            counter: 0,
-            scratch: (AVec::empty(Kind::Field), Vec::new()),
+            core: OuterReceiver::new(inner),
         })
     }
 
@@ -726,51 +652,10 @@ impl VoleReceiver {
     /// # Errors
     /// As [`SubfieldVoleReceiver::from_base`].
     pub fn from_base(base: ReceiverBase, cfg: VoleConfig) -> Result<Self> {
+        let inner = SubfieldVoleReceiver::from_base(base, cfg)?;
         Ok(VoleReceiver {
-            inner: SubfieldVoleReceiver::from_base(base, cfg)?,
-            pool_a: Vec::new(),
-            pool_c: Vec::new(),
-            counter: 0,
-            scratch: (AVec::empty(Kind::Field), Vec::new()),
+            core: OuterReceiver::new(inner),
         })
-    }
-
-    fn run_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
-        &mut self,
-        ch: &mut C,
-        k_user: usize,
-        rng: &mut R,
-        a: &mut AVec,
-        c: &mut Vec<Block>,
-    ) -> Result<()> {
-        let cfg = self.inner.cfg;
-        let reserve = cfg.field_reserve();
-        let params = Params::new(Kind::Field, k_user + reserve, cfg.security);
-        if self.pool_a.len() < params.voles_needed() {
-            let (mut bits, mut cots) = self.inner.extend(ch, 128 * reserve, rng)?;
-            self.pool_a.zeroize();
-            self.pool_c.zeroize();
-            self.pool_a = bits.chunks_exact(128).map(pack_bits).collect();
-            self.pool_c = cots.chunks_exact(128).map(pack128).collect();
-            bits.zeroize();
-            cots.zeroize();
-        }
-        let (mut r, mut t) = self.inner.extend(ch, params.cots_needed(), rng)?;
-        let tw = (self.counter << 1) | TAG_FIELD;
-        self.counter += 1;
-        let (pa, pc) = (&self.pool_a, &self.pool_c);
-        let res = extend::receive_into(ch, &params, &r, &t, pa, pc, tw, rng, a, c);
-        r.zeroize();
-        t.zeroize();
-        res?;
-        let AVec::Field(vals, _) = a else {
-            unreachable!("a GF(2^128) extension returns field elements")
-        };
-        self.pool_a.zeroize();
-        self.pool_c.zeroize();
-        self.pool_a = take_reserve(vals, k_user, params.k);
-        self.pool_c = take_reserve(c, k_user, params.k);
-        Ok(())
     }
 
     /// Produces `n` correlations, handing `(A, C)` to `sink` chunk by chunk.
@@ -782,31 +667,14 @@ impl VoleReceiver {
         ch: &mut C,
         n: usize,
         rng: &mut R,
-        mut sink: F,
+        sink: F,
     ) -> Result<()>
     where
         C: Channel + ?Sized,
         R: CryptoRng + ?Sized,
         F: FnMut(&[Block], &[Block]) -> Result<()>,
     {
-        let (mut a, mut c) =
-            core::mem::replace(&mut self.scratch, (AVec::empty(Kind::Field), Vec::new()));
-        let mut left = n;
-        let mut res = Ok(());
-        while left > 0 && res.is_ok() {
-            let k = left.min(self.inner.cfg.max_chunk);
-            res = self
-                .run_into(ch, k, rng, &mut a, &mut c)
-                .and_then(|()| match &a {
-                    AVec::Field(vals, _) => sink(&vals[..k], &c[..k]),
-                    AVec::Bits(_) | AVec::U64(..) => {
-                        unreachable!("a GF(2^128) extension returns field elements")
-                    }
-                });
-            left -= k;
-        }
-        self.scratch = (a, c);
-        res
+        self.core.chunks(ch, n, rng, sink)
     }
 
     /// Produces `(A, C)` of `n` correlations.
@@ -819,13 +687,7 @@ impl VoleReceiver {
         n: usize,
         rng: &mut R,
     ) -> Result<(Vec<Block>, Vec<Block>)> {
-        let (mut aa, mut cc) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        self.extend_chunks(ch, n, rng, |a, c| {
-            aa.extend_from_slice(a);
-            cc.extend_from_slice(c);
-            Ok(())
-        })?;
-        Ok((aa, cc))
+        self.core.collect(ch, n, rng)
     }
 }
 

@@ -68,8 +68,11 @@ use zeroize::Zeroize;
 
 use crate::base::{ReceiverBase, SenderBase};
 use crate::error::Result;
-use crate::extend::{self, AVec, Kind, Params, pack_poly};
-use crate::vole::{SubfieldVoleReceiver, SubfieldVoleSender, TAG_FIELD, VoleConfig, take_reserve};
+use crate::extend::{Kind, pack_poly};
+use crate::generator::{
+    OuterReceiver, OuterSender, Packed, ReceiverStep, SenderStep, debug_generator,
+};
+use crate::vole::{SubfieldVoleReceiver, SubfieldVoleSender, VoleConfig};
 
 /// The 64-bit value `a` as a GF(2^128) element: `a` in the low 64 bits of the block, i.e.
 /// the polynomial `Σ_{j<64} a_j·X^j` (bit `j` of `a` is the coefficient of `X^j`).
@@ -88,29 +91,37 @@ fn pack_bits64(bits: &[u8]) -> u64 {
         .fold(0u64, |acc, (j, b)| acc | (u64::from(*b & 1) << j))
 }
 
+/// The 64-bit flavour of the [`Packed`] generators: a base VOLE packs 64 COTs, `A` is `u64`.
+pub(crate) struct Gf64;
+
+impl Packed for Gf64 {
+    const KIND: Kind = Kind::Subfield64;
+    const WIDTH: usize = 64;
+    type A = u64;
+    fn pack_blocks(v: &[Block]) -> Block {
+        pack_poly(v)
+    }
+    fn pack_bits(bits: &[u8]) -> u64 {
+        pack_bits64(bits)
+    }
+    fn with_blocks<T>(a: &[u64], f: impl FnOnce(&[Block]) -> T) -> T {
+        let mut blocks: Vec<Block> = a.iter().map(|a| embed64(*a)).collect();
+        let res = f(&blocks);
+        blocks.zeroize();
+        res
+    }
+}
+
 /// Subfield VOLE sender with 64-bit values: holds `Δ`, gets `B` with
 /// `C = B ⊕ embed64(A)·Δ` (see the [module documentation](self)).
 pub struct Subfield64VoleSender {
-    inner: SubfieldVoleSender,
-    pool_b: Vec<Block>,
-    counter: u64,
-    /// The working buffer of `extend_chunks`, kept for the next call (no page faults).
-    scratch: Vec<Block>,
+    core: OuterSender<Gf64>,
 }
 
 impl core::fmt::Debug for Subfield64VoleSender {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Subfield64VoleSender")
-            .field("cfg", &self.inner.config())
-            .field("pool", &self.pool_b.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Drop for Subfield64VoleSender {
-    fn drop(&mut self) {
-        self.pool_b.zeroize();
-        self.scratch.zeroize();
+        let pool = Some(self.core.pool_len());
+        debug_generator(f, "Subfield64VoleSender", self.core.config(), pool)
     }
 }
 
@@ -125,11 +136,9 @@ impl Subfield64VoleSender {
         cfg: VoleConfig,
         rng: &mut R,
     ) -> Result<Self> {
+        let inner = SubfieldVoleSender::new(ch, cfg, rng)?;
         Ok(Subfield64VoleSender {
-            inner: SubfieldVoleSender::new(ch, cfg, rng)?,
-            pool_b: Vec::new(),
-            counter: 0,
-            scratch: Vec::new(),
+            core: OuterSender::new(inner),
         })
     }
 
@@ -138,64 +147,20 @@ impl Subfield64VoleSender {
     /// # Errors
     /// As [`SubfieldVoleSender::from_base`].
     pub fn from_base(base: SenderBase, cfg: VoleConfig) -> Result<Self> {
+        let inner = SubfieldVoleSender::from_base(base, cfg)?;
         Ok(Subfield64VoleSender {
-            inner: SubfieldVoleSender::from_base(base, cfg)?,
-            pool_b: Vec::new(),
-            counter: 0,
-            scratch: Vec::new(),
+            core: OuterSender::new(inner),
         })
     }
 
     /// `Δ`.
     pub fn delta(&self) -> Block {
-        self.inner.delta()
+        self.core.delta()
     }
 
     /// The configuration.
     pub fn config(&self) -> VoleConfig {
-        self.inner.config()
-    }
-
-    fn run<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
-        &mut self,
-        ch: &mut C,
-        k_user: usize,
-        rng: &mut R,
-    ) -> Result<Vec<Block>> {
-        let mut out = Vec::new();
-        self.run_into(ch, k_user, rng, &mut out)?;
-        out.truncate(k_user);
-        Ok(out)
-    }
-
-    /// One extension into the reusable buffer `buf` (`B` in `buf[..k_user]`).
-    fn run_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
-        &mut self,
-        ch: &mut C,
-        k_user: usize,
-        rng: &mut R,
-        buf: &mut Vec<Block>,
-    ) -> Result<()> {
-        let cfg = self.inner.config();
-        let reserve = cfg.sub64_reserve();
-        let params = Params::new(Kind::Subfield64, k_user + reserve, cfg.security);
-        if self.pool_b.len() < params.voles_needed() {
-            // Base 64-bit VOLEs from 64 COTs each (non-interactive packing).
-            let mut cots = self.inner.extend(ch, 64 * reserve, rng)?;
-            self.pool_b.zeroize();
-            self.pool_b = cots.chunks_exact(64).map(pack_poly).collect();
-            cots.zeroize();
-        }
-        let mut cots = self.inner.extend(ch, params.cots_needed(), rng)?;
-        let tw = (self.counter << 1) | TAG_FIELD;
-        self.counter += 1;
-        let delta = self.inner.delta();
-        let res = extend::send_into(ch, &params, delta, &cots, &self.pool_b, tw, rng, buf);
-        cots.zeroize();
-        res?;
-        self.pool_b.zeroize();
-        self.pool_b = take_reserve(buf, k_user, params.k);
-        Ok(())
+        self.core.config()
     }
 
     /// Produces `n` correlations, handing `B` to `sink` chunk by chunk (at most
@@ -208,25 +173,14 @@ impl Subfield64VoleSender {
         ch: &mut C,
         n: usize,
         rng: &mut R,
-        mut sink: F,
+        sink: F,
     ) -> Result<()>
     where
         C: Channel + ?Sized,
         R: CryptoRng + ?Sized,
         F: FnMut(&[Block]) -> Result<()>,
     {
-        let mut buf = core::mem::take(&mut self.scratch);
-        let mut left = n;
-        let mut res = Ok(());
-        while left > 0 && res.is_ok() {
-            let k = left.min(self.inner.config().max_chunk);
-            res = self
-                .run_into(ch, k, rng, &mut buf)
-                .and_then(|()| sink(&buf[..k]));
-            left -= k;
-        }
-        self.scratch = buf;
-        res
+        self.core.chunks(ch, n, rng, sink)
     }
 
     /// Produces `B` of `n` correlations.
@@ -239,48 +193,20 @@ impl Subfield64VoleSender {
         n: usize,
         rng: &mut R,
     ) -> Result<Vec<Block>> {
-        if n <= self.inner.config().max_chunk {
-            return if n == 0 {
-                Ok(Vec::new())
-            } else {
-                self.run(ch, n, rng)
-            };
-        }
-        let mut all = Vec::with_capacity(n);
-        self.extend_chunks(ch, n, rng, |b| {
-            all.extend_from_slice(b);
-            Ok(())
-        })?;
-        Ok(all)
+        self.core.collect_or_single(ch, n, rng)
     }
 }
 
 /// Subfield VOLE receiver with 64-bit values: gets `A ∈ GF(2^64)^n` (as `u64`) and
 /// `C = B ⊕ embed64(A)·Δ` (see the [module documentation](self)).
 pub struct Subfield64VoleReceiver {
-    inner: SubfieldVoleReceiver,
-    pool_a: Vec<u64>,
-    pool_c: Vec<Block>,
-    counter: u64,
-    /// The working buffers of `extend_chunks`, kept for the next call.
-    scratch: (AVec, Vec<Block>),
+    core: OuterReceiver<Gf64>,
 }
 
 impl core::fmt::Debug for Subfield64VoleReceiver {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Subfield64VoleReceiver")
-            .field("cfg", &self.inner.config())
-            .field("pool", &self.pool_c.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Drop for Subfield64VoleReceiver {
-    fn drop(&mut self) {
-        self.pool_a.zeroize();
-        self.pool_c.zeroize();
-        self.scratch.0.zeroize();
-        self.scratch.1.zeroize();
+        let pool = Some(self.core.pool_len());
+        debug_generator(f, "Subfield64VoleReceiver", self.core.config(), pool)
     }
 }
 
@@ -295,12 +221,9 @@ impl Subfield64VoleReceiver {
         cfg: VoleConfig,
         rng: &mut R,
     ) -> Result<Self> {
+        let inner = SubfieldVoleReceiver::new(ch, cfg, rng)?;
         Ok(Subfield64VoleReceiver {
-            inner: SubfieldVoleReceiver::new(ch, cfg, rng)?,
-            pool_a: Vec::new(),
-            pool_c: Vec::new(),
-            counter: 0,
-            scratch: (AVec::empty(Kind::Subfield64), Vec::new()),
+            core: OuterReceiver::new(inner),
         })
     }
 
@@ -309,76 +232,15 @@ impl Subfield64VoleReceiver {
     /// # Errors
     /// As [`SubfieldVoleReceiver::from_base`].
     pub fn from_base(base: ReceiverBase, cfg: VoleConfig) -> Result<Self> {
+        let inner = SubfieldVoleReceiver::from_base(base, cfg)?;
         Ok(Subfield64VoleReceiver {
-            inner: SubfieldVoleReceiver::from_base(base, cfg)?,
-            pool_a: Vec::new(),
-            pool_c: Vec::new(),
-            counter: 0,
-            scratch: (AVec::empty(Kind::Subfield64), Vec::new()),
+            core: OuterReceiver::new(inner),
         })
     }
 
     /// The configuration.
     pub fn config(&self) -> VoleConfig {
-        self.inner.config()
-    }
-
-    fn run<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
-        &mut self,
-        ch: &mut C,
-        k_user: usize,
-        rng: &mut R,
-    ) -> Result<(Vec<u64>, Vec<Block>)> {
-        let (mut a, mut c) = (AVec::empty(Kind::Subfield64), Vec::new());
-        self.run_into(ch, k_user, rng, &mut a, &mut c)?;
-        let AVec::U64(mut a, mut pairs) = a else {
-            unreachable!("a 64-bit subfield extension returns u64 values")
-        };
-        pairs.zeroize();
-        a.truncate(k_user);
-        c.truncate(k_user);
-        Ok((a, c))
-    }
-
-    /// One extension into the reusable buffers (`A`, `C` in `[..k_user]`).
-    fn run_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
-        &mut self,
-        ch: &mut C,
-        k_user: usize,
-        rng: &mut R,
-        a: &mut AVec,
-        c: &mut Vec<Block>,
-    ) -> Result<()> {
-        let cfg = self.inner.config();
-        let reserve = cfg.sub64_reserve();
-        let params = Params::new(Kind::Subfield64, k_user + reserve, cfg.security);
-        if self.pool_c.len() < params.voles_needed() {
-            let (mut bits, mut cots) = self.inner.extend(ch, 64 * reserve, rng)?;
-            self.pool_a.zeroize();
-            self.pool_c.zeroize();
-            self.pool_a = bits.chunks_exact(64).map(pack_bits64).collect();
-            self.pool_c = cots.chunks_exact(64).map(pack_poly).collect();
-            bits.zeroize();
-            cots.zeroize();
-        }
-        let (mut r, mut t) = self.inner.extend(ch, params.cots_needed(), rng)?;
-        let tw = (self.counter << 1) | TAG_FIELD;
-        self.counter += 1;
-        let mut vole_a: Vec<Block> = self.pool_a.iter().map(|a| embed64(*a)).collect();
-        let pc = &self.pool_c;
-        let res = extend::receive_into(ch, &params, &r, &t, &vole_a, pc, tw, rng, a, c);
-        vole_a.zeroize();
-        r.zeroize();
-        t.zeroize();
-        res?;
-        let AVec::U64(vals, _) = a else {
-            unreachable!("a 64-bit subfield extension returns u64 values")
-        };
-        self.pool_a.zeroize();
-        self.pool_c.zeroize();
-        self.pool_a = take_reserve(vals, k_user, params.k);
-        self.pool_c = take_reserve(c, k_user, params.k);
-        Ok(())
+        self.core.config()
     }
 
     /// Produces `n` correlations, handing `(A, C)` to `sink` chunk by chunk (at most
@@ -392,33 +254,14 @@ impl Subfield64VoleReceiver {
         ch: &mut C,
         n: usize,
         rng: &mut R,
-        mut sink: F,
+        sink: F,
     ) -> Result<()>
     where
         C: Channel + ?Sized,
         R: CryptoRng + ?Sized,
         F: FnMut(&[u64], &[Block]) -> Result<()>,
     {
-        let (mut a, mut c) = core::mem::replace(
-            &mut self.scratch,
-            (AVec::empty(Kind::Subfield64), Vec::new()),
-        );
-        let mut left = n;
-        let mut res = Ok(());
-        while left > 0 && res.is_ok() {
-            let k = left.min(self.inner.config().max_chunk);
-            res = self
-                .run_into(ch, k, rng, &mut a, &mut c)
-                .and_then(|()| match &a {
-                    AVec::U64(vals, _) => sink(&vals[..k], &c[..k]),
-                    AVec::Bits(_) | AVec::Field(..) => {
-                        unreachable!("a 64-bit subfield extension returns u64 values")
-                    }
-                });
-            left -= k;
-        }
-        self.scratch = (a, c);
-        res
+        self.core.chunks(ch, n, rng, sink)
     }
 
     /// Produces `(A, C)` of `n` correlations.
@@ -431,20 +274,7 @@ impl Subfield64VoleReceiver {
         n: usize,
         rng: &mut R,
     ) -> Result<(Vec<u64>, Vec<Block>)> {
-        if n <= self.inner.config().max_chunk {
-            return if n == 0 {
-                Ok((Vec::new(), Vec::new()))
-            } else {
-                self.run(ch, n, rng)
-            };
-        }
-        let (mut aa, mut cc) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        self.extend_chunks(ch, n, rng, |a, c| {
-            aa.extend_from_slice(a);
-            cc.extend_from_slice(c);
-            Ok(())
-        })?;
-        Ok((aa, cc))
+        self.core.collect_or_single(ch, n, rng)
     }
 }
 
