@@ -110,9 +110,14 @@ struct UbCmd {
     /// Server: the key file (created by the offline phase if missing, reused afterwards).
     #[arg(long)]
     key_file: Option<PathBuf>,
-    /// Client, online: output CSV of the matching rows.
+    /// Output CSV of the matching rows: the client's in the online phase, and the server's
+    /// too with `--server-get-result`.
     #[arg(long)]
     output: Option<PathBuf>,
+    /// The server learns the intersection too (SecretFlow's `server_get_result`). Both roles
+    /// must pass it in both phases: the offline phase stores the positions it needs.
+    #[arg(long)]
+    server_get_result: bool,
     /// Seconds to wait for the peer.
     #[arg(long, default_value_t = 60)]
     connect_timeout: u64,
@@ -434,6 +439,7 @@ fn run_ub(u: &UbCmd) -> Result<(), CliError> {
         cache: u.cache.clone(),
         key_file: u.key_file.clone(),
         output: u.output.clone(),
+        server_get_result: u.server_get_result,
         connect_timeout: Duration::from_secs(u.connect_timeout),
     };
     println!("{}", unbalanced::run(&args)?);

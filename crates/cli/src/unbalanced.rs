@@ -52,8 +52,12 @@ pub struct UbArgs {
     pub cache: Option<PathBuf>,
     /// Server: the key file (created by the offline phase if missing).
     pub key_file: Option<PathBuf>,
-    /// Client, online: where to write the matching rows.
+    /// Online: where to write the matching rows (the client always; the server with
+    /// `server_get_result`).
     pub output: Option<PathBuf>,
+    /// The server learns the intersection too ([`UbConfig::server_get_result`]); both roles,
+    /// both phases.
+    pub server_get_result: bool,
     /// How long to wait for the peer.
     pub connect_timeout: Duration,
 }
@@ -76,8 +80,14 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
     }
     let cfg = UbConfig {
         curve: a.curve,
+        server_get_result: a.server_get_result,
         ..UbConfig::default()
     };
+    // The party that learns the result needs somewhere to write it, checked before any work.
+    let learns = a.phase == Phase::Online && (a.role == UbRole::Client || a.server_get_result);
+    if learns {
+        need(&a.output, "output")?;
+    }
     let mut rng = AesRng::from_entropy();
     // Everything local first: inputs, key, cache.
     let keyed = match (a.role, a.phase) {
@@ -120,7 +130,9 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
             unbalanced::offline_server(ch, k, &kd.distinct, &cfg, &mut rng)?;
         }
         (UbRole::Server, Phase::Online, Some(k), Some(kd)) => {
-            unbalanced::online_server(ch, k, kd.distinct.len(), &cfg)?;
+            // With `server_get_result`, indices into the server's distinct keys, which
+            // `read_keys` lists in the same order as in the offline phase (first appearance).
+            matched = unbalanced::online_server(ch, k, kd.distinct.len(), &cfg)?;
         }
         (UbRole::Client, Phase::Offline, _, _) => {
             unbalanced::offline_client(ch, &cfg, &need(&a.cache, "cache")?)?;
@@ -144,7 +156,9 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
     if let (Some(idx), Some(kd)) = (&matched, &keyed) {
         let mut sel = vec![false; kd.distinct.len()];
         for &i in idx {
-            sel[i] = true;
+            if let Some(s) = sel.get_mut(i) {
+                *s = true;
+            }
         }
         rows_out = csvio::write_selected(
             &need(&a.input, "input")?,

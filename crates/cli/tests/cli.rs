@@ -292,6 +292,12 @@ fn demos_run_two_and_three_parties() {
 
 #[test]
 fn unbalanced_offline_then_online_twice() {
+    for server_gets_result in [false, true] {
+        unbalanced_run(server_gets_result);
+    }
+}
+
+fn unbalanced_run(server_gets_result: bool) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(
@@ -300,6 +306,11 @@ fn unbalanced_offline_then_online_twice() {
     )
     .unwrap();
     std::fs::write(d.join("client.csv"), "id,v\nu5,a\nx1,b\nu2999,c\nu5,d\n").unwrap();
+    let flag: &[&str] = if server_gets_result {
+        &["--server-get-result"]
+    } else {
+        &[]
+    };
     let run = |phase: &str| {
         let (pa, pb) = free_ports();
         let parties = format!("127.0.0.1:{pa},127.0.0.1:{pb}");
@@ -314,10 +325,13 @@ fn unbalanced_offline_then_online_twice() {
             "--parties",
             &parties,
         ])
+        .args(flag)
         .arg("--input")
         .arg(d.join("server.csv"))
         .arg("--key-file")
         .arg(d.join("server.key"))
+        .arg("--output")
+        .arg(d.join("server_out.csv"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
         let mut c = obliv();
@@ -331,6 +345,7 @@ fn unbalanced_offline_then_online_twice() {
             "--parties",
             &parties,
         ])
+        .args(flag)
         .arg("--cache")
         .arg(d.join("cache.bin"))
         .arg("--input")
@@ -361,6 +376,14 @@ fn unbalanced_offline_then_online_twice() {
             lines(&d.join("out.csv")),
             vec!["id,v", "u5,a", "u2999,c", "u5,d"]
         );
+        assert_eq!(
+            d.join("server_out.csv").exists(),
+            server_gets_result,
+            "the server writes rows only when it learns the result"
+        );
+        if server_gets_result {
+            assert_eq!(lines(&d.join("server_out.csv")), vec!["id", "u5", "u2999"]);
+        }
     }
 }
 
