@@ -891,8 +891,36 @@ enum Call {
     Chunks(usize),
 }
 
+/// A channel that keeps a copy of every frame it sends (length-prefixed), to pin the wire.
+struct Recording<C> {
+    ch: C,
+    sent: Vec<u8>,
+}
+
+impl<C: Channel> Channel for Recording<C> {
+    fn send(&mut self, msg: &[u8]) -> obliv_net::Result<()> {
+        self.sent
+            .extend_from_slice(&(msg.len() as u64).to_le_bytes());
+        self.sent.extend_from_slice(msg);
+        self.ch.send(msg)
+    }
+    fn recv_frame(
+        &mut self,
+        max_len: usize,
+        buf: &mut dyn obliv_net::RecvBuf,
+    ) -> obliv_net::Result<()> {
+        self.ch.recv_frame(max_len, buf)
+    }
+    fn flush(&mut self) -> obliv_net::Result<()> {
+        self.ch.flush()
+    }
+    fn stats(&self) -> Stats {
+        self.ch.stats()
+    }
+}
+
 /// The bytes of every output of `P` on a fixed schedule (dealer base from fixed seeds, then
-/// base OT + IKNP), with `Δ` and the bytes each party sent.
+/// base OT + IKNP), with `Δ`, and every frame each party sent.
 fn output_transcript<P: Flavour>(security: Security) -> Vec<u8> {
     let cfg = cfg(security, 2000);
     let schedule = [
@@ -906,7 +934,17 @@ fn output_transcript<P: Flavour>(security: Security) -> Vec<u8> {
     ];
     let mut rng = AesRng::from_seed([23; 16]);
     let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
-    let (mut c0, mut c1) = mem_pair();
+    let (c0, c1) = mem_pair();
+    let (mut c0, mut c1) = (
+        Recording {
+            ch: c0,
+            sent: Vec::new(),
+        },
+        Recording {
+            ch: c1,
+            sent: Vec::new(),
+        },
+    );
     let sender = std::thread::spawn(move || {
         let mut rng = AesRng::from_seed([24; 16]);
         let mut out = Vec::new();
@@ -933,6 +971,7 @@ fn output_transcript<P: Flavour>(security: Security) -> Vec<u8> {
         let b = P::send(&mut s, &mut c0, 3001, &mut rng).unwrap();
         out.extend_from_slice(Block::slice_as_bytes(&b));
         out.extend_from_slice(&P::delta(&s).to_bytes());
+        out.extend_from_slice(&c0.sent);
         out
     });
     let mut out = Vec::new();
@@ -962,43 +1001,45 @@ fn output_transcript<P: Flavour>(security: Security) -> Vec<u8> {
     let mut r = P::receiver_new(&mut c1, cfg, &mut rng).unwrap();
     let (a, c) = P::receive(&mut r, &mut c1, 3001, &mut rng).unwrap();
     push(&mut out, &a, &c);
+    out.extend_from_slice(&c1.sent);
     out.extend_from_slice(&sender.join().unwrap());
     out
 }
 
-/// The generators' outputs on fixed seeds are pinned, so that a refactoring of the
-/// generators (or of anything below them) cannot change what they produce unnoticed.
-/// Source: this implementation at commit 77bf91a (before the generators were unified).
+/// The generators' outputs and every frame they send, on fixed seeds, are pinned, so that a
+/// refactoring of the generators (or of anything below them) cannot change what they
+/// produce unnoticed. Source: this implementation at commit 77bf91a, before the generators
+/// were unified (the digests were computed on that tree and on the unified one: equal).
 #[test]
 fn generator_output_regression() {
-    fn digest<P: Flavour>(security: Security) -> Block {
-        let transcript = output_transcript::<P>(security);
-        obliv_core::hash::ro_hash_block("obliv-vole generator regression", &transcript)
+    fn digests<P: Flavour>() -> (&'static str, Block, Block) {
+        let digest = |security| {
+            let transcript = output_transcript::<P>(security);
+            obliv_core::hash::ro_hash_block("obliv-vole generator regression", &transcript)
+        };
+        (
+            P::NAME,
+            digest(Security::SemiHonest),
+            digest(Security::Malicious),
+        )
     }
-    fn check<P: Flavour>(semi_honest: u128, malicious: u128) {
-        assert_eq!(
-            digest::<P>(Security::SemiHonest),
-            Block(semi_honest),
-            "{}",
-            P::NAME
-        );
-        assert_eq!(
-            digest::<P>(Security::Malicious),
-            Block(malicious),
-            "{}",
-            P::NAME
-        );
-    }
-    check::<Sub>(
-        0x9f7f_ef05_50b7_0ac0_9ccf_eb44_8953_6ea6,
-        0x86ac_3d45_9549_6d24_c851_128d_3985_7f62,
-    );
-    check::<Sub64>(
-        0xff76_988c_96db_3537_dfb8_2d24_8624_9948,
-        0xa85e_5200_c778_966e_c617_f0dc_22cb_d144,
-    );
-    check::<Field>(
-        0x5118_1acd_57dd_1740_0ac3_b205_36ad_8b26,
-        0x0c1f_bc7f_48f1_7078_433a_9857_dead_e236,
-    );
+    let got = [digests::<Sub>(), digests::<Sub64>(), digests::<Field>()];
+    let want = [
+        (
+            Sub::NAME,
+            Block(0xf4cb_23ee_e17b_3d88_c019_8991_b925_ca37),
+            Block(0x8aa2_7fe4_8c78_7067_1024_8722_f23a_4558),
+        ),
+        (
+            Sub64::NAME,
+            Block(0x5f60_3428_07df_f93d_bacc_aad3_f20c_4fe7),
+            Block(0x7041_22a8_1d60_3c99_ea3c_5d97_82bd_3bb0),
+        ),
+        (
+            Field::NAME,
+            Block(0xca4d_82ca_3319_089c_130f_2e00_3d2a_b1b1),
+            Block(0x625a_527b_3f5e_6a2f_6b48_7366_94f3_a098),
+        ),
+    ];
+    assert_eq!(got, want);
 }
