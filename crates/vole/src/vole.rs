@@ -39,7 +39,8 @@ use crate::base::{ReceiverBase, SenderBase};
 use crate::error::{Error, Result};
 use crate::extend::{self, AVec, Kind, Params, Security, pack_bits, pack128};
 use crate::generator::{
-    OuterReceiver, OuterSender, Packed, ReceiverStep, SenderStep, TAG_SUBFIELD, debug_generator,
+    AValue, OuterReceiver, OuterSender, Packed, ReceiverStep, SenderStep, TAG_SUBFIELD, Tweaks,
+    debug_generator,
 };
 
 /// The default largest extension: 2^21 outputs (a working vector of `N ≈ 2^22` blocks, 64
@@ -92,6 +93,21 @@ impl VoleConfig {
         Ok(())
     }
 
+    /// [`validate`](Self::validate), and that a base of `have` COTs is large enough for
+    /// `from_base`.
+    fn check_base(&self, have: usize) -> Result<()> {
+        self.validate()?;
+        let needed = self.base_cots_needed();
+        if have < needed {
+            return Err(Error::NotEnoughBase {
+                what: "base COTs",
+                needed,
+                have,
+            });
+        }
+        Ok(())
+    }
+
     /// COTs a subfield generator keeps in reserve for its next extension.
     pub(crate) fn subfield_reserve(&self) -> usize {
         Params::new(
@@ -126,18 +142,14 @@ pub struct SubfieldVoleSender {
     delta: Block,
     pool: Vec<Block>,
     cfg: VoleConfig,
-    counter: u64,
-    tag: u64,
+    tweaks: Tweaks,
     /// The working buffer of `extend_chunks`, kept for the next call (no page faults).
     scratch: Vec<Block>,
 }
 
 impl core::fmt::Debug for SubfieldVoleSender {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SubfieldVoleSender")
-            .field("cfg", &self.cfg)
-            .field("pool", &self.pool.len())
-            .finish_non_exhaustive()
+        debug_generator(f, "SubfieldVoleSender", self.cfg, Some(self.pool.len()))
     }
 }
 
@@ -178,21 +190,12 @@ impl SubfieldVoleSender {
     /// [`Error::TooLarge`] for an invalid `max_chunk`; [`Error::NotEnoughBase`] if the base is
     /// too small.
     pub fn from_base(base: SenderBase, cfg: VoleConfig) -> Result<Self> {
-        cfg.validate()?;
-        let needed = cfg.base_cots_needed();
-        if base.len() < needed {
-            return Err(Error::NotEnoughBase {
-                what: "base COTs",
-                needed,
-                have: base.len(),
-            });
-        }
+        cfg.check_base(base.len())?;
         Ok(SubfieldVoleSender {
             delta: base.delta,
             pool: base.q.clone(),
             cfg,
-            counter: 0,
-            tag: TAG_SUBFIELD,
+            tweaks: Tweaks::new(TAG_SUBFIELD),
             scratch: Vec::new(),
         })
     }
@@ -207,50 +210,6 @@ impl SubfieldVoleSender {
         self.cfg
     }
 
-    fn next_tweak(&mut self) -> u64 {
-        let t = (self.counter << 1) | self.tag;
-        self.counter += 1;
-        t
-    }
-
-    fn run<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
-        &mut self,
-        ch: &mut C,
-        k_user: usize,
-        rng: &mut R,
-    ) -> Result<Vec<Block>> {
-        let mut out = Vec::new();
-        self.run_into(ch, k_user, rng, &mut out)?;
-        out.truncate(k_user);
-        Ok(out)
-    }
-
-    /// One extension of `k_user` outputs into `buf[..k_user]` (`buf` is a reusable working
-    /// buffer of length `N`); the next reserve goes to the pool.
-    fn run_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
-        &mut self,
-        ch: &mut C,
-        k_user: usize,
-        rng: &mut R,
-        buf: &mut Vec<Block>,
-    ) -> Result<()> {
-        let reserve = self.cfg.subfield_reserve();
-        let params = Params::new(Kind::Subfield, k_user + reserve, self.cfg.security);
-        if self.pool.len() < params.cots_needed() {
-            // Bootstrap: one extension that only refills the reserve.
-            let boot = Params::new(Kind::Subfield, reserve, self.cfg.security);
-            let tw = self.next_tweak();
-            let out = extend::send(ch, &boot, self.delta, &self.pool, &[], tw, rng)?;
-            self.pool.zeroize();
-            self.pool = out;
-        }
-        let tw = self.next_tweak();
-        extend::send_into(ch, &params, self.delta, &self.pool, &[], tw, rng, buf)?;
-        self.pool.zeroize();
-        self.pool = take_reserve(buf, k_user, params.k);
-        Ok(())
-    }
-
     /// Produces `n` correlations, handing them to `sink` chunk by chunk.
     ///
     /// # Errors
@@ -260,25 +219,14 @@ impl SubfieldVoleSender {
         ch: &mut C,
         n: usize,
         rng: &mut R,
-        mut sink: F,
+        sink: F,
     ) -> Result<()>
     where
         C: Channel + ?Sized,
         R: CryptoRng + ?Sized,
         F: FnMut(&[Block]) -> Result<()>,
     {
-        let mut buf = core::mem::take(&mut self.scratch);
-        let mut left = n;
-        let mut res = Ok(());
-        while left > 0 && res.is_ok() {
-            let k = left.min(self.cfg.max_chunk);
-            res = self
-                .run_into(ch, k, rng, &mut buf)
-                .and_then(|()| sink(&buf[..k]));
-            left -= k;
-        }
-        self.scratch = buf;
-        res
+        self.chunks(ch, n, rng, sink)
     }
 
     /// Produces `B` of `n` correlations.
@@ -291,19 +239,42 @@ impl SubfieldVoleSender {
         n: usize,
         rng: &mut R,
     ) -> Result<Vec<Block>> {
-        if n <= self.cfg.max_chunk {
-            return if n == 0 {
-                Ok(Vec::new())
-            } else {
-                self.run(ch, n, rng)
-            };
+        self.collect_or_single(ch, n, rng)
+    }
+}
+
+impl SenderStep for SubfieldVoleSender {
+    fn config(&self) -> VoleConfig {
+        self.cfg
+    }
+
+    fn scratch(&mut self) -> &mut Vec<Block> {
+        &mut self.scratch
+    }
+
+    /// The base is the pool of COTs itself: when it is short, one extension refills it.
+    fn run_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        k_user: usize,
+        rng: &mut R,
+        buf: &mut Vec<Block>,
+    ) -> Result<()> {
+        let reserve = self.cfg.subfield_reserve();
+        let params = Params::new(Kind::Subfield, k_user + reserve, self.cfg.security);
+        if self.pool.len() < params.cots_needed() {
+            // Bootstrap: one extension that only refills the reserve.
+            let boot = Params::new(Kind::Subfield, reserve, self.cfg.security);
+            let tw = self.tweaks.next();
+            let out = extend::send(ch, &boot, self.delta, &self.pool, &[], tw, rng)?;
+            self.pool.zeroize();
+            self.pool = out;
         }
-        let mut all = Vec::with_capacity(n);
-        self.extend_chunks(ch, n, rng, |b| {
-            all.extend_from_slice(b);
-            Ok(())
-        })?;
-        Ok(all)
+        let tw = self.tweaks.next();
+        extend::send_into(ch, &params, self.delta, &self.pool, &[], tw, rng, buf)?;
+        self.pool.zeroize();
+        self.pool = take_reserve(buf, k_user, params.k);
+        Ok(())
     }
 }
 
@@ -312,18 +283,14 @@ pub struct SubfieldVoleReceiver {
     pool_r: Vec<u8>,
     pool_t: Vec<Block>,
     cfg: VoleConfig,
-    counter: u64,
-    tag: u64,
+    tweaks: Tweaks,
     /// The working buffers of `extend_chunks`, kept for the next call.
     scratch: (AVec, Vec<Block>),
 }
 
 impl core::fmt::Debug for SubfieldVoleReceiver {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SubfieldVoleReceiver")
-            .field("cfg", &self.cfg)
-            .field("pool", &self.pool_t.len())
-            .finish_non_exhaustive()
+        debug_generator(f, "SubfieldVoleReceiver", self.cfg, Some(self.pool_t.len()))
     }
 }
 
@@ -360,21 +327,12 @@ impl SubfieldVoleReceiver {
     /// # Errors
     /// As [`SubfieldVoleSender::from_base`].
     pub fn from_base(base: ReceiverBase, cfg: VoleConfig) -> Result<Self> {
-        cfg.validate()?;
-        let needed = cfg.base_cots_needed();
-        if base.len() < needed {
-            return Err(Error::NotEnoughBase {
-                what: "base COTs",
-                needed,
-                have: base.len(),
-            });
-        }
+        cfg.check_base(base.len())?;
         Ok(SubfieldVoleReceiver {
             pool_r: base.r.clone(),
             pool_t: base.t.clone(),
             cfg,
-            counter: 0,
-            tag: TAG_SUBFIELD,
+            tweaks: Tweaks::new(TAG_SUBFIELD),
             scratch: (AVec::empty(Kind::Subfield), Vec::new()),
         })
     }
@@ -382,83 +340,6 @@ impl SubfieldVoleReceiver {
     /// The configuration.
     pub fn config(&self) -> VoleConfig {
         self.cfg
-    }
-
-    fn next_tweak(&mut self) -> u64 {
-        let t = (self.counter << 1) | self.tag;
-        self.counter += 1;
-        t
-    }
-
-    fn run_once<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
-        &mut self,
-        ch: &mut C,
-        params: &Params,
-        rng: &mut R,
-    ) -> Result<(Vec<u8>, Vec<Block>)> {
-        let tw = self.next_tweak();
-        let (a, c) = extend::receive(ch, params, &self.pool_r, &self.pool_t, &[], &[], tw, rng)?;
-        match a {
-            AVec::Bits(bits) => Ok((bits, c)),
-            AVec::Field(..) | AVec::U64(..) => unreachable!("a subfield extension returns bits"),
-        }
-    }
-
-    fn run<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
-        &mut self,
-        ch: &mut C,
-        k_user: usize,
-        rng: &mut R,
-    ) -> Result<(Vec<u8>, Vec<Block>)> {
-        let reserve = self.cfg.subfield_reserve();
-        let params = Params::new(Kind::Subfield, k_user + reserve, self.cfg.security);
-        if self.pool_t.len() < params.cots_needed() {
-            let boot = Params::new(Kind::Subfield, reserve, self.cfg.security);
-            let (a, c) = self.run_once(ch, &boot, rng)?;
-            self.pool_r.zeroize();
-            self.pool_t.zeroize();
-            self.pool_r = a;
-            self.pool_t = c;
-        }
-        let (mut a, mut c) = self.run_once(ch, &params, rng)?;
-        let (new_r, new_t) = (a.split_off(k_user), c.split_off(k_user));
-        self.pool_r.zeroize();
-        self.pool_t.zeroize();
-        self.pool_r = new_r;
-        self.pool_t = new_t;
-        Ok((a, c))
-    }
-
-    /// As `run`, into the reusable buffers `a` and `c` (`A`, `C` in `[..k_user]`).
-    fn run_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
-        &mut self,
-        ch: &mut C,
-        k_user: usize,
-        rng: &mut R,
-        a: &mut AVec,
-        c: &mut Vec<Block>,
-    ) -> Result<()> {
-        let reserve = self.cfg.subfield_reserve();
-        let params = Params::new(Kind::Subfield, k_user + reserve, self.cfg.security);
-        if self.pool_t.len() < params.cots_needed() {
-            let boot = Params::new(Kind::Subfield, reserve, self.cfg.security);
-            let (a, c) = self.run_once(ch, &boot, rng)?;
-            self.pool_r.zeroize();
-            self.pool_t.zeroize();
-            self.pool_r = a;
-            self.pool_t = c;
-        }
-        let tw = self.next_tweak();
-        let (pr, pt) = (&self.pool_r, &self.pool_t);
-        extend::receive_into(ch, &params, pr, pt, &[], &[], tw, rng, a, c)?;
-        let AVec::Bits(bits) = a else {
-            unreachable!("a subfield extension returns bits")
-        };
-        self.pool_r.zeroize();
-        self.pool_t.zeroize();
-        self.pool_r = take_reserve(bits, k_user, params.k);
-        self.pool_t = take_reserve(c, k_user, params.k);
-        Ok(())
     }
 
     /// Produces `n` correlations, handing `(A, C)` to `sink` chunk by chunk.
@@ -470,31 +351,14 @@ impl SubfieldVoleReceiver {
         ch: &mut C,
         n: usize,
         rng: &mut R,
-        mut sink: F,
+        sink: F,
     ) -> Result<()>
     where
         C: Channel + ?Sized,
         R: CryptoRng + ?Sized,
         F: FnMut(&[u8], &[Block]) -> Result<()>,
     {
-        let (mut a, mut c) =
-            core::mem::replace(&mut self.scratch, (AVec::empty(Kind::Subfield), Vec::new()));
-        let mut left = n;
-        let mut res = Ok(());
-        while left > 0 && res.is_ok() {
-            let k = left.min(self.cfg.max_chunk);
-            res = self
-                .run_into(ch, k, rng, &mut a, &mut c)
-                .and_then(|()| match &a {
-                    AVec::Bits(bits) => sink(&bits[..k], &c[..k]),
-                    AVec::Field(..) | AVec::U64(..) => {
-                        unreachable!("a subfield extension returns bits")
-                    }
-                });
-            left -= k;
-        }
-        self.scratch = (a, c);
-        res
+        self.chunks(ch, n, rng, sink)
     }
 
     /// Produces `(A, C)` of `n` correlations (`A` as bytes 0/1).
@@ -507,20 +371,51 @@ impl SubfieldVoleReceiver {
         n: usize,
         rng: &mut R,
     ) -> Result<(Vec<u8>, Vec<Block>)> {
-        if n <= self.cfg.max_chunk {
-            return if n == 0 {
-                Ok((Vec::new(), Vec::new()))
-            } else {
-                self.run(ch, n, rng)
-            };
+        self.collect_or_single(ch, n, rng)
+    }
+}
+
+impl ReceiverStep for SubfieldVoleReceiver {
+    type A = u8;
+
+    fn config(&self) -> VoleConfig {
+        self.cfg
+    }
+
+    fn scratch(&mut self) -> &mut (AVec, Vec<Block>) {
+        &mut self.scratch
+    }
+
+    /// The base is the pool of COTs itself: when it is short, one extension refills it.
+    fn run_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        k_user: usize,
+        rng: &mut R,
+        a: &mut AVec,
+        c: &mut Vec<Block>,
+    ) -> Result<()> {
+        let reserve = self.cfg.subfield_reserve();
+        let params = Params::new(Kind::Subfield, k_user + reserve, self.cfg.security);
+        if self.pool_t.len() < params.cots_needed() {
+            // Bootstrap: one extension that only refills the reserve.
+            let boot = Params::new(Kind::Subfield, reserve, self.cfg.security);
+            let tw = self.tweaks.next();
+            let (pr, pt) = (&self.pool_r, &self.pool_t);
+            let (bits, cots) = extend::receive(ch, &boot, pr, pt, &[], &[], tw, rng)?;
+            self.pool_r.zeroize();
+            self.pool_t.zeroize();
+            self.pool_r = u8::into_values(bits);
+            self.pool_t = cots;
         }
-        let (mut aa, mut cc) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        self.extend_chunks(ch, n, rng, |a, c| {
-            aa.extend_from_slice(a);
-            cc.extend_from_slice(c);
-            Ok(())
-        })?;
-        Ok((aa, cc))
+        let tw = self.tweaks.next();
+        let (pr, pt) = (&self.pool_r, &self.pool_t);
+        extend::receive_into(ch, &params, pr, pt, &[], &[], tw, rng, a, c)?;
+        self.pool_r.zeroize();
+        self.pool_t.zeroize();
+        self.pool_r = take_reserve(u8::values_mut(a), k_user, params.k);
+        self.pool_t = take_reserve(c, k_user, params.k);
+        Ok(())
     }
 }
 
