@@ -23,7 +23,7 @@
 use obliv_core::{Block, gf128};
 use obliv_net::Channel;
 use obliv_okvs::{BinnedPaxos, Gf128, Okvs};
-use obliv_vole::{Security, VoleConfig};
+use obliv_vole::{Security, VoleConfig, VoleReceiver, VoleSender};
 use rand_core::CryptoRng;
 use rayon::prelude::*;
 use zeroize::Zeroizing;
@@ -56,6 +56,7 @@ fn add_scaled(out: &mut [Block], x: &[Block], delta: Block) {
 
 /// The receiver of RR22 fast (`mal = false`) or malicious (`mal = true`); `w` is the
 /// comparison width in bytes.
+#[allow(clippy::too_many_arguments)] // the per-run parameters plus the session's generator
 pub(super) fn receiver<C, T, R>(
     ch: &mut C,
     items: &[T],
@@ -63,6 +64,7 @@ pub(super) fn receiver<C, T, R>(
     w: usize,
     cfg: &Rr22Config,
     mal: bool,
+    vole: &mut Option<VoleReceiver>,
     rng: &mut R,
 ) -> Result<Vec<usize>>
 where
@@ -88,12 +90,17 @@ where
     };
     let (keys, values) = keys_and_values(items);
     let m = okvs(n, cfg, Block::ZERO)?.size();
-    let (a, c) = if mal {
-        malicious::vole_receive(ch, m, rng)?
-    } else {
-        obliv_vole::vole_receive(ch, m, VoleConfig::with_security(Security::SemiHonest), rng)
-            .map_err(vole_err)?
+    // The session's generator, set up (base OTs) on its first use.
+    let generator = match vole {
+        Some(g) => g,
+        None => vole.insert(if mal {
+            malicious::setup_receiver(ch, rng)?
+        } else {
+            VoleReceiver::new(ch, VoleConfig::with_security(Security::SemiHonest), rng)
+                .map_err(vole_err)?
+        }),
     };
+    let (a, c) = generator.extend(ch, m, rng).map_err(vole_err)?;
     let (a, c) = (Zeroizing::new(a), Zeroizing::new(c));
     if a.len() != m || c.len() != m {
         return Err(Error::Protocol("VOLE returned the wrong length".into()));
@@ -145,6 +152,7 @@ where
 }
 
 /// The sender of RR22 fast (`mal = false`) or malicious (`mal = true`).
+#[allow(clippy::too_many_arguments)] // the per-run parameters plus the session's generator
 pub(super) fn sender<C, T, R>(
     ch: &mut C,
     items: &[T],
@@ -152,6 +160,7 @@ pub(super) fn sender<C, T, R>(
     w: usize,
     cfg: &Rr22Config,
     mal: bool,
+    vole: &mut Option<VoleSender>,
     rng: &mut R,
 ) -> Result<()>
 where
@@ -167,12 +176,18 @@ where
     }
     let m = okvs(n_r, cfg, Block::ZERO)?.size();
     let (keys, values) = keys_and_values(items);
-    let (delta, b) = if mal {
-        malicious::vole_send(ch, m, rng)?
-    } else {
-        obliv_vole::vole_send(ch, m, VoleConfig::with_security(Security::SemiHonest), rng)
-            .map_err(vole_err)?
+    // The session's generator, set up (base OTs) on its first use.
+    let generator = match vole {
+        Some(g) => g,
+        None => vole.insert(if mal {
+            malicious::setup_sender(ch, rng)?
+        } else {
+            VoleSender::new(ch, VoleConfig::with_security(Security::SemiHonest), rng)
+                .map_err(vole_err)?
+        }),
     };
+    let b = generator.extend(ch, m, rng).map_err(vole_err)?;
+    let delta = generator.delta();
     let (delta, mut k) = (Zeroizing::new(delta), Zeroizing::new(b));
     if k.len() != m {
         return Err(Error::Protocol("VOLE returned the wrong length".into()));

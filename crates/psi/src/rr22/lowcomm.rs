@@ -106,6 +106,7 @@ pub(super) fn receiver<C, T, R>(
     items: &[T],
     n_s: usize,
     w: usize,
+    vole: &mut Option<Subfield64VoleReceiver>,
     rng: &mut R,
 ) -> Result<Vec<usize>>
 where
@@ -117,9 +118,12 @@ where
     let (keys, values) = keys_and_values(items);
     let values: Vec<u64> = values.iter().map(h64).collect();
     let m = okvs(n, Block::ZERO)?.size();
-    let (a, c) = Subfield64VoleReceiver::new(ch, vole_config(), rng)
-        .and_then(|mut r| r.extend(ch, m, rng))
-        .map_err(vole_err)?;
+    // The session's generator, set up (base OTs) on its first use.
+    let generator = match vole {
+        Some(g) => g,
+        None => vole.insert(Subfield64VoleReceiver::new(ch, vole_config(), rng).map_err(vole_err)?),
+    };
+    let (a, c) = generator.extend(ch, m, rng).map_err(vole_err)?;
     let (a, c) = (Zeroizing::new(a), Zeroizing::new(c));
     if a.len() != m || c.len() != m {
         return Err(Error::Protocol("VOLE returned the wrong length".into()));
@@ -157,6 +161,7 @@ pub(super) fn sender<C, T, R>(
     items: &[T],
     n_r: usize,
     w: usize,
+    vole: &mut Option<Subfield64VoleSender>,
     rng: &mut R,
 ) -> Result<()>
 where
@@ -166,10 +171,13 @@ where
 {
     let m = okvs(n_r, Block::ZERO)?.size();
     let (keys, values) = keys_and_values(items);
-    let mut s = Subfield64VoleSender::new(ch, vole_config(), rng).map_err(vole_err)?;
-    let delta = Zeroizing::new(s.delta());
-    let mut k = Zeroizing::new(s.extend(ch, m, rng).map_err(vole_err)?);
-    drop(s);
+    // The session's generator, set up (base OTs) on its first use.
+    let generator = match vole {
+        Some(g) => g,
+        None => vole.insert(Subfield64VoleSender::new(ch, vole_config(), rng).map_err(vole_err)?),
+    };
+    let delta = Zeroizing::new(generator.delta());
+    let mut k = Zeroizing::new(generator.extend(ch, m, rng).map_err(vole_err)?);
     if k.len() != m {
         return Err(Error::Protocol("VOLE returned the wrong length".into()));
     }

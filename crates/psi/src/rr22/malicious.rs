@@ -107,9 +107,46 @@ fn config() -> VoleConfig {
     VoleConfig::with_security(Security::Malicious)
 }
 
-/// VOLE sender (the PSI sender): SoftSpokenOT base COTs under a fresh `Δ` (with the
-/// consistency check against the receiver), then a malicious silent GF(2^128) VOLE of
-/// length `m`. Returns `(Δ, B)`.
+/// The malicious VOLE sender's generator (the PSI sender): SoftSpokenOT base COTs under a
+/// fresh `Δ` (with the consistency check against the receiver) feeding a malicious silent
+/// GF(2^128) VOLE generator, which an [`Rr22Session`](super::Rr22Session) extends once per
+/// run. The peer runs [`setup_receiver`].
+///
+/// # Errors
+/// Network errors; [`Error::Protocol`] if base OT or the SoftSpokenOT check fails.
+pub fn setup_sender<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+    ch: &mut C,
+    rng: &mut R,
+) -> Result<VoleSender> {
+    let cfg = config();
+    let mut ss = softspoken::Sender::setup(ch, SOFTSPOKEN_K, rng).map_err(ot_err)?;
+    let q = ss
+        .send_correlated(ch, cfg.base_cots_needed(), rng)
+        .map_err(ot_err)?;
+    VoleSender::from_base(SenderBase::new(ss.delta(), q), cfg).map_err(vole_err)
+}
+
+/// The malicious VOLE receiver's generator (the PSI receiver), the peer of
+/// [`setup_sender`].
+///
+/// # Errors
+/// Network errors; [`Error::Protocol`] if base OT or the SoftSpokenOT check fails.
+pub fn setup_receiver<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+    ch: &mut C,
+    rng: &mut R,
+) -> Result<VoleReceiver> {
+    let cfg = config();
+    let mut ss = softspoken::Receiver::setup(ch, SOFTSPOKEN_K, rng).map_err(ot_err)?;
+    let mut choices = obliv_ot::iknp::random_bits(cfg.base_cots_needed(), rng);
+    let t = ss.receive_correlated(ch, &choices).map_err(ot_err)?;
+    let r: Vec<u8> = choices.iter().map(|&b| u8::from(b)).collect();
+    choices.zeroize();
+    let base = ReceiverBase::new(r, t).map_err(vole_err)?;
+    VoleReceiver::from_base(base, cfg).map_err(vole_err)
+}
+
+/// One-shot malicious VOLE, sender side: [`setup_sender`] and one extension of length `m`.
+/// Returns `(Δ, B)`.
 ///
 /// # Errors
 /// Network errors; [`Error::Protocol`] if base OT, the SoftSpokenOT check or the VOLE fails.
@@ -118,18 +155,13 @@ pub fn vole_send<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     m: usize,
     rng: &mut R,
 ) -> Result<(Block, Vec<Block>)> {
-    let cfg = config();
-    let mut ss = softspoken::Sender::setup(ch, SOFTSPOKEN_K, rng).map_err(ot_err)?;
-    let q = ss
-        .send_correlated(ch, cfg.base_cots_needed(), rng)
-        .map_err(ot_err)?;
-    let mut s = VoleSender::from_base(SenderBase::new(ss.delta(), q), cfg).map_err(vole_err)?;
+    let mut s = setup_sender(ch, rng)?;
     let b = s.extend(ch, m, rng).map_err(vole_err)?;
     Ok((s.delta(), b))
 }
 
-/// VOLE receiver (the PSI receiver), the peer of [`vole_send`]: returns `(A, C)` with
-/// `C = B ⊕ A·Δ`.
+/// One-shot malicious VOLE, receiver side (the peer of [`vole_send`]): returns `(A, C)`
+/// with `C = B ⊕ A·Δ`.
 ///
 /// # Errors
 /// Network errors; [`Error::Protocol`] if base OT fails or the VOLE consistency check
@@ -139,15 +171,7 @@ pub fn vole_receive<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     m: usize,
     rng: &mut R,
 ) -> Result<(Vec<Block>, Vec<Block>)> {
-    let cfg = config();
-    let mut ss = softspoken::Receiver::setup(ch, SOFTSPOKEN_K, rng).map_err(ot_err)?;
-    let mut choices = obliv_ot::iknp::random_bits(cfg.base_cots_needed(), rng);
-    let t = ss.receive_correlated(ch, &choices).map_err(ot_err)?;
-    let r: Vec<u8> = choices.iter().map(|&b| u8::from(b)).collect();
-    choices.zeroize();
-    let base = ReceiverBase::new(r, t).map_err(vole_err)?;
-    VoleReceiver::from_base(base, cfg)
-        .map_err(vole_err)?
+    setup_receiver(ch, rng)?
         .extend(ch, m, rng)
         .map_err(vole_err)
 }

@@ -14,6 +14,11 @@
 //! handshake (protocol ids 10, 11 and 12), so two parties that picked different variants stop
 //! with [`Error::HandshakeMismatch`] before any item-dependent data flows.
 //!
+//! For many buckets with one peer, an [`Rr22Session`] sets the silent VOLE's base
+//! correlations up once and runs one bucket per [`Rr22Session::run`] (each a fresh VOLE
+//! extension of that bucket's OKVS size); [`run`] is a new session plus one run, with the
+//! same messages as before sessions existed.
+//!
 //! # The protocol (common to the variants)
 //!
 //! The receiver R holds `X` (`n_r` items), the sender S holds `Y` (`n_s` items). Every item is
@@ -488,7 +493,9 @@ fn intersect(ours: &[u128], theirs: &[u128], hasher: KeyedHash) -> Vec<usize> {
     out
 }
 
-/// Runs RR22 PSI (the variant of `cfg`) as `role` over `ch` on `items`.
+/// Runs RR22 PSI (the variant of `cfg`) as `role` over `ch` on `items`: a new
+/// [`Rr22Session`] and one [`Rr22Session::run`] (the wire format is exactly that of the
+/// session's first run).
 ///
 /// Returns, for the receiver, the indices (ascending) of `items` in the intersection; `None`
 /// for the sender. Duplicate items are allowed (see the [module documentation](self)).
@@ -512,70 +519,217 @@ where
     T: AsRef<[u8]> + Sync,
     R: CryptoRng + ?Sized,
 {
-    if cfg.bin_size == 0 || cfg.bin_size > 1 << 24 || items.len() > MAX_ITEMS {
-        return Err(Error::InvalidParameter(format!(
-            "bin size must be in 1..=2^24 and at most {MAX_ITEMS} items"
-        )));
+    Rr22Session::new(role, cfg)?.run(ch, items, rng)
+}
+
+/// Flag bit of the [`Hello`] of a session's second and later runs (the first run's hello is
+/// the one-shot [`run`]'s, flags 0); the handshake requires both sides to agree on it.
+const FLAG_CONTINUED: u8 = 2;
+
+/// The VOLE generators a session keeps between runs (only the one of its variant and role
+/// is ever set).
+#[derive(Debug, Default)]
+struct Generators {
+    /// GF(2^128) VOLE sender (fast and malicious).
+    gf128_sender: Option<obliv_vole::VoleSender>,
+    /// GF(2^128) VOLE receiver (fast and malicious).
+    gf128_receiver: Option<obliv_vole::VoleReceiver>,
+    /// Subfield GF(2^64) VOLE sender (low-comm).
+    sub64_sender: Option<obliv_vole::Subfield64VoleSender>,
+    /// Subfield GF(2^64) VOLE receiver (low-comm).
+    sub64_receiver: Option<obliv_vole::Subfield64VoleReceiver>,
+}
+
+/// An RR22 PSI session with one peer: the silent VOLE's base correlations are produced once,
+/// and each [`run`](Rr22Session::run) intersects one bucket with a fresh VOLE extension of
+/// the OKVS size of that bucket.
+///
+/// # Message flow
+///
+/// The first run is byte for byte the one-shot [`run`]: its [`Hello`] (protocol, role, bin
+/// size, set sizes) is the session's handshake, so mismatched variants, bin sizes or roles
+/// stop there with [`Error::HandshakeMismatch`]; the VOLE generator (base OT + IKNP for the
+/// semi-honest variants, base OT + SoftSpokenOT with its check for the malicious one) is set
+/// up inside the first run whose two sets are non-empty, at the point where the one-shot
+/// protocol runs it. Every later run starts with another [`Hello`] carrying the bucket's set
+/// size (with flag bit 1 set, so a peer that is not at the same stage is a mismatch) and
+/// then extends the same generator: `obliv-vole` bootstraps the next base correlations from
+/// its own outputs, so no base OT runs again. Per-run protocol steps (OKVS seed, masked OKVS,
+/// the malicious coin toss for `w`, the sender's values) and all their checks are unchanged.
+///
+/// # Security across buckets
+///
+/// All runs of a session share the sender's `Δ` (the OPRF key, as in one long VOLE): the
+/// correlations of the runs are disjoint pieces of one VOLE, each used for one OKVS only.
+/// A sender value for an item outside the receiver's bucket involves `e·Δ` with `e ≠ 0`,
+/// pseudorandom to the receiver as long as `Δ` is hidden, exactly as for the many items of
+/// one run; nothing of one run's correlation is reused in another. The malicious coin toss
+/// for `w` is repeated per run. The low-comm bound `n_s·2^-64` adds up over the runs (see
+/// [`lowcomm`]).
+///
+/// After an error the two sides may no longer be in step: the session refuses further runs
+/// (open a new one on a fresh channel).
+#[derive(Debug)]
+pub struct Rr22Session {
+    role: Role,
+    cfg: Rr22Config,
+    runs: u64,
+    failed: bool,
+    vole: Generators,
+}
+
+impl Rr22Session {
+    /// A session as `role` with parameters `cfg` (checked here; the peer's are checked by
+    /// the first run's handshake). Nothing is sent until the first [`run`](Self::run).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if the bin size is outside `1..=2^24`.
+    pub fn new(role: Role, cfg: &Rr22Config) -> Result<Self> {
+        if cfg.bin_size == 0 || cfg.bin_size > 1 << 24 {
+            return Err(Error::InvalidParameter(
+                "bin size must be in 1..=2^24".into(),
+            ));
+        }
+        Ok(Rr22Session {
+            role,
+            cfg: *cfg,
+            runs: 0,
+            failed: false,
+            vole: Generators::default(),
+        })
     }
-    let batch = match cfg.variant {
-        Variant::LowComm => 0,
-        _ => u32::try_from(cfg.bin_size).unwrap_or(u32::MAX),
-    };
-    let ours = Hello {
-        protocol: cfg.variant.protocol_id(),
-        curve: 0,
-        role: role_code(role),
-        flags: 0,
-        batch,
-        n_items: items.len() as u64,
-        param: u64::from(STAT_SECURITY),
-    };
-    let other = match role {
-        Role::Receiver => Role::Sender,
-        Role::Sender => Role::Receiver,
-    };
-    let theirs = handshake::exchange(ch, &ours, role_code(other), code_name)?;
-    let n_peer = usize::try_from(theirs.n_items)
-        .ok()
-        .filter(|&n| n <= MAX_ITEMS)
-        .ok_or_else(|| {
-            Error::Protocol(format!(
-                "peer announced {} items, more than {MAX_ITEMS}",
-                theirs.n_items
-            ))
-        })?;
-    let (n_r, n_s) = match role {
-        Role::Receiver => (items.len(), n_peer),
-        Role::Sender => (n_peer, items.len()),
-    };
-    if cfg.variant == Variant::LowComm && n_s > lowcomm::MAX_SENDER_ITEMS {
-        return Err(Error::InvalidParameter(format!(
-            "rr22-lowcomm: the sender's {n_s} items exceed 2^24 (the 2^-40 bound needs \
-             n_s ≤ 2^24; split the set into buckets)"
-        )));
+
+    /// The role of this side.
+    pub fn role(&self) -> Role {
+        self.role
     }
-    if n_r == 0 || n_s == 0 {
-        return Ok(match role {
-            Role::Receiver => Some(Vec::new()),
-            Role::Sender => None,
-        });
+
+    /// The configuration.
+    pub fn config(&self) -> &Rr22Config {
+        &self.cfg
     }
-    let w = psi_compare_bytes(STAT_SECURITY, n_r as u64, n_s as u64).min(16);
-    match (cfg.variant, role) {
-        (Variant::Fast, Role::Receiver) => {
-            fast::receiver(ch, items, n_s, w, cfg, false, rng).map(Some)
+
+    /// The number of runs started so far.
+    pub fn runs(&self) -> u64 {
+        self.runs
+    }
+
+    /// Intersects one bucket with the peer's (which calls `run` on its session at the same
+    /// point). Returns, for the receiver, the indices (ascending) of `items` in the
+    /// intersection; `None` for the sender. Buckets may have any size up to [`MAX_ITEMS`],
+    /// including 0.
+    ///
+    /// # Errors
+    /// As [`run`](fn@run); also [`Error::InvalidParameter`] if an earlier run of this session
+    /// failed.
+    pub fn run<C, T, R>(
+        &mut self,
+        ch: &mut C,
+        items: &[T],
+        rng: &mut R,
+    ) -> Result<Option<Vec<usize>>>
+    where
+        C: Channel + ?Sized,
+        T: AsRef<[u8]> + Sync,
+        R: CryptoRng + ?Sized,
+    {
+        if self.failed {
+            return Err(Error::InvalidParameter(
+                "an earlier run of this RR22 session failed; open a new session".into(),
+            ));
         }
-        (Variant::Fast, Role::Sender) => {
-            fast::sender(ch, items, n_r, w, cfg, false, rng).map(|()| None)
+        if items.len() > MAX_ITEMS {
+            return Err(Error::InvalidParameter(format!(
+                "at most {MAX_ITEMS} items per run"
+            )));
         }
-        (Variant::Malicious, Role::Receiver) => {
-            fast::receiver(ch, items, n_s, 16, cfg, true, rng).map(Some)
+        let r = self.run_inner(ch, items, rng);
+        self.runs += 1;
+        if r.is_err() {
+            self.failed = true;
         }
-        (Variant::Malicious, Role::Sender) => {
-            fast::sender(ch, items, n_r, 16, cfg, true, rng).map(|()| None)
+        r
+    }
+
+    fn run_inner<C, T, R>(
+        &mut self,
+        ch: &mut C,
+        items: &[T],
+        rng: &mut R,
+    ) -> Result<Option<Vec<usize>>>
+    where
+        C: Channel + ?Sized,
+        T: AsRef<[u8]> + Sync,
+        R: CryptoRng + ?Sized,
+    {
+        let (cfg, role) = (self.cfg, self.role);
+        let batch = match cfg.variant {
+            Variant::LowComm => 0,
+            _ => u32::try_from(cfg.bin_size).unwrap_or(u32::MAX),
+        };
+        let ours = Hello {
+            protocol: cfg.variant.protocol_id(),
+            curve: 0,
+            role: role_code(role),
+            flags: if self.runs == 0 { 0 } else { FLAG_CONTINUED },
+            batch,
+            n_items: items.len() as u64,
+            param: u64::from(STAT_SECURITY),
+        };
+        let other = match role {
+            Role::Receiver => Role::Sender,
+            Role::Sender => Role::Receiver,
+        };
+        let theirs = handshake::exchange(ch, &ours, role_code(other), code_name)?;
+        let n_peer = usize::try_from(theirs.n_items)
+            .ok()
+            .filter(|&n| n <= MAX_ITEMS)
+            .ok_or_else(|| {
+                Error::Protocol(format!(
+                    "peer announced {} items, more than {MAX_ITEMS}",
+                    theirs.n_items
+                ))
+            })?;
+        let (n_r, n_s) = match role {
+            Role::Receiver => (items.len(), n_peer),
+            Role::Sender => (n_peer, items.len()),
+        };
+        if cfg.variant == Variant::LowComm && n_s > lowcomm::MAX_SENDER_ITEMS {
+            return Err(Error::InvalidParameter(format!(
+                "rr22-lowcomm: the sender's {n_s} items exceed 2^24 (the 2^-40 bound needs \
+                 n_s ≤ 2^24; split the set into buckets)"
+            )));
         }
-        (Variant::LowComm, Role::Receiver) => lowcomm::receiver(ch, items, n_s, w, rng).map(Some),
-        (Variant::LowComm, Role::Sender) => lowcomm::sender(ch, items, n_r, w, rng).map(|()| None),
+        if n_r == 0 || n_s == 0 {
+            return Ok(match role {
+                Role::Receiver => Some(Vec::new()),
+                Role::Sender => None,
+            });
+        }
+        let w = psi_compare_bytes(STAT_SECURITY, n_r as u64, n_s as u64).min(16);
+        let v = &mut self.vole;
+        match (cfg.variant, role) {
+            (Variant::Fast, Role::Receiver) => {
+                fast::receiver(ch, items, n_s, w, &cfg, false, &mut v.gf128_receiver, rng).map(Some)
+            }
+            (Variant::Fast, Role::Sender) => {
+                fast::sender(ch, items, n_r, w, &cfg, false, &mut v.gf128_sender, rng)
+                    .map(|()| None)
+            }
+            (Variant::Malicious, Role::Receiver) => {
+                fast::receiver(ch, items, n_s, 16, &cfg, true, &mut v.gf128_receiver, rng).map(Some)
+            }
+            (Variant::Malicious, Role::Sender) => {
+                fast::sender(ch, items, n_r, 16, &cfg, true, &mut v.gf128_sender, rng)
+                    .map(|()| None)
+            }
+            (Variant::LowComm, Role::Receiver) => {
+                lowcomm::receiver(ch, items, n_s, w, &mut v.sub64_receiver, rng).map(Some)
+            }
+            (Variant::LowComm, Role::Sender) => {
+                lowcomm::sender(ch, items, n_r, w, &mut v.sub64_sender, rng).map(|()| None)
+            }
+        }
     }
 }
 
