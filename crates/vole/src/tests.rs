@@ -19,716 +19,6 @@ fn cfg(security: Security, max_chunk: usize) -> VoleConfig {
     }
 }
 
-type SubOut = (Block, Vec<Block>, Vec<u8>, Vec<Block>, Stats, Stats);
-
-/// Runs a subfield VOLE of each size in `sizes` (one generator pair, consecutive calls).
-fn run_subfield<C: Channel + 'static>(
-    c0: C,
-    mut c1: C,
-    cfg: VoleConfig,
-    sizes: &[usize],
-    tamper_at: Option<Target>,
-) -> Vec<Result<SubOut, Error>> {
-    let mut rng = AesRng::from_seed([3; 16]);
-    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
-    let sizes_s = sizes.to_vec();
-    let sender = std::thread::spawn(move || {
-        let mut c0 = c0;
-        let mut rng = AesRng::from_seed([4; 16]);
-        let mut s = SubfieldVoleSender::from_base(sb, cfg).unwrap();
-        let mut outs = Vec::new();
-        for n in sizes_s {
-            if let Some(target) = tamper_at {
-                tamper::set(Kind::Subfield, target, 1 << 77);
-            }
-            let before = c0.stats();
-            let b = s.extend(&mut c0, n, &mut rng);
-            outs.push(b.map(|b| (b, c0.stats() - before)));
-            if outs.last().is_some_and(|r| r.is_err()) {
-                break;
-            }
-        }
-        (s.delta(), outs)
-    });
-    let mut r = SubfieldVoleReceiver::from_base(rb, cfg).unwrap();
-    let mut results = Vec::new();
-    for &n in sizes {
-        let before = c1.stats();
-        let res = r.extend(&mut c1, n, &mut rng);
-        let failed = res.is_err();
-        results.push(res.map(|(a, c)| (a, c, c1.stats() - before)));
-        if failed {
-            break;
-        }
-    }
-    drop(c1);
-    let (delta, souts) = sender.join().unwrap();
-    results
-        .into_iter()
-        .zip(
-            souts
-                .into_iter()
-                .chain(std::iter::repeat_with(|| Err(Error::ConsistencyCheck))),
-        )
-        .map(|(r, s)| {
-            let (a, c, rs) = r?;
-            let (b, ss) = s?;
-            Ok((delta, b, a, c, ss, rs))
-        })
-        .collect()
-}
-
-fn assert_subfield(out: &SubOut, n: usize) {
-    let (delta, b, a, c, _, _) = out;
-    assert_eq!((b.len(), a.len(), c.len()), (n, n, n));
-    for i in 0..n {
-        assert!(a[i] <= 1);
-        let expect = if a[i] == 1 { b[i] ^ *delta } else { b[i] };
-        assert_eq!(c[i], expect, "correlation {i} of {n}");
-    }
-    if n >= 1000 {
-        let ones = a.iter().filter(|x| **x == 1).count();
-        assert!(ones > n * 2 / 5 && ones < n * 3 / 5, "{ones} ones of {n}");
-        assert_ne!(b[0], b[1]);
-    }
-}
-
-#[test]
-fn subfield_semi_honest_sizes() {
-    let sizes = [1, 2, 100, 1000, 4097, 20_011];
-    let (c0, c1) = mem_pair();
-    let outs = run_subfield(c0, c1, cfg(Security::SemiHonest, 1 << 16), &sizes, None);
-    assert_eq!(outs.len(), sizes.len());
-    for (out, n) in outs.iter().zip(sizes) {
-        assert_subfield(out.as_ref().unwrap(), n);
-    }
-}
-
-#[test]
-fn subfield_chunked_and_bootstrapped() {
-    // max_chunk 3000: 10_001 runs as four chunks, each bootstrapping the next.
-    let sizes = [10_001, 3000, 1];
-    let (c0, c1) = mem_pair();
-    let outs = run_subfield(c0, c1, cfg(Security::SemiHonest, 3000), &sizes, None);
-    for (out, n) in outs.iter().zip(sizes) {
-        assert_subfield(out.as_ref().unwrap(), n);
-    }
-}
-
-#[test]
-fn subfield_malicious_honest_run_passes() {
-    let sizes = [777, 5000];
-    let (c0, c1) = mem_pair();
-    let outs = run_subfield(c0, c1, cfg(Security::Malicious, 1 << 14), &sizes, None);
-    for (out, n) in outs.iter().zip(sizes) {
-        assert_subfield(out.as_ref().unwrap(), n);
-    }
-}
-
-#[test]
-fn subfield_malicious_check_catches_bit_flip() {
-    // (a) a flipped bit in the final correction d of tree 3;
-    // (b) the same bit flipped in both level sums of level 2 of tree 5.
-    for target in [Target::D(3), Target::Level(5, 2)] {
-        let (c0, c1) = mem_pair();
-        let outs = run_subfield(
-            c0,
-            c1,
-            cfg(Security::Malicious, 1 << 14),
-            &[5000],
-            Some(target),
-        );
-        assert!(
-            matches!(outs[0], Err(Error::ConsistencyCheck)),
-            "tampering {target:?} not caught"
-        );
-    }
-    // Without the check the same tampering silently breaks the correlation (of the bootstrap
-    // extension, whose outputs become the next base: the user's outputs then break too).
-    let (c0, c1) = mem_pair();
-    let outs = run_subfield(
-        c0,
-        c1,
-        cfg(Security::SemiHonest, 1 << 14),
-        &[5000],
-        Some(Target::D(3)),
-    );
-    let (delta, b, a, c, _, _) = outs[0].as_ref().unwrap();
-    let bad = (0..5000)
-        .filter(|&i| c[i] != if a[i] == 1 { b[i] ^ *delta } else { b[i] })
-        .count();
-    assert!(bad > 0, "tampering had no effect");
-}
-
-type FieldOut = (Block, Vec<Block>, Vec<Block>, Vec<Block>);
-
-fn run_field(
-    cfg: VoleConfig,
-    sizes: &[usize],
-    tamper_at: Option<Target>,
-) -> Vec<Result<FieldOut, Error>> {
-    let mut rng = AesRng::from_seed([5; 16]);
-    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
-    let (mut c0, mut c1) = mem_pair();
-    let sizes_s = sizes.to_vec();
-    let sender = std::thread::spawn(move || {
-        let mut rng = AesRng::from_seed([6; 16]);
-        let mut s = VoleSender::from_base(sb, cfg).unwrap();
-        let mut outs = Vec::new();
-        for n in sizes_s {
-            if let Some(target) = tamper_at {
-                tamper::set(Kind::Field, target, 1 << 5);
-            }
-            let r = s.extend(&mut c0, n, &mut rng);
-            let failed = r.is_err();
-            outs.push(r);
-            if failed {
-                break;
-            }
-        }
-        (s.delta(), outs)
-    });
-    let mut r = VoleReceiver::from_base(rb, cfg).unwrap();
-    let mut results = Vec::new();
-    for &n in sizes {
-        let res = r.extend(&mut c1, n, &mut rng);
-        let failed = res.is_err();
-        results.push(res);
-        if failed {
-            break;
-        }
-    }
-    drop(c1);
-    let (delta, souts) = sender.join().unwrap();
-    results
-        .into_iter()
-        .zip(
-            souts
-                .into_iter()
-                .chain(std::iter::repeat_with(|| Err(Error::ConsistencyCheck))),
-        )
-        .map(|(r, s)| {
-            let (a, c) = r?;
-            Ok((delta, s?, a, c))
-        })
-        .collect()
-}
-
-fn assert_field(out: &FieldOut, n: usize) {
-    let (delta, b, a, c) = out;
-    assert_eq!((b.len(), a.len(), c.len()), (n, n, n));
-    for i in 0..n {
-        assert_eq!(
-            c[i],
-            b[i] ^ gf128::mul(a[i], *delta),
-            "correlation {i} of {n}"
-        );
-    }
-    if n >= 2 {
-        assert_ne!(a[0], a[1]);
-        assert_ne!(a[0], Block::ZERO);
-    }
-}
-
-#[test]
-fn field_semi_honest_sizes_and_chunks() {
-    let sizes = [1, 513, 6000, 9001];
-    let outs = run_field(cfg(Security::SemiHonest, 4000), &sizes, None);
-    for (out, n) in outs.iter().zip(sizes) {
-        assert_field(out.as_ref().unwrap(), n);
-    }
-}
-
-#[test]
-fn field_malicious_passes_and_catches() {
-    let outs = run_field(cfg(Security::Malicious, 1 << 13), &[3001], None);
-    assert_field(outs[0].as_ref().unwrap(), 3001);
-    let outs = run_field(
-        cfg(Security::Malicious, 1 << 13),
-        &[3001],
-        Some(Target::Level(4, 1)),
-    );
-    assert!(matches!(outs[0], Err(Error::ConsistencyCheck)));
-}
-
-#[test]
-fn subfield_over_tcp_and_communication() {
-    let (c0, c1) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
-    let n = 1 << 16;
-    let outs = run_subfield(c0, c1, cfg(Security::SemiHonest, 1 << 20), &[n, n], None);
-    let first = outs[0].as_ref().unwrap();
-    assert_subfield(first, n);
-    let second = outs[1].as_ref().unwrap();
-    assert_subfield(second, n);
-    // Steady state (second call, bootstrapped base): sublinear communication.
-    let bytes = second.4.total_bytes();
-    assert_eq!(bytes, second.5.total_bytes());
-    let bits_per = bytes as f64 * 8.0 / n as f64;
-    assert!(bits_per < 8.0, "{bits_per} bits per correlation");
-}
-
-#[test]
-fn real_base_ot_over_tcp_field_and_subfield() {
-    let (mut c0, mut c1) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
-    let cfg = VoleConfig::default();
-    let sender = std::thread::spawn(move || {
-        let mut rng = AesRng::from_seed([7; 16]);
-        let mut s = VoleSender::new(&mut c0, cfg, &mut rng).unwrap();
-        let b = s.extend(&mut c0, 5000, &mut rng).unwrap();
-        let mut ss = SubfieldVoleSender::new(&mut c0, cfg, &mut rng).unwrap();
-        let bb = ss.extend(&mut c0, 3001, &mut rng).unwrap();
-        (s.delta(), b, ss.delta(), bb)
-    });
-    let mut rng = AesRng::from_seed([8; 16]);
-    let mut r = VoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
-    let (a, c) = r.extend(&mut c1, 5000, &mut rng).unwrap();
-    let mut rr = SubfieldVoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
-    let (aa, cc) = rr.extend(&mut c1, 3001, &mut rng).unwrap();
-    let (delta, b, delta2, bb) = sender.join().unwrap();
-    assert_field(&(delta, b, a, c), 5000);
-    assert_subfield(
-        &(delta2, bb, aa, cc, Stats::default(), Stats::default()),
-        3001,
-    );
-    assert_ne!(delta, delta2);
-}
-
-#[test]
-fn hostile_peer_messages_give_errors_not_panics() {
-    use obliv_net::ChannelExt;
-    let cfg = VoleConfig::default();
-    let mut rng = AesRng::from_seed([9; 16]);
-    // A "sender" that answers the receiver's flips with a truncated tree message.
-    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
-    let (mut c0, mut c1) = mem_pair();
-    let peer = std::thread::spawn(move || {
-        let flips = c0.recv().unwrap();
-        assert!(!flips.is_empty());
-        c0.send_pod(&[Block::ZERO; 3]).unwrap();
-        c0.flush().unwrap();
-    });
-    let mut r = SubfieldVoleReceiver::from_base(rb, cfg).unwrap();
-    let err = r.extend(&mut c1, 100, &mut rng).unwrap_err();
-    assert!(matches!(err, Error::Net(_)), "{err}");
-    peer.join().unwrap();
-    // A "receiver" that sends flips of the wrong length.
-    let (mut c0, mut c1) = mem_pair();
-    let peer = std::thread::spawn(move || {
-        c1.send(&[0u8; 3]).unwrap();
-        c1.flush().unwrap();
-    });
-    let mut s = SubfieldVoleSender::from_base(sb, cfg).unwrap();
-    let err = s.extend(&mut c0, 100, &mut rng).unwrap_err();
-    assert!(matches!(err, Error::Net(_)), "{err}");
-    peer.join().unwrap();
-    // Too small a base is refused up front.
-    let (sb, rb) = dealer(10, &mut rng);
-    assert!(matches!(
-        SubfieldVoleSender::from_base(sb, cfg),
-        Err(Error::NotEnoughBase { .. })
-    ));
-    assert!(matches!(
-        VoleReceiver::from_base(rb, cfg),
-        Err(Error::NotEnoughBase { .. })
-    ));
-}
-
-#[test]
-fn one_shot_functions() {
-    let (mut c0, mut c1) = mem_pair();
-    let cfg = VoleConfig::default();
-    let t = std::thread::spawn(move || {
-        let mut rng = AesRng::from_seed([10; 16]);
-        let f = crate::vole_send(&mut c0, 777, cfg, &mut rng).unwrap();
-        let s = crate::subfield_vole_send(&mut c0, 778, cfg, &mut rng).unwrap();
-        (f, s)
-    });
-    let mut rng = AesRng::from_seed([11; 16]);
-    let (a, c) = crate::vole_receive(&mut c1, 777, cfg, &mut rng).unwrap();
-    let (aa, cc) = crate::subfield_vole_receive(&mut c1, 778, cfg, &mut rng).unwrap();
-    let ((delta, b), (delta2, bb)) = t.join().unwrap();
-    assert_field(&(delta, b, a, c), 777);
-    assert_subfield(
-        &(delta2, bb, aa, cc, Stats::default(), Stats::default()),
-        778,
-    );
-}
-
-#[test]
-fn streaming_chunks_have_bounded_size_and_hold() {
-    let cfg = cfg(Security::SemiHonest, 2000);
-    let mut rng = AesRng::from_seed([12; 16]);
-    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
-    let (mut c0, mut c1) = mem_pair();
-    let t = std::thread::spawn(move || {
-        let mut rng = AesRng::from_seed([13; 16]);
-        let mut s = VoleSender::from_base(sb, cfg).unwrap();
-        let mut chunks = Vec::new();
-        s.extend_chunks(&mut c0, 5001, &mut rng, |b| {
-            chunks.push(b.to_vec());
-            Ok(())
-        })
-        .unwrap();
-        (s.delta(), chunks)
-    });
-    let mut r = VoleReceiver::from_base(rb, cfg).unwrap();
-    let mut chunks = Vec::new();
-    r.extend_chunks(&mut c1, 5001, &mut rng, |a, c| {
-        chunks.push((a.to_vec(), c.to_vec()));
-        Ok(())
-    })
-    .unwrap();
-    let (delta, schunks) = t.join().unwrap();
-    let sizes: Vec<usize> = chunks.iter().map(|(a, _)| a.len()).collect();
-    assert_eq!(sizes, vec![2000, 2000, 1001]);
-    for ((a, c), b) in chunks.into_iter().zip(schunks) {
-        let n = a.len();
-        assert_field(&(delta, b, a, c), n);
-    }
-}
-
-#[test]
-fn base_and_reserve_sizes() {
-    let sh = VoleConfig::default();
-    let mal = VoleConfig::with_security(Security::Malicious);
-    assert_eq!(sh.base_cots_needed(), 640);
-    assert_eq!(mal.base_cots_needed(), 896);
-    assert_eq!(sh.subfield_reserve(), 2048);
-    assert_eq!(mal.subfield_reserve(), 2176);
-}
-
-// ---------------------------------------------------------------------------------------
-// Subfield VOLE with 64-bit values.
-
-type Sub64Out = (Block, Vec<Block>, Vec<u64>, Vec<Block>, Stats, Stats);
-
-/// Runs a 64-bit subfield VOLE of each size in `sizes` (one generator pair, consecutive
-/// calls); `chunked` uses `extend_chunks` and checks that every chunk is at most `max_chunk`.
-fn run_sub64<C: Channel + 'static>(
-    c0: C,
-    mut c1: C,
-    cfg: VoleConfig,
-    sizes: &[usize],
-    tamper_at: Option<Target>,
-    chunked: bool,
-) -> Vec<Result<Sub64Out, Error>> {
-    let mut rng = AesRng::from_seed([14; 16]);
-    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
-    let sizes_s = sizes.to_vec();
-    let sender = std::thread::spawn(move || {
-        let mut c0 = c0;
-        let mut rng = AesRng::from_seed([15; 16]);
-        let mut s = Subfield64VoleSender::from_base(sb, cfg).unwrap();
-        let mut outs = Vec::new();
-        for n in sizes_s {
-            if let Some(target) = tamper_at {
-                tamper::set(Kind::Subfield64, target, 1 << 100);
-            }
-            let before = c0.stats();
-            let b = if chunked {
-                let mut all = Vec::new();
-                s.extend_chunks(&mut c0, n, &mut rng, |b| {
-                    assert!(!b.is_empty() && b.len() <= cfg.max_chunk);
-                    all.extend_from_slice(b);
-                    Ok(())
-                })
-                .map(|()| all)
-            } else {
-                s.extend(&mut c0, n, &mut rng)
-            };
-            let failed = b.is_err();
-            outs.push(b.map(|b| (b, c0.stats() - before)));
-            if failed {
-                break;
-            }
-        }
-        (s.delta(), outs)
-    });
-    let mut r = Subfield64VoleReceiver::from_base(rb, cfg).unwrap();
-    let mut results = Vec::new();
-    for &n in sizes {
-        let before = c1.stats();
-        let res = if chunked {
-            let (mut aa, mut cc) = (Vec::new(), Vec::new());
-            r.extend_chunks(&mut c1, n, &mut rng, |a, c| {
-                assert_eq!(a.len(), c.len());
-                assert!(!a.is_empty() && a.len() <= cfg.max_chunk);
-                aa.extend_from_slice(a);
-                cc.extend_from_slice(c);
-                Ok(())
-            })
-            .map(|()| (aa, cc))
-        } else {
-            r.extend(&mut c1, n, &mut rng)
-        };
-        let failed = res.is_err();
-        results.push(res.map(|(a, c)| (a, c, c1.stats() - before)));
-        if failed {
-            break;
-        }
-    }
-    drop(c1);
-    let (delta, souts) = sender.join().unwrap();
-    results
-        .into_iter()
-        .zip(
-            souts
-                .into_iter()
-                .chain(std::iter::repeat_with(|| Err(Error::ConsistencyCheck))),
-        )
-        .map(|(r, s)| {
-            let (a, c, rs) = r?;
-            let (b, ss) = s?;
-            Ok((delta, b, a, c, ss, rs))
-        })
-        .collect()
-}
-
-/// The correlation for every output, and that `A` is not degenerate: every one of its 64 bit
-/// positions is balanced (this catches a constant, zero, one-bit or low-degree `A`), and
-/// the values are pairwise distinct (a 64-bit uniform `A` repeats with probability `n²/2^65`).
-fn assert_sub64(out: &Sub64Out, n: usize) {
-    let (delta, b, a, c, _, _) = out;
-    assert_eq!((b.len(), a.len(), c.len()), (n, n, n));
-    for i in 0..n {
-        assert_eq!(
-            c[i],
-            b[i] ^ gf128::mul(embed64(a[i]), *delta),
-            "correlation {i} of {n}"
-        );
-    }
-    if n >= 2 {
-        assert_ne!(a[0], a[1]);
-        assert_ne!(b[0], b[1]);
-    }
-    if n >= 1000 {
-        for bit in 0..64 {
-            let ones = a.iter().filter(|x| (**x >> bit) & 1 == 1).count();
-            assert!(
-                ones > n * 2 / 5 && ones < n * 3 / 5,
-                "bit {bit}: {ones} ones of {n}"
-            );
-        }
-        let mut sorted = a.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        assert_eq!(sorted.len(), n, "repeated A values");
-    }
-}
-
-#[test]
-fn sub64_semi_honest_sizes() {
-    let sizes = [1, 2, 3, 100, 1000, 4097, 20_011];
-    let (c0, c1) = mem_pair();
-    let outs = run_sub64(
-        c0,
-        c1,
-        cfg(Security::SemiHonest, 1 << 16),
-        &sizes,
-        None,
-        false,
-    );
-    assert_eq!(outs.len(), sizes.len());
-    for (out, n) in outs.iter().zip(sizes) {
-        assert_sub64(out.as_ref().unwrap(), n);
-    }
-}
-
-#[test]
-fn sub64_chunked_and_bootstrapped() {
-    // max_chunk 3000: 10_001 runs as four chunks, each bootstrapping the next; both the
-    // streaming and the collecting calls.
-    let sizes = [10_001, 3000, 1, 6001];
-    for chunked in [true, false] {
-        let (c0, c1) = mem_pair();
-        let outs = run_sub64(
-            c0,
-            c1,
-            cfg(Security::SemiHonest, 3000),
-            &sizes,
-            None,
-            chunked,
-        );
-        for (out, n) in outs.iter().zip(sizes) {
-            assert_sub64(out.as_ref().unwrap(), n);
-        }
-    }
-}
-
-#[test]
-fn sub64_malicious_passes_and_catches() {
-    let (c0, c1) = mem_pair();
-    let outs = run_sub64(
-        c0,
-        c1,
-        cfg(Security::Malicious, 1 << 13),
-        &[3001, 777],
-        None,
-        false,
-    );
-    assert_sub64(outs[0].as_ref().unwrap(), 3001);
-    assert_sub64(outs[1].as_ref().unwrap(), 777);
-    for target in [Target::D(7), Target::Level(4, 1)] {
-        let (c0, c1) = mem_pair();
-        let outs = run_sub64(
-            c0,
-            c1,
-            cfg(Security::Malicious, 1 << 13),
-            &[3001],
-            Some(target),
-            false,
-        );
-        assert!(
-            matches!(outs[0], Err(Error::ConsistencyCheck)),
-            "tampering {target:?} not caught"
-        );
-    }
-}
-
-#[test]
-fn sub64_over_tcp_and_communication() {
-    let (c0, c1) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
-    let n = 1 << 16;
-    let outs = run_sub64(
-        c0,
-        c1,
-        cfg(Security::SemiHonest, 1 << 20),
-        &[n, n + 1],
-        None,
-        false,
-    );
-    assert_sub64(outs[0].as_ref().unwrap(), n);
-    let second = outs[1].as_ref().unwrap();
-    assert_sub64(second, n + 1);
-    let bytes = second.4.total_bytes();
-    assert_eq!(bytes, second.5.total_bytes());
-    let bits_per = bytes as f64 * 8.0 / n as f64;
-    assert!(bits_per < 16.0, "{bits_per} bits per correlation");
-}
-
-#[test]
-fn sub64_real_base_ot_over_tcp() {
-    let (mut c0, mut c1) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
-    let cfg = cfg(Security::SemiHonest, 1 << 12);
-    let sender = std::thread::spawn(move || {
-        let mut rng = AesRng::from_seed([16; 16]);
-        let mut s = Subfield64VoleSender::new(&mut c0, cfg, &mut rng).unwrap();
-        let b = s.extend(&mut c0, 5003, &mut rng).unwrap();
-        (s.delta(), b)
-    });
-    let mut rng = AesRng::from_seed([17; 16]);
-    let mut r = Subfield64VoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
-    let (a, c) = r.extend(&mut c1, 5003, &mut rng).unwrap();
-    let (delta, b) = sender.join().unwrap();
-    assert_sub64(&(delta, b, a, c, Stats::default(), Stats::default()), 5003);
-}
-
-#[test]
-fn sub64_zero_and_small_base() {
-    let cfg = VoleConfig::default();
-    let mut rng = AesRng::from_seed([18; 16]);
-    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
-    let mut s = Subfield64VoleSender::from_base(sb, cfg).unwrap();
-    let mut r = Subfield64VoleReceiver::from_base(rb, cfg).unwrap();
-    let (mut c0, mut c1) = mem_pair();
-    assert!(s.extend(&mut c0, 0, &mut rng).unwrap().is_empty());
-    let (a, c) = r.extend(&mut c1, 0, &mut rng).unwrap();
-    assert!(a.is_empty() && c.is_empty());
-    assert!(format!("{s:?}").starts_with("Subfield64VoleSender"));
-    assert!(!format!("{s:?}").contains(&format!("{:?}", s.delta())));
-    let (sb, rb) = dealer(10, &mut rng);
-    assert!(matches!(
-        Subfield64VoleSender::from_base(sb, cfg),
-        Err(Error::NotEnoughBase { .. })
-    ));
-    assert!(matches!(
-        Subfield64VoleReceiver::from_base(rb, cfg),
-        Err(Error::NotEnoughBase { .. })
-    ));
-}
-
-#[test]
-fn subfield_streaming_reuses_buffers_across_calls() {
-    // Several extend_chunks calls on one pair (the working buffers are kept between calls,
-    // with chunks of different lengths), then a plain extend.
-    let cfg = cfg(Security::SemiHonest, 2000);
-    let mut rng = AesRng::from_seed([19; 16]);
-    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
-    let (mut c0, mut c1) = mem_pair();
-    let sizes = [5001usize, 1, 4000, 1999];
-    let t = std::thread::spawn(move || {
-        let mut rng = AesRng::from_seed([20; 16]);
-        let mut s = SubfieldVoleSender::from_base(sb, cfg).unwrap();
-        let mut outs = Vec::new();
-        for n in sizes {
-            let mut all = Vec::new();
-            s.extend_chunks(&mut c0, n, &mut rng, |b| {
-                all.extend_from_slice(b);
-                Ok(())
-            })
-            .unwrap();
-            outs.push(all);
-        }
-        outs.push(s.extend(&mut c0, 777, &mut rng).unwrap());
-        (s.delta(), outs)
-    });
-    let mut r = SubfieldVoleReceiver::from_base(rb, cfg).unwrap();
-    let mut outs = Vec::new();
-    for n in sizes {
-        let (mut aa, mut cc) = (Vec::new(), Vec::new());
-        r.extend_chunks(&mut c1, n, &mut rng, |a, c| {
-            assert!(a.len() <= 2000 && a.len() == c.len());
-            aa.extend_from_slice(a);
-            cc.extend_from_slice(c);
-            Ok(())
-        })
-        .unwrap();
-        outs.push((aa, cc));
-    }
-    outs.push(r.extend(&mut c1, 777, &mut rng).unwrap());
-    let (delta, souts) = t.join().unwrap();
-    for ((a, c), b) in outs.into_iter().zip(souts) {
-        let n = a.len();
-        assert_subfield(&(delta, b, a, c, Stats::default(), Stats::default()), n);
-    }
-}
-
-#[test]
-fn sink_error_stops_the_stream() {
-    let cfg = cfg(Security::SemiHonest, 2000);
-    let mut rng = AesRng::from_seed([21; 16]);
-    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
-    let (mut c0, mut c1) = mem_pair();
-    let peer = std::thread::spawn(move || {
-        let mut rng = AesRng::from_seed([22; 16]);
-        let mut r = Subfield64VoleReceiver::from_base(rb, cfg).unwrap();
-        let mut chunks = 0;
-        let res = r.extend_chunks(&mut c1, 5000, &mut rng, |_, _| {
-            chunks += 1;
-            Ok(())
-        });
-        (res, chunks)
-    });
-    let mut s = Subfield64VoleSender::from_base(sb, cfg).unwrap();
-    let mut calls = 0;
-    let err = s
-        .extend_chunks(&mut c0, 5000, &mut rng, |_| {
-            calls += 1;
-            Err(Error::TooLarge {
-                requested: 0,
-                max: 0,
-            })
-        })
-        .unwrap_err();
-    assert!(matches!(err, Error::TooLarge { .. }), "{err}");
-    assert_eq!(calls, 1);
-    drop(c0);
-    // The peer got its first chunk, then an error (not a hang) when the sender stopped.
-    let (res, chunks) = peer.join().unwrap();
-    assert!(matches!(res, Err(Error::Net(_))));
-    assert_eq!(chunks, 1);
-}
-
 // ---------------------------------------------------------------------------------------
 // The three generator pairs behind one test interface, and a regression digest of their
 // outputs.
@@ -742,6 +32,12 @@ trait Flavour: 'static {
     type A: Copy + PartialEq + core::fmt::Debug + Send + 'static;
     /// Name, for messages.
     const NAME: &'static str;
+    /// The extension kind (for tampering).
+    const KIND: Kind;
+    /// The seeds of the dealer/receiver RNG and the sender RNG in [`run`].
+    const SEEDS: [u8; 2];
+    /// The bits a tampering sender flips.
+    const TAMPER_MASK: u128;
     fn sender_from_base(base: SenderBase, cfg: VoleConfig) -> Result<Self::S, Error>;
     fn receiver_from_base(base: ReceiverBase, cfg: VoleConfig) -> Result<Self::R, Error>;
     fn sender_new<C: Channel>(
@@ -784,17 +80,25 @@ trait Flavour: 'static {
     ) -> Result<(), Error>;
     /// `A`'s value in GF(2^128).
     fn embed(a: Self::A) -> Block;
+    /// Checks that `A` (and `B`) of one run look like what the flavour should produce.
+    fn sanity(a: &[Self::A], b: &[Block]);
 }
 
 /// Implements [`Flavour`] for a marker type from the generator types and the embedding.
 macro_rules! flavour {
-    ($marker:ident, $name:literal, $s:ty, $r:ty, $a:ty, $embed:expr) => {
+    (
+        $marker:ident, $name:literal, $kind:expr, $seeds:expr, $mask:expr,
+        $s:ty, $r:ty, $a:ty, $embed:expr, $sanity:expr
+    ) => {
         struct $marker;
         impl Flavour for $marker {
             type S = $s;
             type R = $r;
             type A = $a;
             const NAME: &'static str = $name;
+            const KIND: Kind = $kind;
+            const SEEDS: [u8; 2] = $seeds;
+            const TAMPER_MASK: u128 = $mask;
             fn sender_from_base(base: SenderBase, cfg: VoleConfig) -> Result<$s, Error> {
                 <$s>::from_base(base, cfg)
             }
@@ -855,6 +159,9 @@ macro_rules! flavour {
             fn embed(a: $a) -> Block {
                 $embed(a)
             }
+            fn sanity(a: &[$a], b: &[Block]) {
+                $sanity(a, b)
+            }
         }
     };
 }
@@ -862,27 +169,571 @@ macro_rules! flavour {
 flavour!(
     Sub,
     "subfield",
+    Kind::Subfield,
+    [3, 4],
+    1 << 77,
     SubfieldVoleSender,
     SubfieldVoleReceiver,
     u8,
-    |a: u8| Block(u128::from(a))
+    |a: u8| Block(u128::from(a)),
+    sanity_bits
 );
 flavour!(
     Sub64,
     "sub64",
+    Kind::Subfield64,
+    [14, 15],
+    1 << 100,
     Subfield64VoleSender,
     Subfield64VoleReceiver,
     u64,
-    embed64
+    embed64,
+    sanity_u64
 );
 flavour!(
     Field,
     "gf128",
+    Kind::Field,
+    [5, 6],
+    1 << 5,
     VoleSender,
     VoleReceiver,
     Block,
-    |a: Block| a
+    |a: Block| a,
+    sanity_field
 );
+
+/// Subfield `A`: bits, balanced; `B` not constant.
+fn sanity_bits(a: &[u8], b: &[Block]) {
+    let n = a.len();
+    assert!(a.iter().all(|x| *x <= 1), "A is not bits");
+    if n >= 1000 {
+        let ones = a.iter().filter(|x| **x == 1).count();
+        assert!(ones > n * 2 / 5 && ones < n * 3 / 5, "{ones} ones of {n}");
+        assert_ne!(b[0], b[1]);
+    }
+}
+
+/// GF(2^128) `A`: not zero, not constant.
+fn sanity_field(a: &[Block], _b: &[Block]) {
+    if a.len() >= 2 {
+        assert_ne!(a[0], a[1]);
+        assert_ne!(a[0], Block::ZERO);
+    }
+}
+
+/// 64-bit `A` is not degenerate: every one of its 64 bit positions is balanced (this
+/// catches a constant, zero, one-bit or low-degree `A`), and the values are pairwise
+/// distinct (a 64-bit uniform `A` repeats with probability `n²/2^65`).
+fn sanity_u64(a: &[u64], b: &[Block]) {
+    let n = a.len();
+    if n >= 2 {
+        assert_ne!(a[0], a[1]);
+        assert_ne!(b[0], b[1]);
+    }
+    if n >= 1000 {
+        for bit in 0..64 {
+            let ones = a.iter().filter(|x| (**x >> bit) & 1 == 1).count();
+            assert!(
+                ones > n * 2 / 5 && ones < n * 3 / 5,
+                "bit {bit}: {ones} ones of {n}"
+            );
+        }
+        let mut sorted = a.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), n, "repeated A values");
+    }
+}
+
+/// The outputs of one call: `(Δ, B, A, C, sender's traffic, receiver's traffic)`.
+type Out<P> = (
+    Block,
+    Vec<Block>,
+    Vec<<P as Flavour>::A>,
+    Vec<Block>,
+    Stats,
+    Stats,
+);
+
+/// Runs `P` for each size in `sizes` (one generator pair from a dealer base, consecutive
+/// calls), optionally with a sender that tampers with every extension's tree messages;
+/// `chunked` uses `extend_chunks` and checks that every chunk is at most `max_chunk`. A
+/// failed call ends the run.
+fn run<P: Flavour, C: Channel + 'static>(
+    c0: C,
+    mut c1: C,
+    cfg: VoleConfig,
+    sizes: &[usize],
+    tamper_at: Option<Target>,
+    chunked: bool,
+) -> Vec<Result<Out<P>, Error>> {
+    let mut rng = AesRng::from_seed([P::SEEDS[0]; 16]);
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let sizes_s = sizes.to_vec();
+    let sender = std::thread::spawn(move || {
+        let mut c0 = c0;
+        let mut rng = AesRng::from_seed([P::SEEDS[1]; 16]);
+        let mut s = P::sender_from_base(sb, cfg).unwrap();
+        let mut outs = Vec::new();
+        for n in sizes_s {
+            if let Some(target) = tamper_at {
+                tamper::set(P::KIND, target, P::TAMPER_MASK);
+            }
+            let before = c0.stats();
+            let b = if chunked {
+                let mut all = Vec::new();
+                P::send_chunks(&mut s, &mut c0, n, &mut rng, |b| {
+                    assert!(!b.is_empty() && b.len() <= cfg.max_chunk);
+                    all.extend_from_slice(b);
+                    Ok(())
+                })
+                .map(|()| all)
+            } else {
+                P::send(&mut s, &mut c0, n, &mut rng)
+            };
+            let failed = b.is_err();
+            outs.push(b.map(|b| (b, c0.stats() - before)));
+            if failed {
+                break;
+            }
+        }
+        (P::delta(&s), outs)
+    });
+    let mut r = P::receiver_from_base(rb, cfg).unwrap();
+    let mut results = Vec::new();
+    for &n in sizes {
+        let before = c1.stats();
+        let res = if chunked {
+            let (mut aa, mut cc) = (Vec::new(), Vec::new());
+            P::receive_chunks(&mut r, &mut c1, n, &mut rng, |a, c| {
+                assert_eq!(a.len(), c.len());
+                assert!(!a.is_empty() && a.len() <= cfg.max_chunk);
+                aa.extend_from_slice(a);
+                cc.extend_from_slice(c);
+                Ok(())
+            })
+            .map(|()| (aa, cc))
+        } else {
+            P::receive(&mut r, &mut c1, n, &mut rng)
+        };
+        let failed = res.is_err();
+        results.push(res.map(|(a, c)| (a, c, c1.stats() - before)));
+        if failed {
+            break;
+        }
+    }
+    drop(c1);
+    let (delta, souts) = sender.join().unwrap();
+    results
+        .into_iter()
+        .zip(
+            souts
+                .into_iter()
+                .chain(std::iter::repeat_with(|| Err(Error::ConsistencyCheck))),
+        )
+        .map(|(r, s)| {
+            let (a, c, rs) = r?;
+            let (b, ss) = s?;
+            Ok((delta, b, a, c, ss, rs))
+        })
+        .collect()
+}
+
+/// [`run`] on the in-memory channel.
+fn run_mem<P: Flavour>(
+    cfg: VoleConfig,
+    sizes: &[usize],
+    tamper_at: Option<Target>,
+    chunked: bool,
+) -> Vec<Result<Out<P>, Error>> {
+    let (c0, c1) = mem_pair();
+    run::<P, _>(c0, c1, cfg, sizes, tamper_at, chunked)
+}
+
+/// The correlation indices `i < n` where `C[i] ≠ B[i] ⊕ embed(A[i])·Δ`.
+fn broken<P: Flavour>(out: &Out<P>) -> Vec<usize> {
+    let (delta, b, a, c, _, _) = out;
+    (0..c.len())
+        .filter(|&i| c[i] != b[i] ^ gf128::mul(P::embed(a[i]), *delta))
+        .collect()
+}
+
+/// `n` outputs, the correlation for every one, and the flavour's [`Flavour::sanity`].
+fn assert_out<P: Flavour>(out: &Out<P>, n: usize) {
+    let (_, b, a, c, _, _) = out;
+    assert_eq!((b.len(), a.len(), c.len()), (n, n, n), "{}", P::NAME);
+    P::sanity(a, b);
+    let bad = broken::<P>(out);
+    assert!(bad.is_empty(), "{}: correlations {bad:?} of {n}", P::NAME);
+}
+
+/// [`assert_out`] for outputs without traffic counters.
+fn assert_plain<P: Flavour>(delta: Block, b: Vec<Block>, a: Vec<P::A>, c: Vec<Block>) {
+    let n = a.len();
+    assert_out::<P>(&(delta, b, a, c, Stats::default(), Stats::default()), n);
+}
+
+/// Runs `sizes` on one pair and checks every call.
+fn check_sizes<P: Flavour>(cfg: VoleConfig, sizes: &[usize], chunked: bool) {
+    let outs = run_mem::<P>(cfg, sizes, None, chunked);
+    assert_eq!(outs.len(), sizes.len());
+    for (out, n) in outs.iter().zip(sizes) {
+        assert_out::<P>(out.as_ref().unwrap(), *n);
+    }
+}
+
+/// The malicious check catches a sender that tampers with `target`.
+fn check_catches<P: Flavour>(cfg: VoleConfig, n: usize, target: Target) {
+    let outs = run_mem::<P>(cfg, &[n], Some(target), false);
+    assert!(
+        matches!(outs[0], Err(Error::ConsistencyCheck)),
+        "{}: tampering {target:?} not caught",
+        P::NAME
+    );
+}
+
+/// Two calls of `n` and `n + extra` over TCP; the second (steady state, bootstrapped base)
+/// sends the same bytes each way and fewer than `max_bits` bits per correlation.
+fn check_tcp_communication<P: Flavour>(n: usize, extra: usize, max_bits: f64) {
+    let (c0, c1) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
+    let cfg = cfg(Security::SemiHonest, 1 << 20);
+    let outs = run::<P, _>(c0, c1, cfg, &[n, n + extra], None, false);
+    assert_out::<P>(outs[0].as_ref().unwrap(), n);
+    let second = outs[1].as_ref().unwrap();
+    assert_out::<P>(second, n + extra);
+    let bytes = second.4.total_bytes();
+    assert_eq!(bytes, second.5.total_bytes());
+    let bits_per = bytes as f64 * 8.0 / n as f64;
+    assert!(bits_per < max_bits, "{bits_per} bits per correlation");
+}
+
+/// Base OT + IKNP over TCP, then one extension of `n`.
+fn check_real_base_ot<P: Flavour>(cfg: VoleConfig, n: usize, seeds: [u8; 2]) {
+    let (mut c0, mut c1) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
+    let sender = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([seeds[0]; 16]);
+        let mut s = P::sender_new(&mut c0, cfg, &mut rng).unwrap();
+        let b = P::send(&mut s, &mut c0, n, &mut rng).unwrap();
+        (P::delta(&s), b)
+    });
+    let mut rng = AesRng::from_seed([seeds[1]; 16]);
+    let mut r = P::receiver_new(&mut c1, cfg, &mut rng).unwrap();
+    let (a, c) = P::receive(&mut r, &mut c1, n, &mut rng).unwrap();
+    let (delta, b) = sender.join().unwrap();
+    assert_eq!(a.len(), n);
+    assert_plain::<P>(delta, b, a, c);
+}
+
+/// Several `extend_chunks` calls of `sizes` on one pair (the working buffers are kept
+/// between calls, with chunks of different lengths), then a plain `extend` of `last`:
+/// every chunk at most `max_chunk`, and every output correlated.
+fn check_streaming<P: Flavour>(cfg: VoleConfig, sizes: &[usize], last: usize, seeds: [u8; 2]) {
+    let mut rng = AesRng::from_seed([seeds[0]; 16]);
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let (mut c0, mut c1) = mem_pair();
+    let sizes_s = sizes.to_vec();
+    let t = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([seeds[1]; 16]);
+        let mut s = P::sender_from_base(sb, cfg).unwrap();
+        let mut outs = Vec::new();
+        for n in sizes_s {
+            P::send_chunks(&mut s, &mut c0, n, &mut rng, |b| {
+                outs.push(b.to_vec());
+                Ok(())
+            })
+            .unwrap();
+        }
+        outs.push(P::send(&mut s, &mut c0, last, &mut rng).unwrap());
+        (P::delta(&s), outs)
+    });
+    let mut r = P::receiver_from_base(rb, cfg).unwrap();
+    let mut outs = Vec::new();
+    for &n in sizes {
+        P::receive_chunks(&mut r, &mut c1, n, &mut rng, |a, c| {
+            assert!(a.len() <= cfg.max_chunk && a.len() == c.len());
+            outs.push((a.to_vec(), c.to_vec()));
+            Ok(())
+        })
+        .unwrap();
+    }
+    outs.push(P::receive(&mut r, &mut c1, last, &mut rng).unwrap());
+    let (delta, souts) = t.join().unwrap();
+    // Every chunk is full but each call's last.
+    let mut expected: Vec<usize> = sizes
+        .iter()
+        .flat_map(|&n| {
+            (0..n)
+                .step_by(cfg.max_chunk)
+                .map(move |i| cfg.max_chunk.min(n - i))
+        })
+        .collect();
+    expected.push(last);
+    let got: Vec<usize> = outs.iter().map(|(a, _)| a.len()).collect();
+    assert_eq!(got, expected);
+    assert_eq!(outs.len(), souts.len());
+    for ((a, c), b) in outs.into_iter().zip(souts) {
+        assert_plain::<P>(delta, b, a, c);
+    }
+}
+
+#[test]
+fn subfield_semi_honest_sizes() {
+    let sizes = [1, 2, 100, 1000, 4097, 20_011];
+    check_sizes::<Sub>(cfg(Security::SemiHonest, 1 << 16), &sizes, false);
+}
+
+#[test]
+fn subfield_chunked_and_bootstrapped() {
+    // max_chunk 3000: 10_001 runs as four chunks, each bootstrapping the next.
+    check_sizes::<Sub>(cfg(Security::SemiHonest, 3000), &[10_001, 3000, 1], false);
+}
+
+#[test]
+fn subfield_malicious_honest_run_passes() {
+    check_sizes::<Sub>(cfg(Security::Malicious, 1 << 14), &[777, 5000], false);
+}
+
+#[test]
+fn subfield_malicious_check_catches_bit_flip() {
+    // (a) a flipped bit in the final correction d of tree 3;
+    // (b) the same bit flipped in both level sums of level 2 of tree 5.
+    for target in [Target::D(3), Target::Level(5, 2)] {
+        check_catches::<Sub>(cfg(Security::Malicious, 1 << 14), 5000, target);
+    }
+    // Without the check the same tampering silently breaks the correlation (of the bootstrap
+    // extension, whose outputs become the next base: the user's outputs then break too).
+    let cfg = cfg(Security::SemiHonest, 1 << 14);
+    let outs = run_mem::<Sub>(cfg, &[5000], Some(Target::D(3)), false);
+    assert!(
+        !broken::<Sub>(outs[0].as_ref().unwrap()).is_empty(),
+        "tampering had no effect"
+    );
+}
+
+#[test]
+fn field_semi_honest_sizes_and_chunks() {
+    check_sizes::<Field>(
+        cfg(Security::SemiHonest, 4000),
+        &[1, 513, 6000, 9001],
+        false,
+    );
+}
+
+#[test]
+fn field_malicious_passes_and_catches() {
+    check_sizes::<Field>(cfg(Security::Malicious, 1 << 13), &[3001], false);
+    check_catches::<Field>(cfg(Security::Malicious, 1 << 13), 3001, Target::Level(4, 1));
+}
+
+#[test]
+fn subfield_over_tcp_and_communication() {
+    check_tcp_communication::<Sub>(1 << 16, 0, 8.0);
+}
+
+#[test]
+fn real_base_ot_over_tcp_field_and_subfield() {
+    // Two generator pairs one after the other on one connection.
+    let (mut c0, mut c1) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
+    let cfg = VoleConfig::default();
+    let sender = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([7; 16]);
+        let mut s = VoleSender::new(&mut c0, cfg, &mut rng).unwrap();
+        let b = s.extend(&mut c0, 5000, &mut rng).unwrap();
+        let mut ss = SubfieldVoleSender::new(&mut c0, cfg, &mut rng).unwrap();
+        let bb = ss.extend(&mut c0, 3001, &mut rng).unwrap();
+        (s.delta(), b, ss.delta(), bb)
+    });
+    let mut rng = AesRng::from_seed([8; 16]);
+    let mut r = VoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
+    let (a, c) = r.extend(&mut c1, 5000, &mut rng).unwrap();
+    let mut rr = SubfieldVoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
+    let (aa, cc) = rr.extend(&mut c1, 3001, &mut rng).unwrap();
+    let (delta, b, delta2, bb) = sender.join().unwrap();
+    assert_eq!((a.len(), aa.len()), (5000, 3001));
+    assert_plain::<Field>(delta, b, a, c);
+    assert_plain::<Sub>(delta2, bb, aa, cc);
+    assert_ne!(delta, delta2);
+}
+
+#[test]
+fn hostile_peer_messages_give_errors_not_panics() {
+    use obliv_net::ChannelExt;
+    let cfg = VoleConfig::default();
+    let mut rng = AesRng::from_seed([9; 16]);
+    // A "sender" that answers the receiver's flips with a truncated tree message.
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let (mut c0, mut c1) = mem_pair();
+    let peer = std::thread::spawn(move || {
+        let flips = c0.recv().unwrap();
+        assert!(!flips.is_empty());
+        c0.send_pod(&[Block::ZERO; 3]).unwrap();
+        c0.flush().unwrap();
+    });
+    let mut r = SubfieldVoleReceiver::from_base(rb, cfg).unwrap();
+    let err = r.extend(&mut c1, 100, &mut rng).unwrap_err();
+    assert!(matches!(err, Error::Net(_)), "{err}");
+    peer.join().unwrap();
+    // A "receiver" that sends flips of the wrong length.
+    let (mut c0, mut c1) = mem_pair();
+    let peer = std::thread::spawn(move || {
+        c1.send(&[0u8; 3]).unwrap();
+        c1.flush().unwrap();
+    });
+    let mut s = SubfieldVoleSender::from_base(sb, cfg).unwrap();
+    let err = s.extend(&mut c0, 100, &mut rng).unwrap_err();
+    assert!(matches!(err, Error::Net(_)), "{err}");
+    peer.join().unwrap();
+    // Too small a base is refused up front, by every generator.
+    check_small_base::<Sub>(&mut rng);
+    check_small_base::<Field>(&mut rng);
+}
+
+/// A base of 10 COTs is refused by both roles.
+fn check_small_base<P: Flavour>(rng: &mut AesRng) {
+    let cfg = VoleConfig::default();
+    let (sb, rb) = dealer(10, rng);
+    assert!(matches!(
+        P::sender_from_base(sb, cfg),
+        Err(Error::NotEnoughBase { .. })
+    ));
+    assert!(matches!(
+        P::receiver_from_base(rb, cfg),
+        Err(Error::NotEnoughBase { .. })
+    ));
+}
+
+#[test]
+fn one_shot_functions() {
+    let (mut c0, mut c1) = mem_pair();
+    let cfg = VoleConfig::default();
+    let t = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([10; 16]);
+        let f = crate::vole_send(&mut c0, 777, cfg, &mut rng).unwrap();
+        let s = crate::subfield_vole_send(&mut c0, 778, cfg, &mut rng).unwrap();
+        (f, s)
+    });
+    let mut rng = AesRng::from_seed([11; 16]);
+    let (a, c) = crate::vole_receive(&mut c1, 777, cfg, &mut rng).unwrap();
+    let (aa, cc) = crate::subfield_vole_receive(&mut c1, 778, cfg, &mut rng).unwrap();
+    let ((delta, b), (delta2, bb)) = t.join().unwrap();
+    assert_eq!((a.len(), aa.len()), (777, 778));
+    assert_plain::<Field>(delta, b, a, c);
+    assert_plain::<Sub>(delta2, bb, aa, cc);
+}
+
+#[test]
+fn streaming_chunks_have_bounded_size_and_hold() {
+    // 5001 with max_chunk 2000: chunks of 2000, 2000, 1001 (checked in check_streaming).
+    check_streaming::<Field>(cfg(Security::SemiHonest, 2000), &[5001], 0, [12, 13]);
+}
+
+#[test]
+fn base_and_reserve_sizes() {
+    let sh = VoleConfig::default();
+    let mal = VoleConfig::with_security(Security::Malicious);
+    assert_eq!(sh.base_cots_needed(), 640);
+    assert_eq!(mal.base_cots_needed(), 896);
+    assert_eq!(sh.subfield_reserve(), 2048);
+    assert_eq!(mal.subfield_reserve(), 2176);
+}
+
+// ---------------------------------------------------------------------------------------
+// Subfield VOLE with 64-bit values.
+
+#[test]
+fn sub64_semi_honest_sizes() {
+    let sizes = [1, 2, 3, 100, 1000, 4097, 20_011];
+    check_sizes::<Sub64>(cfg(Security::SemiHonest, 1 << 16), &sizes, false);
+}
+
+#[test]
+fn sub64_chunked_and_bootstrapped() {
+    // max_chunk 3000: 10_001 runs as four chunks, each bootstrapping the next; both the
+    // streaming and the collecting calls.
+    for chunked in [true, false] {
+        let cfg = cfg(Security::SemiHonest, 3000);
+        check_sizes::<Sub64>(cfg, &[10_001, 3000, 1, 6001], chunked);
+    }
+}
+
+#[test]
+fn sub64_malicious_passes_and_catches() {
+    check_sizes::<Sub64>(cfg(Security::Malicious, 1 << 13), &[3001, 777], false);
+    for target in [Target::D(7), Target::Level(4, 1)] {
+        check_catches::<Sub64>(cfg(Security::Malicious, 1 << 13), 3001, target);
+    }
+}
+
+#[test]
+fn sub64_over_tcp_and_communication() {
+    check_tcp_communication::<Sub64>(1 << 16, 1, 16.0);
+}
+
+#[test]
+fn sub64_real_base_ot_over_tcp() {
+    check_real_base_ot::<Sub64>(cfg(Security::SemiHonest, 1 << 12), 5003, [16, 17]);
+}
+
+#[test]
+fn sub64_zero_and_small_base() {
+    let cfg = VoleConfig::default();
+    let mut rng = AesRng::from_seed([18; 16]);
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let mut s = Subfield64VoleSender::from_base(sb, cfg).unwrap();
+    let mut r = Subfield64VoleReceiver::from_base(rb, cfg).unwrap();
+    let (mut c0, mut c1) = mem_pair();
+    assert!(s.extend(&mut c0, 0, &mut rng).unwrap().is_empty());
+    let (a, c) = r.extend(&mut c1, 0, &mut rng).unwrap();
+    assert!(a.is_empty() && c.is_empty());
+    assert!(format!("{s:?}").starts_with("Subfield64VoleSender"));
+    assert!(!format!("{s:?}").contains(&format!("{:?}", s.delta())));
+    check_small_base::<Sub64>(&mut rng);
+}
+
+#[test]
+fn subfield_streaming_reuses_buffers_across_calls() {
+    // Several extend_chunks calls on one pair (the working buffers are kept between calls,
+    // with chunks of different lengths), then a plain extend.
+    let cfg = cfg(Security::SemiHonest, 2000);
+    check_streaming::<Sub>(cfg, &[5001, 1, 4000, 1999], 777, [19, 20]);
+}
+
+#[test]
+fn sink_error_stops_the_stream() {
+    let cfg = cfg(Security::SemiHonest, 2000);
+    let mut rng = AesRng::from_seed([21; 16]);
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let (mut c0, mut c1) = mem_pair();
+    let peer = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([22; 16]);
+        let mut r = Subfield64VoleReceiver::from_base(rb, cfg).unwrap();
+        let mut chunks = 0;
+        let res = r.extend_chunks(&mut c1, 5000, &mut rng, |_, _| {
+            chunks += 1;
+            Ok(())
+        });
+        (res, chunks)
+    });
+    let mut s = Subfield64VoleSender::from_base(sb, cfg).unwrap();
+    let mut calls = 0;
+    let err = s
+        .extend_chunks(&mut c0, 5000, &mut rng, |_| {
+            calls += 1;
+            Err(Error::TooLarge {
+                requested: 0,
+                max: 0,
+            })
+        })
+        .unwrap_err();
+    assert!(matches!(err, Error::TooLarge { .. }), "{err}");
+    assert_eq!(calls, 1);
+    drop(c0);
+    // The peer got its first chunk, then an error (not a hang) when the sender stopped.
+    let (res, chunks) = peer.join().unwrap();
+    assert!(matches!(res, Err(Error::Net(_))));
+    assert_eq!(chunks, 1);
+}
 
 /// One call of a test schedule: `extend` or `extend_chunks` of `n`.
 #[derive(Clone, Copy, Debug)]
