@@ -20,7 +20,7 @@ use obliv_net::{Channel, ChannelExt, ConnectOptions, LinkModel, Session, SimLink
 use obliv_psi::ecdh::{self, EcdhConfig, Role};
 use obliv_psi::ecdh3;
 use obliv_psi::kkrt::{KkrtConfig, KkrtPsiReceiver, KkrtPsiSender};
-use obliv_psi::rr22::{self, Rr22Config};
+use obliv_psi::rr22::{self, Rr22Config, Rr22Session};
 use rand_core::Rng;
 
 use crate::bucket::{self, Shard};
@@ -620,6 +620,11 @@ fn run_buckets<C: Channel>(
         }
         _ => None,
     };
+    // RR22: one session (VOLE base correlations once), then one VOLE extension per bucket.
+    let mut rr22_session = match cfg.protocol {
+        Protocol::Rr22(variant) => Some(Rr22Session::new(role, &Rr22Config::new(variant))?),
+        _ => None,
+    };
     let mut bar = Progress::new(
         cfg.progress,
         "psi",
@@ -636,9 +641,12 @@ fn run_buckets<C: Channel>(
                 ecdh::run(ch, role, &keys, &ecfg, &mut rng)?
             }
             Protocol::Ecdh3pc => ecdh3::run(&mut session, cfg.receiver, &keys, &ecfg, &mut rng)?,
-            Protocol::Rr22(variant) => {
+            Protocol::Rr22(_) => {
                 let ch = session.channel(1 - cfg.rank)?;
-                rr22::run(ch, role, &keys, &Rr22Config::new(variant), &mut rng)?
+                match rr22_session.as_mut() {
+                    Some(s) => s.run(ch, &keys, &mut rng)?,
+                    None => return Err(CliError::Protocol("RR22 session missing".into())),
+                }
             }
             Protocol::Kkrt => {
                 let ch = session.channel(1 - cfg.rank)?;
