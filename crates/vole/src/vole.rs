@@ -29,6 +29,11 @@
 //!
 //! Both parties must call the same methods with the same `n` and configuration, in the same
 //! order; the streaming `*_chunks` methods hand each chunk to a callback as it is produced.
+//!
+//! **One core.** The chunk loop, the `extend` paths and the buffer reuse are written once in
+//! the private `generator` module; the GF(2^128) and 64-bit generators are one generic
+//! generator over an inner subfield generator, differing only in a small flavour trait
+//! (extension kind, COTs per packed base VOLE, the type of `A`).
 
 use obliv_core::Block;
 use obliv_net::Channel;
