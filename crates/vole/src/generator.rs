@@ -72,7 +72,11 @@ pub(crate) trait AValue: Copy + Zeroize + 'static {
     /// The `A` vector of `a`.
     fn values_mut(a: &mut AVec) -> &mut Vec<Self>;
     /// The `A` vector of `a`; any working pairs are zeroized.
-    fn into_values(a: AVec) -> Vec<Self>;
+    fn into_values(mut a: AVec) -> Vec<Self> {
+        let values = core::mem::take(Self::values_mut(&mut a));
+        a.zeroize();
+        values
+    }
 }
 
 impl AValue for u8 {
@@ -84,12 +88,6 @@ impl AValue for u8 {
         }
     }
     fn values_mut(a: &mut AVec) -> &mut Vec<u8> {
-        match a {
-            AVec::Bits(bits) => bits,
-            AVec::Field(..) | AVec::U64(..) => unreachable!("a subfield extension returns bits"),
-        }
-    }
-    fn into_values(a: AVec) -> Vec<u8> {
         match a {
             AVec::Bits(bits) => bits,
             AVec::Field(..) | AVec::U64(..) => unreachable!("a subfield extension returns bits"),
@@ -115,17 +113,6 @@ impl AValue for u64 {
             }
         }
     }
-    fn into_values(a: AVec) -> Vec<u64> {
-        match a {
-            AVec::U64(vals, mut pairs) => {
-                pairs.zeroize();
-                vals
-            }
-            AVec::Bits(_) | AVec::Field(..) => {
-                unreachable!("a 64-bit subfield extension returns u64 values")
-            }
-        }
-    }
 }
 
 impl AValue for Block {
@@ -141,17 +128,6 @@ impl AValue for Block {
     fn values_mut(a: &mut AVec) -> &mut Vec<Block> {
         match a {
             AVec::Field(vals, _) => vals,
-            AVec::Bits(_) | AVec::U64(..) => {
-                unreachable!("a GF(2^128) extension returns field elements")
-            }
-        }
-    }
-    fn into_values(a: AVec) -> Vec<Block> {
-        match a {
-            AVec::Field(vals, mut pairs) => {
-                pairs.zeroize();
-                vals
-            }
             AVec::Bits(_) | AVec::U64(..) => {
                 unreachable!("a GF(2^128) extension returns field elements")
             }
