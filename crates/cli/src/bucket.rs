@@ -182,18 +182,31 @@ pub fn key_of(record: &csv::StringRecord, cols: &[usize], out: &mut Vec<u8>) {
 
 /// The public hash of a key: its first word picks the bucket, its second the shard.
 pub fn key_hash(key: &[u8]) -> (u64, u64) {
+    key_hashes(&[key])[0]
+}
+
+/// [`key_hash`] of many keys; keys of at most 64 bytes are hashed sixteen at a time in SIMD
+/// lanes ([`obliv_core::hash::RoHasher::hash_blocks`]).
+pub fn key_hashes(keys: &[&[u8]]) -> Vec<(u64, u64)> {
     thread_local! {
         // BLAKE3 key derivation for the domain once per thread, not once per key.
         static HASHER: std::cell::RefCell<obliv_core::hash::RoHasher> =
             std::cell::RefCell::new(obliv_core::hash::RoHasher::new("obliv-cli bucket v1"));
     }
-    // The first 16 bytes of BLAKE3-derive-key("obliv-cli bucket v1", key).
-    let h = HASHER.with_borrow_mut(|h| h.hash_block(key)).to_bytes();
-    let mut a = [0u8; 8];
-    let mut b = [0u8; 8];
-    a.copy_from_slice(&h[..8]);
-    b.copy_from_slice(&h[8..16]);
-    (u64::from_le_bytes(a), u64::from_le_bytes(b))
+    // The first 16 bytes of BLAKE3-derive-key("obliv-cli bucket v1", key), as two words.
+    HASHER.with_borrow_mut(|h| {
+        h.hash_blocks(keys)
+            .into_iter()
+            .map(|b| {
+                let h = b.to_bytes();
+                let mut a = [0u8; 8];
+                let mut c = [0u8; 8];
+                a.copy_from_slice(&h[..8]);
+                c.copy_from_slice(&h[8..16]);
+                (u64::from_le_bytes(a), u64::from_le_bytes(c))
+            })
+            .collect()
+    })
 }
 
 /// The bucket of a key among `buckets` (a public, keyless hash: every party computes the same).
@@ -272,6 +285,34 @@ impl BucketFiles {
         let mut key = Vec::new();
         let mut row = 0u64;
         let mut bar = Progress::new(progress, "splitting", "rows", shape.rows);
+        // Keys are hashed in batches (SIMD lanes): `arena` holds the batch's keys back to back.
+        const BATCH: usize = 1024;
+        let mut arena: Vec<u8> = Vec::new();
+        let mut spans: Vec<(u64, usize, usize)> = Vec::with_capacity(BATCH);
+        let mut flush = |arena: &mut Vec<u8>,
+                         spans: &mut Vec<(u64, usize, usize)>|
+         -> Result<(), CliError> {
+            let keys: Vec<&[u8]> = spans
+                .iter()
+                .map(|&(_, at, len)| &arena[at..at + len])
+                .collect();
+            for (&(row, _, _), (key, (hb, hs))) in
+                spans.iter().zip(keys.iter().zip(key_hashes(&keys)))
+            {
+                if shard.count > 1 && hs % shard.count != shard.index {
+                    continue;
+                }
+                let w = &mut writers[usize::try_from(hb % buckets as u64).unwrap_or(0)];
+                let len = u32::try_from(key.len())
+                    .map_err(|_| CliError::Input(format!("a key of row {row} is over 4 GiB")))?;
+                w.write_all(&row.to_le_bytes()).map_err(io(path))?;
+                w.write_all(&len.to_le_bytes()).map_err(io(path))?;
+                w.write_all(key).map_err(io(path))?;
+            }
+            arena.clear();
+            spans.clear();
+            Ok(())
+        };
         loop {
             match rdr.read_record(&mut record) {
                 Ok(true) => {}
@@ -280,19 +321,14 @@ impl BucketFiles {
             }
             bar.inc(1);
             key_of(&record, &shape.key_cols, &mut key);
-            let (hb, hs) = key_hash(&key);
-            if shard.count > 1 && hs % shard.count != shard.index {
-                row += 1;
-                continue;
-            }
-            let w = &mut writers[usize::try_from(hb % buckets as u64).unwrap_or(0)];
-            let len = u32::try_from(key.len())
-                .map_err(|_| CliError::Input(format!("a key of row {row} is over 4 GiB")))?;
-            w.write_all(&row.to_le_bytes()).map_err(io(path))?;
-            w.write_all(&len.to_le_bytes()).map_err(io(path))?;
-            w.write_all(&key).map_err(io(path))?;
+            spans.push((row, arena.len(), key.len()));
+            arena.extend_from_slice(&key);
             row += 1;
+            if spans.len() == BATCH {
+                flush(&mut arena, &mut spans)?;
+            }
         }
+        flush(&mut arena, &mut spans)?;
         for w in &mut writers {
             w.flush().map_err(io(dir.path()))?;
         }
