@@ -59,11 +59,21 @@ const SCHEDULE: [[usize; 16]; 7] = {
 /// The 16 message words of a block of at most 64 bytes, zero-padded, little-endian.
 #[allow(clippy::cast_possible_truncation)] // callers pass at most 64 bytes
 pub(crate) fn block_words(msg: &[u8]) -> [u32; 16] {
-    let mut buf = [0u8; 64];
-    buf[..msg.len()].copy_from_slice(msg);
+    // Word by word rather than through a padded copy: a variable-length copy per message
+    // (a `memmove` call) cost more than the compression itself in batch hashing.
     let mut w = [0u32; 16];
-    for (i, c) in buf.chunks_exact(4).enumerate() {
-        w[i] = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+    let words = msg.chunks_exact(4);
+    let tail = words.remainder();
+    let full = msg.len() / 4;
+    for (x, c) in w.iter_mut().zip(words) {
+        *x = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+    }
+    if !tail.is_empty() {
+        // Shifts, not a byte copy (which would become a `memmove` call again).
+        w[full] = tail
+            .iter()
+            .enumerate()
+            .fold(0u32, |v, (j, b)| v | (u32::from(*b) << (8 * j)));
     }
     w
 }
@@ -120,16 +130,16 @@ pub(crate) fn hash_short(key: &[u32; 8], mode: u32, msg: &[u8]) -> [u8; 16] {
     b
 }
 
-cpufeatures::new!(has_avx512f, "avx512f");
+cpufeatures::new!(has_avx512, "avx512f", "avx512bw");
 
 /// [`hash_short`] of sixteen messages of at most 64 bytes each, in AVX-512 lanes when the CPU
 /// has AVX-512F.
 pub(crate) fn hash_short16(key: &[u32; 8], mode: u32, msgs: [&[u8]; 16]) -> [[u8; 16]; 16] {
     #[cfg(target_arch = "x86_64")]
-    if has_avx512f::get() {
-        // SAFETY: AVX-512F was confirmed at run time, the only feature the kernel is compiled
-        // for; every message is at most 64 bytes (checked by the callers, asserted inside by
-        // slicing).
+    if has_avx512::get() {
+        // SAFETY: AVX-512F and AVX-512BW were confirmed at run time, the features the kernel
+        // is compiled for; every message is at most 64 bytes (checked by the callers, asserted
+        // inside).
         return unsafe { x86::hash_short16_avx512(key, mode, msgs) };
     }
     msgs.map(|m| hash_short(key, mode, m))
@@ -139,7 +149,7 @@ pub(crate) fn hash_short16(key: &[u32; 8], mode: u32, msgs: [&[u8]; 16]) -> [[u8
 mod x86 {
     use core::arch::x86_64::*;
 
-    use super::{CHUNK_END, CHUNK_START, IV, ROOT, SCHEDULE, block_words};
+    use super::{CHUNK_END, CHUNK_START, IV, ROOT, SCHEDULE};
 
     #[inline(always)]
     unsafe fn add(a: __m512i, b: __m512i) -> __m512i {
@@ -172,26 +182,46 @@ mod x86 {
     }
 
     /// Sixteen single-block BLAKE3 compressions, lane `l` hashing `msgs[l]`.
-    #[target_feature(enable = "avx512f")]
+    #[target_feature(enable = "avx512f,avx512bw")]
     #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)] // lengths ≤ 64; bit patterns
     pub(super) unsafe fn hash_short16_avx512(
         key: &[u32; 8],
         mode: u32,
         msgs: [&[u8]; 16],
     ) -> [[u8; 16]; 16] {
-        // Message words transposed: m[w] holds word w of every lane.
-        let mut words = [[0u32; 16]; 16];
+        // Each message as one zero-padded 64-byte row by a masked load (no copy call inside
+        // this AVX-512 function: a `memcpy` per message cost more than the compression), then
+        // transposed: words[w] holds word w of every lane.
+        let mut rows = [[0u32; 16]; 16];
         let mut lens = [0u32; 16];
         for (l, msg) in msgs.iter().enumerate() {
-            let w = block_words(msg);
-            for (i, x) in w.iter().enumerate() {
-                words[i][l] = *x;
+            assert!(msg.len() <= 64, "a single-block message");
+            let mask: u64 = if msg.len() == 64 {
+                u64::MAX
+            } else {
+                (1u64 << msg.len()) - 1
+            };
+            // SAFETY: AVX-512F/BW are enabled for this function; the mask selects exactly the
+            // `msg.len()` bytes of the slice (masked-out bytes are neither read nor faulted on),
+            // and the store writes the 64 bytes of `rows[l]`.
+            unsafe {
+                let v = _mm512_maskz_loadu_epi8(mask, msg.as_ptr().cast());
+                _mm512_storeu_si512(rows[l].as_mut_ptr().cast(), v);
             }
             lens[l] = msg.len() as u32;
         }
+        let mut words = [[0u32; 16]; 16];
+        for (l, row) in rows.iter().enumerate() {
+            for (i, x) in row.iter().enumerate() {
+                words[i][l] = *x;
+            }
+        }
         // SAFETY: AVX-512F is enabled for this function; every load reads a 64-byte array.
         unsafe {
-            let m: [__m512i; 16] = words.map(|w| _mm512_loadu_si512(w.as_ptr().cast()));
+            let mut m = [_mm512_setzero_si512(); 16];
+            for (v, w) in m.iter_mut().zip(&words) {
+                *v = _mm512_loadu_si512(w.as_ptr().cast());
+            }
             let splat = |x: u32| _mm512_set1_epi32(x as i32);
             let mut v = [
                 splat(key[0]),
