@@ -78,6 +78,24 @@ pub(crate) fn block_words(msg: &[u8]) -> [u32; 16] {
     w
 }
 
+/// The seven rounds of BLAKE3 on the state `v` with message words `m`: the column steps then
+/// the diagonal steps, message words in each round's order. `g` is the quarter-round, on
+/// `u32` words (portable) or on 16-lane vectors (AVX-512); one definition serves both.
+macro_rules! rounds {
+    ($g:ident, $v:ident, $m:ident) => {
+        for s in &SCHEDULE {
+            $g(&mut $v, 0, 4, 8, 12, $m[s[0]], $m[s[1]]);
+            $g(&mut $v, 1, 5, 9, 13, $m[s[2]], $m[s[3]]);
+            $g(&mut $v, 2, 6, 10, 14, $m[s[4]], $m[s[5]]);
+            $g(&mut $v, 3, 7, 11, 15, $m[s[6]], $m[s[7]]);
+            $g(&mut $v, 0, 5, 10, 15, $m[s[8]], $m[s[9]]);
+            $g(&mut $v, 1, 6, 11, 12, $m[s[10]], $m[s[11]]);
+            $g(&mut $v, 2, 7, 8, 13, $m[s[12]], $m[s[13]]);
+            $g(&mut $v, 3, 4, 9, 14, $m[s[14]], $m[s[15]]);
+        }
+    };
+}
+
 #[inline(always)]
 fn g(v: &mut [u32; 16], a: usize, b: usize, c: usize, d: usize, x: u32, y: u32) {
     v[a] = v[a].wrapping_add(v[b]).wrapping_add(x);
@@ -96,16 +114,7 @@ pub(crate) fn compress(cv: &[u32; 8], m: &[u32; 16], len: u32, flags: u32) -> [u
         cv[0], cv[1], cv[2], cv[3], cv[4], cv[5], cv[6], cv[7], IV[0], IV[1], IV[2], IV[3], 0, 0,
         len, flags,
     ];
-    for s in &SCHEDULE {
-        g(&mut v, 0, 4, 8, 12, m[s[0]], m[s[1]]);
-        g(&mut v, 1, 5, 9, 13, m[s[2]], m[s[3]]);
-        g(&mut v, 2, 6, 10, 14, m[s[4]], m[s[5]]);
-        g(&mut v, 3, 7, 11, 15, m[s[6]], m[s[7]]);
-        g(&mut v, 0, 5, 10, 15, m[s[8]], m[s[9]]);
-        g(&mut v, 1, 6, 11, 12, m[s[10]], m[s[11]]);
-        g(&mut v, 2, 7, 8, 13, m[s[12]], m[s[13]]);
-        g(&mut v, 3, 4, 9, 14, m[s[14]], m[s[15]]);
-    }
+    rounds!(g, v, m);
     let mut out = [0u32; 8];
     for i in 0..8 {
         out[i] = v[i] ^ v[i + 8];
@@ -241,16 +250,7 @@ mod x86 {
                 _mm512_loadu_si512(lens.as_ptr().cast()),
                 splat(mode | CHUNK_START | CHUNK_END | ROOT),
             ];
-            for s in &SCHEDULE {
-                g(&mut v, 0, 4, 8, 12, m[s[0]], m[s[1]]);
-                g(&mut v, 1, 5, 9, 13, m[s[2]], m[s[3]]);
-                g(&mut v, 2, 6, 10, 14, m[s[4]], m[s[5]]);
-                g(&mut v, 3, 7, 11, 15, m[s[6]], m[s[7]]);
-                g(&mut v, 0, 5, 10, 15, m[s[8]], m[s[9]]);
-                g(&mut v, 1, 6, 11, 12, m[s[10]], m[s[11]]);
-                g(&mut v, 2, 7, 8, 13, m[s[12]], m[s[13]]);
-                g(&mut v, 3, 4, 9, 14, m[s[14]], m[s[15]]);
-            }
+            rounds!(g, v, m);
             let mut outw = [[0u32; 16]; 4];
             for (i, o) in outw.iter_mut().enumerate() {
                 _mm512_storeu_si512(o.as_mut_ptr().cast(), _mm512_xor_si512(v[i], v[i + 8]));
