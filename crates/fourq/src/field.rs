@@ -109,8 +109,15 @@ impl Fp2 {
         self.a0.square().add(&self.a1.square())
     }
 
-    /// `a^−1 = (a0 − a1 i)/(a0^2 + a1^2)`; maps 0 to 0. Constant time.
+    /// `a^−1 = (a0 − a1 i)/(a0^2 + a1^2)`; maps 0 to 0. Constant time. Dispatches at run
+    /// time to a copy compiled for `bmi2`/`adx`/`avx2` when the CPU has them (same result).
     pub(crate) fn invert(&self) -> Fp2 {
+        crate::backend::serial::x86::invert(self)
+    }
+
+    /// [`Fp2::invert`] in portable code, inlined into each compiled copy.
+    #[inline(always)]
+    pub(crate) fn invert_portable(&self) -> Fp2 {
         let n = self.norm().invert();
         Fp2 {
             a0: self.a0.mul(&n),

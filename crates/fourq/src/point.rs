@@ -165,6 +165,7 @@ impl Point {
     }
 
     /// `ψ(P)`: `τ̂ ∘ δψδ⁻¹ ∘ τ` ([CL15, §3]). Reads `X, Y, Z`.
+    #[inline(always)]
     pub(crate) fn psi(&self) -> Point {
         let (x, y, z) = tau(self);
         let (x, y, z) = delta_psi_delta(x, y, z);
@@ -172,6 +173,7 @@ impl Point {
     }
 
     /// `φ(P)`: `τ̂ ∘ δφδ⁻¹ ∘ τ` ([CL15, §3]). Reads `X, Y, Z`.
+    #[inline(always)]
     pub(crate) fn phi(&self) -> Point {
         let (x, y, z) = tau(self);
         let (x, y, z) = delta_phi_delta(x, y, z);

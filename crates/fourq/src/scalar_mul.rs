@@ -155,6 +155,7 @@ pub(crate) fn recode_u256(k: &[u64; 4]) -> Recoded {
 }
 
 /// FourQlib's `ecc_precomp`: `T[v] = P + [v&1]φ(P) + [v>>1&1]ψ(P) + [v>>2]ψ(φ(P))` in R2.
+#[inline(always)]
 pub(crate) fn precompute(p: &Point) -> [PointR2; 8] {
     let phi = p.phi();
     let psi_phi = phi.psi();
@@ -199,6 +200,7 @@ fn lookup8(table: &[[u64; 16]; 8], digit: u8, neg: u8) -> PointR2 {
 }
 
 /// The precomputed table as raw limbs, for [`lookup8`].
+#[inline(always)]
 pub(crate) fn table_words(t: &[PointR2; 8]) -> [[u64; 16]; 8] {
     let mut w = [[0u64; 16]; 8];
     for (wi, ti) in w.iter_mut().zip(t.iter()) {
@@ -208,6 +210,7 @@ pub(crate) fn table_words(t: &[PointR2; 8]) -> [[u64; 16]; 8] {
 }
 
 /// The main loop of [CL15, Alg. 2] for a precomputed table and a recoded scalar.
+#[inline(always)]
 pub(crate) fn mul_endo_with(table: &[PointR2; 8], rec: &Recoded) -> Point {
     let table = &table_words(table);
     let mut q = lookup8(table, rec.digits[64], 0).to_r1_for_doubling();
@@ -222,7 +225,16 @@ pub(crate) fn mul_endo_with(table: &[PointR2; 8], rec: &Recoded) -> Point {
 ///
 /// The endomorphisms act as scalars only on the order-`N` subgroup, so the result equals
 /// `[k]P` when `P` is in that subgroup (every point this crate hands out is).
+///
+/// Dispatches at run time to a copy compiled for `bmi2`/`adx`/`avx2` when the CPU has them
+/// (same arithmetic, same result; [`crate::backend::serial::x86`]).
 pub(crate) fn mul_endo(p: &Point, k: &[u64; 4]) -> Point {
+    crate::backend::serial::x86::mul_endo(p, k)
+}
+
+/// [`mul_endo`] in portable code, inlined into each compiled copy.
+#[inline(always)]
+pub(crate) fn mul_endo_portable(p: &Point, k: &[u64; 4]) -> Point {
     let rec = recode_u256(k);
     mul_endo_with(&precompute(p), &rec)
 }

@@ -1,3 +1,4 @@
 //! Serial (one element at a time) backends.
 
 pub(crate) mod u64;
+pub(crate) mod x86;

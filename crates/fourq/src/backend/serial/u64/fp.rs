@@ -130,6 +130,7 @@ impl Fp {
 
     /// `a^(2^125 − 1)` by a fixed addition chain (124 squarings, 11 multiplications); the
     /// building block of inversion and square roots ([CL15, §5.1]; FourQlib's `fpexp1251`).
+    #[inline(always)]
     pub(crate) fn pow_2_125_minus_1(&self) -> Fp {
         let x1 = *self;
         let x2 = x1.square().mul(&x1); // 2^2 − 1
@@ -147,6 +148,7 @@ impl Fp {
 
     /// `a^(p−2) = (a^(2^125−1))^4 · a`, which is `a^−1` for `a ≠ 0` and `0` for `a = 0`.
     /// Constant time (a fixed chain).
+    #[inline(always)]
     pub(crate) fn invert(&self) -> Fp {
         self.pow_2_125_minus_1().square_n(2).mul(self)
     }
