@@ -6,9 +6,12 @@
 //! and `Q` with key `b`. `H` hashes to the group, `T` truncates a hash of a group element.
 //!
 //! 1. `P` and `Q` exchange their masked, shuffled sets `H(x_P)^a` and `H(x_Q)^b`; each raises
-//!    the other's to its own key and forwards the result to `C`, which now holds
-//!    `U = {H(x_P)^{ab}}` and `V = {H(x_Q)^{ab}}` and computes `W = U ∩ V`, the doubly-masked
-//!    intersection of `P` and `Q`, and `T(w^c)` for `w ∈ W`.
+//!    the other's to its own key and forwards the result to `C`: `P` sends the points
+//!    `V = {H(x_Q)^{ab}}`, `Q` only the truncated hashes `T'(U)` of `U = {H(x_P)^{ab}}`
+//!    (`C` needs group elements of one side only). `C` computes `W = {v ∈ V : T'(v) ∈ T'(U)}`,
+//!    the doubly-masked intersection of `P` and `Q`, and `T(w^c)` for `w ∈ W`. `T'` keeps
+//!    `⌈(40 + log₂ n_P + log₂ n_Q)/8⌉` bytes, so a false member of `W` has probability at
+//!    most 2^-40; sending hashes instead of points saves about a tenth of the traffic.
 //! 2. `C` sends `H(x_C)^c` in its own order to `P`, which raises it to `a` and forwards it to
 //!    `Q`, which raises it to `b` and returns `T(H(x_C)^{cab})` to `C`.
 //! 3. `C` outputs the indices of its items whose value lies in `T(W^c)`.
@@ -50,6 +53,10 @@ use crate::handshake::{self, Hello};
 
 /// Protocol identifier of three-party ECDH-PSI in the handshake.
 const PROTOCOL_ID: u8 = 2;
+/// Message layout of this version, in the handshake's parameter field: 1 = `Q` forwards
+/// truncated hashes of `U`, not points (an older peer sends 0 and is refused before any
+/// item-dependent data).
+const LAYOUT: u64 = 1;
 /// Role codes in the handshake.
 const ROLE_C: u8 = 0;
 const ROLE_P: u8 = 1;
@@ -116,7 +123,7 @@ where
         flags: 0,
         batch: u32::try_from(cfg.batch_size).unwrap_or(u32::MAX),
         n_items: items.len() as u64,
-        param: 0,
+        param: LAYOUT,
     };
     // Handshakes in rank order of the peers (each pair talks in both directions at once).
     let mut sizes = [0usize; 3];
@@ -141,6 +148,7 @@ where
             sizes[p].min(sizes[q]) as u64,
         )
         .min(16),
+        w_pq: psi_compare_bytes(STAT_SECURITY, sizes[p] as u64, sizes[q] as u64).min(16),
     };
     if me == receiver {
         let (to_p, to_q) = session.channel_pair(p, q)?;
@@ -164,6 +172,8 @@ struct Three {
     n_c: usize,
     /// Width of the final comparison values.
     w: usize,
+    /// Width of `T'(U)`, the hashes `Q` forwards for `C`'s intersection of `U` and `V`.
+    w_pq: usize,
 }
 
 impl Three {
@@ -225,7 +235,14 @@ impl Three {
             if i < nb_other {
                 let pts = self.recv_points(other, TAG_OWN, i, batch_len(i, n_other, b))?;
                 let doubled = self.group.mul_encoded_batch(&pts, &self.key)?;
-                to_c.send_vec(frame(TAG_OWN, i, &doubled)?)?;
+                if first {
+                    // P forwards V as points: C raises the common ones to c.
+                    to_c.send_vec(frame(TAG_OWN, i, &doubled)?)?;
+                } else {
+                    // Q forwards only T'(U): C just tests membership.
+                    let t = truncate(&self.group.hash_encoded_batch(&doubled)?, self.w_pq);
+                    to_c.send_vec(frame(TAG_OWN, i, &t)?)?;
+                }
             }
         }
         other.flush()?;
@@ -258,23 +275,32 @@ impl Three {
     {
         let b = self.batch;
         let len = self.group.encoded_len();
-        // From P: V = Q's items under ab; from Q: U = P's items under ab.
+        // From P: the points V = Q's items under ab; from Q: T'(U), U = P's items under ab.
         let (nb_v, nb_u) = (self.n_q.div_ceil(b), self.n_p.div_ceil(b));
-        let mut v: HashSet<Vec<u8>> = HashSet::with_capacity(self.n_q);
-        let mut u: Vec<u8> = Vec::with_capacity(self.n_p * len);
+        let mut v: Vec<u8> = Vec::with_capacity(self.n_q * len);
+        let mut u: HashSet<u128> = HashSet::with_capacity(self.n_p);
         for i in 0..nb_v.max(nb_u) {
             if i < nb_v {
-                let pts = self.recv_points(to_p, TAG_OWN, i, batch_len(i, self.n_q, b))?;
-                v.extend(pts.chunks_exact(len).map(<[u8]>::to_vec));
+                v.extend(self.recv_points(to_p, TAG_OWN, i, batch_len(i, self.n_q, b))?);
             }
             if i < nb_u {
-                u.extend(self.recv_points(to_q, TAG_OWN, i, batch_len(i, self.n_p, b))?);
+                let count = batch_len(i, self.n_p, b);
+                let f = to_q.recv_max(5 + b * self.w_pq)?;
+                let (t, k, payload) = parse(&f)?;
+                if t != TAG_OWN || k != i || payload.len() != count * self.w_pq {
+                    return Err(Error::Protocol(format!(
+                        "malformed batch {i} of hashed masked items from the second party"
+                    )));
+                }
+                u.extend(payload.chunks_exact(self.w_pq).map(pack));
             }
         }
-        let common: Vec<u8> = u
+        let v_hashes = truncate(&self.group.hash_encoded_batch(&v)?, self.w_pq);
+        let common: Vec<u8> = v
             .chunks_exact(len)
-            .filter(|pt| v.contains(*pt))
-            .flat_map(|pt| pt.iter().copied())
+            .zip(v_hashes.chunks_exact(self.w_pq))
+            .filter(|(_, h)| u.contains(&pack(h)))
+            .flat_map(|(pt, _)| pt.iter().copied())
             .collect();
         drop(v);
         drop(u);
