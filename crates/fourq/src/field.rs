@@ -87,7 +87,7 @@ impl Fp2 {
         let t3 = self.a0.add(&self.a1).mul(&b.a0.add(&b.a1));
         Fp2 {
             a0: t1.sub(&t2),
-            a1: t3.sub(&t1).sub(&t2),
+            a1: t3.sub_sum(&t1, &t2),
         }
     }
 

@@ -32,7 +32,8 @@
 //! and the batch hash, chosen at run time, the serial code as fallback).
 //! See the crate README for the security notes and measured figures.
 // `unsafe` is denied everywhere except `backend::vector`, where the AVX-512 IFMA kernel is
-// entered after run-time feature detection (each block carries a SAFETY comment).
+// entered after run-time feature detection, and `backend::serial::x86`, which enters the
+// bmi2/adx/avx2 copy of the serial code the same way (each block carries a SAFETY comment).
 #![deny(unsafe_code)]
 
 mod api;

@@ -64,6 +64,17 @@ impl Fp {
         Fp::from_u128_reduced((d & M127) - (d >> 127))
     }
 
+    /// `a − b − c` with one reduction: `b + c ≤ 2p < 2^128` needs no fold; on a borrow the
+    /// wrapped difference `a − b − c + 2^128 ∈ [2, 2^128)` is congruent to `a − b − c + 2`
+    /// (as `2^128 ≡ 2`), so subtract 2 and fold once (the result is at most `2^127 − 2`).
+    #[inline(always)]
+    pub(crate) fn sub_sum(&self, b: &Fp, c: &Fp) -> Fp {
+        let s = b.to_u128() + c.to_u128();
+        let (d, borrow) = self.to_u128().overflowing_sub(s);
+        let v = d - (u128::from(borrow) << 1);
+        Fp::from_u128_reduced((v & M127) + (v >> 127))
+    }
+
     /// `−a = p − a`.
     #[inline(always)]
     pub(crate) fn neg(&self) -> Fp {
@@ -249,6 +260,11 @@ mod tests {
             prop_assert_eq!(x.mul(&y).canonical().to_u128(), ref_mul(a, b));
             prop_assert_eq!(x.square().canonical().to_u128(), ref_mul(a, a));
             prop_assert_eq!(x.neg().add(&x).canonical().to_u128(), 0);
+            let z = x.mul(&y);
+            let w = z.sub_sum(&x, &y);
+            prop_assert_eq!(w.canonical().to_u128(), z.sub(&x).sub(&y).canonical().to_u128());
+            prop_assert!(w.to_u128() <= P);
+            prop_assert!(x.sub_sum(&Fp::from_u128_reduced(P), &y).to_u128() <= P);
             prop_assert_eq!(x.half().double().canonical().to_u128(), a % P);
             prop_assert!(x.add(&y).to_u128() <= P && x.sub(&y).to_u128() <= P);
             prop_assert!(x.mul(&y).to_u128() <= P && x.square().to_u128() <= P);
