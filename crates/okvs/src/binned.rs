@@ -343,15 +343,26 @@ impl<D: DenseKind> BinnedPaxos<D> {
             start[b as usize] += 1;
         }
         let mut begin = 0;
+        let (mut hb, mut eb) = ([Block::ZERO; BATCH], [V::default(); BATCH]);
         for (b, &end) in start[..self.bins].iter().enumerate() {
             if prep.active[b] {
                 let t = &prep.tables[b * prep.stride..(b + 1) * prep.stride];
-                for &i in &order[begin..end] {
-                    out[i] = out[i].xor(V::dense_dot_prepared(dh[i], t, d));
+                for group in order[begin..end].chunks(BATCH) {
+                    let (hb, eb) = (&mut hb[..group.len()], &mut eb[..group.len()]);
+                    for (h, &i) in hb.iter_mut().zip(group) {
+                        *h = dh[i];
+                    }
+                    V::dense_dot_prepared_batch(hb, t, d, eb);
+                    for (e, &i) in eb.iter().zip(group) {
+                        out[i] = out[i].xor(*e);
+                    }
                 }
             }
             begin = end;
         }
+        // Hashes of the keys (private inputs): wiped.
+        hb.fill(Block::ZERO);
+        core::hint::black_box(&hb);
     }
 }
 

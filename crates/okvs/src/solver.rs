@@ -53,6 +53,7 @@ pub(crate) struct Scratch {
     dense: Vec<Block>,
     /// Per column: [remaining weight, XOR of remaining row indices].
     cols: Vec<[u32; 2]>,
+    /// The queue of weight-1 columns.
     stack: Vec<u32>,
     /// (row, pivot column) in peeling order.
     order: Vec<(u32, u32)>,
@@ -142,7 +143,14 @@ where
     );
     s.order.clear();
     s.gap.clear();
-    while let Some(c) = s.stack.pop() {
+    // First in, first out: the column taken next was queued long before, so consecutive
+    // steps do not depend on each other and their cache misses (rows and column weights
+    // are random reads over the whole system) overlap; a stack would make every step wait
+    // for the column the previous one just pushed.
+    let mut head = 0;
+    while head < s.stack.len() {
+        let c = s.stack[head];
+        head += 1;
         let e = s.cols[ix(c)];
         if e[0] != 1 {
             continue;
@@ -187,15 +195,24 @@ where
         let d = dense_out.len();
         let mut prep = Vec::new();
         V::prepare_dense(dense_out, &mut prep);
+        // The dense part of every row does not depend on the sparse solution: computed for
+        // all rows first, in batches (`values[r] ⊕ ⟨δ_r, p⟩`).
+        let mut rhs = vec![V::default(); n];
+        V::dense_dot_prepared_batch(&s.dense, &prep, d, &mut rhs);
+        for (x, v) in rhs.iter_mut().zip(values) {
+            *x = x.xor(*v);
+        }
         for &(r, c) in s.order.iter().rev() {
             let [a, b, e] = rows[ix(r)];
-            let y = values[ix(r)]
+            let y = rhs[ix(r)]
                 .xor(sparse[ix(a)])
                 .xor(sparse[ix(b)])
-                .xor(sparse[ix(e)])
-                .xor(V::dense_dot_prepared(s.dense[ix(r)], &prep, d));
+                .xor(sparse[ix(e)]);
             sparse[ix(c)] = y;
         }
+        // Values of the keys (private inputs): wiped.
+        rhs.fill(V::default());
+        core::hint::black_box(&rhs);
     } else {
         for &(r, c) in s.order.iter().rev() {
             let [a, b, e] = rows[ix(r)];
@@ -464,16 +481,19 @@ pub(crate) fn decode<D, V>(
     let d = p.len() - m;
     let mut rows = [[0u32; 3]; BATCH];
     let mut dh = [Block::ZERO; BATCH];
+    let mut dd = [V::default(); BATCH];
     for (k, o) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
         let rows = &mut rows[..k.len()];
         let dh = &mut dh[..k.len()];
         hasher.hash_batch(k, rows, dh);
         if let Some(prep) = prepared {
-            for ((o, [a, b, c]), h) in o.iter_mut().zip(rows.iter()).zip(dh.iter()) {
+            let dd = &mut dd[..k.len()];
+            V::dense_dot_prepared_batch(dh, prep, d, dd);
+            for ((o, [a, b, c]), e) in o.iter_mut().zip(rows.iter()).zip(dd.iter()) {
                 *o = sparse[ix(*a)]
                     .xor(sparse[ix(*b)])
                     .xor(sparse[ix(*c)])
-                    .xor(V::dense_dot_prepared(*h, prep, d));
+                    .xor(*e);
             }
         } else {
             for (o, [a, b, c]) in o.iter_mut().zip(rows.iter()) {

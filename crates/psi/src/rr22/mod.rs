@@ -89,9 +89,6 @@
 //! [ePrint 2022/320]: https://eprint.iacr.org/2022/320
 //! [RS21]: https://eprint.iacr.org/2021/266
 
-use std::collections::HashSet;
-use std::hash::{BuildHasher, Hasher};
-
 use obliv_core::aes::Aes;
 use obliv_core::{Block, psi_compare_bytes};
 use obliv_net::Channel;
@@ -430,9 +427,8 @@ where
 /// The sender's last message: its comparison values `out` truncated to `w` bytes, sorted and
 /// without repeats.
 fn send_values<C: Channel + ?Sized>(ch: &mut C, out: &[Block], w: usize) -> Result<()> {
-    let mut t: Vec<u128> = out.par_iter().map(|&b| truncate(b, w)).collect();
-    t.par_sort_unstable();
-    t.dedup();
+    let mut t: Vec<u128> = out.iter().map(|&b| truncate(b, w)).collect();
+    sort_values(&mut t, w);
     ch.send_vec(frame(TAG_COUNT, 0, &(t.len() as u64).to_le_bytes())?)?;
     for (i, chunk) in t.chunks(CHUNK).enumerate() {
         let mut buf = Vec::with_capacity(5 + w * chunk.len());
@@ -449,16 +445,9 @@ fn send_values<C: Channel + ?Sized>(ch: &mut C, out: &[Block], w: usize) -> Resu
 
 /// Receives the sender's values (at most `n_s` of `w` bytes) and returns the indices `j`
 /// (ascending) whose `ours[j]`, truncated to `w` bytes, the sender sent.
-fn recv_and_intersect<C, R>(
-    ch: &mut C,
-    ours: &[Block],
-    n_s: usize,
-    w: usize,
-    rng: &mut R,
-) -> Result<Vec<usize>>
+fn recv_and_intersect<C>(ch: &mut C, ours: &[Block], n_s: usize, w: usize) -> Result<Vec<usize>>
 where
     C: Channel + ?Sized,
-    R: CryptoRng + ?Sized,
 {
     let f = ch.recv_max(5 + 8)?;
     let (tag, index, payload) = parse(&f)?;
@@ -486,64 +475,136 @@ where
         }
         theirs.extend(payload.chunks_exact(w).map(crate::ecdh::pack));
     }
-    let ours: Vec<u128> = ours.iter().map(|&b| truncate(b, w)).collect();
-    Ok(intersect(&ours, &theirs, KeyedHash::new(rng)))
+    // An honest sender sends its values sorted without repeats; a deviating one only costs
+    // us a sort (its values are then looked up all the same).
+    if !theirs.windows(2).all(|p| p[0] < p[1]) {
+        sort_values(&mut theirs, w);
+    }
+    Ok(intersect(ours, &theirs, w))
 }
 
-/// The indices `j` (ascending) with `ours[j] ∈ theirs`.
+/// `v >> (8·w − bits)`: the top `bits` bits of a value truncated to `w` bytes
+/// (`bits ≤ 8·w`, `v < 2^(8·w)`).
+#[inline(always)]
+#[allow(clippy::cast_possible_truncation)] // at most 26 bits remain
+fn top_bits(v: u128, w: usize, bits: u32) -> usize {
+    (v >> (8 * w as u32 - bits)) as usize
+}
+
+/// Sorts values truncated to `w` bytes ascending and drops repeats.
 ///
-/// Both lists are first partitioned by the low bits of the values (pseudorandom for an
-/// honest sender) into parts of about 2^11 of the sender's values, so that each part's hash
-/// set stays in cache; a hostile sender that puts all its values in one part only gets one
-/// large keyed hash set, as without partitioning.
-fn intersect(ours: &[u128], theirs: &[u128], hasher: KeyedHash) -> Vec<usize> {
-    let bits = (usize::BITS - (theirs.len() >> 11).leading_zeros()).min(12);
-    let mask = (1usize << bits) - 1;
-    #[allow(clippy::cast_possible_truncation)] // the low bits of the value are the point
-    let part = |v: u128| (v as usize) & mask;
-    // Counting sort of `theirs` by part.
-    let mut start = vec![0usize; mask + 2];
-    for &v in theirs {
-        start[part(v) + 1] += 1;
+/// Two LSD radix passes of 11 bits on the top 22 bits (one counting pass for both, then two
+/// scatters into 2048 buckets each), then a comparison sort of each run of equal top bits
+/// (about one value per run for pseudorandom values; a run of any length is still sorted in
+/// `O(len·log len)`, so structured input costs no more than a plain sort).
+fn sort_values(t: &mut Vec<u128>, w: usize) {
+    const DIGIT: u32 = 11;
+    if t.len() < 1 << 12 || w < 3 {
+        t.sort_unstable();
+        t.dedup();
+        return;
     }
-    for i in 0..=mask {
-        start[i + 1] += start[i];
+    let bits = 2 * DIGIT;
+    let mask = (1usize << DIGIT) - 1;
+    let mut counts = vec![[0usize; 2]; 1 << DIGIT];
+    for &v in t.iter() {
+        let k = top_bits(v, w, bits);
+        counts[k & mask][0] += 1;
+        counts[k >> DIGIT][1] += 1;
     }
-    let mut sorted = vec![0u128; theirs.len()];
-    let mut next = start.clone();
-    for &v in theirs {
-        let p = part(v);
-        sorted[next[p]] = v;
-        next[p] += 1;
+    let (mut s0, mut s1) = (0usize, 0usize);
+    for c in counts.iter_mut() {
+        let (a, b) = (c[0], c[1]);
+        c[0] = s0;
+        c[1] = s1;
+        s0 += a;
+        s1 += b;
     }
-    // Our indices by part.
-    let mut ostart = vec![0usize; mask + 2];
-    for &v in ours {
-        ostart[part(v) + 1] += 1;
+    let mut tmp = vec![0u128; t.len()];
+    for &v in t.iter() {
+        let d = top_bits(v, w, bits) & mask;
+        tmp[counts[d][0]] = v;
+        counts[d][0] += 1;
     }
-    for i in 0..=mask {
-        ostart[i + 1] += ostart[i];
+    for &v in &tmp {
+        let d = top_bits(v, w, bits) >> DIGIT;
+        t[counts[d][1]] = v;
+        counts[d][1] += 1;
     }
-    let mut oidx = vec![0usize; ours.len()];
-    let mut onext = ostart.clone();
-    for (j, &v) in ours.iter().enumerate() {
-        let p = part(v);
-        oidx[onext[p]] = j;
-        onext[p] += 1;
+    drop(tmp);
+    // Runs of equal top bits, in order; sort inside each.
+    let mut i = 0;
+    while i < t.len() {
+        let k = top_bits(t[i], w, bits);
+        let mut j = i + 1;
+        while j < t.len() && top_bits(t[j], w, bits) == k {
+            j += 1;
+        }
+        if j - i > 1 {
+            t[i..j].sort_unstable();
+        }
+        i = j;
     }
-    let mut set: HashSet<u128, KeyedHash> = HashSet::with_hasher(hasher);
+    t.dedup();
+}
+
+/// The indices `j` (ascending) whose `ours[j]`, truncated to `w` bytes, is in `theirs`
+/// (sorted ascending, without repeats, values below `2^(8·w)`).
+///
+/// A directory over the top `⌊log₂ |theirs|⌋` bits gives each value's range of `theirs`
+/// (about one entry for an honest sender's pseudorandom values), searched linearly when
+/// short and by bisection otherwise, so a sender whose values crowd one range costs
+/// `O(log |theirs|)` per lookup, never more.
+fn intersect(ours: &[Block], theirs: &[u128], w: usize) -> Vec<usize> {
+    if theirs.is_empty() || ours.is_empty() {
+        return Vec::new();
+    }
+    let bits = (usize::BITS - 1 - theirs.len().leading_zeros()).clamp(1, 26);
+    let bits = bits.min(8 * u32::try_from(w).unwrap_or(16));
+    // dir[b] = the number of values whose top bits are below b.
+    let mut dir = vec![0u32; (1usize << bits) + 1];
+    let mut b = 0usize;
+    for (i, &v) in theirs.iter().enumerate() {
+        let t = top_bits(v, w, bits);
+        while b <= t {
+            dir[b] = u32::try_from(i).unwrap_or(u32::MAX);
+            b += 1;
+        }
+    }
+    let total = u32::try_from(theirs.len()).unwrap_or(u32::MAX);
+    for d in &mut dir[b..] {
+        *d = total;
+    }
+    // In batches: first every value's range and first candidate (independent loads without
+    // branches, so the cache misses overlap), then the comparisons.
+    const B: usize = 32;
+    let last = theirs.len() - 1;
     let mut out = Vec::new();
-    for p in 0..=mask {
-        set.clear();
-        set.extend(sorted[start[p]..start[p + 1]].iter().copied());
-        out.extend(
-            oidx[ostart[p]..ostart[p + 1]]
-                .iter()
-                .copied()
-                .filter(|&j| set.contains(&ours[j])),
-        );
+    let (mut vals, mut lo, mut hi, mut first) = ([0u128; B], [0usize; B], [0usize; B], [0u128; B]);
+    for (c, chunk) in ours.chunks(B).enumerate() {
+        for (i, &o) in chunk.iter().enumerate() {
+            let v = truncate(o, w);
+            let t = top_bits(v, w, bits);
+            vals[i] = v;
+            lo[i] = dir[t] as usize;
+            hi[i] = dir[t + 1] as usize;
+        }
+        for i in 0..chunk.len() {
+            first[i] = theirs[lo[i].min(last)];
+        }
+        for i in 0..chunk.len() {
+            let (v, range) = (vals[i], &theirs[lo[i]..hi[i]]);
+            let hit = match range.len() {
+                0 => false,
+                1 => first[i] == v,
+                2..=8 => range.contains(&v),
+                _ => range.binary_search(&v).is_ok(),
+            };
+            if hit {
+                out.push(c * B + i);
+            }
+        }
     }
-    out.sort_unstable();
     out
 }
 
@@ -787,73 +848,6 @@ impl Rr22Session {
     }
 }
 
-/// A hasher for the receiver's set of (pseudorandom) comparison values, keyed with secret
-/// random words so that a hostile sender cannot choose values that collide in the table.
-#[derive(Clone, Copy)]
-struct KeyedHash {
-    k: [u64; 4],
-}
-
-impl KeyedHash {
-    fn new<R: CryptoRng + ?Sized>(rng: &mut R) -> Self {
-        KeyedHash {
-            k: [
-                rng.next_u64(),
-                rng.next_u64(),
-                rng.next_u64(),
-                rng.next_u64(),
-            ],
-        }
-    }
-}
-
-impl BuildHasher for KeyedHash {
-    type Hasher = KeyedHasher;
-    fn build_hasher(&self) -> KeyedHasher {
-        KeyedHasher {
-            keys: *self,
-            state: self.k[2],
-        }
-    }
-}
-
-/// The "folded multiply" `lo ⊕ hi` of the 128-bit product `a·b`.
-#[allow(clippy::cast_possible_truncation)] // splitting the u128 product into its halves
-fn folded_multiply(a: u64, b: u64) -> u64 {
-    let p = u128::from(a) * u128::from(b);
-    (p as u64) ^ ((p >> 64) as u64)
-}
-
-/// The hasher of [`KeyedHash`]: each 128-bit value is absorbed as
-/// `state ← fm(lo ⊕ k0, hi ⊕ k1) ⊕ state·…` with `fm` the folded multiply (the construction
-/// of foldhash/ahash's fallback), finished with one more keyed folded multiply.
-struct KeyedHasher {
-    keys: KeyedHash,
-    state: u64,
-}
-
-impl Hasher for KeyedHasher {
-    fn finish(&self) -> u64 {
-        folded_multiply(self.state, self.keys.k[3] | 1)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(16) {
-            let mut b = [0u8; 16];
-            b[..chunk.len()].copy_from_slice(chunk);
-            self.write_u128(u128::from_le_bytes(b));
-        }
-    }
-    #[allow(clippy::cast_possible_truncation)] // splitting a u128 into its two halves
-    fn write_u128(&mut self, x: u128) {
-        let lo = x as u64 ^ self.keys.k[0];
-        let hi = (x >> 64) as u64 ^ self.keys.k[1];
-        self.state = folded_multiply(lo, hi) ^ self.state.rotate_left(23);
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.write_u128(u128::from(x));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -868,51 +862,65 @@ mod tests {
         assert_eq!(truncate(b, 10), b.0 & ((1u128 << 80) - 1));
     }
 
+    /// The radix sort against a plain sort with dedup, for pseudorandom values, values
+    /// crowding one run of top bits, repeats, and every width.
     #[test]
-    fn keyed_hash_spreads_structured_values() {
-        // Values differing in one byte land in many distinct buckets (low bits) and tags
-        // (top 7 bits), whatever the position of the byte.
-        let mut rng = AesRng::from_seed([9; 16]);
-        let h = KeyedHash::new(&mut rng);
-        for shift in [0u32, 40, 64, 120] {
-            let lows: HashSet<u64> = (0..256u128)
-                .map(|v| h.hash_one(v << shift) & 0xff)
-                .collect();
-            let tops: HashSet<u64> = (0..256u128).map(|v| h.hash_one(v << shift) >> 57).collect();
-            assert!(
-                lows.len() > 120,
-                "shift {shift}: {} low buckets",
-                lows.len()
-            );
-            assert!(tops.len() > 80, "shift {shift}: {} tags", tops.len());
+    fn sort_values_matches_plain_sort() {
+        let mut rng = AesRng::from_seed([3; 16]);
+        for w in [1usize, 2, 3, 5, 10, 16] {
+            for n in [0usize, 1, 100, 4095, 4096, 20_000] {
+                let mut v: Vec<u128> = (0..n)
+                    .map(|_| truncate(Block::random(&mut rng), w))
+                    .collect();
+                // Some repeats and some values sharing their top bits.
+                for i in (0..n).step_by(7) {
+                    v[i] = v[i / 2];
+                }
+                for i in (0..n).step_by(5) {
+                    v[i] &= (1u128 << (8 * w).min(20)) - 1;
+                }
+                let mut want = v.clone();
+                want.sort_unstable();
+                want.dedup();
+                sort_values(&mut v, w);
+                assert_eq!(v, want, "w = {w}, n = {n}");
+            }
         }
     }
 
     #[test]
     fn intersect_matches_plain() {
         let mut rng = AesRng::from_seed([4; 16]);
-        for (nr, ns) in [
-            (0usize, 0usize),
-            (1, 0),
-            (0, 1),
-            (5, 7),
-            (3000, 5000),
-            (9000, 2),
-        ] {
-            let ours: Vec<u128> = (0..nr)
-                .map(|_| Block::random(&mut rng).0 % 20_000)
-                .collect();
-            let theirs: Vec<u128> = (0..ns)
-                .map(|_| Block::random(&mut rng).0 % 20_000)
-                .collect();
-            let set: HashSet<u128> = theirs.iter().copied().collect();
-            let want: Vec<usize> = (0..nr).filter(|&j| set.contains(&ours[j])).collect();
-            assert_eq!(intersect(&ours, &theirs, KeyedHash::new(&mut rng)), want);
+        for w in [5usize, 10, 16] {
+            for (nr, ns) in [
+                (0usize, 0usize),
+                (1, 0),
+                (0, 1),
+                (5, 7),
+                (3000, 5000),
+                (9000, 2),
+                (20_000, 70_000),
+            ] {
+                // Values in a small range (many matches), truncated to w bytes, placed
+                // in the high bytes or the low bytes.
+                let shift = if nr % 2 == 0 { 0 } else { 8 * w - 16 };
+                let val = |rng: &mut AesRng| Block((Block::random(rng).0 % 20_000) << shift);
+                let ours: Vec<Block> = (0..nr).map(|_| val(&mut rng)).collect();
+                let mut theirs: Vec<u128> = (0..ns).map(|_| truncate(val(&mut rng), w)).collect();
+                sort_values(&mut theirs, w);
+                let set: std::collections::HashSet<u128> = theirs.iter().copied().collect();
+                let want: Vec<usize> = (0..nr)
+                    .filter(|&j| set.contains(&truncate(ours[j], w)))
+                    .collect();
+                assert_eq!(intersect(&ours, &theirs, w), want, "w = {w}");
+            }
         }
-        // All of the sender's values in one part (a hostile sender): still correct.
+        // All of the sender's values under one directory entry (a hostile sender): still
+        // correct (bisection inside the crowded range).
+        let w = 16;
         let theirs: Vec<u128> = (0..10_000u128).map(|v| v << 64).collect();
-        let ours: Vec<u128> = (0..20_000u128).map(|v| v << 63).collect();
-        let got = intersect(&ours, &theirs, KeyedHash::new(&mut rng));
+        let ours: Vec<Block> = (0..20_000u128).map(|v| Block(v << 63)).collect();
+        let got = intersect(&ours, &theirs, w);
         assert_eq!(got, (0..20_000).step_by(2).collect::<Vec<_>>());
     }
 
