@@ -39,6 +39,8 @@ pub(crate) trait Params: Copy + Send + Sync + 'static {
     const C1: [u64; 4];
     /// `c2 = sqrt(−Z)`, big-endian bytes.
     const C2: [u8; 32];
+    /// The group order `n` (prime), little-endian limbs.
+    const N: [u64; 4];
 }
 
 /// NIST P-256.
@@ -66,6 +68,12 @@ impl Params for P256Params {
         0xda, 0x53, 0x8e, 0x3b, 0xe1, 0xd8, 0x9b, 0x99, 0xc9, 0x78, 0xfc, 0x67, 0x51, 0x80, 0xaa,
         0xb2, 0x7b, 0x8d, 0x1f, 0xf8, 0x4c, 0x55, 0xd5, 0xb6, 0x2c, 0xcd, 0x34, 0x27, 0xe4, 0x33,
         0xc4, 0x7f,
+    ];
+    const N: [u64; 4] = [
+        0xf3b9cac2fc632551,
+        0xbce6faada7179e84,
+        0xffffffffffffffff,
+        0xffffffff00000000,
     ];
 }
 
@@ -100,6 +108,12 @@ impl Params for Sm2Params {
         c[31] = 3;
         c
     };
+    const N: [u64; 4] = [
+        0x53bbf40939d54123,
+        0x7203df6b21c6052b,
+        0xffffffffffffffff,
+        0xfffffffeffffffff,
+    ];
 }
 
 /// Big-endian affine coordinates `(x, y)` of a point, `None` for the identity.
@@ -152,13 +166,13 @@ impl<C: Params> Fe<C> {
     pub(crate) const ZERO: Self = Fe([0; 4], PhantomData);
     pub(crate) const ONE: Self = Fe(C::ONE, PhantomData);
 
-    fn b() -> Self {
+    pub(crate) fn b() -> Self {
         Fe(C::B, PhantomData)
     }
 
     /// Montgomery product `a·b·R^{-1} mod p` (CIOS).
     #[inline(always)]
-    fn mul(&self, rhs: &Self) -> Self {
+    pub(crate) fn mul(&self, rhs: &Self) -> Self {
         let (a, b, p) = (&self.0, &rhs.0, &C::P);
         let mut t = [0u64; 6];
         for &bi in b {
@@ -185,12 +199,12 @@ impl<C: Params> Fe<C> {
     }
 
     #[inline(always)]
-    fn square(&self) -> Self {
+    pub(crate) fn square(&self) -> Self {
         self.mul(self)
     }
 
     #[inline(always)]
-    fn add(&self, rhs: &Self) -> Self {
+    pub(crate) fn add(&self, rhs: &Self) -> Self {
         let (a, b) = (&self.0, &rhs.0);
         let (r0, c) = adc(a[0], b[0], 0);
         let (r1, c) = adc(a[1], b[1], c);
@@ -200,7 +214,7 @@ impl<C: Params> Fe<C> {
     }
 
     #[inline(always)]
-    fn sub(&self, rhs: &Self) -> Self {
+    pub(crate) fn sub(&self, rhs: &Self) -> Self {
         let (a, b, p) = (&self.0, &rhs.0, &C::P);
         let (r0, bw) = sbb(a[0], b[0], 0);
         let (r1, bw) = sbb(a[1], b[1], bw);
@@ -250,8 +264,13 @@ impl<C: Params> Fe<C> {
         out
     }
 
+    /// The canonical plain value, little-endian limbs.
+    pub(crate) fn to_le_limbs(self) -> [u64; 4] {
+        self.mul(&Fe([1, 0, 0, 0], PhantomData)).0
+    }
+
     /// `self^(p−2) = self^{-1}` (0 maps to 0); the exponent is public.
-    fn invert(&self) -> Self {
+    pub(crate) fn invert(&self) -> Self {
         let mut e = C::P;
         e[0] -= 2; // p is odd and > 2: no borrow.
         let mut r = Self::ONE;
@@ -269,7 +288,7 @@ impl<C: Params> Fe<C> {
         Fe([v, 0, 0, 0], PhantomData).mul(&Fe(C::R2, PhantomData))
     }
 
-    fn neg(&self) -> Self {
+    pub(crate) fn neg(&self) -> Self {
         Self::ZERO.sub(self)
     }
 
@@ -298,7 +317,7 @@ impl<C: Params> Fe<C> {
     }
 
     /// `OS2IP(bytes) mod p` for 48 big-endian bytes: `d0·2^192 + d1`, `d0, d1 < 2^192 < p`.
-    fn reduce_be48(bytes: &[u8]) -> Self {
+    pub(crate) fn reduce_be48(bytes: &[u8]) -> Self {
         let load = |part: &[u8]| {
             let mut b = [0u8; 32];
             b[8..].copy_from_slice(part);

@@ -55,6 +55,7 @@ mod fastmul;
 mod fourq;
 #[cfg(target_arch = "x86_64")]
 mod ifma25519;
+mod ifma_weierstrass;
 mod ristretto;
 mod secret;
 pub mod sm2;

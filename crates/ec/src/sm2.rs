@@ -74,7 +74,8 @@ impl_weierstrass!(
     suite: "SM2_XMD:SM3_SSWU_RO_",
     dst: b"obliv-ec-v1-SM2_XMD:SM3_SSWU_RO_",
     hash: hash_to_curve_sm2,
-    fast: crate::fastmul::Sm2Params
+    fast: crate::fastmul::Sm2Params,
+    xmd: ExpandMsgXmd<sm3::Sm3>
 );
 
 #[cfg(test)]

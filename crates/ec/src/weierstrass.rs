@@ -31,14 +31,15 @@ macro_rules! impl_weierstrass {
         }
     }
     };
-    (@chunk $krate:ident $fast:ty) => {
+    (@chunk $krate:ident $fast:ty, $xmd:ty) => {
         fn mul_and_encode_chunk(
             points: &[Self::Point],
             k: &SecretScalar<$krate::Scalar>,
             out: &mut [[u8; 33]],
         ) {
             // The crate normalises the inputs (one inversion); the multiplication and the
-            // output normalisation run in `fastmul` with the scalar recoded once.
+            // output normalisation run in eight IFMA lanes (`ifma_weierstrass`) or, without
+            // them, in `fastmul`, with the scalar recoded once.
             let mut aff = vec![<$krate::AffinePoint as Default>::default(); points.len()];
             <$krate::ProjectivePoint as group::Curve>::batch_normalize(points, &mut aff);
             let coords: Vec<$crate::fastmul::AffineXy> = aff
@@ -58,14 +59,77 @@ macro_rules! impl_weierstrass {
                 })
                 .collect();
             let mut repr = ff::PrimeField::to_repr(&k.0);
-            let digits = $crate::fastmul::nibbles(repr.as_slice());
+            if !$crate::ifma_weierstrass::mul_affine_batch::<$fast>(&coords, repr.as_slice(), out) {
+                let digits = $crate::fastmul::nibbles(repr.as_slice());
+                $crate::fastmul::mul_affine_batch::<$fast>(&coords, &digits, out);
+            }
             zeroize::Zeroize::zeroize(repr.as_mut_slice());
-            $crate::fastmul::mul_affine_batch::<$fast>(&coords, &digits, out);
+        }
+
+        fn hash_mul_and_encode_chunk<T: AsRef<[u8]>>(
+            items: &[T],
+            k: &SecretScalar<$krate::Scalar>,
+            out: &mut [[u8; 33]],
+        ) {
+            let mut repr = ff::PrimeField::to_repr(&k.0);
+            let done = $crate::ifma_weierstrass::hash_mul_batch::<$fast, $xmd, T>(
+                items,
+                Self::DEFAULT_DST,
+                repr.as_slice(),
+                out,
+            );
+            zeroize::Zeroize::zeroize(repr.as_mut_slice());
+            if !done {
+                let pts: Vec<Self::Point> = items
+                    .iter()
+                    .map(|x| Self::hash_to_point(x.as_ref()))
+                    .collect();
+                Self::mul_and_encode_chunk(&pts, k, out);
+            }
+        }
+
+        fn decode_mul_and_encode_chunk<E: AsRef<[u8]>>(
+            encodings: &[E],
+            first_index: usize,
+            k: &SecretScalar<$krate::Scalar>,
+            out: &mut [[u8; 33]],
+        ) -> Result<(), Error> {
+            let mut repr = ff::PrimeField::to_repr(&k.0);
+            let r = $crate::ifma_weierstrass::decode_mul_batch::<$fast, E>(
+                encodings,
+                repr.as_slice(),
+                out,
+            );
+            zeroize::Zeroize::zeroize(repr.as_mut_slice());
+            match r {
+                Some(Ok(())) => Ok(()),
+                // The lanes found the first rejected encoding: the serial decoder gives the
+                // same error (it rejects a superset: the lanes check format, x < p and the
+                // square root, which is all SEC1 decoding checks on a cofactor-1 curve).
+                Some(Err(i)) => match encodings.get(i).map(|e| Self::decode(e.as_ref())) {
+                    Some(Err(source)) => Err(Error::Batch {
+                        index: first_index + i,
+                        source: Box::new(source),
+                    }),
+                    _ => $crate::weierstrass::decode_chunk_serial::<Self, E>(
+                        encodings,
+                        first_index,
+                        k,
+                        out,
+                    ),
+                },
+                None => $crate::weierstrass::decode_chunk_serial::<Self, E>(
+                    encodings,
+                    first_index,
+                    k,
+                    out,
+                ),
+            }
         }
     };
     (
         $group:ident, $krate:ident, name: $name:expr, suite: $suite:expr, dst: $dst:expr,
-        hash: $hash:path $(, fast: $fast:ty)?
+        hash: $hash:path $(, fast: $fast:ty, xmd: $xmd:ty)?
     ) => {
         impl PrimeGroup for $group {
             const NAME: &'static str = $name;
@@ -181,11 +245,33 @@ macro_rules! impl_weierstrass {
                 Ok(s)
             }
 
-            $crate::weierstrass::impl_weierstrass!(@chunk $krate $($fast)?);
+            $crate::weierstrass::impl_weierstrass!(@chunk $krate $($fast, $xmd)?);
         }
     };
 }
 pub(crate) use impl_weierstrass;
+
+/// The trait's default `decode_mul_and_encode_chunk`: decode each encoding with full
+/// validation, then multiply the chunk.
+pub(crate) fn decode_chunk_serial<G: PrimeGroup, E: AsRef<[u8]>>(
+    encodings: &[E],
+    first_index: usize,
+    k: &SecretScalar<G::ScalarInner>,
+    out: &mut [G::Encoded],
+) -> Result<(), Error> {
+    let pts = encodings
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            G::decode(e.as_ref()).map_err(|source| Error::Batch {
+                index: first_index + i,
+                source: Box::new(source),
+            })
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    G::mul_and_encode_chunk(&pts, k, out);
+    Ok(())
+}
 
 /// SEC1 compressed encoding of an affine point; the identity as 33 zero bytes (which is also
 /// what `GroupEncoding::to_bytes` writes into its fixed-width buffer).
@@ -243,5 +329,6 @@ impl_weierstrass!(
     suite: "P256_XMD:SHA-256_SSWU_RO_",
     dst: b"obliv-ec-v1-P256_XMD:SHA-256_SSWU_RO_",
     hash: hash_p256,
-    fast: crate::fastmul::P256Params
+    fast: crate::fastmul::P256Params,
+    xmd: ExpandMsgXmd<Sha256>
 );
