@@ -1,30 +1,35 @@
 //! Bucketing for inputs larger than memory.
 //!
-//! A party first reads its CSV once to validate it and count rows (all input errors surface
-//! here, before any network traffic), then streams its keys into `B_own` temporary files by a
-//! public hash of the key, `B_own` the power of two at or above `rows / bucket size`. Only then
-//! does it connect. The parties agree on `B = max B_own` over all of them; since every count is
-//! a power of two, bucket `b` of `B` is the part of local file `b mod B_own` whose keys hash to
-//! `b` modulo `B`, so equal keys meet in the same bucket on every side. One PSI runs per bucket
-//! on that bucket's distinct keys. Matching rows are marked in a bit set
-//! (one bit per input row), and a last pass over the input writes them out.
+//! A party reads its CSV once ([`ingest`]): it validates it (all input errors surface here,
+//! before any network traffic), counts the rows, and files every key, as the 128-bit public hash
+//! [`key_hash`] with its row number, into [`Buckets`]: sub-buckets by the first hash word, in
+//! memory up to a budget and appended to temporary files beyond it. Only then does it connect.
+//! Each party's bucket count `B_own` is the power of two at or above `rows / bucket size`; the
+//! parties agree on `B = max B_own`, and bucket `b` of `B` holds the keys whose first hash word
+//! is `b` modulo `B`, so equal keys meet in the same bucket on every side. One PSI runs per
+//! bucket on that bucket's distinct key hashes (grouped by a radix sort, no per-key allocation).
+//! Matching rows are marked in a bit set (one bit per input row), and a last pass over the input
+//! writes them out. Simple files (no quotes) are read and copied by a byte scanner
+//! (`fastcsv`); others by the `csv` parser.
 //!
 //! Sharding (`--shard I/N`): the same hash of a key ([`key_hash`], BLAKE3 in derive-key mode)
 //! gives two 64-bit words; the first picks the bucket, the second the shard (`h₂ mod N`). A
 //! shard counts, splits and runs only its own keys, so `B_own` follows from the shard's rows,
 //! and shard `I` of every party meets only shard `I` of the others (docs/sharding.md).
 //!
-//! Memory per party: one bucket's keys plus `rows / 8` bytes, whatever the input size.
+//! Memory per party: 24 bytes per row of the shard up to the memory budget (default 1 GiB),
+//! then one bucket's entries, plus `rows / 8` bytes. The PSI runs on the keys' 128-bit hashes:
+//! two distinct keys collide with probability 2^-128 per pair (2^-75 for 10^8 rows a side).
 //! Leakage: each protocol run reveals its bucket's number of distinct keys to the peers, i.e.
 //! a histogram of a public hash of the keys, which says nothing about individual keys.
 
 use std::fs::File;
-use std::hash::BuildHasher as _;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::csvio::{KEY_SEPARATOR, describe, keyed_reader, open};
+use crate::csvio::{KEY_SEPARATOR, describe, keyed_reader, open, open_keyed};
 use crate::error::CliError;
+use crate::fastcsv::{self, Fields, Scan};
 use crate::progress::{Progress, ProgressMode};
 
 /// The validated shape of an input file.
@@ -42,6 +47,9 @@ pub struct InputShape {
     pub bytes: u64,
     /// BLAKE3 hash of the whole file, when asked for (it identifies a checkpoint's input).
     pub digest: Option<[u8; 32]>,
+    /// For a simple file (read by the byte scanner), the byte where the data rows start; the
+    /// output is then copied line by line. `None`: the file needs the `csv` parser.
+    pub data_start: Option<u64>,
 }
 
 /// Shard `index` of `count`: the keys whose shard hash is `index` modulo `count`.
@@ -107,46 +115,206 @@ impl<R: Read> Read for Hashing<R> {
     }
 }
 
-/// Reads the whole file once: checks the header, the key columns, every row's field count and
-/// UTF-8, counts rows (and those of `shard`), and hashes the file with `digest`.
+/// Default of [`IngestOptions::memory_budget`]: bytes of bucket entries held in memory before
+/// they are written to temporary files (24 bytes per row: about 44 million rows).
+pub const DEFAULT_MEMORY_BUDGET: usize = 1 << 30;
+
+/// Number of local sub-buckets the keys are split into while the file is read (before the
+/// bucket count of the run is known). A power of two.
+const SUB_BUCKETS: usize = 256;
+
+/// Keys hashed per batch (SIMD lanes of [`key_hashes`]).
+const BATCH: usize = 1024;
+
+/// How [`ingest`] reads and where it keeps the keys.
+#[derive(Clone, Debug)]
+pub struct IngestOptions {
+    /// Only the keys of this shard are kept.
+    pub shard: Shard,
+    /// Hash the whole file (a checkpoint's identity).
+    pub digest: bool,
+    /// Directory for temporary bucket files, when the keys do not fit the budget.
+    pub tmp_root: PathBuf,
+    /// Bytes of bucket entries (24 per row) kept in memory; beyond it they go to files.
+    pub memory_budget: usize,
+    /// Progress display.
+    pub progress: ProgressMode,
+    /// Always use the general CSV parser (tests compare both paths).
+    pub force_csv: bool,
+    /// Local sub-bucket count (a power of two; tests lower it to exercise refinement).
+    pub sub_buckets: usize,
+}
+
+impl IngestOptions {
+    /// The defaults for `shard`, temporary files under `tmp_root`.
+    pub fn new(shard: Shard, digest: bool, tmp_root: &Path, progress: ProgressMode) -> Self {
+        IngestOptions {
+            shard,
+            digest,
+            tmp_root: tmp_root.to_path_buf(),
+            memory_budget: DEFAULT_MEMORY_BUDGET,
+            progress,
+            force_csv: false,
+            sub_buckets: SUB_BUCKETS,
+        }
+    }
+}
+
+/// Collects keys, hashes them in batches and files `(hash, row)` entries into sub-buckets.
+struct Sink {
+    /// The keys of the batch, back to back.
+    arena: Vec<u8>,
+    /// `(row, start of its key in arena)` for the batch.
+    spans: Vec<(u64, usize)>,
+    shard: Shard,
+    buckets: Buckets,
+    owned: u64,
+}
+
+impl Sink {
+    fn new(opts: &IngestOptions) -> Self {
+        Sink {
+            arena: Vec::with_capacity(BATCH * 32),
+            spans: Vec::with_capacity(BATCH),
+            shard: opts.shard,
+            buckets: Buckets::new(opts),
+            owned: 0,
+        }
+    }
+
+    /// Row `row`'s key was appended to `arena` from `at` on.
+    #[inline]
+    fn push(&mut self, row: u64, at: usize) -> Result<(), CliError> {
+        self.spans.push((row, at));
+        if self.spans.len() == BATCH {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), CliError> {
+        let ends = self
+            .spans
+            .iter()
+            .skip(1)
+            .map(|&(_, at)| at)
+            .chain(std::iter::once(self.arena.len()));
+        let keys: Vec<&[u8]> = self
+            .spans
+            .iter()
+            .zip(ends)
+            .map(|(&(_, at), end)| &self.arena[at..end])
+            .collect();
+        let hashes = key_hashes(&keys);
+        for (&(row, _), (lo, hi)) in self.spans.iter().zip(hashes) {
+            if self.shard.count > 1 && hi % self.shard.count != self.shard.index {
+                continue;
+            }
+            self.owned += 1;
+            self.buckets.push(Entry { hi, lo, row });
+        }
+        self.arena.clear();
+        self.spans.clear();
+        self.buckets.maybe_spill()
+    }
+}
+
+/// Reads the input once: checks the header, the key columns, every row's field count and
+/// UTF-8, counts the rows (and those of the shard), hashes the file when asked, and files every
+/// key of the shard into buckets (in memory up to the budget, in temporary files beyond).
+///
+/// Simple files (no quotes, `\n` or `\r\n` line ends) are read by a byte scanner
+/// (`fastcsv`); any other file, or a malformed one, by the `csv` parser, which also
+/// words the errors. Both give the same rows and keys.
 ///
 /// # Errors
-/// [`CliError::Input`] as `csvio::read_keys` describes.
-pub fn scan(
+/// [`CliError::Input`] as `csvio::read_keys` describes, and for I/O errors.
+pub fn ingest(
     path: &Path,
     keys: &[String],
-    shard: Shard,
-    digest: bool,
-    progress: ProgressMode,
-) -> Result<InputShape, CliError> {
+    opts: &IngestOptions,
+) -> Result<(InputShape, Buckets), CliError> {
     let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let (rdr, header, key_cols) = open_keyed(path, keys)?;
+    let data_start = rdr.position().byte();
+    drop(rdr);
+    if !opts.force_csv {
+        let mut sink = Sink::new(opts);
+        let mut hasher = opts.digest.then(blake3::Hasher::new);
+        let mut bar = Progress::new(opts.progress, "reading input", "bytes", bytes);
+        let mut fields = Fields::new(header.len(), &key_cols);
+        let mut rows = 0u64;
+        let scan = fastcsv::for_each_line(
+            path,
+            data_start,
+            |b| {
+                if let Some(h) = &mut hasher {
+                    h.update(b);
+                }
+            },
+            |at| bar.set(at),
+            |line| {
+                let at = sink.arena.len();
+                if !fields.key_into(line, &mut sink.arena) {
+                    return Ok(false);
+                }
+                sink.push(rows, at)?;
+                rows += 1;
+                Ok(true)
+            },
+        )?;
+        if scan == Scan::Done {
+            sink.flush()?;
+            bar.set(bytes);
+            bar.finish();
+            let shape = InputShape {
+                header,
+                key_cols,
+                rows,
+                shard_rows: sink.owned,
+                bytes,
+                digest: hasher.map(|h| *h.finalize().as_bytes()),
+                data_start: Some(data_start),
+            };
+            return Ok((shape, sink.buckets));
+        }
+        // Not simple: start over with the general parser (the partial buckets are dropped).
+    }
+    ingest_csv(path, keys, opts, bytes)
+}
+
+/// [`ingest`] with the `csv` parser.
+fn ingest_csv(
+    path: &Path,
+    keys: &[String],
+    opts: &IngestOptions,
+    bytes: u64,
+) -> Result<(InputShape, Buckets), CliError> {
     let file = File::open(path)
         .map_err(|e| CliError::Input(format!("cannot open {}: {e}", path.display())))?;
     let reader = Hashing {
         inner: file,
-        hasher: digest.then(blake3::Hasher::new),
+        hasher: opts.digest.then(blake3::Hasher::new),
     };
     let (mut rdr, header, key_cols) = keyed_reader(path, reader, keys)?;
     let mut record = csv::StringRecord::new();
-    let mut key = Vec::new();
-    let (mut rows, mut shard_rows) = (0u64, 0u64);
-    let mut bar = Progress::new(progress, "reading input", "bytes", bytes);
+    let mut sink = Sink::new(opts);
+    let mut rows = 0u64;
+    let mut bar = Progress::new(opts.progress, "reading input", "bytes", bytes);
     loop {
         match rdr.read_record(&mut record) {
             Ok(true) => {
+                let at = sink.arena.len();
+                append_key(&record, &key_cols, &mut sink.arena);
+                sink.push(rows, at)?;
                 rows += 1;
-                if shard.count > 1 {
-                    key_of(&record, &key_cols, &mut key);
-                    shard_rows += u64::from(shard.owns(&key));
-                } else {
-                    shard_rows += 1;
-                }
                 bar.set(record.position().map_or(0, csv::Position::byte));
             }
             Ok(false) => break,
             Err(e) => return Err(describe(path, &e)),
         }
     }
+    sink.flush()?;
     bar.set(bytes);
     bar.finish();
     let mut inner = rdr.into_inner();
@@ -159,19 +327,26 @@ pub fn scan(
             .map_err(|e| CliError::Input(format!("{}: {e}", path.display())))?;
         h.update(&rest);
     }
-    Ok(InputShape {
+    let shape = InputShape {
         header,
         key_cols,
         rows,
-        shard_rows,
+        shard_rows: sink.owned,
         bytes,
         digest: inner.hasher.map(|h| *h.finalize().as_bytes()),
-    })
+        data_start: None,
+    };
+    Ok((shape, sink.buckets))
 }
 
 /// The key of a record: the key columns joined by [`KEY_SEPARATOR`].
 pub fn key_of(record: &csv::StringRecord, cols: &[usize], out: &mut Vec<u8>) {
     out.clear();
+    append_key(record, cols, out);
+}
+
+/// Appends the key of a record to `out`.
+fn append_key(record: &csv::StringRecord, cols: &[usize], out: &mut Vec<u8>) {
     for (i, &c) in cols.iter().enumerate() {
         if i > 0 {
             out.push(KEY_SEPARATOR);
@@ -215,38 +390,128 @@ pub fn bucket_of(key: &[u8], buckets: usize) -> usize {
     usize::try_from(key_hash(key).0 % buckets as u64).unwrap_or(0)
 }
 
-/// Keys of a file split into bucket files in a temporary directory.
-#[derive(Debug)]
-pub struct BucketFiles {
-    _dir: tempfile::TempDir,
-    files: Vec<PathBuf>,
+/// One row of a bucket: the public hash of its key (`lo` the first word, which picks the
+/// bucket, `hi` the second) and the row number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Entry {
+    hi: u64,
+    lo: u64,
+    row: u64,
 }
 
-/// One bucket in memory: its distinct keys, and for each of its rows the row number and the
-/// index of the row's key among [`Bucket::distinct`].
+/// Bytes of one entry in memory and in a bucket file.
+const ENTRY_BYTES: usize = 24;
+
+impl Entry {
+    fn sort_key(&self) -> (u64, u64) {
+        (self.hi, self.lo)
+    }
+}
+
+/// The keys of a file (as `(hash, row)` entries) split into local sub-buckets by the first
+/// hash word, held in memory up to a budget and appended to temporary files beyond it.
+#[derive(Debug)]
+pub struct Buckets {
+    mem: Vec<Vec<Entry>>,
+    held: usize,
+    budget: usize,
+    tmp_root: PathBuf,
+    spill: Option<tempfile::TempDir>,
+}
+
+/// One bucket in memory: its distinct keys and, for each, the rows that hold it.
 ///
-/// The keys stay in the bucket file's bytes (one allocation for the whole bucket, not one per
-/// key); `distinct` lists where each distinct key lies in them.
+/// A key here is the 16-byte public hash of the CSV key ([`key_hash`], both words
+/// little-endian): the PSI runs on these hashes, so every key has the same size whatever its
+/// columns. Two distinct keys collide with probability 2^-128 per pair.
 #[derive(Debug, Default)]
 pub struct Bucket {
-    bytes: Vec<u8>,
-    spans: Vec<(usize, usize)>,
-    /// `(row, key index)` for every row of the bucket.
-    pub rows: Vec<(u64, u32)>,
+    keys: Vec<[u8; 16]>,
+    /// Rows of key `i`: `rows[starts[i]..starts[i + 1]]`.
+    starts: Vec<u32>,
+    rows: Vec<u64>,
 }
 
 impl Bucket {
-    /// The distinct keys, in an order fixed by a per-process keyed hash (not input order).
+    /// The distinct keys, sorted by hash (not in input order; the protocols hide order).
     pub fn distinct(&self) -> Vec<&[u8]> {
-        self.spans
-            .iter()
-            .map(|&(at, len)| &self.bytes[at..at + len])
-            .collect()
+        self.keys.iter().map(|k| &k[..]).collect()
     }
 
     /// Number of distinct keys.
     pub fn distinct_len(&self) -> usize {
-        self.spans.len()
+        self.keys.len()
+    }
+
+    /// Number of rows in the bucket.
+    pub fn rows_len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The rows whose key is distinct key `i` (empty past the end).
+    pub fn rows_of(&self, i: usize) -> &[u64] {
+        match (self.starts.get(i), self.starts.get(i + 1)) {
+            (Some(&a), Some(&b)) => &self.rows[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+
+    /// Groups `entries` by hash: a radix pass on the top bits of the (uniform) hash, then a
+    /// sort of each small group.
+    fn from_entries(entries: Vec<Entry>) -> Result<Self, CliError> {
+        let n = entries.len();
+        u32::try_from(n)
+            .map_err(|_| CliError::Input(format!("a bucket of {n} rows is over 2^32")))?;
+        let sorted = if n < 256 {
+            let mut v = entries;
+            v.sort_unstable_by_key(Entry::sort_key);
+            v
+        } else {
+            let bits = (usize::BITS - n.leading_zeros() - 2).min(20);
+            let shift = 64 - bits;
+            let group = |e: &Entry| usize::try_from(e.hi >> shift).unwrap_or(0);
+            let mut starts = vec![0usize; (1 << bits) + 1];
+            for e in &entries {
+                starts[group(e) + 1] += 1;
+            }
+            for g in 1..starts.len() {
+                starts[g] += starts[g - 1];
+            }
+            let mut next = starts.clone();
+            let mut out = vec![Entry::default(); n];
+            for e in &entries {
+                let g = group(e);
+                out[next[g]] = *e;
+                next[g] += 1;
+            }
+            drop(entries);
+            for w in starts.windows(2) {
+                if w[1] - w[0] > 1 {
+                    out[w[0]..w[1]].sort_unstable_by_key(Entry::sort_key);
+                }
+            }
+            out
+        };
+        let mut b = Bucket {
+            keys: Vec::with_capacity(n),
+            starts: Vec::with_capacity(n + 1),
+            rows: Vec::with_capacity(n),
+        };
+        let mut prev = None;
+        for (i, e) in sorted.iter().enumerate() {
+            if prev != Some(e.sort_key()) {
+                prev = Some(e.sort_key());
+                let mut k = [0u8; 16];
+                k[..8].copy_from_slice(&e.lo.to_le_bytes());
+                k[8..].copy_from_slice(&e.hi.to_le_bytes());
+                b.keys.push(k);
+                // i < n, which fits u32 (checked above).
+                b.starts.push(u32::try_from(i).unwrap_or(u32::MAX));
+            }
+            b.rows.push(e.row);
+        }
+        b.starts.push(u32::try_from(n).unwrap_or(u32::MAX));
+        Ok(b)
     }
 }
 
@@ -254,167 +519,139 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> CliError + '_ {
     move |e| CliError::Input(format!("{}: {e}", path.display()))
 }
 
-impl BucketFiles {
-    /// Streams the keys of `path` that belong to `shard` into `buckets` files under
-    /// `tmp_root` (a fresh temporary directory inside it).
-    ///
-    /// # Errors
-    /// [`CliError::Input`] for I/O errors.
-    pub fn split(
-        path: &Path,
-        shape: &InputShape,
-        buckets: usize,
-        shard: Shard,
-        tmp_root: &Path,
-        progress: ProgressMode,
-    ) -> Result<Self, CliError> {
-        let dir = tempfile::Builder::new()
-            .prefix("obliv-buckets-")
-            .tempdir_in(tmp_root)
-            .map_err(io(tmp_root))?;
-        let files: Vec<PathBuf> = (0..buckets)
-            .map(|b| dir.path().join(format!("b{b}")))
-            .collect();
-        let mut writers = files
-            .iter()
-            .map(|f| File::create(f).map(|f| BufWriter::with_capacity(1 << 16, f)))
-            .collect::<std::io::Result<Vec<_>>>()
-            .map_err(io(dir.path()))?;
-        let mut rdr = open(path)?;
-        let mut record = csv::StringRecord::new();
-        let mut key = Vec::new();
-        let mut row = 0u64;
-        let mut bar = Progress::new(progress, "splitting", "rows", shape.rows);
-        // Keys are hashed in batches (SIMD lanes): `arena` holds the batch's keys back to back.
-        const BATCH: usize = 1024;
-        let mut arena: Vec<u8> = Vec::new();
-        let mut spans: Vec<(u64, usize, usize)> = Vec::with_capacity(BATCH);
-        let mut flush = |arena: &mut Vec<u8>,
-                         spans: &mut Vec<(u64, usize, usize)>|
-         -> Result<(), CliError> {
-            let keys: Vec<&[u8]> = spans
-                .iter()
-                .map(|&(_, at, len)| &arena[at..at + len])
-                .collect();
-            for (&(row, _, _), (key, (hb, hs))) in
-                spans.iter().zip(keys.iter().zip(key_hashes(&keys)))
-            {
-                if shard.count > 1 && hs % shard.count != shard.index {
-                    continue;
-                }
-                let w = &mut writers[usize::try_from(hb % buckets as u64).unwrap_or(0)];
-                let len = u32::try_from(key.len())
-                    .map_err(|_| CliError::Input(format!("a key of row {row} is over 4 GiB")))?;
-                w.write_all(&row.to_le_bytes()).map_err(io(path))?;
-                w.write_all(&len.to_le_bytes()).map_err(io(path))?;
-                w.write_all(key).map_err(io(path))?;
+impl Buckets {
+    fn new(opts: &IngestOptions) -> Self {
+        let sub = opts.sub_buckets.max(1).next_power_of_two();
+        Buckets {
+            mem: vec![Vec::new(); sub],
+            held: 0,
+            budget: opts.memory_budget,
+            tmp_root: opts.tmp_root.clone(),
+            spill: None,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, e: Entry) {
+        let sub = self.mem.len();
+        // The remainder is below `sub`, a usize.
+        let s = usize::try_from(e.lo % sub as u64).unwrap_or(0);
+        self.mem[s].push(e);
+        self.held += ENTRY_BYTES;
+    }
+
+    fn file(&self, s: usize) -> Option<PathBuf> {
+        self.spill.as_ref().map(|d| d.path().join(format!("s{s}")))
+    }
+
+    /// Over the budget: appends every sub-bucket to its file and frees the memory.
+    fn maybe_spill(&mut self) -> Result<(), CliError> {
+        if self.held <= self.budget {
+            return Ok(());
+        }
+        if self.spill.is_none() {
+            self.spill = Some(
+                tempfile::Builder::new()
+                    .prefix("obliv-buckets-")
+                    .tempdir_in(&self.tmp_root)
+                    .map_err(io(&self.tmp_root))?,
+            );
+        }
+        let mut bytes = Vec::new();
+        for s in 0..self.mem.len() {
+            let v = std::mem::take(&mut self.mem[s]);
+            if v.is_empty() {
+                continue;
             }
-            arena.clear();
-            spans.clear();
-            Ok(())
+            bytes.clear();
+            for e in &v {
+                bytes.extend_from_slice(&e.hi.to_le_bytes());
+                bytes.extend_from_slice(&e.lo.to_le_bytes());
+                bytes.extend_from_slice(&e.row.to_le_bytes());
+            }
+            let path = self.file(s).unwrap_or_default();
+            File::options()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| f.write_all(&bytes))
+                .map_err(io(&path))?;
+        }
+        self.held = 0;
+        Ok(())
+    }
+
+    /// Appends the entries of sub-bucket `s`'s file that `keep` accepts to `out`.
+    fn read_file(
+        &self,
+        s: usize,
+        out: &mut Vec<Entry>,
+        keep: impl Fn(&Entry) -> bool,
+    ) -> Result<(), CliError> {
+        let Some(path) = self.file(s) else {
+            return Ok(());
         };
-        loop {
-            match rdr.read_record(&mut record) {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(e) => return Err(describe(path, &e)),
-            }
-            bar.inc(1);
-            key_of(&record, &shape.key_cols, &mut key);
-            spans.push((row, arena.len(), key.len()));
-            arena.extend_from_slice(&key);
-            row += 1;
-            if spans.len() == BATCH {
-                flush(&mut arena, &mut spans)?;
-            }
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io(&path)(e)),
+        };
+        if bytes.len() % ENTRY_BYTES != 0 {
+            return Err(CliError::Input(format!(
+                "bucket file {} is damaged",
+                path.display()
+            )));
         }
-        flush(&mut arena, &mut spans)?;
-        for w in &mut writers {
-            w.flush().map_err(io(dir.path()))?;
-        }
-        bar.finish();
-        Ok(BucketFiles { _dir: dir, files })
+        let word = |c: &[u8], i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&c[i..i + 8]);
+            u64::from_le_bytes(w)
+        };
+        out.extend(
+            bytes
+                .chunks_exact(ENTRY_BYTES)
+                .map(|c| Entry {
+                    hi: word(c, 0),
+                    lo: word(c, 8),
+                    row: word(c, 16),
+                })
+                .filter(|e| keep(e)),
+        );
+        Ok(())
     }
 
-    /// Number of local bucket files.
-    pub fn len(&self) -> usize {
-        self.files.len()
-    }
-
-    /// Whether there are no buckets.
-    pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
-    }
-
-    /// Loads bucket `b` of `total` (a power-of-two multiple of [`BucketFiles::len`]): the keys
-    /// of local file `b mod len` that hash to `b` modulo `total`.
+    /// Takes bucket `b` of `total` (a power of two): the keys whose first hash word is `b`
+    /// modulo `total`. With `total` at most the sub-bucket count the bucket is the union of
+    /// whole sub-buckets, whose memory is handed over (each bucket can be taken once);
+    /// otherwise sub-bucket `b mod sub` is filtered.
     ///
     /// # Errors
     /// [`CliError::Input`] for I/O errors or a damaged bucket file.
-    pub fn load(&self, b: usize, total: usize) -> Result<Bucket, CliError> {
-        let path = &self.files[b % self.files.len()];
-        let refine = total != self.files.len();
-        let mut bytes = Vec::new();
-        BufReader::new(File::open(path).map_err(io(path))?)
-            .read_to_end(&mut bytes)
-            .map_err(io(path))?;
-        let damaged = || CliError::Input(format!("bucket file {} is damaged", path.display()));
-        // Parse the records: (row, span of the key in `bytes`).
-        let mut records: Vec<(u64, usize, usize)> = Vec::with_capacity(bytes.len() / 24);
-        let mut at = 0;
-        while at < bytes.len() {
-            let head = bytes.get(at..at + 12).ok_or_else(damaged)?;
-            let mut r = [0u8; 8];
-            r.copy_from_slice(&head[..8]);
-            let len = u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize;
-            let key = bytes.get(at + 12..at + 12 + len).ok_or_else(damaged)?;
-            if !refine || bucket_of(key, total) == b {
-                records.push((u64::from_le_bytes(r), at + 12, len));
-            }
-            at += 12 + len;
-        }
-        u32::try_from(records.len()).map_err(|_| damaged())?;
-        // Group equal keys by sorting (keyed hash, record) pairs instead of a hash table: one
-        // sort of 12-byte pairs instead of a random access per row into a table the size of
-        // the bucket, and no allocation per key. Equal hashes are confirmed byte by byte, so a
-        // collision costs time, never a wrong grouping.
-        let hasher = std::hash::RandomState::new();
-        let key = |i: usize| &bytes[records[i].1..records[i].1 + records[i].2];
-        #[allow(clippy::cast_possible_truncation)] // record count checked to fit u32 above
-        let mut order: Vec<(u64, u32)> = (0..records.len())
-            .map(|i| (hasher.hash_one(key(i)), i as u32))
-            .collect();
-        order.sort_unstable();
-        let mut spans: Vec<(usize, usize)> = Vec::new();
-        let mut ids = vec![0u32; records.len()];
-        let mut run_start = 0;
-        while run_start < order.len() {
-            let h = order[run_start].0;
-            let mut run_end = run_start;
-            while run_end < order.len() && order[run_end].0 == h {
-                run_end += 1;
-            }
-            // Distinct keys first seen in this run (almost always one).
-            let first_id = spans.len();
-            for &(_, rec) in &order[run_start..run_end] {
-                let rec = rec as usize;
-                let k = key(rec);
-                let found = (first_id..spans.len())
-                    .find(|&id| &bytes[spans[id].0..spans[id].0 + spans[id].1] == k);
-                let id = found.unwrap_or_else(|| {
-                    spans.push((records[rec].1, records[rec].2));
-                    spans.len() - 1
-                });
-                #[allow(clippy::cast_possible_truncation)] // ids < records.len() ≤ u32::MAX
-                {
-                    ids[rec] = id as u32;
+    pub fn take(&mut self, b: usize, total: usize) -> Result<Bucket, CliError> {
+        let sub = self.mem.len();
+        let mut entries: Vec<Entry> = Vec::new();
+        if total <= sub {
+            for s in (b % total..sub).step_by(total.max(1)) {
+                let v = std::mem::take(&mut self.mem[s]);
+                if entries.is_empty() {
+                    entries = v;
+                } else {
+                    entries.extend_from_slice(&v);
                 }
+                self.read_file(s, &mut entries, |_| true)?;
             }
-            run_start = run_end;
+        } else {
+            let s = b % sub;
+            let mine = |e: &Entry| e.lo % total as u64 == b as u64;
+            entries.extend(self.mem[s].iter().filter(|e| mine(e)));
+            self.read_file(s, &mut entries, mine)?;
         }
-        // Rows in file order (the caller reports matches in input order).
-        let rows = records.iter().zip(ids).map(|(r, id)| (r.0, id)).collect();
-        Ok(Bucket { bytes, spans, rows })
+        Bucket::from_entries(entries)
+    }
+
+    /// Whether some entries went to temporary files.
+    pub fn spilled(&self) -> bool {
+        self.spill.is_some()
     }
 }
 
@@ -455,6 +692,10 @@ impl RowSet {
 /// Writes the header and the marked rows of `input` to `output` (temporary file, renamed on
 /// success), in input order or sorted by key. Returns the number of rows written.
 ///
+/// A simple input ([`InputShape::data_start`] set by [`ingest`]) is copied line by line (each
+/// row as it was, with `\n` line ends, which is what the CSV writer would produce for a row
+/// without quotes); any other through the `csv` reader and writer.
+///
 /// # Errors
 /// [`CliError::Input`].
 pub fn write_rows(
@@ -471,13 +712,108 @@ pub fn write_rows(
         .unwrap_or(Path::new("."));
     let tmp = tempfile::NamedTempFile::new_in(dir)
         .map_err(|e| CliError::Input(format!("cannot create a file in {}: {e}", dir.display())))?;
-    let mut rdr = open(input)?;
-    let mut wtr = csv::Writer::from_writer(BufWriter::with_capacity(1 << 20, tmp.as_file()));
+    let mut out = BufWriter::with_capacity(1 << 20, tmp.as_file());
     let err = |e: csv::Error| CliError::Input(format!("writing {}: {e}", output.display()));
-    wtr.write_record(&shape.header).map_err(err)?;
+    let ioerr = |e: std::io::Error| CliError::Input(format!("writing {}: {e}", output.display()));
+    {
+        let mut wtr = csv::Writer::from_writer(&mut out);
+        wtr.write_record(&shape.header).map_err(err)?;
+        wtr.flush().map_err(ioerr)?;
+    }
+    let mut bar = Progress::new(progress, "writing output", "rows", shape.rows);
+    let written = match shape.data_start {
+        Some(start) => copy_rows(input, shape, start, rows, &mut out, sort, &mut bar)?,
+        None => rewrite_rows(input, shape, rows, &mut out, sort, &mut bar)?,
+    };
+    out.flush().map_err(ioerr)?;
+    drop(out);
+    tmp.persist(output)
+        .map_err(|e| CliError::Input(format!("cannot write {}: {e}", output.display())))?;
+    bar.finish();
+    Ok(written)
+}
+
+/// [`write_rows`] for a simple file: marked lines copied as they are.
+fn copy_rows(
+    input: &Path,
+    shape: &InputShape,
+    start: u64,
+    rows: &RowSet,
+    out: &mut impl Write,
+    sort: bool,
+    bar: &mut Progress,
+) -> Result<u64, CliError> {
+    let ioerr = |e: std::io::Error| CliError::Input(format!("writing output: {e}"));
+    let mut row = 0u64;
+    let mut written = 0u64;
+    let mut fields = Fields::new(shape.header.len(), &shape.key_cols);
+    // With `sort`: (key, line) spans in one arena.
+    let mut arena: Vec<u8> = Vec::new();
+    let mut kept: Vec<(usize, usize, usize)> = Vec::new();
+    let mut failed = None;
+    let scan = fastcsv::for_each_line(
+        input,
+        start,
+        |_| {},
+        |_| {},
+        |line| {
+            if rows.contains(row) {
+                written += 1;
+                if sort {
+                    let at = arena.len();
+                    if !fields.key_into(line, &mut arena) {
+                        return Ok(false);
+                    }
+                    let mid = arena.len();
+                    arena.extend_from_slice(line);
+                    kept.push((at, mid, arena.len()));
+                } else if let Err(e) = out.write_all(line).and_then(|()| out.write_all(b"\n")) {
+                    failed = Some(e);
+                    return Ok(false);
+                }
+            }
+            row += 1;
+            if row.is_multiple_of(4096) {
+                bar.set(row);
+            }
+            Ok(true)
+        },
+    )?;
+    if let Some(e) = failed {
+        return Err(ioerr(e));
+    }
+    if scan != Scan::Done || row != shape.rows {
+        return Err(CliError::Input(format!(
+            "{} changed while it was being read",
+            input.display()
+        )));
+    }
+    if sort {
+        // Stable: rows of equal keys stay in input order.
+        kept.sort_by(|a, b| arena[a.0..a.1].cmp(&arena[b.0..b.1]));
+        for &(_, mid, end) in &kept {
+            out.write_all(&arena[mid..end]).map_err(ioerr)?;
+            out.write_all(b"\n").map_err(ioerr)?;
+        }
+    }
+    bar.set(row);
+    Ok(written)
+}
+
+/// [`write_rows`] through the `csv` parser and writer.
+fn rewrite_rows(
+    input: &Path,
+    shape: &InputShape,
+    rows: &RowSet,
+    out: &mut impl Write,
+    sort: bool,
+    bar: &mut Progress,
+) -> Result<u64, CliError> {
+    let mut rdr = open(input)?;
+    let mut wtr = csv::Writer::from_writer(out);
+    let err = |e: csv::Error| CliError::Input(format!("writing output: {e}"));
     let mut kept: Vec<(Vec<u8>, csv::StringRecord)> = Vec::new();
     let mut written = 0;
-    let mut bar = Progress::new(progress, "writing output", "rows", shape.rows);
     for (row, rec) in rdr.records().enumerate() {
         let rec = rec.map_err(|e| describe(input, &e))?;
         bar.inc(1);
@@ -498,14 +834,8 @@ pub fn write_rows(
             wtr.write_record(rec).map_err(err)?;
         }
     }
-    let mut inner = wtr
-        .into_inner()
-        .map_err(|e| CliError::Input(e.to_string()))?;
-    inner.flush().map_err(|e| CliError::Input(e.to_string()))?;
-    drop(inner);
-    tmp.persist(output)
-        .map_err(|e| CliError::Input(format!("cannot write {}: {e}", output.display())))?;
-    bar.finish();
+    wtr.flush()
+        .map_err(|e| CliError::Input(format!("writing output: {e}")))?;
     Ok(written)
 }
 
@@ -518,6 +848,7 @@ pub fn local_buckets(rows: u64, bucket_size: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn key_hash_is_the_documented_blake3_derive_key() {
@@ -529,8 +860,197 @@ mod tests {
         }
     }
 
+    fn opts(dir: &Path, force_csv: bool) -> IngestOptions {
+        let mut o = IngestOptions::new(Shard::default(), true, dir, ProgressMode::Off);
+        o.force_csv = force_csv;
+        o
+    }
+
+    /// Every bucket of `total`: key hash -> sorted rows, and which bucket held it.
+    fn contents(b: &mut Buckets, total: usize) -> BTreeMap<Vec<u8>, (usize, Vec<u64>)> {
+        let mut all = BTreeMap::new();
+        for i in 0..total {
+            let bucket = b.take(i, total).unwrap();
+            assert_eq!(bucket.distinct_len(), bucket.distinct().len());
+            for (k, key) in bucket.distinct().into_iter().enumerate() {
+                let mut rows = bucket.rows_of(k).to_vec();
+                rows.sort_unstable();
+                assert!(all.insert(key.to_vec(), (i, rows)).is_none(), "a key twice");
+            }
+        }
+        all
+    }
+
+    /// The plain computation: every record read by `csv`, its key, and the rows of each key.
+    fn plain(path: &Path, keys: &[&str]) -> (u64, BTreeMap<Vec<u8>, Vec<u64>>) {
+        let mut rdr = csv::Reader::from_path(path).unwrap();
+        let header: Vec<String> = rdr.headers().unwrap().iter().map(String::from).collect();
+        let cols: Vec<usize> = keys
+            .iter()
+            .map(|k| header.iter().position(|h| h == k).unwrap())
+            .collect();
+        let mut map: BTreeMap<Vec<u8>, Vec<u64>> = BTreeMap::new();
+        let mut rows = 0;
+        for rec in rdr.records() {
+            let mut key = Vec::new();
+            key_of(&rec.unwrap(), &cols, &mut key);
+            let (lo, hi) = key_hash(&key);
+            let mut h = lo.to_le_bytes().to_vec();
+            h.extend_from_slice(&hi.to_le_bytes());
+            map.entry(h).or_default().push(rows);
+            rows += 1;
+        }
+        (rows, map)
+    }
+
+    const FILES: &[(&str, &str, bool)] = &[
+        // (contents, key columns, simple)
+        ("id,x\nk1,1\nk2,2\nk1,3\n", "id", true),
+        ("id,x\r\nk1,1\r\n\r\nk2,2\r\nk1,3", "id", true),
+        ("id\n\nk1\n\n\nk2\nk1\n\n", "id", true),
+        ("a,b,c\n1,2,3\n1,2,4\n2,2,3\n1,2,3\n", "c,a", true),
+        ("a,b,c\n1,2,3\n1,2,4\n2,2,3\n1,2,3\n", "b", true),
+        ("a,b\n,\n,x\n ,\nä,ö\n", "a,b", true),
+        ("\"id\",x\nk1,1\nk2,2\n", "id", true),
+        ("\u{feff}id,x\nk1,1\nk2,2\n", "id", true),
+        (
+            "id,x\n\"k,1\",1\nk1,2\n\"k\"\"q\",3\n\"k\"\"q\",4\n",
+            "id",
+            false,
+        ),
+        ("id,x\nk1,\"multi\nline\"\nk2,2\n", "id", false),
+        ("id,x\rk1,1\rk2,2\r", "id", false),
+        ("id,x\nk1,1\rk2,2\n", "id", false),
+    ];
+
     #[test]
-    fn buckets_keep_equal_keys_together_and_round_trip() {
+    fn byte_scanner_and_csv_parser_give_the_same_buckets_and_output() {
+        let dir = tempfile::tempdir().unwrap();
+        for (n, &(body, keys, simple)) in FILES.iter().enumerate() {
+            let input = dir.path().join(format!("in{n}.csv"));
+            std::fs::write(&input, body).unwrap();
+            let keys: Vec<String> = keys.split(',').map(String::from).collect();
+            let (fast, mut fb) = ingest(&input, &keys, &opts(dir.path(), false)).unwrap();
+            let (slow, mut sb) = ingest(&input, &keys, &opts(dir.path(), true)).unwrap();
+            assert_eq!(fast.data_start.is_some(), simple, "file {n}");
+            assert_eq!(slow.data_start, None);
+            assert_eq!(
+                (fast.rows, fast.shard_rows, fast.digest, &fast.header),
+                (slow.rows, slow.shard_rows, slow.digest, &slow.header),
+                "file {n}"
+            );
+            assert_eq!(fast.digest, Some(*blake3::hash(body.as_bytes()).as_bytes()));
+            let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+            let (rows, want) = plain(&input, &key_refs);
+            assert_eq!(fast.rows, rows, "file {n}");
+            for total in [1, 2, 4] {
+                let (f, s) = (contents(&mut fb, total), contents(&mut sb, total));
+                assert_eq!(f, s, "file {n}");
+                let got: BTreeMap<Vec<u8>, Vec<u64>> =
+                    f.into_iter().map(|(k, (_, r))| (k, r)).collect();
+                assert_eq!(got, want, "file {n}");
+                // Taken buckets are gone; read the file again for the next count.
+                (_, fb) = ingest(&input, &keys, &opts(dir.path(), false)).unwrap();
+                (_, sb) = ingest(&input, &keys, &opts(dir.path(), true)).unwrap();
+            }
+            // The output, both ways, every other row marked, in input order and sorted.
+            let mut set = RowSet::new(rows);
+            for r in (0..rows).step_by(2) {
+                set.insert(r);
+            }
+            for sort in [false, true] {
+                let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+                let wa = write_rows(&input, &fast, &set, &a, sort, ProgressMode::Off).unwrap();
+                let wb = write_rows(&input, &slow, &set, &b, sort, ProgressMode::Off).unwrap();
+                assert_eq!(wa, wb);
+                assert_eq!(wa, rows.div_ceil(2));
+                assert_eq!(
+                    std::fs::read_to_string(&a).unwrap(),
+                    std::fs::read_to_string(&b).unwrap(),
+                    "file {n}, sort {sort}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_files_get_the_parsers_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        for body in [
+            &b"id,x\nk1,1\nk2\n"[..],
+            b"id,x\nk1,1\nk2,2,3\n",
+            b"id,x\nk1,1\nk\xff,2\n",
+            b"id\nk1\nk2,2\n",
+        ] {
+            let input = dir.path().join("bad.csv");
+            std::fs::write(&input, body).unwrap();
+            let keys = ["id".to_string()];
+            let fast = ingest(&input, &keys, &opts(dir.path(), false)).unwrap_err();
+            let slow = ingest(&input, &keys, &opts(dir.path(), true)).unwrap_err();
+            assert_eq!(fast.to_string(), slow.to_string());
+            assert!(fast.to_string().contains("line 3"), "{fast}");
+        }
+    }
+
+    #[test]
+    fn spilled_refined_and_sharded_buckets_keep_equal_keys_together() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.csv");
+        let mut body = String::from("id,x\n");
+        for i in 0..3000 {
+            body += &format!("k{},{i}\n", i % 1100);
+        }
+        std::fs::write(&input, body).unwrap();
+        let keys = ["id".to_string()];
+        let (shape, mut mem) = ingest(&input, &keys, &opts(dir.path(), false)).unwrap();
+        assert!(!mem.spilled());
+        let want = contents(&mut mem, 8);
+        assert_eq!((shape.rows, want.len()), (3000, 1100));
+        for (k, (b, _)) in &want {
+            let lo = u64::from_le_bytes(k[..8].try_into().unwrap());
+            assert_eq!(lo % 8, *b as u64);
+        }
+        // A tiny budget (every batch goes to files) and four sub-buckets refined into 8 and 16.
+        for (budget, sub) in [(0, 256), (0, 4), (1 << 30, 4), (5000, 2)] {
+            for total in [8, 16] {
+                let mut o = opts(dir.path(), false);
+                o.memory_budget = budget;
+                o.sub_buckets = sub;
+                let (_, mut b) = ingest(&input, &keys, &o).unwrap();
+                assert_eq!(b.spilled(), budget < 1 << 30);
+                let got = contents(&mut b, total);
+                let strip = |m: &BTreeMap<Vec<u8>, (usize, Vec<u64>)>| {
+                    m.iter()
+                        .map(|(k, (_, r))| (k.clone(), r.clone()))
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(strip(&got), strip(&want), "budget {budget} sub {sub}");
+                assert!(got.iter().all(|(k, (b, _))| {
+                    u64::from_le_bytes(k[..8].try_into().unwrap()) % total as u64 == *b as u64
+                }));
+            }
+        }
+        // Shards: disjoint, together everything, counted.
+        let mut union = BTreeMap::new();
+        let mut rows = 0;
+        for i in 0..3 {
+            let mut o = opts(dir.path(), false);
+            o.shard = Shard { index: i, count: 3 };
+            let (s, mut b) = ingest(&input, &keys, &o).unwrap();
+            assert_eq!(s.rows, 3000);
+            rows += s.shard_rows;
+            for (k, v) in contents(&mut b, 8) {
+                let (_, hi) = (0, u64::from_le_bytes(k[8..].try_into().unwrap()));
+                assert_eq!(hi % 3, i);
+                assert!(union.insert(k, v).is_none());
+            }
+        }
+        assert_eq!(rows, 3000);
+        assert_eq!(union, want);
+    }
+
+    #[test]
+    fn output_keeps_marked_rows() {
         let dir = tempfile::tempdir().unwrap();
         let input = dir.path().join("in.csv");
         let mut body = String::from("id,x\n");
@@ -538,56 +1058,7 @@ mod tests {
             body += &format!("k{},{i}\n", i % 200);
         }
         std::fs::write(&input, body).unwrap();
-        let shape = scan(
-            &input,
-            &["id".to_string()],
-            Shard::default(),
-            true,
-            ProgressMode::Off,
-        )
-        .unwrap();
-        assert_eq!(
-            shape.digest,
-            Some(*blake3::hash(&std::fs::read(&input).unwrap()).as_bytes())
-        );
-        assert_eq!(shape.rows, 500);
-        let files = BucketFiles::split(
-            &input,
-            &shape,
-            7,
-            Shard::default(),
-            dir.path(),
-            ProgressMode::Off,
-        )
-        .unwrap();
-        let mut seen = std::collections::HashSet::new();
-        let mut rows = 0;
-        for b in 0..files.len() {
-            let bucket = files.load(b, 7).unwrap();
-            rows += bucket.rows.len();
-            for k in bucket.distinct() {
-                assert_eq!(bucket_of(k, 7), b);
-                assert!(seen.insert(k.to_vec()), "a key in two buckets");
-            }
-        }
-        assert_eq!((rows, seen.len()), (500, 200));
-        // Refining 4 local files into 16 buckets.
-        let four = BucketFiles::split(
-            &input,
-            &shape,
-            4,
-            Shard::default(),
-            dir.path(),
-            ProgressMode::Off,
-        )
-        .unwrap();
-        let mut total = 0;
-        for b in 0..16 {
-            let bucket = four.load(b, 16).unwrap();
-            assert!(bucket.distinct().iter().all(|k| bucket_of(k, 16) == b));
-            total += bucket.rows.len();
-        }
-        assert_eq!(total, 500);
+        let (shape, _) = ingest(&input, &["id".to_string()], &opts(dir.path(), false)).unwrap();
         let mut set = RowSet::new(500);
         set.insert(3);
         set.insert(499);

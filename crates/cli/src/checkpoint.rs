@@ -113,58 +113,43 @@ fn sync_dir(dir: &Path) -> Result<(), CliError> {
         .map_err(io_err(dir))
 }
 
-impl Checkpoint {
-    /// Opens (or creates) the checkpoint directory `dir` for the job `identity`.
+/// A locked checkpoint directory whose job is not checked yet ([`Checkpoint::lock`]).
+#[derive(Debug)]
+pub struct CheckpointLock {
+    dir: PathBuf,
+    lock: File,
+}
+
+impl CheckpointLock {
+    /// The directory (bucket files of the run may go here).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The second half of [`Checkpoint::open`]: compares (or records) the job `identity`.
     ///
     /// # Errors
-    /// [`CliError::Input`] if the directory belongs to another job (the message names the
-    /// first field that differs), is not a checkpoint directory, is in use by another process,
-    /// or cannot be written.
-    pub fn open(dir: &Path, identity: &Identity) -> Result<Self, CliError> {
-        fs::create_dir_all(dir).map_err(io_err(dir))?;
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join("lock"))
-            .map_err(io_err(dir))?;
-        lock.try_lock().map_err(|_| {
-            CliError::Input(format!(
-                "checkpoint {} is in use by another obliv process",
-                dir.display()
-            ))
-        })?;
+    /// [`CliError::Input`] if the directory belongs to another job or cannot be written.
+    pub fn open(self, identity: &Identity) -> Result<Checkpoint, CliError> {
+        let dir = &self.dir;
         let manifest_path = dir.join("manifest");
         let want = identity.render();
         match fs::read(&manifest_path) {
             Ok(bytes) => compare_manifest(dir, &String::from_utf8_lossy(&bytes), &want)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let foreign = fs::read_dir(dir)
-                    .map_err(io_err(dir))?
-                    .filter_map(Result::ok)
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .find(|n| n != "lock" && !n.starts_with(".tmp-"));
-                if let Some(name) = foreign {
-                    return Err(CliError::Input(format!(
-                        "{} is not an obliv checkpoint directory (it holds {name:?} but no \
-                         manifest); give an empty or new directory",
-                        dir.display()
-                    )));
-                }
                 write_durably(dir, "manifest", want.as_bytes())?;
             }
             Err(e) => return Err(io_err(&manifest_path)(e)),
         }
         let mut cp = Checkpoint {
-            dir: dir.to_path_buf(),
+            dir: self.dir,
             run: None,
             finished: BTreeMap::new(),
-            _lock: lock,
+            _lock: self.lock,
         };
-        cp.clean_temporaries();
         cp.run = cp.read_run();
         if let Some(run) = cp.run {
-            for entry in fs::read_dir(dir).map_err(io_err(dir))?.flatten() {
+            for entry in fs::read_dir(&cp.dir).map_err(io_err(&cp.dir))?.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
                 let Some(b) = name.strip_prefix('b').and_then(|n| n.parse::<u64>().ok()) else {
                     continue;
@@ -191,7 +176,66 @@ impl Checkpoint {
             }
         }
     }
+}
 
+impl Checkpoint {
+    /// Opens (or creates) the checkpoint directory `dir` for the job `identity`.
+    ///
+    /// # Errors
+    /// [`CliError::Input`] if the directory belongs to another job (the message names the
+    /// first field that differs), is not a checkpoint directory, is in use by another process,
+    /// or cannot be written.
+    pub fn open(dir: &Path, identity: &Identity) -> Result<Self, CliError> {
+        Self::lock(dir)?.open(identity)
+    }
+
+    /// The first half of [`Checkpoint::open`], before the job's identity is known (it needs the
+    /// input read): creates `dir`, takes its lock, refuses a directory that is not a
+    /// checkpoint, and removes what a killed process left, so the bucket files of this run can
+    /// go there.
+    ///
+    /// # Errors
+    /// As [`Checkpoint::open`], except for the job comparison.
+    pub fn lock(dir: &Path) -> Result<CheckpointLock, CliError> {
+        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("lock"))
+            .map_err(io_err(dir))?;
+        lock.try_lock().map_err(|_| {
+            CliError::Input(format!(
+                "checkpoint {} is in use by another obliv process",
+                dir.display()
+            ))
+        })?;
+        let manifest_path = dir.join("manifest");
+        match fs::metadata(&manifest_path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let foreign = fs::read_dir(dir)
+                    .map_err(io_err(dir))?
+                    .filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .find(|n| n != "lock" && !n.starts_with(".tmp-"));
+                if let Some(name) = foreign {
+                    return Err(CliError::Input(format!(
+                        "{} is not an obliv checkpoint directory (it holds {name:?} but no \
+                         manifest); give an empty or new directory",
+                        dir.display()
+                    )));
+                }
+            }
+            Err(e) => return Err(io_err(&manifest_path)(e)),
+        }
+        let held = CheckpointLock {
+            dir: dir.to_path_buf(),
+            lock,
+        };
+        held.clean_temporaries();
+        Ok(held)
+    }
     /// The directory (split bucket files of the run go here too, and are cleaned up when a
     /// killed run left them behind).
     pub fn dir(&self) -> &Path {

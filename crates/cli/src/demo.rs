@@ -95,6 +95,7 @@ pub fn run(cfg: &DemoConfig) -> Result<DemoOutcome, CliError> {
                     shard: Shard::default(),
                     checkpoint: None,
                     progress: ProgressMode::Off,
+                    memory_budget: crate::bucket::DEFAULT_MEMORY_BUDGET,
                 };
                 s.spawn(move || party::run(&pc, Some(l)))
             })

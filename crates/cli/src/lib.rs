@@ -7,6 +7,7 @@ pub mod checkpoint;
 pub mod csvio;
 pub mod demo;
 pub mod error;
+mod fastcsv;
 pub mod gen_data;
 pub mod merge;
 pub mod party;

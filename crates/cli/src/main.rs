@@ -222,6 +222,10 @@ struct PartyArgs {
     /// Progress on stderr: `auto` (a bar on a terminal, log lines otherwise), `bar`, `log`, `off`.
     #[arg(long, default_value = "auto")]
     progress: String,
+    /// MiB of memory for the input's keys (24 bytes per row); rows beyond it go to temporary
+    /// bucket files next to the output (or in the checkpoint directory).
+    #[arg(long, default_value_t = 1024)]
+    memory_mib: usize,
     #[command(flatten)]
     link: LinkArgs,
 }
@@ -396,6 +400,7 @@ fn run_party(a: &PartyArgs) -> Result<(), CliError> {
         shard: a.shard.parse()?,
         checkpoint: a.checkpoint.clone(),
         progress: a.progress.parse()?,
+        memory_budget: a.memory_mib.saturating_mul(1 << 20),
     };
     let report = party::run(&cfg, None)?;
     println!("{}", report.to_json());

@@ -123,6 +123,9 @@ pub struct PartyConfig {
     pub checkpoint: Option<PathBuf>,
     /// How progress is shown on stderr.
     pub progress: ProgressMode,
+    /// Bytes of bucket entries (24 per input row) kept in memory; beyond it they are written
+    /// to temporary files ([`bucket::DEFAULT_MEMORY_BUDGET`] by default).
+    pub memory_budget: usize,
 }
 
 /// What a party reports when it is done.
@@ -221,20 +224,14 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
     if cfg.shard.count == 0 || cfg.shard.index >= cfg.shard.count {
         return Err(CliError::Usage(format!("bad shard {}", cfg.shard)));
     }
-    // All local work first: input errors surface before any network traffic.
-    let shape = bucket::scan(
-        &cfg.input,
-        &cfg.keys,
-        cfg.shard,
-        cfg.checkpoint.is_some(),
-        cfg.progress,
-    )?;
-    let mut checkpoint = match &cfg.checkpoint {
-        Some(dir) => Some(Checkpoint::open(dir, &identity(cfg, &shape))?),
+    // All local work first: input errors surface before any network traffic. The checkpoint
+    // directory is locked (and a killed run's leftovers removed) before the input is read, as
+    // bucket files that do not fit the memory budget go there; its job is checked after.
+    let cp_lock = match &cfg.checkpoint {
+        Some(dir) => Some(Checkpoint::lock(dir)?),
         None => None,
     };
-    let own_buckets = bucket::local_buckets(shape.shard_rows, cfg.bucket_size);
-    let tmp_root = match &checkpoint {
+    let tmp_root = match &cp_lock {
         // Bucket files of a killed run are cleaned up when the checkpoint is next opened.
         Some(cp) => cp.dir().to_path_buf(),
         None => cfg
@@ -244,14 +241,15 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
             .unwrap_or(Path::new("."))
             .to_path_buf(),
     };
-    let files = bucket::BucketFiles::split(
-        &cfg.input,
-        &shape,
-        own_buckets,
-        cfg.shard,
-        &tmp_root,
-        cfg.progress,
-    )?;
+    let mut iopts =
+        bucket::IngestOptions::new(cfg.shard, cp_lock.is_some(), &tmp_root, cfg.progress);
+    iopts.memory_budget = cfg.memory_budget;
+    let (shape, mut files) = bucket::ingest(&cfg.input, &cfg.keys, &iopts)?;
+    let mut checkpoint = match cp_lock {
+        Some(lock) => Some(lock.open(&identity(cfg, &shape))?),
+        None => None,
+    };
+    let own_buckets = bucket::local_buckets(shape.shard_rows, cfg.bucket_size);
     let opts = ConnectOptions {
         deadline: cfg.connect_timeout,
         ..ConnectOptions::default()
@@ -265,11 +263,12 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         Some(model) => run_buckets(
             cfg,
             &shape,
-            &files,
+            own_buckets,
+            &mut files,
             session.map(|_, c| SimLink::new(c, model)),
             cp,
         )?,
-        None => run_buckets(cfg, &shape, &files, session, cp)?,
+        None => run_buckets(cfg, &shape, own_buckets, &mut files, session, cp)?,
     };
     let rows_out = match &out.selected {
         Some(rows) => bucket::write_rows(
@@ -566,11 +565,12 @@ fn agree<C: Channel>(
 fn run_buckets<C: Channel>(
     cfg: &PartyConfig,
     shape: &bucket::InputShape,
-    files: &bucket::BucketFiles,
+    own_buckets: usize,
+    files: &mut bucket::Buckets,
     mut session: Session<C>,
     mut cp: Option<&mut Checkpoint>,
 ) -> Result<Outcome, CliError> {
-    let total = agree(cfg, files.len() as u64, &mut session, cp.as_deref_mut())?;
+    let total = agree(cfg, own_buckets as u64, &mut session, cp.as_deref_mut())?;
     let total_usize =
         usize::try_from(total).map_err(|_| CliError::Protocol(format!("{total} buckets")))?;
     let learns = cfg.rank == cfg.receiver || cfg.broadcast;
@@ -633,7 +633,7 @@ fn run_buckets<C: Channel>(
     );
     for &b in &todo {
         bar.set_label(format!("psi bucket {}/{total}", b + 1));
-        let bucket = files.load(usize::try_from(b).unwrap_or(0), total_usize)?;
+        let bucket = files.take(usize::try_from(b).unwrap_or(0), total_usize)?;
         let keys = bucket.distinct();
         let out = match cfg.protocol {
             Protocol::Ecdh => {
@@ -661,7 +661,7 @@ fn run_buckets<C: Channel>(
             }
         };
         let mut result = BucketResult {
-            rows_in: bucket.rows.len() as u64,
+            rows_in: bucket.rows_len() as u64,
             keys_in: keys.len() as u64,
             keys_out: 0,
             rows: None,
@@ -669,17 +669,13 @@ fn run_buckets<C: Channel>(
         if let Some(idx) = out {
             result.keys_out = idx.len() as u64;
             let mut hit = vec![false; keys.len()];
+            let mut matched: Vec<u64> = Vec::new();
             for i in idx {
-                if let Some(h) = hit.get_mut(i) {
+                if let Some(h) = hit.get_mut(i).filter(|h| !**h) {
                     *h = true;
+                    matched.extend_from_slice(bucket.rows_of(i));
                 }
             }
-            let matched: Vec<u64> = bucket
-                .rows
-                .iter()
-                .filter(|&&(_, k)| hit.get(k as usize).copied().unwrap_or(false))
-                .map(|&(row, _)| row)
-                .collect();
             let sel = selected.get_or_insert_with(|| bucket::RowSet::new(shape.rows));
             for &row in &matched {
                 sel.insert(row);
@@ -735,6 +731,7 @@ mod tests {
             shard: Shard::default(),
             checkpoint: None,
             progress: ProgressMode::Off,
+            memory_budget: bucket::DEFAULT_MEMORY_BUDGET,
         }
     }
 
