@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use obliv_bench::full_scale;
+use obliv_bench::{full_scale, record_traffic};
 use obliv_core::AesRng;
 use obliv_net::{Channel, LinkModel, SimLink, mem_pair};
 use obliv_pir::server::ServerState;
@@ -85,12 +85,16 @@ fn tcp(c: &mut Criterion) {
             let bytes = traffic(&mut client, |c| {
                 c.query_batch(&batch).unwrap();
             });
-            println!("pir/batch10/{shape}: {bytes} B per batch of 10");
+            // Criterion's throughput is the 10 queries (ms per query); the bytes go beside.
+            record_traffic(&format!("pir/batch10/{shape}"), bytes);
             g.throughput(Throughput::Elements(10));
             g.bench_function(format!("batch10/{shape}"), |b| {
                 b.iter(|| client.query_batch(&batch).unwrap())
             });
-            concurrency(&mut g, &servers, n);
+            let per_query = traffic(&mut client, |c| {
+                c.query(n / 3).unwrap();
+            });
+            concurrency(&mut g, &servers, n, per_query);
         }
         drop(client);
         for s in servers {
@@ -106,8 +110,11 @@ fn concurrency(
     g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     servers: &[ServerHandle; 2],
     n: usize,
+    per_query: u64,
 ) {
     for clients in [1usize, 4, 8, 16] {
+        // Throughput is queries (QPS); every query moves the bytes of one DPF-PIR query.
+        record_traffic(&format!("pir/concurrency/{clients}"), per_query);
         let mut pool: Vec<_> = (0..clients)
             .map(|_| PirClient::connect(servers[0].local_addr(), servers[1].local_addr()).unwrap())
             .collect();

@@ -1,30 +1,39 @@
-//! BENCHMARKS.md §1 (SecretFlow PSI white paper): balanced ECDH-PSI for two and three parties
-//! on FourQ and Curve25519, on the LAN (in-memory channel) and on the simulated 100 Mbps /
-//! 10 ms link, and unbalanced ECDH-OPRF PSI split into its offline and online phases.
+//! BENCHMARKS.md §1 (SecretFlow PSI white paper): balanced ECDH-PSI for two and three parties,
+//! KKRT16 and the three RR22 variants, on the LAN (in-memory channel) and on the simulated
+//! 100 Mbps / 10 ms link, and unbalanced ECDH-OPRF PSI split into its offline and online
+//! phases.
 //!
-//! Ids: `psi/ecdh_2pc/<curve>/<lan|wan100m10ms>/<n>`, `psi/ecdh_3pc/…/<n>` (n per party,
-//! 50 % overlap as in `generate_psi.py`), `psi/unbalanced_offline/<curve>/<n_server>`,
-//! `psi/unbalanced_online/<curve>/<n_client>`. Criterion's throughput is the bytes on the wire
-//! of one run (all parties), so its "thrpt" line divided by the time gives the traffic.
+//! Ids (n per party, 50 % overlap as in `generate_psi.py`):
+//! - `psi/ecdh_2pc/<curve>/<lan|wan100m10ms>/<n>`, `psi/ecdh_3pc/<curve>/<net>/<n>`: FourQ and
+//!   Curve25519 at 2^14 on both networks and 2^12 on the LAN; secp256k1, SM2 and P-256 (not
+//!   in the document, but SecretFlow offers the first two) at 2^10 on the LAN, as they are
+//!   about 20× slower;
+//! - `psi/{kkrt,rr22_fast,rr22_lowcomm,rr22_malicious}/<net>/<n>`: 2^16 on both networks,
+//!   2^12 on the LAN;
+//! - `psi/unbalanced_offline/<curve>/<n_server>`, `psi/unbalanced_online/<curve>/<n_client>`:
+//!   FourQ (the document's curve), server 2^16 and client 2^10.
+//!
+//! Criterion's throughput is the bytes on the wire of one run (all parties), so the report
+//! shows the traffic beside the time; each bench also prints it.
 //!
 //! `cargo bench -p obliv-bench --bench psi`; `OBLIV_BENCH_SCALE=full` adds 2^20 and 1e7 per
-//! side (one run each, recorded for the report; 1e8 for RR22 on the LAN) and prints the sizes
-//! it skips. KKRT16 and RR22 fast: `psi/kkrt/…`, `psi/rr22_fast/…` (2^16 by default); RR22
-//! low-comm and malicious are not implemented in obliv-psi yet.
+//! side (one run each, recorded for the report; 1e8 for RR22 fast on the LAN; 2^16 for the
+//! slow curves) and prints the sizes it skips.
 #![allow(clippy::unwrap_used)]
 
 use std::time::{Duration, Instant};
 
 use criterion::{
-    BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
+    BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group,
+    criterion_main, measurement::WallTime,
 };
 use obliv_bench::{SINGLE_RUN_FROM, full_scale, record_single_run, skip};
 use obliv_core::AesRng;
-use obliv_ec::{Curve, DynGroup};
+use obliv_ec::Curve;
 use obliv_net::{Channel, LinkModel, Session, SimLink, mem_pair, run_parties};
 use obliv_psi::ecdh::{self, EcdhConfig, Role};
 use obliv_psi::kkrt::{self, KkrtConfig};
-use obliv_psi::rr22::{self, Rr22Config};
+use obliv_psi::rr22::{self, Rr22Config, Variant};
 use obliv_psi::{ecdh3, unbalanced};
 use rand_core::SeedableRng;
 
@@ -34,35 +43,35 @@ const WAN: LinkModel = LinkModel {
     latency: Duration::from_millis(10),
 };
 
+const NETS: [(&str, bool); 2] = [("lan", false), ("wan100m10ms", true)];
+
 fn items(range: std::ops::Range<usize>) -> Vec<Vec<u8>> {
     range.map(|i| format!("{i:016}").into_bytes()).collect()
 }
 
-/// The curves of the document that obliv-ec can run here (FourQ until obliv-ec wires it in
-/// is reported as skipped).
-fn curves() -> Vec<Curve> {
-    [Curve::FourQ, Curve::Curve25519]
-        .into_iter()
-        .filter(|&c| match DynGroup::new(c) {
-            Ok(_) => true,
-            Err(e) => {
-                skip(&format!("psi/*/{c}"), &format!("obliv-ec: {e}"));
-                false
-            }
-        })
-        .collect()
-}
-
+/// The sizes run for one protocol: `default`, plus 2^20 and 1e7 at full scale.
 fn sizes(default: usize) -> Vec<usize> {
     let mut v = vec![default];
     if full_scale() {
         v.extend([1 << 20, 10_000_000]);
-        skip(
-            "psi/*/1e8, 1e9",
-            "1e8 and 1e9 per side take hours per run on 2 cores; projected linearly from 1e7",
-        );
     }
     v
+}
+
+/// Benchmarks `run` (which returns the bytes on the wire of one run) as `psi/<id>/<n>`: with
+/// criterion below [`SINGLE_RUN_FROM`], else once, recorded for the report.
+fn bench_run(g: &mut BenchmarkGroup<'_, WallTime>, id: &str, n: usize, run: impl Fn() -> u64) {
+    if n >= SINGLE_RUN_FROM {
+        let t = Instant::now();
+        let bytes = run();
+        let secs = t.elapsed().as_secs_f64();
+        record_single_run(&format!("psi/{id}/{n}"), secs, bytes, n as u64);
+    } else {
+        let bytes = run();
+        println!("psi/{id}/{n}: {bytes} B on the wire per run");
+        g.throughput(Throughput::Bytes(bytes));
+        g.bench_with_input(BenchmarkId::new(id, n), &n, |b, _| b.iter(&run));
+    }
 }
 
 /// A two-party protocol of the document.
@@ -138,89 +147,104 @@ fn run_3pc(sets: &[Vec<Vec<u8>>; 3], cfg: EcdhConfig, wan: bool) -> u64 {
     res.iter().map(|r| r.1).sum()
 }
 
-fn balanced(c: &mut Criterion) {
+fn group(c: &mut Criterion) -> BenchmarkGroup<'_, WallTime> {
     let mut g = c.benchmark_group("psi");
+    // Protocol runs take 10 ms to 1 s: ten samples of one run each, a short window.
     g.sample_size(10)
         .sampling_mode(SamplingMode::Flat)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(5));
-    for curve in curves() {
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    g
+}
+
+/// Two- and three-party ECDH-PSI on every curve.
+fn ecdh_psi(c: &mut Criterion) {
+    let mut g = group(c);
+    if full_scale() {
+        skip(
+            "psi/ecdh_*/1e8, 1e9",
+            "1e8 and 1e9 per side take hours per run on 2 cores; the report projects from 1e7",
+        );
+        skip(
+            "psi/ecdh_*/{secp256k1,sm2,p256}/1e6 and above",
+            "about 20x slower than FourQ (2^16 per side takes 10-20 s); run 2^16 only",
+        );
+    }
+    for curve in Curve::ALL {
         let cfg = EcdhConfig {
             curve,
             ..EcdhConfig::default()
         };
-        for (net, wan) in [("lan", false), ("wan100m10ms", true)] {
-            for n in sizes(1 << 14) {
+        // FourQ and Curve25519 are the document's curves; the others run small, LAN only.
+        let doc_curve = matches!(curve, Curve::FourQ | Curve::Curve25519);
+        let (nets, ns) = if doc_curve {
+            (&NETS[..], sizes(1 << 14))
+        } else if full_scale() {
+            (&NETS[..1], vec![1 << 10, 1 << 16])
+        } else {
+            (&NETS[..1], vec![1 << 10])
+        };
+        for &(net, wan) in nets {
+            // A smaller size on the LAN gives the scaling plot a slope.
+            let small = (doc_curve && !wan).then_some(1 << 12);
+            for n in small.into_iter().chain(ns.iter().copied()) {
                 // Two parties: receiver holds [0, n), sender [n/2, 3n/2): 50 % in common.
                 let (r, s) = (items(0..n), items(n / 2..n + n / 2));
-                let id = format!("ecdh_2pc/{curve}/{net}");
-                if n >= SINGLE_RUN_FROM {
-                    let t = Instant::now();
-                    let bytes = run_2pc(&r, &s, Proto::Ecdh(cfg), wan);
-                    let secs = t.elapsed().as_secs_f64();
-                    record_single_run(&format!("psi/{id}/{n}"), secs, bytes, n as u64);
-                } else {
-                    let bytes = run_2pc(&r, &s, Proto::Ecdh(cfg), wan);
-                    println!("psi/{id}/{n}: {bytes} B on the wire per run");
-                    g.throughput(Throughput::Bytes(bytes));
-                    g.bench_with_input(BenchmarkId::new(id, n), &n, |b, _| {
-                        b.iter(|| run_2pc(&r, &s, Proto::Ecdh(cfg), wan))
-                    });
-                }
+                bench_run(&mut g, &format!("ecdh_2pc/{curve}/{net}"), n, || {
+                    run_2pc(&r, &s, Proto::Ecdh(cfg), wan)
+                });
                 drop((r, s));
                 // Three parties: P and Q share [0, n), the receiver holds half of it and half
                 // new items, so the final intersection is 50 % of the receiver's set.
                 let sets = [items(n / 2..n + n / 2), items(0..n), items(0..n)];
-                let id = format!("ecdh_3pc/{curve}/{net}");
-                if n >= SINGLE_RUN_FROM {
-                    let t = Instant::now();
-                    let bytes = run_3pc(&sets, cfg, wan);
-                    let secs = t.elapsed().as_secs_f64();
-                    record_single_run(&format!("psi/{id}/{n}"), secs, bytes, n as u64);
-                } else {
-                    let bytes = run_3pc(&sets, cfg, wan);
-                    println!("psi/{id}/{n}: {bytes} B on the wire per run");
-                    g.throughput(Throughput::Bytes(bytes));
-                    g.bench_with_input(BenchmarkId::new(id, n), &n, |b, _| {
-                        b.iter(|| run_3pc(&sets, cfg, wan))
-                    });
-                }
+                bench_run(&mut g, &format!("ecdh_3pc/{curve}/{net}"), n, || {
+                    run_3pc(&sets, cfg, wan)
+                });
             }
         }
     }
+    g.finish();
+}
+
+/// KKRT16 and RR22 fast, low-communication and malicious.
+fn oprf_psi(c: &mut Criterion) {
+    let mut g = group(c);
     let protos = [
         ("kkrt", Proto::Kkrt(KkrtConfig::default())),
-        ("rr22_fast", Proto::Rr22(Rr22Config::default())),
+        ("rr22_fast", Proto::Rr22(Rr22Config::new(Variant::Fast))),
+        (
+            "rr22_lowcomm",
+            Proto::Rr22(Rr22Config::new(Variant::LowComm)),
+        ),
+        (
+            "rr22_malicious",
+            Proto::Rr22(Rr22Config::new(Variant::Malicious)),
+        ),
     ];
+    if full_scale() {
+        skip(
+            "psi/{kkrt,rr22_*}/1e8 (except rr22_fast on the LAN), 1e9",
+            "hours per run on 2 cores; the report projects from 1e7",
+        );
+    }
     for (name, proto) in protos {
-        for (net, wan) in [("lan", false), ("wan100m10ms", true)] {
+        for (net, wan) in NETS {
             let mut ns = sizes(1 << 16);
+            if !wan {
+                // A smaller size on the LAN gives the scaling plot a slope.
+                ns.insert(0, 1 << 12);
+            }
             if full_scale() && name == "rr22_fast" && !wan {
                 ns.push(100_000_000);
             }
             for n in ns {
                 let (r, s) = (items(0..n), items(n / 2..n + n / 2));
-                let id = format!("{name}/{net}");
-                if n >= SINGLE_RUN_FROM {
-                    let t = Instant::now();
-                    let bytes = run_2pc(&r, &s, proto, wan);
-                    let secs = t.elapsed().as_secs_f64();
-                    record_single_run(&format!("psi/{id}/{n}"), secs, bytes, n as u64);
-                } else {
-                    let bytes = run_2pc(&r, &s, proto, wan);
-                    println!("psi/{id}/{n}: {bytes} B on the wire per run");
-                    g.throughput(Throughput::Bytes(bytes));
-                    g.bench_with_input(BenchmarkId::new(id, n), &n, |b, _| {
-                        b.iter(|| run_2pc(&r, &s, proto, wan))
-                    });
-                }
+                bench_run(&mut g, &format!("{name}/{net}"), n, || {
+                    run_2pc(&r, &s, proto, wan)
+                });
             }
         }
     }
-    skip(
-        "psi/rr22_lowcomm, psi/rr22_malicious",
-        "obliv-psi implements only the RR22 fast variant so far",
-    );
     g.finish();
 }
 
@@ -237,9 +261,11 @@ fn ub_offline(
         let t = sc.spawn(move || {
             let mut rng = AesRng::from_seed([5; 16]);
             unbalanced::offline_server(&mut a, key, server, &cfg, &mut rng).unwrap();
+            a.flush().unwrap();
             a.stats().bytes_sent
         });
         let cache = unbalanced::offline_client(&mut b, &cfg, path).unwrap();
+        b.flush().unwrap();
         let bytes = b.stats().bytes_sent + t.join().unwrap();
         (cache, bytes)
     })
@@ -257,21 +283,19 @@ fn ub_online(
     std::thread::scope(|sc| {
         let t = sc.spawn(move || {
             unbalanced::online_server(&mut a, key, n_server, &cfg).unwrap();
+            a.flush().unwrap();
             a.stats().bytes_sent
         });
         let mut rng = AesRng::from_seed([6; 16]);
         let found = unbalanced::online_client(&mut b, client, cache, &cfg, &mut rng).unwrap();
         assert_eq!(found.len(), client.len() / 2, "wrong intersection");
+        b.flush().unwrap();
         b.stats().bytes_sent + t.join().unwrap()
     })
 }
 
 fn unbalanced_psi(c: &mut Criterion) {
-    let mut g = c.benchmark_group("psi");
-    g.sample_size(10)
-        .sampling_mode(SamplingMode::Flat)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(5));
+    let mut g = group(c);
     let dir = tempfile::tempdir().unwrap();
     let mut shapes = vec![(1usize << 16, 1usize << 10)];
     if full_scale() {
@@ -279,55 +303,41 @@ fn unbalanced_psi(c: &mut Criterion) {
         shapes.push((10_000_000, 100_000));
         skip(
             "psi/unbalanced_*/1e8, 1e9 server",
-            "the offline phase at 1e8/1e9 takes hours on 2 cores; projected linearly from 1e7",
+            "the offline phase at 1e8/1e9 takes hours on 2 cores; the report projects from 1e7",
         );
     }
-    for curve in curves() {
-        let cfg = unbalanced::UbConfig {
-            curve,
-            ..unbalanced::UbConfig::default()
-        };
-        let mut rng = AesRng::from_seed([4; 16]);
-        let key = unbalanced::ServerKey::generate(curve, &mut rng).unwrap();
-        for &(ns, nc) in &shapes {
-            let server = items(0..ns);
-            // Half of the client's items are in the server's set.
-            let client = items(ns - nc / 2..ns + nc - nc / 2);
-            let path = dir.path().join(format!("cache-{curve}-{ns}"));
-            let off = format!("unbalanced_offline/{curve}");
-            let on = format!("unbalanced_online/{curve}");
-            if ns >= SINGLE_RUN_FROM {
-                let t = Instant::now();
-                let (cache, bytes) = ub_offline(&key, &server, cfg, &path);
-                let secs = t.elapsed().as_secs_f64();
-                record_single_run(&format!("psi/{off}/{ns}"), secs, bytes, ns as u64);
-                let t = Instant::now();
-                let bytes = ub_online(&key, ns, &client, &cache, cfg);
-                let secs = t.elapsed().as_secs_f64();
-                record_single_run(&format!("psi/{on}/{nc}"), secs, bytes, nc as u64);
-                continue;
-            }
-            let (cache, bytes) = ub_offline(&key, &server, cfg, &path);
-            println!("psi/{off}/{ns}: {bytes} B on the wire per run");
-            g.throughput(Throughput::Bytes(bytes));
-            let scratch = dir.path().join(format!("scratch-{curve}-{ns}"));
-            g.bench_with_input(BenchmarkId::new(off, ns), &ns, |b, _| {
-                b.iter(|| ub_offline(&key, &server, cfg, &scratch).1)
-            });
-            let bytes = ub_online(&key, ns, &client, &cache, cfg);
-            println!("psi/{on}/{nc} (server {ns}): {bytes} B on the wire per run");
-            g.throughput(Throughput::Bytes(bytes));
-            g.bench_with_input(BenchmarkId::new(on, nc), &nc, |b, _| {
-                b.iter(|| ub_online(&key, ns, &client, &cache, cfg))
-            });
-        }
-    }
+    skip(
+        "psi/unbalanced_*/{25519,secp256k1,sm2,p256}",
+        "the document runs unbalanced PSI on FourQ only (obliv-psi takes any curve)",
+    );
     skip(
         "psi/unbalanced_3pc",
         "three-party unbalanced PSI is not implemented in obliv-psi",
     );
+    let curve = Curve::FourQ;
+    let cfg = unbalanced::UbConfig {
+        curve,
+        ..unbalanced::UbConfig::default()
+    };
+    let mut rng = AesRng::from_seed([4; 16]);
+    let key = unbalanced::ServerKey::generate(curve, &mut rng).unwrap();
+    for (ns, nc) in shapes {
+        let server = items(0..ns);
+        // Half of the client's items are in the server's set.
+        let client = items(ns - nc / 2..ns + nc - nc / 2);
+        let path = dir.path().join(format!("cache-{curve}-{ns}"));
+        let scratch = dir.path().join(format!("scratch-{curve}-{ns}"));
+        bench_run(&mut g, &format!("unbalanced_offline/{curve}"), ns, || {
+            ub_offline(&key, &server, cfg, &scratch).1
+        });
+        let (cache, _) = ub_offline(&key, &server, cfg, &path);
+        println!("psi/unbalanced_online/{curve}/{nc}: server set {ns}");
+        bench_run(&mut g, &format!("unbalanced_online/{curve}"), nc, || {
+            ub_online(&key, ns, &client, &cache, cfg)
+        });
+    }
     g.finish();
 }
 
-criterion_group!(benches, balanced, unbalanced_psi);
+criterion_group!(benches, ecdh_psi, oprf_psi, unbalanced_psi);
 criterion_main!(benches);

@@ -10,6 +10,34 @@ fn psi_over_tcp() {
     assert_eq!(found, (1000..2000).collect::<Vec<_>>());
 }
 
+/// The sender of [`psi_over_tcp_in_two_processes`], run in a child process of the test binary
+/// (ignored in a normal run; the parent starts it with `--ignored` and the address).
+#[test]
+#[ignore = "the child process of psi_over_tcp_in_two_processes"]
+fn psi_tcp_sender_process() {
+    let addr = std::env::var("OBLIV_EXAMPLE_RECEIVER")
+        .expect("run by psi_over_tcp_in_two_processes, which sets OBLIV_EXAMPLE_RECEIVER");
+    let items = obliv_examples::ids(1000..3000);
+    psi_tcp::sender(addr.parse().unwrap(), &items).unwrap();
+}
+
+#[test]
+fn psi_over_tcp_in_two_processes() {
+    // The receiver listens here; the sender is this test binary again, in another process.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "psi_tcp_sender_process", "--ignored", "--quiet"])
+        .env("OBLIV_EXAMPLE_RECEIVER", addr.to_string())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let found = psi_tcp::receiver(&listener, &obliv_examples::ids(0..2000));
+    let status = child.wait().unwrap();
+    assert!(status.success(), "sender process failed: {status}");
+    assert_eq!(found.unwrap(), (1000..2000).collect::<Vec<_>>());
+}
+
 #[test]
 fn three_party_psi() {
     // Party 0 user-0..800, party 1 user-400..1600, party 2 user-0..600: 400..600.

@@ -1,0 +1,1425 @@
+//! The report's inputs and their rendering, kept in the library so that the parsing and the
+//! arithmetic are unit-tested: criterion's `new/benchmark.json` + `new/estimates.json`, the
+//! single full-scale runs and traffic records the benches append (JSON lines), and the
+//! reference systems' runs on this machine (JSON lines of `shared/anchors/*.py` through
+//! `benches/anchors.sh`, and of `benches/anchors/side_by_side.sh`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use crate::{Reference, Row, SIDE_BY_SIDE, SideRow, Unit, rows};
+
+/// One measurement of ours: criterion's mean, or a single full-scale run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Meas {
+    /// Mean nanoseconds per iteration.
+    pub ns: f64,
+    /// Bytes on the wire per iteration, if known.
+    pub bytes: Option<u64>,
+    /// Elements per iteration, if the bench declared them.
+    pub elements: Option<u64>,
+    /// Whether this is one run outside criterion's sampler.
+    pub single: bool,
+}
+
+/// Every measurement of ours by benchmark id.
+pub type Measurements = BTreeMap<String, Meas>;
+
+/// Parses one criterion benchmark: the contents of `new/benchmark.json` (id, throughput) and
+/// `new/estimates.json` (mean). `None` if either lacks what the report needs.
+pub fn parse_criterion(benchmark_json: &str, estimates_json: &str) -> Option<(String, Meas)> {
+    let b: Value = serde_json::from_str(benchmark_json).ok()?;
+    let est: Value = serde_json::from_str(estimates_json).ok()?;
+    let id = b["full_id"].as_str()?;
+    let ns = est["mean"]["point_estimate"].as_f64()?;
+    if !(ns.is_finite() && ns > 0.0) {
+        return None;
+    }
+    let t = &b["throughput"];
+    let bytes = t["Bytes"].as_u64().or_else(|| t["BytesDecimal"].as_u64());
+    let elements = t["Elements"].as_u64();
+    Some((
+        id.to_string(),
+        Meas {
+            ns,
+            bytes,
+            elements,
+            single: false,
+        },
+    ))
+}
+
+/// Reads every `*/new/` benchmark under `dir` into `out`; returns the newest modification
+/// time of the estimates read (when the benches ran).
+pub fn walk_criterion(dir: &Path, out: &mut Measurements) -> Option<SystemTime> {
+    let mut newest: Option<SystemTime> = None;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return None;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if !p.is_dir() {
+            continue;
+        }
+        if p.file_name().is_some_and(|n| n == "new") {
+            let est = p.join("estimates.json");
+            let (Ok(b), Ok(x)) = (
+                std::fs::read_to_string(p.join("benchmark.json")),
+                std::fs::read_to_string(&est),
+            ) else {
+                continue;
+            };
+            if let Some((id, m)) = parse_criterion(&b, &x) {
+                out.insert(id, m);
+                let t = std::fs::metadata(&est).and_then(|m| m.modified()).ok();
+                newest = newest.max(t);
+            }
+        } else {
+            newest = newest.max(walk_criterion(&p, out));
+        }
+    }
+    newest
+}
+
+/// Parses the single-run JSON lines (`{"id", "seconds", "bytes", "elements"}`) into `out`;
+/// a later line of the same id replaces an earlier one, and replaces a criterion figure of
+/// the same id. Lines that do not parse are skipped. Returns the number of lines taken.
+pub fn parse_single_runs(text: &str, out: &mut Measurements) -> usize {
+    let mut taken = 0;
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let (Some(id), Some(s)) = (v["id"].as_str(), v["seconds"].as_f64()) else {
+            continue;
+        };
+        if !(s.is_finite() && s > 0.0) {
+            continue;
+        }
+        out.insert(
+            id.to_string(),
+            Meas {
+                ns: s * 1e9,
+                bytes: v["bytes"].as_u64(),
+                elements: v["elements"].as_u64(),
+                single: true,
+            },
+        );
+        taken += 1;
+    }
+    taken
+}
+
+/// Parses the traffic JSON lines (`{"id", "bytes"}`, for benches whose criterion throughput is
+/// not bytes) and sets the bytes of measurements that have none.
+pub fn parse_traffic(text: &str, out: &mut Measurements) {
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if let (Some(id), Some(b)) = (v["id"].as_str(), v["bytes"].as_u64())
+            && let Some(m) = out.get_mut(id)
+            && m.bytes.is_none()
+        {
+            m.bytes = Some(b);
+        }
+    }
+}
+
+/// A PSI run of a reference system (or of the obliv CLI in the side-by-side script).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PsiRun {
+    /// `obliv` or `secretflow`.
+    pub system: String,
+    /// Canonical protocol name (see [`canon_protocol`]).
+    pub protocol: String,
+    /// Canonical curve name, `""` for none.
+    pub curve: String,
+    /// Items per party (the server's for the unbalanced offline phase, the client's online).
+    pub n: u64,
+    /// `lan` or `wan100m10ms` (or the link's own description if neither).
+    pub link: String,
+    /// Wall seconds.
+    pub wall_s: f64,
+    /// Bytes on the wire, all parties, if measured.
+    pub bytes: Option<u64>,
+    /// When it ran, as written in the record.
+    pub date: String,
+    /// A remark (machine load, …).
+    pub note: String,
+}
+
+/// A line of `shared/anchors/he_anchors.py`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeRun {
+    /// Library, e.g. `python-phe(gmpy2)`, `python-phe x2 processes`, `heu`.
+    pub lib: String,
+    /// Scheme, e.g. `paillier`.
+    pub scheme: String,
+    /// Key bits.
+    pub bits: u64,
+    /// Operation, e.g. `encrypt`.
+    pub op: String,
+    /// Seconds per operation.
+    pub s_per_op: f64,
+}
+
+/// The reference runs read from the JSON-lines files.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Anchors {
+    /// PSI runs (SecretFlow, and the obliv CLI of the side-by-side script).
+    pub psi: Vec<PsiRun>,
+    /// HE runs (python-phe, HEU).
+    pub he: Vec<HeRun>,
+}
+
+/// Canonical protocol name of SecretFlow's (`PROTOCOL_RR22_LOWCOMM`), the CLI's
+/// (`rr22-lowcomm`) or ours (`rr22_lowcomm`).
+pub fn canon_protocol(p: &str) -> String {
+    let p = p.to_ascii_lowercase().replace('-', "_");
+    let p = p.strip_prefix("protocol_").unwrap_or(&p);
+    match p {
+        "ecdh" | "ecdh_2pc" => "ecdh_2pc",
+        "ecdh_3pc" | "ecdh3pc" => "ecdh_3pc",
+        "rr22" | "rr22_fast" => "rr22_fast",
+        "rr22_lowcomm" | "rr22_low_comm" => "rr22_lowcomm",
+        other => other,
+    }
+    .to_string()
+}
+
+/// Canonical curve name: `fourq`, `25519`, `sm2`, `secp256k1`, `p256`, or `""`.
+pub fn canon_curve(c: &str) -> String {
+    let c = c.to_ascii_lowercase();
+    if c.starts_with("fourq") {
+        "fourq".into()
+    } else if c.contains("25519") {
+        "25519".into()
+    } else {
+        c
+    }
+}
+
+/// Canonical link: SecretFlow's loopback is `lan`; a 10 ms, 100 Mbit shaping `wan100m10ms`.
+pub fn canon_link(l: &str) -> String {
+    let low = l.to_ascii_lowercase();
+    if low.is_empty() || low == "lan" || low.starts_with("loopback") {
+        "lan".into()
+    } else if low.contains("10ms") && low.contains("100mbit") || low == "wan100m10ms" {
+        "wan100m10ms".into()
+    } else {
+        l.to_string()
+    }
+}
+
+/// Parses reference-run JSON lines into `out`: side-by-side records (`system`, `protocol`,
+/// `curve`, `n`, `link`, `wall_s`, `bytes`), `secretflow_psi.py`'s own lines (`protocol`
+/// such as `PROTOCOL_KKRT`, `wall_s`, `bytes_sent`; an unbalanced line gives an offline and
+/// an online run) and `he_anchors.py`'s (`lib`, `scheme`, `bits`, `op`, `s_per_op`). Failed
+/// runs (no time, or `correct: false`) and other lines are skipped.
+pub fn parse_anchor_lines(text: &str, out: &mut Anchors) {
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if v["correct"].as_bool() == Some(false) {
+            continue;
+        }
+        let s = |k: &str| v[k].as_str().unwrap_or("").to_string();
+        if let (Some(lib), Some(t)) = (v["lib"].as_str(), v["s_per_op"].as_f64()) {
+            out.he.push(HeRun {
+                lib: lib.into(),
+                scheme: s("scheme").to_ascii_lowercase(),
+                bits: v["bits"].as_u64().unwrap_or(0),
+                op: s("op"),
+                s_per_op: t,
+            });
+            continue;
+        }
+        let Some(proto) = v["protocol"].as_str() else {
+            continue;
+        };
+        let system = v["system"].as_str().unwrap_or("secretflow").to_string();
+        let base = PsiRun {
+            system,
+            protocol: canon_protocol(proto),
+            curve: canon_curve(&s("curve")),
+            n: v["n"].as_u64().unwrap_or(0),
+            link: canon_link(&s("link")),
+            wall_s: 0.0,
+            bytes: None,
+            date: s("date"),
+            note: s("note"),
+        };
+        if base.protocol == "ub_psi_ecdh_oprf" {
+            let phase = |name: &str, t: &str, b: &str, n: Option<u64>| {
+                Some(PsiRun {
+                    protocol: name.into(),
+                    wall_s: v[t].as_f64()?,
+                    bytes: v[b].as_u64(),
+                    n: n?,
+                    ..base.clone()
+                })
+            };
+            let offline = phase(
+                "unbalanced_offline",
+                "offline_s",
+                "offline_bytes_sent",
+                Some(base.n),
+            );
+            let online = phase(
+                "unbalanced_online",
+                "online_s",
+                "online_bytes_sent",
+                v["client_n"].as_u64(),
+            );
+            out.psi.extend(offline.into_iter().chain(online));
+            continue;
+        }
+        let Some(wall_s) = v["wall_s"].as_f64() else {
+            continue;
+        };
+        out.psi.push(PsiRun {
+            wall_s,
+            bytes: v["bytes"].as_u64().or_else(|| v["bytes_sent"].as_u64()),
+            ..base
+        });
+    }
+}
+
+/// A figure in a row's unit, with the bytes on the wire at the row's size and how it was
+/// obtained.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Figure {
+    /// The value in the row's unit.
+    pub value: f64,
+    /// Bytes on the wire, scaled like the value.
+    pub bytes: Option<f64>,
+    /// How it was obtained (size measured, projection).
+    pub note: String,
+}
+
+/// Converts seconds per iteration (with `elements` per iteration) into `unit`.
+pub fn in_unit(unit: Unit, secs: f64, elements: Option<u64>) -> f64 {
+    let e = elements.unwrap_or(1).max(1) as f64;
+    match unit {
+        Unit::Seconds => secs,
+        Unit::Millis => secs * 1e3,
+        Unit::MillisPerElement => secs * 1e3 / e,
+        Unit::PerSecond => e / secs,
+    }
+}
+
+/// How much faster `ours` is than `other` (both in `unit`): `other / ours` for times,
+/// `ours / other` for rates. Above 1: ours is faster. `None` unless both are positive.
+pub fn speedup(unit: Unit, other: f64, ours: f64) -> Option<f64> {
+    if !(other > 0.0 && ours > 0.0) {
+        return None;
+    }
+    Some(match unit {
+        Unit::PerSecond => ours / other,
+        _ => other / ours,
+    })
+}
+
+/// Picks the size to use from `sizes` for a row at `doc_n`: `doc_n` itself if present, else
+/// the largest (the protocols are linear in n, and the largest has the least fixed cost).
+pub fn pick_size(sizes: impl IntoIterator<Item = u64>, doc_n: u64) -> Option<u64> {
+    let mut best = None;
+    for n in sizes {
+        if n == doc_n {
+            return Some(n);
+        }
+        best = best.max(Some(n));
+    }
+    best
+}
+
+/// Our figure for a row: the measurement at the row's size or, when only smaller sizes ran,
+/// the largest one projected linearly.
+pub fn ours(row: &Row, all: &Measurements) -> Option<Figure> {
+    let (m, scale, note) = match row.doc_n {
+        Some(doc_n) => {
+            let sized: BTreeMap<u64, &Meas> = all
+                .iter()
+                .filter_map(|(id, m)| Some((id.strip_prefix(row.id)?.parse().ok()?, m)))
+                .collect();
+            let n = pick_size(sized.keys().copied(), doc_n)?;
+            let m = sized[&n];
+            let kind = if m.single {
+                "one run"
+            } else {
+                "criterion mean"
+            };
+            if n == doc_n {
+                (m, 1.0, format!("{kind}, n = {}", fmt_n(n)))
+            } else {
+                (
+                    m,
+                    doc_n as f64 / n as f64,
+                    format!("{kind}, n = {}, projected linearly", fmt_n(n)),
+                )
+            }
+        }
+        None => {
+            let m = all.get(row.id)?;
+            let kind = if m.single {
+                "one run"
+            } else {
+                "criterion mean"
+            };
+            (m, 1.0, kind.to_string())
+        }
+    };
+    let secs = m.ns * 1e-9 * scale;
+    Some(Figure {
+        value: in_unit(row.unit, secs, m.elements),
+        bytes: m.bytes.map(|b| b as f64 * scale),
+        note,
+    })
+}
+
+/// The reference system's figure for a row, from the runs on this machine: the fastest run
+/// at the row's size or, failing that, at the largest size run, projected linearly.
+pub fn reference(row: &Row, anchors: &Anchors) -> Option<(Figure, &'static str)> {
+    match row.reference? {
+        Reference::Psi {
+            protocol,
+            curve,
+            link,
+        } => {
+            let runs: Vec<&PsiRun> = anchors
+                .psi
+                .iter()
+                .filter(|r| {
+                    r.system == "secretflow"
+                        && r.protocol == protocol
+                        && r.curve == curve
+                        && r.link == link
+                })
+                .collect();
+            let doc_n = row.doc_n?;
+            let n = pick_size(runs.iter().map(|r| r.n), doc_n)?;
+            let best = runs
+                .iter()
+                .filter(|r| r.n == n)
+                .min_by(|a, b| a.wall_s.total_cmp(&b.wall_s))?;
+            let scale = doc_n as f64 / n as f64;
+            let note = if n == doc_n {
+                format!("n = {}", fmt_n(n))
+            } else {
+                format!("n = {}, projected linearly", fmt_n(n))
+            };
+            Some((
+                Figure {
+                    value: in_unit(row.unit, best.wall_s * scale, None),
+                    bytes: best.bytes.map(|b| b as f64 * scale),
+                    note,
+                },
+                "SecretFlow",
+            ))
+        }
+        Reference::He {
+            lib,
+            scheme,
+            bits,
+            op,
+        } => {
+            let best = anchors
+                .he
+                .iter()
+                .filter(|r| {
+                    r.lib.starts_with(lib)
+                        && r.scheme == scheme
+                        && r.bits == u64::from(bits)
+                        && r.op == op
+                })
+                .min_by(|a, b| a.s_per_op.total_cmp(&b.s_per_op))?;
+            Some((
+                Figure {
+                    value: in_unit(row.unit, best.s_per_op, None),
+                    bytes: None,
+                    note: best.lib.clone(),
+                },
+                "python-phe",
+            ))
+        }
+    }
+}
+
+/// `1e7`-style for powers of ten, `2^16` for powers of two, else the number.
+pub fn fmt_n(n: u64) -> String {
+    if n >= 1000 && n.is_power_of_two() {
+        return format!("2^{}", n.trailing_zeros());
+    }
+    let mut e = 0;
+    let mut m = n;
+    while m >= 10 && m.is_multiple_of(10) {
+        m /= 10;
+        e += 1;
+    }
+    if e >= 3 {
+        format!("{m}e{e}")
+    } else {
+        n.to_string()
+    }
+}
+
+/// A figure with three significant digits or so.
+pub fn fmt_num(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else if v >= 0.01 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.2e}")
+    }
+}
+
+/// Bytes in B, KB, MB or GB (decimal).
+pub fn fmt_bytes(b: f64) -> String {
+    if b >= 1e9 {
+        format!("{:.2} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.1} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.1} KB", b / 1e3)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+fn unit_name(u: Unit) -> &'static str {
+    match u {
+        Unit::Seconds => "s",
+        Unit::Millis => "ms",
+        Unit::MillisPerElement => "ms/query",
+        Unit::PerSecond => "/s",
+    }
+}
+
+/// Civil date and time (UTC) of a Unix time (Howard Hinnant's `civil_from_days`).
+pub fn utc_date(secs: u64) -> String {
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let rem = secs % 86_400;
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}
+
+/// The machine as `/proc/cpuinfo` describes it: (CPU model, logical cores, flags of note).
+pub fn parse_cpuinfo(text: &str) -> (String, usize, Vec<&'static str>) {
+    let model = text
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map_or_else(|| "unknown".to_string(), |(_, m)| m.trim().to_string());
+    let cores = text
+        .lines()
+        .filter(|l| l.starts_with("processor") && l.contains(':'))
+        .count();
+    let flags: Vec<&str> = text
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .and_then(|l| l.split_once(':'))
+        .map_or_else(Vec::new, |(_, f)| f.split_whitespace().collect());
+    let notable = [
+        "aes",
+        "avx2",
+        "bmi2",
+        "adx",
+        "avx512f",
+        "avx512ifma",
+        "vaes",
+    ]
+    .into_iter()
+    .filter(|f| flags.contains(f))
+    .collect();
+    (model, cores, notable)
+}
+
+/// Everything the report is made of.
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    /// Our measurements by id.
+    pub ours: Measurements,
+    /// Reference runs.
+    pub anchors: Anchors,
+    /// CPU model.
+    pub cpu: String,
+    /// Logical cores.
+    pub cores: usize,
+    /// CPU flags of note.
+    pub flags: Vec<&'static str>,
+    /// When the benches ran (newest estimate), formatted.
+    pub measured: Option<String>,
+    /// When the report was written, formatted.
+    pub written: String,
+    /// The hand-maintained page (`docs/measurements.md`), included verbatim after its title.
+    pub measurements_md: Option<String>,
+    /// Where the inputs came from, one line each (shown in the header).
+    pub sources: Vec<String>,
+}
+
+/// The rendered report: the Markdown page and the SVG plots (file name, contents) that it
+/// links to, to be written beside it.
+#[derive(Clone, Debug)]
+pub struct Rendered {
+    /// The Markdown of `docs/benchmarks.md`.
+    pub markdown: String,
+    /// `(file name, SVG)` pairs.
+    pub plots: Vec<(String, String)>,
+    /// Rows of the documents with a figure of ours, and all rows.
+    pub measured_rows: (usize, usize),
+}
+
+/// Renders the whole report.
+pub fn render(inp: &Inputs) -> Rendered {
+    let all_rows = rows();
+    let measured = all_rows
+        .iter()
+        .filter(|r| r.not_measured.is_none() && ours(r, &inp.ours).is_some())
+        .count();
+    let mut md = String::from("# Benchmarks\n\n");
+    if measured < all_rows.len() {
+        let _ = write!(
+            md,
+            "> **Partial**: {measured} of the {} document rows have a figure of ours in the \
+             criterion output this page was generated from (the others say *not measured*). \
+             A full `cargo bench -p obliv-bench` fills them.\n\n",
+            all_rows.len()
+        );
+    }
+    md.push_str(
+        "Generated by `cargo run -p obliv-bench --release --bin report` from the output of \
+         `cargo bench -p obliv-bench` and of the reference-system scripts; do not edit by hand \
+         (hand-written figures live in `docs/measurements.md`, included at the end). Each row \
+         of the four benchmark documents (`../shared/BENCHMARKS.md`) is reproduced by the \
+         benchmark id in `benches/README.md`.\n\n\
+         - **vs published** is the published figure ÷ ours for times (ours ÷ published for \
+         rates): above 1 means obliv on this machine beats the document's figure on its \
+         machine. The documents used 4–32 cores; **per core** multiplies that by the \
+         document's cores ÷ ours (like for like on compute-bound rows).\n\
+         - **reference here** is the reference system run on *this* machine (SecretFlow PSI, \
+         python-phe), **vs reference** the same ratio against it: the fairest comparison.\n\
+         - Rows measured at a smaller n are projected linearly to the document's n (every \
+         protocol here is linear in n); *one run* figures come from \
+         `OBLIV_BENCH_SCALE=full`. Traffic is the bytes on the wire, all parties.\n\n",
+    );
+    md.push_str("## Machine\n\n");
+    let _ = writeln!(md, "- CPU: {} ({} logical cores)", inp.cpu, inp.cores);
+    if !inp.flags.is_empty() {
+        let _ = writeln!(md, "- CPU features used by obliv: {}", inp.flags.join(", "));
+    }
+    if let Some(m) = &inp.measured {
+        let _ = writeln!(md, "- benches ran: {m} (newest criterion estimate)");
+    }
+    let _ = writeln!(md, "- report written: {}", inp.written);
+    for s in &inp.sources {
+        let _ = writeln!(md, "- {s}");
+    }
+
+    let mut matched = std::collections::BTreeSet::new();
+    let mut section = "";
+    for row in &all_rows {
+        if row.section != section {
+            section = row.section;
+            let _ = write!(
+                md,
+                "\n## {section}: {}\n\n| row | published | ours | reference here | vs published | per core | vs reference | traffic (ours) | how |\n|---|---|---|---|---|---|---|---|---|\n",
+                section_title(section)
+            );
+        }
+        md.push_str(&row_line(row, inp, &mut matched));
+    }
+    md.push_str(&side_by_side(&inp.anchors));
+    md.push_str(
+        "\n## Other measurements (primitives, other curves, extra cases)\n\n| id | mean | per iteration |\n|---|---|---|\n",
+    );
+    for (id, m) in inp.ours.iter().filter(|(id, _)| !matched.contains(*id)) {
+        let t = m.ns * 1e-9;
+        let thr = match (m.bytes, m.elements) {
+            (Some(b), _) => format!("{} on the wire", fmt_bytes(b as f64)),
+            (_, Some(e)) => format!("{e} elements, {} /s", fmt_num(e as f64 / t)),
+            _ => "—".into(),
+        };
+        let _ = writeln!(md, "| `{id}` | {} | {thr} |", fmt_time(t));
+    }
+    let plots = plots(inp);
+    md.push_str("\n## Plots\n\n");
+    for (name, _) in &plots {
+        let _ = writeln!(md, "![{name}]({name})\n");
+    }
+    if let Some(text) = &inp.measurements_md {
+        md.push_str("\n## Hand-maintained measurements (`docs/measurements.md`)\n\n");
+        // Drop the page's own title; demote its sections one level.
+        for line in text
+            .lines()
+            .skip_while(|l| l.starts_with("# ") || l.is_empty())
+        {
+            if line.starts_with('#') {
+                let _ = writeln!(md, "#{line}");
+            } else {
+                let _ = writeln!(md, "{line}");
+            }
+        }
+    }
+    Rendered {
+        markdown: md,
+        plots,
+        measured_rows: (measured, all_rows.len()),
+    }
+}
+
+fn section_title(s: &str) -> &'static str {
+    match s {
+        "§1" => "PSI (SecretFlow PSI white paper)",
+        "§2" => "Paillier on many cores (python-phe)",
+        "§3" => "DPF-PIR against IT-PIR (mpc4j-pir)",
+        "§4" => "homomorphic cryptosystems compared (Sidorov et al. 2022)",
+        _ => "",
+    }
+}
+
+fn fmt_time(t: f64) -> String {
+    if t >= 1.0 {
+        format!("{t:.2} s")
+    } else if t >= 1e-3 {
+        format!("{:.2} ms", t * 1e3)
+    } else {
+        format!("{:.2} µs", t * 1e6)
+    }
+}
+
+/// One row of a document's table.
+fn row_line(row: &Row, inp: &Inputs, matched: &mut std::collections::BTreeSet<String>) -> String {
+    let unit = unit_name(row.unit);
+    let dash = || String::from("—");
+    let with_unit = |v: f64| format!("{} {unit}", fmt_num(v));
+    let published = row.published.map_or_else(dash, with_unit);
+    for id in inp.ours.keys().filter(|id| id.starts_with(row.id)) {
+        matched.insert(id.clone());
+    }
+    if let Some(why) = row.not_measured {
+        return format!(
+            "| {} | {published} | not measured: {why} | — | — | — | — | — | |\n",
+            row.label
+        );
+    }
+    let ours = ours(row, &inp.ours);
+    let refr = reference(row, &inp.anchors);
+    let (o, vs_pub, per_core, traffic, how) = match &ours {
+        None => (
+            "not measured".to_string(),
+            dash(),
+            dash(),
+            dash(),
+            format!("`{}`", row.id),
+        ),
+        Some(f) => {
+            let r = row.published.and_then(|p| speedup(row.unit, p, f.value));
+            // Per core: the published figure used `doc_cores`, ours every core here (one for
+            // single-thread rows).
+            let ours_cores = if row.doc_cores == 1 {
+                1.0
+            } else {
+                inp.cores.max(1) as f64
+            };
+            let per_core = match r {
+                Some(r) if row.doc_cores > 0 => {
+                    format!("{:.2}×", r * f64::from(row.doc_cores) / ours_cores)
+                }
+                _ => dash(),
+            };
+            (
+                with_unit(f.value),
+                r.map_or_else(dash, |r| format!("{r:.2}×")),
+                per_core,
+                f.bytes.map_or_else(dash, fmt_bytes),
+                format!("`{}` {}", row.id, f.note),
+            )
+        }
+    };
+    let (reference_cell, vs_ref) = match (&refr, &ours) {
+        (None, _) if row.reference.is_some() => ("not run here".to_string(), dash()),
+        (None, _) => (dash(), dash()),
+        (Some((f, system)), ours) => (
+            format!("{} {} ({})", with_unit(f.value), system, f.note),
+            ours.as_ref()
+                .and_then(|o| speedup(row.unit, f.value, o.value))
+                .map_or_else(dash, |r| format!("**{r:.2}×**")),
+        ),
+    };
+    format!(
+        "| {} | {published} | {o} | {reference_cell} | {vs_pub} | {per_core} | {vs_ref} | {traffic} | {how} |\n",
+        row.label
+    )
+}
+
+/// The runs of one side of a side-by-side row, fastest first.
+fn side_runs<'a>(anchors: &'a Anchors, k: &crate::RunKey) -> Vec<&'a PsiRun> {
+    let mut v: Vec<&PsiRun> = anchors
+        .psi
+        .iter()
+        .filter(|r| {
+            r.system == k.system
+                && r.protocol == k.protocol
+                && r.curve == k.curve
+                && r.n == k.n
+                && r.link == k.link
+        })
+        .collect();
+    v.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
+    v
+}
+
+/// The two runs a side-by-side row compares: for a `paired` row, the latest date on which
+/// both sides ran (same load); otherwise each side's fastest run.
+pub fn side_pick<'a>(
+    row: &SideRow,
+    ours: &[&'a PsiRun],
+    theirs: &[&'a PsiRun],
+) -> (Option<&'a PsiRun>, Option<&'a PsiRun>) {
+    if row.paired {
+        let best = ours
+            .iter()
+            .filter_map(|o| Some((*o, *theirs.iter().find(|t| t.date == o.date)?)))
+            .max_by(|a, b| a.0.date.cmp(&b.0.date));
+        return best.map_or((None, None), |(o, t)| (Some(o), Some(t)));
+    }
+    (ours.first().copied(), theirs.first().copied())
+}
+
+/// The side-by-side table: the obliv CLI and SecretFlow on the same sizes, same machine.
+fn side_by_side(anchors: &Anchors) -> String {
+    let mut md = String::from(
+        "\n## PSI side by side on this machine: obliv CLI against SecretFlow\n\n\
+         Wall seconds with both parties on this machine over loopback TCP (obliv: `obliv psi \
+         demo`, CSV parsing, bucketing and output included; SecretFlow: \
+         `shared/anchors/secretflow_psi.py`), bytes on the wire in both directions, from \
+         `bash benches/anchors/side_by_side.sh` (records in `docs/data/side_by_side.jsonl`). \
+         Each cell is the fastest run recorded (other runs in brackets); the ratio divides \
+         the two.\n\n\
+         | protocol | n per side | obliv | reference | ratio | obliv bytes | reference bytes | target | notes |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
+    );
+    for row in SIDE_BY_SIDE {
+        let ours = side_runs(anchors, &row.ours);
+        let theirs = side_runs(anchors, &row.theirs);
+        let (o, t) = side_pick(row, &ours, &theirs);
+        let cell = |pick: Option<&PsiRun>, all: &[&PsiRun], system: &str| match pick {
+            None => format!("not run ({system})"),
+            Some(p) => {
+                let others: Vec<String> = all
+                    .iter()
+                    .filter(|r| !std::ptr::eq(**r, p))
+                    .map(|r| fmt_num(r.wall_s))
+                    .collect();
+                let mut c = format!("{} s", fmt_num(p.wall_s));
+                if !others.is_empty() {
+                    let _ = write!(c, " ({})", others.join(", "));
+                }
+                c
+            }
+        };
+        let ratio = match (o, t) {
+            (Some(o), Some(t)) => speedup(Unit::Seconds, t.wall_s, o.wall_s),
+            _ => None,
+        };
+        let bytes = |p: Option<&PsiRun>| {
+            p.and_then(|p| p.bytes)
+                .map_or_else(|| "—".into(), |b| fmt_bytes(b as f64))
+        };
+        let mut verdicts = Vec::new();
+        if let Some(min) = row.min_ratio {
+            verdicts.push(match ratio {
+                Some(r) if r >= min => "met",
+                Some(_) => "not met",
+                None => "not measured",
+            });
+        }
+        if let Some(max) = row.max_bytes {
+            verdicts.push(match o.and_then(|o| o.bytes) {
+                Some(b) if b <= max => "bytes met",
+                Some(_) => "bytes not met",
+                None => "bytes not measured",
+            });
+        }
+        if row.bytes_at_most_theirs {
+            verdicts.push(match (o.and_then(|o| o.bytes), t.and_then(|t| t.bytes)) {
+                (Some(a), Some(b)) if a <= b => "bytes met",
+                (Some(_), Some(_)) => "bytes not met",
+                _ => "bytes not measured",
+            });
+        }
+        let notes: Vec<String> = ours
+            .iter()
+            .chain(&theirs)
+            .filter(|r| !r.note.is_empty())
+            .map(|r| format!("{} {}: {}", r.system, fmt_num(r.wall_s), r.note))
+            .collect();
+        let system = if row.theirs.system == "obliv" {
+            "obliv"
+        } else {
+            "SecretFlow"
+        };
+        let theirs_cell = if row.theirs.system == "obliv" {
+            format!("obliv {}: {}", row.theirs.link, cell(t, &theirs, system))
+        } else {
+            cell(t, &theirs, system)
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} — {} | {} |",
+            row.label,
+            fmt_n(row.ours.n),
+            cell(o, &ours, "obliv"),
+            theirs_cell,
+            ratio.map_or_else(|| "—".into(), |r| format!("**{r:.2}×**")),
+            bytes(o),
+            bytes(t),
+            row.target,
+            verdicts.join(", "),
+            notes.join("; ")
+        );
+    }
+    md
+}
+
+/// The plots: PSI wall time against n per protocol, Paillier throughput against threads.
+fn plots(inp: &Inputs) -> Vec<(String, String)> {
+    let mut psi: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for (id, m) in inp.ours.iter().filter(|(id, _)| id.starts_with("psi/")) {
+        if let Some((head, n)) = id.rsplit_once('/')
+            && let Ok(n) = n.parse::<f64>()
+            && !head.contains("unbalanced_online")
+        {
+            psi.entry(head.trim_start_matches("psi/").to_string())
+                .or_default()
+                .push((n, m.ns * 1e-9));
+        }
+    }
+    let psi: Vec<(String, Vec<(f64, f64)>)> = psi
+        .into_iter()
+        .map(|(k, mut v)| {
+            v.sort_by(|a, b| a.0.total_cmp(&b.0));
+            (k, v)
+        })
+        .collect();
+    let mut pail = Vec::new();
+    for (threads, id) in [
+        (1.0, "paillier/encrypt2048/1_thread"),
+        (inp.cores.max(1) as f64, "paillier/encrypt2048/all_cores"),
+    ] {
+        if let Some(m) = inp.ours.get(id) {
+            pail.push((threads, in_unit(Unit::PerSecond, m.ns * 1e-9, m.elements)));
+        }
+    }
+    let mut series = vec![("obliv-he".to_string(), pail)];
+    let mut phe: Vec<(f64, f64)> = inp
+        .anchors
+        .he
+        .iter()
+        .filter(|r| r.scheme == "paillier" && r.bits == 2048 && r.op == "encrypt")
+        .filter_map(|r| {
+            let threads = if r.lib.starts_with("python-phe(") {
+                1.0
+            } else {
+                let rest = r.lib.strip_prefix("python-phe x")?;
+                rest.split_whitespace().next()?.parse::<f64>().ok()?
+            };
+            Some((threads, 1.0 / r.s_per_op))
+        })
+        .collect();
+    phe.sort_by(|a, b| a.0.total_cmp(&b.0));
+    if !phe.is_empty() {
+        series.push(("python-phe (processes), this machine".to_string(), phe));
+    }
+    // The document's machines: single thread and every core.
+    for (name, cores, one, many) in [
+        ("python-phe i5-8250U (published)", 7.0, 89.0, 298.0),
+        ("python-phe Ryzen 5 3600 (published)", 11.0, 139.0, 787.0),
+        ("python-phe Xeon E5-2670 (published)", 31.0, 74.0, 1075.0),
+    ] {
+        series.push((name.to_string(), vec![(1.0, one), (cores, many)]));
+    }
+    vec![
+        (
+            "psi_scaling.svg".to_string(),
+            svg_chart(
+                "PSI: wall time against set size, this machine (obliv-bench)",
+                "n per party",
+                "seconds",
+                &psi,
+            ),
+        ),
+        (
+            "paillier_threads.svg".to_string(),
+            svg_chart(
+                "Paillier-2048 encryptions per second against threads / processes",
+                "threads",
+                "encryptions/s",
+                &series,
+            ),
+        ),
+    ]
+}
+
+/// A log-log line chart as a self-contained SVG: one polyline per series of `(x, y)` points
+/// (non-positive points are left out).
+// Decades of log10 of timings and sizes are small integers (|d| < 400): the casts are exact.
+#[allow(clippy::cast_possible_truncation)]
+pub fn svg_chart(
+    title: &str,
+    xlabel: &str,
+    ylabel: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> String {
+    let (w, h, left, bottom, top, right) = (820.0, 440.0, 70.0, 50.0, 30.0, 290.0);
+    let ok = |&&(x, y): &&(f64, f64)| x > 0.0 && y > 0.0 && x.is_finite() && y.is_finite();
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for &(x, y) in series.iter().flat_map(|(_, p)| p.iter().filter(ok)) {
+        x0 = x0.min(x.log10());
+        x1 = x1.max(x.log10());
+        y0 = y0.min(y.log10());
+        y1 = y1.max(y.log10());
+    }
+    if x0 > x1 {
+        (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
+    }
+    let (x0, x1) = (x0.floor(), x1.ceil().max(x0.floor() + 1.0));
+    let (y0, y1) = (y0.floor(), y1.ceil().max(y0.floor() + 1.0));
+    let px = |x: f64| left + (x.log10() - x0) / (x1 - x0) * (w - left - right);
+    let py = |y: f64| h - bottom - (y.log10() - y0) / (y1 - y0) * (h - bottom - top);
+    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;");
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"11\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"{left}\" y=\"18\" font-size=\"14\">{}</text>\n\
+         <text x=\"{}\" y=\"{}\">{} (log scale)</text>\n\
+         <text x=\"8\" y=\"{}\">{} (log)</text>\n",
+        esc(title),
+        left + 150.0,
+        h - 12.0,
+        esc(xlabel),
+        top - 6.0,
+        esc(ylabel)
+    );
+    let colours = [
+        "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+        "#bcbd22", "#17becf",
+    ];
+    for d in (x0 as i32)..=(x1 as i32) {
+        let x = px(10f64.powi(d));
+        let _ = writeln!(
+            s,
+            "<line x1=\"{x:.1}\" y1=\"{top}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#ddd\"/><text x=\"{:.1}\" y=\"{}\">1e{d}</text>",
+            h - bottom,
+            x - 8.0,
+            h - bottom + 14.0
+        );
+    }
+    for d in (y0 as i32)..=(y1 as i32) {
+        let y = py(10f64.powi(d));
+        let _ = writeln!(
+            s,
+            "<line x1=\"{left}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{:.1}\">1e{d}</text>",
+            w - right,
+            left - 34.0,
+            y + 4.0
+        );
+    }
+    for (i, (name, p)) in series.iter().enumerate() {
+        let c = colours[i % colours.len()];
+        let dash = if i >= colours.len() {
+            " stroke-dasharray=\"5,3\""
+        } else {
+            ""
+        };
+        let pts: Vec<&(f64, f64)> = p.iter().filter(ok).collect();
+        let path: Vec<String> = pts
+            .iter()
+            .map(|&&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"{dash} points=\"{}\"/>",
+            path.join(" ")
+        );
+        for &&(x, y) in &pts {
+            let _ = writeln!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"/>",
+                px(x),
+                py(y)
+            );
+        }
+        let ly = top + 14.0 * i as f64;
+        let _ = writeln!(
+            s,
+            "<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{c}\"/><text x=\"{}\" y=\"{}\">{}</text>",
+            w - right + 10.0,
+            ly - 9.0,
+            w - right + 24.0,
+            ly,
+            esc(name)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BENCH: &str = r#"{"group_id":"psi","function_id":"kkrt/lan","value_str":"65536","throughput":{"Bytes":7119040},"full_id":"psi/kkrt/lan/65536","directory_name":"psi/kkrt_lan/65536","title":"psi/kkrt/lan/65536"}"#;
+    const EST: &str = r#"{"mean":{"confidence_interval":{"confidence_level":0.95,"lower_bound":248996316.0,"upper_bound":249994738.5},"point_estimate":250000000.0,"standard_error":353027.98},"median":{"point_estimate":249495527.25}}"#;
+
+    #[test]
+    fn criterion_files_parse() {
+        let (id, m) = parse_criterion(BENCH, EST).unwrap();
+        assert_eq!(id, "psi/kkrt/lan/65536");
+        assert_eq!(
+            m,
+            Meas {
+                ns: 250_000_000.0,
+                bytes: Some(7_119_040),
+                elements: None,
+                single: false
+            }
+        );
+        let rate = r#"{"full_id":"pir/concurrency/16","throughput":{"Elements":1}}"#;
+        let (_, m) = parse_criterion(rate, EST).unwrap();
+        assert_eq!((m.bytes, m.elements), (None, Some(1)));
+        // No throughput, a missing mean, a zero mean, garbage: rejected or bare.
+        let bare = r#"{"full_id":"he/x","throughput":null}"#;
+        assert_eq!(parse_criterion(bare, EST).unwrap().1.bytes, None);
+        assert!(parse_criterion(BENCH, r#"{"median":{"point_estimate":1.0}}"#).is_none());
+        assert!(parse_criterion(BENCH, r#"{"mean":{"point_estimate":0.0}}"#).is_none());
+        assert!(parse_criterion("not json", EST).is_none());
+        assert!(parse_criterion(r#"{"title":"x"}"#, EST).is_none());
+    }
+
+    #[test]
+    fn criterion_tree_is_walked() {
+        let dir = tempfile::tempdir().unwrap();
+        let new = dir.path().join("psi/kkrt_lan/65536/new");
+        std::fs::create_dir_all(&new).unwrap();
+        std::fs::write(new.join("benchmark.json"), BENCH).unwrap();
+        std::fs::write(new.join("estimates.json"), EST).unwrap();
+        // A half-written benchmark is skipped.
+        let bad = dir.path().join("psi/other/1/new");
+        std::fs::create_dir_all(&bad).unwrap();
+        std::fs::write(bad.join("benchmark.json"), BENCH).unwrap();
+        let mut all = Measurements::new();
+        assert!(walk_criterion(dir.path(), &mut all).is_some());
+        assert_eq!(all.len(), 1);
+        assert!(all.contains_key("psi/kkrt/lan/65536"));
+        assert!(walk_criterion(&dir.path().join("missing"), &mut all).is_none());
+    }
+
+    #[test]
+    fn single_runs_and_traffic_parse() {
+        let mut all = Measurements::new();
+        let text = "{\"id\":\"psi/rr22_fast/lan/10000000\",\"seconds\":20.0,\"bytes\":300,\"elements\":10000000}\n\
+                    garbage\n{\"id\":\"x\"}\n{\"id\":\"y\",\"seconds\":-1}\n\
+                    {\"id\":\"psi/rr22_fast/lan/10000000\",\"seconds\":18.0,\"bytes\":320}\n";
+        assert_eq!(parse_single_runs(text, &mut all), 2);
+        assert_eq!(all.len(), 1);
+        let m = &all["psi/rr22_fast/lan/10000000"];
+        assert!(m.single && (m.ns - 18e9).abs() < 1.0 && m.bytes == Some(320));
+        all.insert(
+            "pir/batch10/65536x1024".into(),
+            Meas {
+                ns: 1e6,
+                bytes: None,
+                elements: Some(10),
+                single: false,
+            },
+        );
+        parse_traffic(
+            "{\"id\":\"pir/batch10/65536x1024\",\"bytes\":5000}\n{\"id\":\"psi/rr22_fast/lan/10000000\",\"bytes\":1}\n{\"id\":\"nope\",\"bytes\":2}",
+            &mut all,
+        );
+        assert_eq!(all["pir/batch10/65536x1024"].bytes, Some(5000));
+        // A measurement that has bytes keeps them.
+        assert_eq!(all["psi/rr22_fast/lan/10000000"].bytes, Some(320));
+    }
+
+    #[test]
+    fn anchor_lines_parse() {
+        let text = r#"{"protocol": "PROTOCOL_RR22_LOWCOMM", "curve": null, "n": 1000000, "wall_s": 6.21, "bytes_sent": 20600000, "link": "loopback 127.0.0.1 (brpc)", "correct": true}
+{"protocol": "PROTOCOL_KKRT", "curve": null, "n": 65536, "wall_s": null, "correct": false}
+{"protocol": "UB_PSI_ECDH_OPRF", "curve": "FOURQ(builtin)", "n": 1000000, "client_n": 1000, "offline_s": 13.4, "online_s": 0.11, "offline_bytes_sent": 12000000, "online_bytes_sent": 90000, "wall_s": 13.51, "correct": true}
+{"system": "obliv", "protocol": "ecdh_3pc", "curve": "fourq", "n": 65536, "link": "lan", "wall_s": 1.43, "bytes": 11670000, "date": "d", "note": "quiet"}
+{"lib": "python-phe(gmpy2)", "scheme": "paillier", "bits": 2048, "op": "encrypt", "s_per_op": 0.00935, "ops_per_s": 107}
+{"lib": "heu", "scheme": "ZPaillier", "bits": 2048, "error": "boom"}
+not json"#;
+        let mut a = Anchors::default();
+        parse_anchor_lines(text, &mut a);
+        assert_eq!(a.psi.len(), 4);
+        assert_eq!(
+            (a.psi[0].protocol.as_str(), a.psi[0].curve.as_str()),
+            ("rr22_lowcomm", "")
+        );
+        assert_eq!(
+            (a.psi[0].link.as_str(), a.psi[0].bytes),
+            ("lan", Some(20_600_000))
+        );
+        assert_eq!(a.psi[0].system, "secretflow");
+        let off = &a.psi[1];
+        assert_eq!(
+            (off.protocol.as_str(), off.n, off.wall_s, off.curve.as_str()),
+            ("unbalanced_offline", 1_000_000, 13.4, "fourq")
+        );
+        let on = &a.psi[2];
+        assert_eq!(
+            (on.protocol.as_str(), on.n, on.bytes),
+            ("unbalanced_online", 1000, Some(90_000))
+        );
+        assert_eq!(
+            (a.psi[3].system.as_str(), a.psi[3].note.as_str()),
+            ("obliv", "quiet")
+        );
+        assert_eq!(a.he.len(), 1);
+        assert_eq!(a.he[0].op, "encrypt");
+    }
+
+    #[test]
+    fn canonical_names() {
+        assert_eq!(canon_protocol("PROTOCOL_ECDH"), "ecdh_2pc");
+        assert_eq!(canon_protocol("PROTOCOL_ECDH_3PC"), "ecdh_3pc");
+        assert_eq!(canon_protocol("rr22-malicious"), "rr22_malicious");
+        assert_eq!(canon_protocol("rr22"), "rr22_fast");
+        assert_eq!(canon_curve("25519_ELLIGATOR2"), "25519");
+        assert_eq!(canon_curve("SECP256K1"), "secp256k1");
+        assert_eq!(canon_link("netns veth, netem 10ms 100mbit"), "wan100m10ms");
+        assert_eq!(canon_link(""), "lan");
+        assert_eq!(canon_link("netem 50ms 100mbit"), "netem 50ms 100mbit");
+    }
+
+    #[test]
+    fn ratios_and_units() {
+        // Times: published / ours; rates: ours / published.
+        assert_eq!(speedup(Unit::Seconds, 28.0, 14.0), Some(2.0));
+        assert_eq!(speedup(Unit::Millis, 5.0, 10.0), Some(0.5));
+        assert_eq!(speedup(Unit::PerSecond, 100.0, 1300.0), Some(13.0));
+        assert_eq!(speedup(Unit::Seconds, 0.0, 1.0), None);
+        assert_eq!(speedup(Unit::Seconds, 1.0, f64::NAN), None);
+        assert_eq!(in_unit(Unit::PerSecond, 0.5, Some(100)), 200.0);
+        assert_eq!(in_unit(Unit::MillisPerElement, 0.3, Some(10)), 30.0);
+        assert_eq!(in_unit(Unit::Millis, 0.045, None), 45.0);
+        assert_eq!(
+            pick_size([16384, 1 << 20, 10_000_000], 10_000_000),
+            Some(10_000_000)
+        );
+        assert_eq!(pick_size([16384, 1 << 20], 10_000_000), Some(1 << 20));
+        assert_eq!(pick_size([], 5), None);
+    }
+
+    fn row_by_label(label: &str) -> Row {
+        rows().into_iter().find(|r| r.label == label).unwrap()
+    }
+
+    #[test]
+    fn ours_projects_linearly_and_says_so() {
+        let row = row_by_label("RR22 fast, 1e7 per side, LAN");
+        let mut all = Measurements::new();
+        assert!(ours(&row, &all).is_none(), "no data: not measured");
+        all.insert(
+            "psi/rr22_fast/lan/65536".into(),
+            Meas {
+                ns: 65_536.0 * 1000.0, // 1 µs per item
+                bytes: Some(65_536 * 30),
+                elements: None,
+                single: false,
+            },
+        );
+        // Another protocol's id that shares a prefix must not be taken.
+        all.insert(
+            "psi/rr22_fast/lan_other/999999999".into(),
+            Meas {
+                ns: 1.0,
+                bytes: None,
+                elements: None,
+                single: false,
+            },
+        );
+        let f = ours(&row, &all).unwrap();
+        assert!((f.value - 10.0).abs() < 1e-9, "{f:?}");
+        assert!((f.bytes.unwrap() - 3e8).abs() < 1.0);
+        assert!(f.note.contains("projected") && f.note.contains("2^16"));
+        // The document's size itself, when run, is taken as is.
+        all.insert(
+            "psi/rr22_fast/lan/10000000".into(),
+            Meas {
+                ns: 12e9,
+                bytes: None,
+                elements: None,
+                single: true,
+            },
+        );
+        let f = ours(&row, &all).unwrap();
+        assert_eq!(f.value, 12.0);
+        assert_eq!(f.note, "one run, n = 1e7");
+    }
+
+    #[test]
+    fn reference_figures() {
+        let row = row_by_label("KKRT16, 1e7 per side, LAN");
+        let mut a = Anchors::default();
+        assert!(reference(&row, &a).is_none());
+        parse_anchor_lines(
+            "{\"protocol\":\"PROTOCOL_KKRT\",\"n\":1000000,\"wall_s\":9.2,\"bytes_sent\":115000000}\n\
+             {\"protocol\":\"PROTOCOL_KKRT\",\"n\":1000000,\"wall_s\":7.5}\n\
+             {\"protocol\":\"PROTOCOL_KKRT\",\"n\":65536,\"wall_s\":0.6}\n\
+             {\"system\":\"obliv\",\"protocol\":\"kkrt\",\"n\":1000000,\"wall_s\":1.0}",
+            &mut a,
+        );
+        let (f, who) = reference(&row, &a).unwrap();
+        assert_eq!(who, "SecretFlow");
+        // Fastest run at the largest size (1e6), times 10.
+        assert!((f.value - 75.0).abs() < 1e-9);
+        assert!(f.note.contains("projected"));
+        let he = row_by_label("Paillier-2048 encryption, 1 thread (i5-8250U)");
+        parse_anchor_lines(
+            "{\"lib\":\"python-phe(gmpy2)\",\"scheme\":\"paillier\",\"bits\":2048,\"op\":\"encrypt\",\"s_per_op\":0.01}\n\
+             {\"lib\":\"python-phe x2 processes\",\"scheme\":\"paillier\",\"bits\":2048,\"op\":\"encrypt\",\"s_per_op\":0.005}",
+            &mut a,
+        );
+        let (f, _) = reference(&he, &a).unwrap();
+        assert!((f.value - 100.0).abs() < 1e-9, "1 / 0.01 s = 100 /s");
+        let pool = row_by_label("Paillier-2048 encryption, every core (i5-8250U, 7 processes)");
+        assert!((reference(&pool, &a).unwrap().0.value - 200.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn report_renders_missing_data_as_not_measured() {
+        let mut inp = Inputs {
+            cpu: "Test CPU".into(),
+            cores: 2,
+            written: "now".into(),
+            measurements_md: Some("# Measurements\n\n## Scale\n\nkept text\n".into()),
+            ..Inputs::default()
+        };
+        inp.ours.insert(
+            "psi/kkrt/lan/65536".into(),
+            Meas {
+                ns: 0.25e9,
+                bytes: Some(7_119_040),
+                elements: None,
+                single: false,
+            },
+        );
+        inp.ours.insert(
+            "primitives/aes_prg/65536".into(),
+            Meas {
+                ns: 1e5,
+                bytes: Some(1 << 20),
+                elements: None,
+                single: false,
+            },
+        );
+        let r = render(&inp);
+        let md = &r.markdown;
+        assert!(md.contains("**Partial**"));
+        assert!(md.contains("Test CPU (2 logical cores)"));
+        // KKRT 1e7 LAN: 0.25 s at 2^16 projected to 1e7 = 38.1 s; published 56 s: 1.47x.
+        let line = md
+            .lines()
+            .find(|l| l.starts_with("| KKRT16, 1e7 per side, LAN |"))
+            .unwrap();
+        assert!(line.contains("| 38.1 s |"), "{line}");
+        assert!(line.contains("| 1.47× |"), "{line}");
+        assert!(line.contains("not run here"), "{line}");
+        let line = md
+            .lines()
+            .find(|l| l.starts_with("| RR22 fast, 1e7 per side, LAN |"))
+            .unwrap();
+        assert!(line.contains("| not measured |"), "{line}");
+        assert!(md.contains("| `primitives/aes_prg/65536` |"));
+        assert!(
+            !md.contains("| `psi/kkrt/lan/65536` |"),
+            "matched ids are not repeated"
+        );
+        assert!(md.contains("### Scale") && md.contains("kept text"));
+        assert!(md.contains("not run (SecretFlow)"));
+        assert_eq!(r.plots.len(), 2);
+        assert!(r.plots[0].1.starts_with("<svg") && r.plots[0].1.contains("kkrt/lan"));
+    }
+
+    #[test]
+    fn side_by_side_pairs_and_targets() {
+        let mut a = Anchors::default();
+        parse_anchor_lines(
+            "{\"system\":\"obliv\",\"protocol\":\"kkrt\",\"n\":1000000,\"wall_s\":1.5,\"bytes\":111000000,\"date\":\"a\"}\n\
+             {\"system\":\"obliv\",\"protocol\":\"kkrt\",\"n\":1000000,\"wall_s\":1.25,\"bytes\":111000000,\"date\":\"b\"}\n\
+             {\"system\":\"secretflow\",\"protocol\":\"kkrt\",\"n\":1000000,\"wall_s\":5.0,\"bytes\":115000000,\"date\":\"b\"}",
+            &mut a,
+        );
+        let md = side_by_side(&a);
+        let line = md.lines().find(|l| l.starts_with("| KKRT16 |")).unwrap();
+        assert!(line.contains("| 1.25 s (1.50) | 5.00 s |"), "{line}");
+        assert!(line.contains("**4.00×**") && line.contains("met"), "{line}");
+        let paired = SIDE_BY_SIDE.iter().find(|r| r.paired).unwrap();
+        let lan = PsiRun {
+            system: "obliv".into(),
+            protocol: "ecdh_2pc".into(),
+            curve: "fourq".into(),
+            n: 65536,
+            link: "lan".into(),
+            wall_s: 0.8,
+            bytes: None,
+            date: "quiet".into(),
+            note: String::new(),
+        };
+        let lan_loaded = PsiRun {
+            wall_s: 1.4,
+            date: "loaded".into(),
+            ..lan.clone()
+        };
+        let wan_loaded = PsiRun {
+            wall_s: 1.45,
+            link: "wan100m10ms".into(),
+            ..lan_loaded.clone()
+        };
+        let (o, t) = side_pick(paired, &[&wan_loaded], &[&lan, &lan_loaded]);
+        assert_eq!((o.unwrap().wall_s, t.unwrap().wall_s), (1.45, 1.4));
+    }
+
+    #[test]
+    fn machine_and_formats() {
+        let cpu = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu aes avx2 avx512ifma\n\nprocessor\t: 1\nmodel name\t: AMD EPYC\n";
+        let (m, n, f) = parse_cpuinfo(cpu);
+        assert_eq!((m.as_str(), n), ("AMD EPYC", 2));
+        assert_eq!(f, ["aes", "avx2", "avx512ifma"]);
+        assert_eq!(parse_cpuinfo("").0, "unknown");
+        assert_eq!(utc_date(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc_date(1_796_040_000), "2026-11-30 12:00 UTC");
+        assert_eq!(fmt_n(65536), "2^16");
+        assert_eq!(fmt_n(10_000_000), "1e7");
+        assert_eq!(fmt_n(1000), "1e3");
+        assert_eq!(fmt_n(1500), "1500");
+        assert_eq!(fmt_bytes(7_119_040.0), "7.1 MB");
+    }
+}
