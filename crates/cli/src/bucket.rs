@@ -402,6 +402,9 @@ struct Entry {
 /// Bytes of one entry in memory and in a bucket file.
 const ENTRY_BYTES: usize = 24;
 
+/// Entries per chunk of a sub-bucket in memory (96 KiB).
+const CHUNK_ENTRIES: usize = 4096;
+
 impl Entry {
     fn sort_key(&self) -> (u64, u64) {
         (self.hi, self.lo)
@@ -412,7 +415,8 @@ impl Entry {
 /// hash word, held in memory up to a budget and appended to temporary files beyond it.
 #[derive(Debug)]
 pub struct Buckets {
-    mem: Vec<Vec<Entry>>,
+    /// Per sub-bucket, chunks of [`CHUNK_ENTRIES`] entries (no doubling of one large vector).
+    mem: Vec<Vec<Vec<Entry>>>,
     held: usize,
     budget: usize,
     tmp_root: PathBuf,
@@ -456,14 +460,14 @@ impl Bucket {
         }
     }
 
-    /// Groups `entries` by hash: a radix pass on the top bits of the (uniform) hash, then a
-    /// sort of each small group.
-    fn from_entries(entries: Vec<Entry>) -> Result<Self, CliError> {
-        let n = entries.len();
+    /// Groups the entries of `parts` by hash: a radix pass on the top bits of the (uniform)
+    /// hash, straight from the parts, then a sort of each small group.
+    fn from_parts(parts: Vec<Vec<Entry>>) -> Result<Self, CliError> {
+        let n: usize = parts.iter().map(Vec::len).sum();
         u32::try_from(n)
             .map_err(|_| CliError::Input(format!("a bucket of {n} rows is over 2^32")))?;
         let sorted = if n < 256 {
-            let mut v = entries;
+            let mut v: Vec<Entry> = parts.concat();
             v.sort_unstable_by_key(Entry::sort_key);
             v
         } else {
@@ -471,7 +475,7 @@ impl Bucket {
             let shift = 64 - bits;
             let group = |e: &Entry| usize::try_from(e.hi >> shift).unwrap_or(0);
             let mut starts = vec![0usize; (1 << bits) + 1];
-            for e in &entries {
+            for e in parts.iter().flatten() {
                 starts[group(e) + 1] += 1;
             }
             for g in 1..starts.len() {
@@ -479,12 +483,13 @@ impl Bucket {
             }
             let mut next = starts.clone();
             let mut out = vec![Entry::default(); n];
-            for e in &entries {
-                let g = group(e);
-                out[next[g]] = *e;
-                next[g] += 1;
+            for part in parts {
+                for e in &part {
+                    let g = group(e);
+                    out[next[g]] = *e;
+                    next[g] += 1;
+                }
             }
-            drop(entries);
             for w in starts.windows(2) {
                 if w[1] - w[0] > 1 {
                     out[w[0]..w[1]].sort_unstable_by_key(Entry::sort_key);
@@ -536,7 +541,15 @@ impl Buckets {
         let sub = self.mem.len();
         // The remainder is below `sub`, a usize.
         let s = usize::try_from(e.lo % sub as u64).unwrap_or(0);
-        self.mem[s].push(e);
+        let chunks = &mut self.mem[s];
+        match chunks.last_mut() {
+            Some(c) if c.len() < CHUNK_ENTRIES => c.push(e),
+            _ => {
+                let mut c = Vec::with_capacity(CHUNK_ENTRIES);
+                c.push(e);
+                chunks.push(c);
+            }
+        }
         self.held += ENTRY_BYTES;
     }
 
@@ -564,7 +577,7 @@ impl Buckets {
                 continue;
             }
             bytes.clear();
-            for e in &v {
+            for e in v.iter().flatten() {
                 bytes.extend_from_slice(&e.hi.to_le_bytes());
                 bytes.extend_from_slice(&e.lo.to_le_bytes());
                 bytes.extend_from_slice(&e.row.to_le_bytes());
@@ -629,24 +642,27 @@ impl Buckets {
     /// [`CliError::Input`] for I/O errors or a damaged bucket file.
     pub fn take(&mut self, b: usize, total: usize) -> Result<Bucket, CliError> {
         let sub = self.mem.len();
-        let mut entries: Vec<Entry> = Vec::new();
+        let mut parts: Vec<Vec<Entry>> = Vec::new();
         if total <= sub {
             for s in (b % total..sub).step_by(total.max(1)) {
-                let v = std::mem::take(&mut self.mem[s]);
-                if entries.is_empty() {
-                    entries = v;
-                } else {
-                    entries.extend_from_slice(&v);
-                }
-                self.read_file(s, &mut entries, |_| true)?;
+                let mut from_file = Vec::new();
+                self.read_file(s, &mut from_file, |_| true)?;
+                parts.push(from_file);
+                parts.append(&mut self.mem[s]);
             }
         } else {
             let s = b % sub;
             let mine = |e: &Entry| e.lo % total as u64 == b as u64;
-            entries.extend(self.mem[s].iter().filter(|e| mine(e)));
-            self.read_file(s, &mut entries, mine)?;
+            let mut v: Vec<Entry> = self.mem[s]
+                .iter()
+                .flatten()
+                .filter(|e| mine(e))
+                .copied()
+                .collect();
+            self.read_file(s, &mut v, mine)?;
+            parts.push(v);
         }
-        Bucket::from_entries(entries)
+        Bucket::from_parts(parts)
     }
 
     /// Whether some entries went to temporary files.

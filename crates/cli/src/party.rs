@@ -631,64 +631,90 @@ fn run_buckets<C: Channel>(
         "rows",
         shape.shard_rows.saturating_sub(resumed_rows),
     );
-    for &b in &todo {
-        bar.set_label(format!("psi bucket {}/{total}", b + 1));
-        let bucket = files.take(usize::try_from(b).unwrap_or(0), total_usize)?;
-        let keys = bucket.distinct();
-        let out = match cfg.protocol {
-            Protocol::Ecdh => {
-                let ch = session.channel(1 - cfg.rank)?;
-                ecdh::run(ch, role, &keys, &ecfg, &mut rng)?
+    // A reader thread prepares the next bucket (gathering and grouping its keys) while the
+    // protocol runs on the current one; the bounded queue keeps at most two ahead.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Result<bucket::Bucket, CliError>>(1);
+    let order = todo.clone();
+    let reader = move || {
+        for b in order {
+            let r = files.take(usize::try_from(b).unwrap_or(0), total_usize);
+            let failed = r.is_err();
+            // The loop below stopped (an error): nothing more to prepare.
+            if tx.send(r).is_err() || failed {
+                break;
             }
-            Protocol::Ecdh3pc => ecdh3::run(&mut session, cfg.receiver, &keys, &ecfg, &mut rng)?,
-            Protocol::Rr22(_) => {
-                let ch = session.channel(1 - cfg.rank)?;
-                match rr22_session.as_mut() {
-                    Some(s) => s.run(ch, &keys, &mut rng)?,
-                    None => return Err(CliError::Protocol("RR22 session missing".into())),
+        }
+    };
+    std::thread::scope(|scope| -> Result<(), CliError> {
+        // Owned here, so an early return drops it and the reader's `send` fails instead of
+        // blocking the scope's join.
+        let rx = rx;
+        scope.spawn(reader);
+        for &b in &todo {
+            bar.set_label(format!("psi bucket {}/{total}", b + 1));
+            let bucket = rx
+                .recv()
+                .map_err(|_| CliError::Input("the bucket reader stopped".into()))??;
+            let keys = bucket.distinct();
+            let out = match cfg.protocol {
+                Protocol::Ecdh => {
+                    let ch = session.channel(1 - cfg.rank)?;
+                    ecdh::run(ch, role, &keys, &ecfg, &mut rng)?
                 }
-            }
-            Protocol::Kkrt => {
-                let ch = session.channel(1 - cfg.rank)?;
-                match kkrt_session.as_mut() {
-                    Some(KkrtSession::Receiver(r)) => Some(r.run(ch, &keys, &mut rng)?),
-                    Some(KkrtSession::Sender(s)) => {
-                        s.run(ch, &keys, &mut rng)?;
-                        None
+                Protocol::Ecdh3pc => {
+                    ecdh3::run(&mut session, cfg.receiver, &keys, &ecfg, &mut rng)?
+                }
+                Protocol::Rr22(_) => {
+                    let ch = session.channel(1 - cfg.rank)?;
+                    match rr22_session.as_mut() {
+                        Some(s) => s.run(ch, &keys, &mut rng)?,
+                        None => return Err(CliError::Protocol("RR22 session missing".into())),
                     }
-                    None => return Err(CliError::Protocol("KKRT session missing".into())),
                 }
-            }
-        };
-        let mut result = BucketResult {
-            rows_in: bucket.rows_len() as u64,
-            keys_in: keys.len() as u64,
-            keys_out: 0,
-            rows: None,
-        };
-        if let Some(idx) = out {
-            result.keys_out = idx.len() as u64;
-            let mut hit = vec![false; keys.len()];
-            let mut matched: Vec<u64> = Vec::new();
-            for i in idx {
-                if let Some(h) = hit.get_mut(i).filter(|h| !**h) {
-                    *h = true;
-                    matched.extend_from_slice(bucket.rows_of(i));
+                Protocol::Kkrt => {
+                    let ch = session.channel(1 - cfg.rank)?;
+                    match kkrt_session.as_mut() {
+                        Some(KkrtSession::Receiver(r)) => Some(r.run(ch, &keys, &mut rng)?),
+                        Some(KkrtSession::Sender(s)) => {
+                            s.run(ch, &keys, &mut rng)?;
+                            None
+                        }
+                        None => return Err(CliError::Protocol("KKRT session missing".into())),
+                    }
                 }
+            };
+            let mut result = BucketResult {
+                rows_in: bucket.rows_len() as u64,
+                keys_in: keys.len() as u64,
+                keys_out: 0,
+                rows: None,
+            };
+            if let Some(idx) = out {
+                result.keys_out = idx.len() as u64;
+                let mut hit = vec![false; keys.len()];
+                let mut matched: Vec<u64> = Vec::new();
+                for i in idx {
+                    if let Some(h) = hit.get_mut(i).filter(|h| !**h) {
+                        *h = true;
+                        matched.extend_from_slice(bucket.rows_of(i));
+                    }
+                }
+                let sel = selected.get_or_insert_with(|| bucket::RowSet::new(shape.rows));
+                for &row in &matched {
+                    sel.insert(row);
+                }
+                result.rows = Some(matched);
             }
-            let sel = selected.get_or_insert_with(|| bucket::RowSet::new(shape.rows));
-            for &row in &matched {
-                sel.insert(row);
+            keys_in += result.keys_in;
+            keys_out += result.keys_out;
+            if let Some(cp) = cp.as_deref_mut() {
+                cp.save(b, &result)?;
             }
-            result.rows = Some(matched);
+            bar.inc(result.rows_in);
         }
-        keys_in += result.keys_in;
-        keys_out += result.keys_out;
-        if let Some(cp) = cp.as_deref_mut() {
-            cp.save(b, &result)?;
-        }
-        bar.inc(result.rows_in);
-    }
+        drop(rx);
+        Ok(())
+    })?;
     bar.set_label("psi");
     bar.finish();
     Ok(Outcome {
