@@ -41,6 +41,47 @@ pub(crate) trait Params: Copy + Send + Sync + 'static {
     const C2: [u8; 32];
     /// The group order `n` (prime), little-endian limbs.
     const N: [u64; 4];
+    /// `true` for a curve `y² = x³ + b` (`a = 0`, secp256k1), whose points only the
+    /// eight-lane kernel (`ifma_weierstrass`) handles: the formulas and the map to the curve of
+    /// this module are for `a = −3` and must not be used with it; `Z_NEG`, `C2` then describe
+    /// the SSWU map of the isogenous curve (RFC 9380 §8.7).
+    const A_IS_ZERO: bool = false;
+}
+
+/// secp256k1 (SEC 2), for the field arithmetic and the eight-lane kernel only (`a = 0`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Secp256k1Params;
+impl Params for Secp256k1Params {
+    const P: [u64; 4] = [
+        0xfffffffefffffc2f,
+        0xffffffffffffffff,
+        0xffffffffffffffff,
+        0xffffffffffffffff,
+    ];
+    const INV: u64 = 0xd838091dd2253531;
+    const R2: [u64; 4] = [0x7a2000e90a1, 0x1, 0x0, 0x0];
+    const ONE: [u64; 4] = [0x1000003d1, 0x0, 0x0, 0x0];
+    /// `7·R mod p`.
+    const B: [u64; 4] = [0x700001ab7, 0x0, 0x0, 0x0];
+    const Z_NEG: u64 = 11;
+    const C1: [u64; 4] = [
+        0xffffffffbfffff0b,
+        0xffffffffffffffff,
+        0xffffffffffffffff,
+        0x3fffffffffffffff,
+    ];
+    const C2: [u8; 32] = [
+        0x31, 0xfd, 0xf3, 0x02, 0x72, 0x40, 0x13, 0xe5, 0x7a, 0xd1, 0x3f, 0xb3, 0x8f, 0x84, 0x2a,
+        0xfe, 0xec, 0x18, 0x4f, 0x00, 0xa7, 0x47, 0x89, 0xdd, 0x28, 0x67, 0x29, 0xc8, 0x30, 0x3c,
+        0x4a, 0x59,
+    ];
+    const N: [u64; 4] = [
+        0xbfd25e8cd0364141,
+        0xbaaedce6af48a03b,
+        0xfffffffffffffffe,
+        0xffffffffffffffff,
+    ];
+    const A_IS_ZERO: bool = true;
 }
 
 /// NIST P-256.

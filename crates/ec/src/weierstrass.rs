@@ -31,33 +31,100 @@ macro_rules! impl_weierstrass {
         }
     }
     };
+    (@coords $krate:ident, $points:expr) => {{
+        // The crate normalises the inputs (one inversion).
+        let mut aff = vec![<$krate::AffinePoint as Default>::default(); $points.len()];
+        <$krate::ProjectivePoint as group::Curve>::batch_normalize($points, &mut aff);
+        aff.iter()
+            .map(|a| {
+                let s = $krate::elliptic_curve::sec1::ToSec1Point::to_sec1_point(a, false);
+                match (s.x(), s.y()) {
+                    (Some(x), Some(y)) => {
+                        let mut xb = [0u8; 32];
+                        let mut yb = [0u8; 32];
+                        xb.copy_from_slice(x.as_slice());
+                        yb.copy_from_slice(y.as_slice());
+                        Some((xb, yb))
+                    }
+                    _ => None,
+                }
+            })
+            .collect::<Vec<$crate::fastmul::AffineXy>>()
+    }};
+    (@decode $fast:ty) => {
+        fn decode_mul_and_encode_chunk<E: AsRef<[u8]>>(
+            encodings: &[E],
+            first_index: usize,
+            k: &SecretScalar<Self::ScalarInner>,
+            out: &mut [[u8; 33]],
+        ) -> Result<(), Error> {
+            let mut repr = ff::PrimeField::to_repr(&k.0);
+            let r = $crate::ifma_weierstrass::decode_mul_batch::<$fast, E>(
+                encodings,
+                repr.as_slice(),
+                out,
+            );
+            zeroize::Zeroize::zeroize(repr.as_mut_slice());
+            match r {
+                Some(Ok(())) => Ok(()),
+                // The lanes found the first rejected encoding: the serial decoder gives the
+                // same error (the lanes check the length, the tag, x < p and the square root,
+                // which is all SEC1 decoding checks on a cofactor-1 curve).
+                Some(Err(i)) => match encodings.get(i).map(|e| Self::decode(e.as_ref())) {
+                    Some(Err(source)) => Err(Error::Batch {
+                        index: first_index + i,
+                        source: Box::new(source),
+                    }),
+                    _ => $crate::weierstrass::decode_chunk_serial::<Self, E>(
+                        encodings,
+                        first_index,
+                        k,
+                        out,
+                    ),
+                },
+                None => $crate::weierstrass::decode_chunk_serial::<Self, E>(
+                    encodings,
+                    first_index,
+                    k,
+                    out,
+                ),
+            }
+        }
+    };
+    (@chunk $krate:ident $fast:ty, mul_only) => {
+        fn mul_and_encode_chunk(
+            points: &[Self::Point],
+            k: &SecretScalar<$krate::Scalar>,
+            out: &mut [[u8; 33]],
+        ) {
+            // Eight IFMA lanes (`ifma_weierstrass`) with the scalar recoded once; without
+            // them the crate's own multiplication and one normalisation for the chunk.
+            let coords = $crate::weierstrass::impl_weierstrass!(@coords $krate, points);
+            let mut repr = ff::PrimeField::to_repr(&k.0);
+            let done =
+                $crate::ifma_weierstrass::mul_affine_batch::<$fast>(&coords, repr.as_slice(), out);
+            zeroize::Zeroize::zeroize(repr.as_mut_slice());
+            if !done {
+                let prod: Vec<Self::Point> = points.iter().map(|p| p * &k.0).collect();
+                let mut aff = vec![<$krate::AffinePoint as Default>::default(); prod.len()];
+                <$krate::ProjectivePoint as group::Curve>::batch_normalize(&prod, &mut aff);
+                for (o, a) in out.iter_mut().zip(&aff) {
+                    *o = $crate::weierstrass::encode_affine::<$krate::AffinePoint>(a);
+                }
+            }
+        }
+
+        $crate::weierstrass::impl_weierstrass!(@decode $fast);
+    };
     (@chunk $krate:ident $fast:ty, $xmd:ty) => {
         fn mul_and_encode_chunk(
             points: &[Self::Point],
             k: &SecretScalar<$krate::Scalar>,
             out: &mut [[u8; 33]],
         ) {
-            // The crate normalises the inputs (one inversion); the multiplication and the
-            // output normalisation run in eight IFMA lanes (`ifma_weierstrass`) or, without
-            // them, in `fastmul`, with the scalar recoded once.
-            let mut aff = vec![<$krate::AffinePoint as Default>::default(); points.len()];
-            <$krate::ProjectivePoint as group::Curve>::batch_normalize(points, &mut aff);
-            let coords: Vec<$crate::fastmul::AffineXy> = aff
-                .iter()
-                .map(|a| {
-                    let s = $krate::elliptic_curve::sec1::ToSec1Point::to_sec1_point(a, false);
-                    match (s.x(), s.y()) {
-                        (Some(x), Some(y)) => {
-                            let mut xb = [0u8; 32];
-                            let mut yb = [0u8; 32];
-                            xb.copy_from_slice(x.as_slice());
-                            yb.copy_from_slice(y.as_slice());
-                            Some((xb, yb))
-                        }
-                        _ => None,
-                    }
-                })
-                .collect();
+            // The multiplication and the output normalisation run in eight IFMA lanes
+            // (`ifma_weierstrass`) or, without them, in `fastmul`, with the scalar recoded once.
+            let coords = $crate::weierstrass::impl_weierstrass!(@coords $krate, points);
             let mut repr = ff::PrimeField::to_repr(&k.0);
             if !$crate::ifma_weierstrass::mul_affine_batch::<$fast>(&coords, repr.as_slice(), out) {
                 let digits = $crate::fastmul::nibbles(repr.as_slice());
@@ -88,48 +155,11 @@ macro_rules! impl_weierstrass {
             }
         }
 
-        fn decode_mul_and_encode_chunk<E: AsRef<[u8]>>(
-            encodings: &[E],
-            first_index: usize,
-            k: &SecretScalar<$krate::Scalar>,
-            out: &mut [[u8; 33]],
-        ) -> Result<(), Error> {
-            let mut repr = ff::PrimeField::to_repr(&k.0);
-            let r = $crate::ifma_weierstrass::decode_mul_batch::<$fast, E>(
-                encodings,
-                repr.as_slice(),
-                out,
-            );
-            zeroize::Zeroize::zeroize(repr.as_mut_slice());
-            match r {
-                Some(Ok(())) => Ok(()),
-                // The lanes found the first rejected encoding: the serial decoder gives the
-                // same error (it rejects a superset: the lanes check format, x < p and the
-                // square root, which is all SEC1 decoding checks on a cofactor-1 curve).
-                Some(Err(i)) => match encodings.get(i).map(|e| Self::decode(e.as_ref())) {
-                    Some(Err(source)) => Err(Error::Batch {
-                        index: first_index + i,
-                        source: Box::new(source),
-                    }),
-                    _ => $crate::weierstrass::decode_chunk_serial::<Self, E>(
-                        encodings,
-                        first_index,
-                        k,
-                        out,
-                    ),
-                },
-                None => $crate::weierstrass::decode_chunk_serial::<Self, E>(
-                    encodings,
-                    first_index,
-                    k,
-                    out,
-                ),
-            }
-        }
+        $crate::weierstrass::impl_weierstrass!(@decode $fast);
     };
     (
         $group:ident, $krate:ident, name: $name:expr, suite: $suite:expr, dst: $dst:expr,
-        hash: $hash:path $(, fast: $fast:ty, xmd: $xmd:ty)?
+        hash: $hash:path $(, fast: $fast:ty, xmd: $($xmd:tt)+)?
     ) => {
         impl PrimeGroup for $group {
             const NAME: &'static str = $name;
@@ -245,7 +275,7 @@ macro_rules! impl_weierstrass {
                 Ok(s)
             }
 
-            $crate::weierstrass::impl_weierstrass!(@chunk $krate $($fast, $xmd)?);
+            $crate::weierstrass::impl_weierstrass!(@chunk $krate $($fast, $($xmd)+)?);
         }
     };
 }
@@ -320,7 +350,9 @@ impl_weierstrass!(
     name: "secp256k1",
     suite: "secp256k1_XMD:SHA-256_SSWU_RO_",
     dst: b"obliv-ec-v1-secp256k1_XMD:SHA-256_SSWU_RO_",
-    hash: hash_k256
+    hash: hash_k256,
+    fast: crate::fastmul::Secp256k1Params,
+    xmd: mul_only
 );
 
 impl_weierstrass!(

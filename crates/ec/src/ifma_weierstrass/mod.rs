@@ -330,10 +330,25 @@ mod lanes {
             }
         }
 
-        /// `2P`, `dbl-2001-b` (`a = −3`): 3M + 5S.
+        /// `2P`: `dbl-2001-b` (`a = −3`, 3M + 5S) or, for `a = 0`, `dbl-2009-l` (2M + 5S).
         #[inline]
         #[target_feature(enable = "avx512f,avx512ifma")]
         fn dbl(&self) -> Self {
+            if C::A_IS_ZERO {
+                let a = self.x.square();
+                let b = self.y.square();
+                let c = b.square();
+                let d = self.x.add(&b).square().sub(&a).sub(&c).double();
+                let e = a.double().add(&a);
+                let x3 = e.square().sub(&d.double());
+                let y3 = e.mul(&d.sub(&x3)).sub(&c.double().double().double());
+                let z3 = self.y.mul(&self.z).double();
+                return P8 {
+                    x: x3,
+                    y: y3,
+                    z: z3,
+                };
+            }
             let delta = self.z.square();
             let gamma = self.y.square();
             let beta = self.x.mul(&gamma);
@@ -632,7 +647,12 @@ mod lanes {
                 odd |= s << l;
             }
             let x = F8::from_lanes(&xl);
-            let rhs = x.square().sub(&three).mul(&x).add(&sswu.b);
+            let x2 = if C::A_IS_ZERO {
+                x.square()
+            } else {
+                x.square().sub(&three)
+            };
+            let rhs = x2.mul(&x).add(&sswu.b);
             let y = rhs.pow_public(&e);
             let ok = y.square().eq(&rhs);
             // Lanes past the end of the input are not checked.
@@ -660,7 +680,7 @@ mod lanes {
     mod tests {
         //! Field lanes against the serial `fastmul` field.
         use super::*;
-        use crate::fastmul::{Fe, P256Params, Sm2Params};
+        use crate::fastmul::{Fe, P256Params, Secp256k1Params, Sm2Params};
         use proptest::prelude::*;
 
         fn field_ops<C: Params>(a: [u64; 4], b: [u64; 4]) {
@@ -730,6 +750,11 @@ mod lanes {
                     field_ops::<P256Params>(a, b);
                 }
             }
+            for a in edge::<Secp256k1Params>() {
+                for b in edge::<Secp256k1Params>() {
+                    field_ops::<Secp256k1Params>(a, b);
+                }
+            }
         }
 
         proptest! {
@@ -739,6 +764,7 @@ mod lanes {
                 if super::super::available() {
                     field_ops::<Sm2Params>(a, b);
                     field_ops::<P256Params>(a, b);
+                    field_ops::<Secp256k1Params>(a, b);
                 }
             }
         }
@@ -752,7 +778,7 @@ mod tests {
     //! sizes around the lane count, special scalars, and rejections at the same index.
     use super::*;
     use crate::fastmul::{
-        P256Params, Sm2Params, hash_to_curve, mul_affine_batch as serial, nibbles,
+        P256Params, Secp256k1Params, Sm2Params, hash_to_curve, mul_affine_batch as serial, nibbles,
     };
     use k256::hash2curve::ExpandMsgXmd;
     use rand::{RngExt, SeedableRng};
@@ -881,6 +907,79 @@ mod tests {
             return;
         }
         check_curve::<P256Params, ExpandMsgXmd<sha2::Sha256>>();
+    }
+
+    fn k256_xy(p: &k256::ProjectivePoint) -> AffineXy {
+        use k256::elliptic_curve::sec1::ToSec1Point;
+        let s = group::Curve::to_affine(p).to_sec1_point(false);
+        match (s.x(), s.y()) {
+            (Some(x), Some(y)) => Some((
+                x.as_slice().try_into().unwrap(),
+                y.as_slice().try_into().unwrap(),
+            )),
+            _ => None,
+        }
+    }
+
+    fn k256_enc(p: &k256::ProjectivePoint) -> [u8; 33] {
+        let b = group::GroupEncoding::to_bytes(&group::Curve::to_affine(p));
+        b.as_slice().try_into().unwrap()
+    }
+
+    #[test]
+    fn lanes_match_k256() {
+        use ff::PrimeField;
+        use k256::hash2curve::hash_from_bytes;
+        if !available() {
+            eprintln!("no AVX-512 IFMA: lanes not tested");
+            return;
+        }
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let ks = scalars::<Secp256k1Params>(&mut rng);
+        for &n in &[0usize, 1, 7, 8, 9, 1000] {
+            let mut pts: Vec<k256::ProjectivePoint> = (0..n)
+                .map(|i| {
+                    hash_from_bytes::<k256::Secp256k1, ExpandMsgXmd<sha2::Sha256>>(
+                        &[format!("k256 item {i}").as_bytes()],
+                        &[b"DST"],
+                    )
+                    .unwrap()
+                })
+                .collect();
+            let encs: Vec<[u8; 33]> = pts.iter().map(k256_enc).collect();
+            if n > 3 {
+                pts[2] = k256::ProjectivePoint::IDENTITY;
+            }
+            let coords: Vec<AffineXy> = pts.iter().map(k256_xy).collect();
+            let kset: Vec<&[u8; 32]> = match n {
+                9 => ks.iter().collect(),
+                1000 => ks.iter().skip(ks.len() - 1).collect(),
+                _ => ks.iter().skip(ks.len() - 3).collect(),
+            };
+            for k in kset {
+                let s = Option::<k256::Scalar>::from(k256::Scalar::from_repr((*k).into())).unwrap();
+                let want: Vec<[u8; 33]> = pts.iter().map(|p| k256_enc(&(p * &s))).collect();
+                let mut got = vec![[1u8; 33]; n];
+                assert!(mul_affine_batch::<Secp256k1Params>(&coords, k, &mut got));
+                assert_eq!(got, want, "mul n={n}");
+                let want: Vec<[u8; 33]> = encs
+                    .iter()
+                    .map(|e| {
+                        let p = Option::<k256::AffinePoint>::from(
+                            <k256::AffinePoint as group::GroupEncoding>::from_bytes(&(*e).into()),
+                        )
+                        .unwrap();
+                        k256_enc(&(k256::ProjectivePoint::from(p) * s))
+                    })
+                    .collect();
+                let mut got = vec![[1u8; 33]; n];
+                assert_eq!(
+                    decode_mul_batch::<Secp256k1Params, _>(&encs, k, &mut got),
+                    Some(Ok(()))
+                );
+                assert_eq!(got, want, "decode n={n}");
+            }
+        }
     }
 
     #[test]
