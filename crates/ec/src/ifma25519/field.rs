@@ -32,8 +32,8 @@
 
 use core::arch::x86_64::{
     __m512i, __mmask8, _mm512_add_epi64, _mm512_and_si512, _mm512_cmpeq_epi64_mask,
-    _mm512_madd52hi_epu64, _mm512_madd52lo_epu64, _mm512_mask_blend_epi64, _mm512_mullo_epi64,
-    _mm512_or_si512, _mm512_set_epi64, _mm512_set1_epi64, _mm512_setzero_si512, _mm512_slli_epi64,
+    _mm512_madd52hi_epu64, _mm512_madd52lo_epu64, _mm512_mask_blend_epi64, _mm512_or_si512,
+    _mm512_set_epi64, _mm512_set1_epi64, _mm512_setzero_si512, _mm512_slli_epi64,
     _mm512_srli_epi64, _mm512_storeu_si512, _mm512_sub_epi64, _mm512_test_epi64_mask,
 };
 
@@ -89,14 +89,22 @@ fn carry(x: [__m512i; 5]) -> F8 {
     ])
 }
 
-/// `rₖ = cₖ + 19·cₖ₊₅` for `k = 0…4` (`2^255 ≡ 19`), `19·c` by `vpmullq`, then one
+/// `19·x` lane-wise as `x + 2x + 16x` (two shifts and two additions instead of a
+/// `vpmullq`, which competes with the IFMA products for the multiplier ports). `x < 2^59.7`:
+/// no overflow.
+#[inline]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+fn mul19(x: __m512i) -> __m512i {
+    add(add(x, _mm512_slli_epi64::<1>(x)), _mm512_slli_epi64::<4>(x))
+}
+
+/// `rₖ = cₖ + 19·cₖ₊₅` for `k = 0…4` (`2^255 ≡ 19`), `19·c` by [`mul19`], then one
 /// carry step is left to the caller ([`U8`]). The columns `cₖ` (`k = 0…9`) must be below
 /// `15·2^52`, so that `rₖ < 300·2^52 < 2^60.3`.
 #[inline]
 #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 fn fold(col: impl Fn(usize) -> __m512i) -> U8 {
-    let r19 = splat(19);
-    let r = |k: usize| add(col(k), _mm512_mullo_epi64(col(k + 5), r19));
+    let r = |k: usize| add(col(k), mul19(col(k + 5)));
     U8([r(0), r(1), r(2), r(3), r(4)])
 }
 
@@ -137,6 +145,34 @@ impl U8 {
     pub(crate) fn reduce(&self) -> F8 {
         carry(self.0)
     }
+}
+
+/// The five folded, uncarried limbs of `x·y` (limbs below `2^60.3`; see [`F8::mul`]): one
+/// body for [`F8::mul`] and [`F8::mul_nc`], so that `mul` carries the limbs in registers
+/// rather than through the memory a call to `mul_nc` would return them in.
+macro_rules! mul_columns {
+    ($x:expr, $y:expr) => {{
+        let x: &[__m512i; 5] = $x;
+        let y: &[__m512i; 5] = $y;
+        // Column by column (product scanning), the high columns first so that each low
+        // column is folded as soon as it is complete: few accumulators live at once.
+        let col = |k: usize| {
+            let z = _mm512_setzero_si512();
+            let (mut l, mut h) = (z, z);
+            for i in k.saturating_sub(4)..=k.min(4) {
+                l = lo(l, x[i], y[k - i]);
+            }
+            if k >= 1 {
+                for i in (k - 1).saturating_sub(4)..=(k - 1).min(4) {
+                    h = hi(h, x[i], y[k - 1 - i]);
+                }
+            }
+            add(l, _mm512_slli_epi64::<1>(h))
+        };
+        let high = [col(5), col(6), col(7), col(8), col(9)];
+        let r = |k: usize| add(col(k), mul19(high[k]));
+        [r(0), r(1), r(2), r(3), r(4)]
+    }};
 }
 
 impl F8 {
@@ -358,7 +394,7 @@ impl F8 {
     #[inline(never)]
     #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn mul(&self, rhs: &F8) -> F8 {
-        self.mul_nc(rhs).reduce()
+        carry(mul_columns!(&self.0, &rhs.0))
     }
 
     /// `a²`, reduced.
@@ -372,27 +408,7 @@ impl F8 {
     #[inline]
     #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn mul_nc(&self, rhs: &F8) -> U8 {
-        let x = &self.0;
-        let y = &rhs.0;
-        // Column by column (product scanning), the high columns first so that each low
-        // column is folded as soon as it is complete: few accumulators live at once.
-        let col = |k: usize| {
-            let z = _mm512_setzero_si512();
-            let (mut l, mut h) = (z, z);
-            for i in k.saturating_sub(4)..=k.min(4) {
-                l = lo(l, x[i], y[k - i]);
-            }
-            if k >= 1 {
-                for i in (k - 1).saturating_sub(4)..=(k - 1).min(4) {
-                    h = hi(h, x[i], y[k - 1 - i]);
-                }
-            }
-            add(l, _mm512_slli_epi64::<1>(h))
-        };
-        let high = [col(5), col(6), col(7), col(8), col(9)];
-        let r19 = splat(19);
-        let r = |k: usize| add(col(k), _mm512_mullo_epi64(high[k], r19));
-        U8([r(0), r(1), r(2), r(3), r(4)])
+        U8(mul_columns!(&self.0, &rhs.0))
     }
 
     /// `a²`: the 15 distinct products, the off-diagonal ones counted twice (weights 2 and 4
@@ -421,76 +437,118 @@ impl F8 {
         fold(col)
     }
 
-    /// `a^(2^k)` for `k ≥ 1`.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    pub(crate) fn pow2k(&self, k: u32) -> F8 {
-        let mut t = self.square();
-        for _ in 1..k {
-            t = t.square();
-        }
-        t
-    }
-
-    /// `a^(2^250 − 1)` and `a^11`, dalek's addition chain (`FieldElement::pow22501`).
-    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    fn pow22501(&self) -> (F8, F8) {
-        let t0 = self.square();
-        let t1 = t0.square().square();
-        let t2 = self.mul(&t1);
-        let t3 = t0.mul(&t2);
-        let t4 = t3.square();
-        let t5 = t2.mul(&t4);
-        let t6 = t5.pow2k(5);
-        let t7 = t6.mul(&t5);
-        let t8 = t7.pow2k(10);
-        let t9 = t8.mul(&t7);
-        let t10 = t9.pow2k(20);
-        let t11 = t10.mul(&t9);
-        let t12 = t11.pow2k(10);
-        let t13 = t12.mul(&t7);
-        let t14 = t13.pow2k(50);
-        let t15 = t14.mul(&t13);
-        let t16 = t15.pow2k(100);
-        let t17 = t16.mul(&t15);
-        let t18 = t17.pow2k(50);
-        let t19 = t18.mul(&t13);
-        (t19, t3)
-    }
-
-    /// `a^((p − 5)/8) = a^(2^252 − 3)`.
-    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    pub(crate) fn pow_p58(&self) -> F8 {
-        let (t19, _) = self.pow22501();
-        self.mul(&t19.pow2k(2))
-    }
-
     /// `a^(p − 2) = a^{−1}` (`0` for `0`).
     #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn invert(&self) -> F8 {
-        let (t19, t3) = self.pow22501();
-        t19.pow2k(5).mul(&t3)
+        let (t19, t3) = pow22501_n(&[*self]);
+        let t = pow2k_n(&t19, 5);
+        t[0].mul(&t3[0])
     }
 
     /// RFC 9496 §4.2 `SQRT_RATIO_M1(u, v)` (dalek's `FieldElement::sqrt_ratio_i`): the lanes
     /// where `u/v` is a non-zero square (or `u = 0`), and the non-negative `r` with
     /// `r² = u/v`, or `r² = i·u/v` where `u/v` is not a square.
+    #[cfg(test)]
     #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(crate) fn sqrt_ratio_i(u: &F8, v: &F8) -> (__mmask8, F8) {
-        let v3 = v.square().mul(v);
-        let v7 = v3.square().mul(v);
-        let r = u.mul(&v3).mul(&u.mul(&v7).pow_p58());
-        let check = v.mul(&r.square());
-        let i = F8::splat(SQRT_M1);
-        let neg_u = u.neg();
-        let correct_sign = check.ct_eq(u);
-        let flipped_sign = check.ct_eq(&neg_u);
-        let flipped_sign_i = check.ct_eq(&neg_u.mul(&i));
-        let r_prime = i.mul(&r);
-        let r = F8::select(&r, &r_prime, flipped_sign | flipped_sign_i);
-        let r = r.cond_neg(r.is_negative());
-        (correct_sign | flipped_sign, r)
+        let (m, r) = sqrt_ratio_i_n(&[*u], &[*v]);
+        (m[0], r[0])
     }
+}
+
+/// `aⱼ²` for each of `N` independent vectors: the `N` squarings stand side by side in the
+/// instruction stream, so that one chain's IFMA latency (a squaring depends on the previous
+/// one in an exponentiation) is hidden behind the others' products.
+#[inline]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+pub(crate) fn square_n<const N: usize>(a: &[F8; N]) -> [F8; N] {
+    let mut o = *a;
+    for (o, a) in o.iter_mut().zip(a) {
+        *o = a.square();
+    }
+    o
+}
+
+/// `aⱼ·bⱼ` for each of `N` independent vectors (see [`square_n`]).
+#[inline]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+pub(crate) fn mul_n<const N: usize>(a: &[F8; N], b: &[F8; N]) -> [F8; N] {
+    let mut o = *a;
+    for ((o, a), b) in o.iter_mut().zip(a).zip(b) {
+        *o = a.mul(b);
+    }
+    o
+}
+
+/// `aⱼ^(2^k)` for `k ≥ 1`, the `N` chains interleaved.
+#[inline]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+pub(crate) fn pow2k_n<const N: usize>(a: &[F8; N], k: u32) -> [F8; N] {
+    let mut t = square_n(a);
+    for _ in 1..k {
+        t = square_n(&t);
+    }
+    t
+}
+
+/// `aⱼ^(2^250 − 1)` and `aⱼ^11` (dalek's addition chain `FieldElement::pow22501`: 249
+/// squarings and 10 multiplications per chain), `N` chains interleaved.
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+pub(crate) fn pow22501_n<const N: usize>(a: &[F8; N]) -> ([F8; N], [F8; N]) {
+    let t0 = square_n(a);
+    let t1 = pow2k_n(&t0, 2);
+    let t2 = mul_n(a, &t1);
+    let t3 = mul_n(&t0, &t2);
+    let t4 = square_n(&t3);
+    let t5 = mul_n(&t2, &t4);
+    let t6 = pow2k_n(&t5, 5);
+    let t7 = mul_n(&t6, &t5);
+    let t8 = pow2k_n(&t7, 10);
+    let t9 = mul_n(&t8, &t7);
+    let t10 = pow2k_n(&t9, 20);
+    let t11 = mul_n(&t10, &t9);
+    let t12 = pow2k_n(&t11, 10);
+    let t13 = mul_n(&t12, &t7);
+    let t14 = pow2k_n(&t13, 50);
+    let t15 = mul_n(&t14, &t13);
+    let t16 = pow2k_n(&t15, 100);
+    let t17 = mul_n(&t16, &t15);
+    let t18 = pow2k_n(&t17, 50);
+    let t19 = mul_n(&t18, &t13);
+    (t19, t3)
+}
+
+/// RFC 9496 §4.2 `SQRT_RATIO_M1(uⱼ, vⱼ)` (dalek's `FieldElement::sqrt_ratio_i`) for `N`
+/// independent vectors, the exponentiations interleaved: per vector the lanes where `u/v` is
+/// a non-zero square (or `u = 0`), and the non-negative `r` with `r² = u/v`, or `r² = i·u/v`
+/// where `u/v` is not a square. Per lane: 252 squarings and 17 multiplications (`u = 1`
+/// costs the same; the three products by `u` are a small share).
+#[allow(clippy::needless_range_loop)] // parallel per-group arrays, indexed together
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+pub(crate) fn sqrt_ratio_i_n<const N: usize>(u: &[F8; N], v: &[F8; N]) -> ([__mmask8; N], [F8; N]) {
+    let v3 = mul_n(&square_n(v), v);
+    let v7 = mul_n(&square_n(&v3), v);
+    let uv3 = mul_n(u, &v3);
+    let uv7 = mul_n(u, &v7);
+    // (u·v^7)^((p − 5)/8) = (u·v^7)^(2^252 − 3).
+    let (t19, _) = pow22501_n(&uv7);
+    let p58 = mul_n(&uv7, &pow2k_n(&t19, 2));
+    let r = mul_n(&uv3, &p58);
+    let check = mul_n(v, &square_n(&r));
+    let i = F8::splat(SQRT_M1);
+    let mut ok = [0; N];
+    let mut out = r;
+    for j in 0..N {
+        let neg_u = u[j].neg();
+        let correct_sign = check[j].ct_eq(&u[j]);
+        let flipped_sign = check[j].ct_eq(&neg_u);
+        let flipped_sign_i = check[j].ct_eq(&neg_u.mul(&i));
+        let r_prime = i.mul(&r[j]);
+        let rj = F8::select(&r[j], &r_prime, flipped_sign | flipped_sign_i);
+        out[j] = rj.cond_neg(rj.is_negative());
+        ok[j] = correct_sign | flipped_sign;
+    }
+    (ok, out)
 }
 
 /// The five 51-bit limbs of a 32-byte little-endian string (bit 255 ignored).

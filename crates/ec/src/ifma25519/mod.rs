@@ -13,7 +13,16 @@
 //!   of Hisil–Wong–Carter–Dawson ("Twisted Edwards curves revisited", ASIACRYPT 2008, §3.1
 //!   and §3.3, `a = −1`) in dalek's completed/projective/extended representation (the same
 //!   sequence as dalek's serial `variable_base::mul`);
-//! * encoding: RFC 9496 §4.3.2 in lanes (one inverse square root per point).
+//! * encoding: `[k]P = [2]([k/2]P)` with dalek's batched double-and-encode formulas in lanes
+//!   and one eight-lane inversion per chunk (Montgomery's trick across the groups).
+//!
+//! Field operations per point (S squarings of 15 IFMA products, M multiplications of 25,
+//! each product two IFMA instructions): decoding 257S + 27M (252S + 17M of them the
+//! `SQRT_RATIO_M1`); table 64M; 63 digits × (16S + 20M) plus 8M for the top digit and the
+//! final conversion; double-and-encode 12S + 17M (the shared inversion amortised over a
+//! chunk of 256). Decode + `[k]P` + encode: ≈ 1277S + 1376M ≈ 13 400 IFMA instructions per
+//! point. The hash path replaces the decoding by two Elligator maps and their sum
+//! (512S + 71M), ≈ 1532S + 1420M.
 //!
 //! Constant time in the scalar: the digit is the same in all lanes, so the table entry is
 //! chosen by scanning all eight entries with a broadcast mask (no index or branch on the
@@ -35,7 +44,7 @@ use field::{
     SQRT_AD_MINUS_ONE, SQRT_M1, U8,
 };
 use subtle::ConstantTimeEq;
-use zeroize::Zeroizing;
+use zeroize::{Zeroize, Zeroizing};
 
 /// Proof that the running CPU has AVX-512F and AVX-512 IFMA (only [`Ifma::detect`] makes one).
 #[derive(Clone, Copy, Debug)]
@@ -244,12 +253,12 @@ impl Niels8 {
     }
 }
 
-/// `[d]P` from the table `[1..8]P` for a digit `d ∈ [−8, 8]` that is the same in every lane:
-/// all eight entries are read and blended under a broadcast mask, then negated under a mask
-/// (dalek's `LookupTable::select`, with AVX-512 mask registers for `subtle`'s selects).
+/// The selection masks of a digit `d ∈ [−8, 8]` that is the same in every lane: `abs[j]` is
+/// all-ones iff `|d| = j + 1`, `neg` iff `d < 0` — computed without a branch or an index on
+/// `d` (dalek's `LookupTable::select`, with AVX-512 mask registers for `subtle`'s selects).
+/// The caller zeroizes them after use.
 #[inline]
-#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-fn select(table: &[Niels8; 8], d: i8) -> Niels8 {
+fn digit_masks(d: i8) -> ([__mmask8; 8], __mmask8) {
     let sign = d >> 7; // −1 or 0
     // |d| ≤ 8: the cast is lossless.
     #[allow(clippy::cast_sign_loss)]
@@ -258,6 +267,17 @@ fn select(table: &[Niels8; 8], d: i8) -> Niels8 {
     for (m, j) in masks.iter_mut().zip(1u8..) {
         *m = 0u8.wrapping_sub(abs.ct_eq(&j).unwrap_u8());
     }
+    #[allow(clippy::cast_sign_loss)]
+    let neg: __mmask8 = 0u8.wrapping_sub((sign as u8) & 1);
+    (masks, neg)
+}
+
+/// `[d]P` from the table `[1..8]P` given the masks of `d` ([`digit_masks`]): all eight
+/// entries are read and blended under the broadcast masks (no secret index), then negated
+/// under the sign mask.
+#[inline]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+fn select(table: &[Niels8; 8], masks: &[__mmask8; 8], neg: __mmask8) -> Niels8 {
     // One coordinate at a time over all entries, so that only five accumulators are live
     // (and each mask is loaded into a mask register once per coordinate).
     let scan = |get: fn(&Niels8) -> &F8, init: F8| {
@@ -276,12 +296,15 @@ fn select(table: &[Niels8; 8], d: i8) -> Niels8 {
         z: scan(|e| &e.z, id.z),
         t2d: scan(|e| &e.t2d, id.t2d),
     };
-    #[allow(clippy::cast_sign_loss)]
-    let neg: __mmask8 = 0u8.wrapping_sub((sign as u8) & 1);
     t.cond_neg(neg)
 }
 
-/// `[k]P` in every lane for the digits of `k` (dalek's serial `variable_base::mul`).
+/// `[k]P` in every lane for the digits of `k` (dalek's serial `variable_base::mul`: per
+/// digit from the top, four doublings and one addition of a table entry).
+///
+/// Per point: table `[1..8]P` 64 multiplications; per digit 20 multiplications and 16
+/// squarings (4 × (4S + 3M) doublings with the last one to extended coordinates, +1M; the
+/// addition 4M and its conversion to projective 3M).
 #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 fn mul8(p: &Ext8, digits: &[i8; 64]) -> Ext8 {
     let mut table = [p.to_niels(); 8];
@@ -294,15 +317,19 @@ fn mul8(p: &Ext8, digits: &[i8; 64]) -> Ext8 {
         z: F8::one(),
         t: F8::zero(),
     };
-    let mut acc = identity.add_niels(&select(&table, digits[63]));
+    let (mut masks, mut neg) = digit_masks(digits[63]);
+    let mut acc = identity.add_niels(&select(&table, &masks, neg));
     for i in (0..63).rev() {
         let mut q = acc.to_proj();
         q = q.double().to_proj();
         q = q.double().to_proj();
         q = q.double().to_proj();
         let e = q.double().to_ext();
-        acc = e.add_niels(&select(&table, digits[i]));
+        (masks, neg) = digit_masks(digits[i]);
+        acc = e.add_niels(&select(&table, &masks, neg));
     }
+    masks.zeroize();
+    neg.zeroize();
     acc.to_ext()
 }
 
@@ -315,33 +342,55 @@ fn is_canonical(b: &[u8; 32]) -> bool {
     !(b[31] == 0x7f && b[1..31].iter().all(|&x| x == 0xff) && b[0] >= 0xed)
 }
 
-/// RFC 9496 §4.3.1 decoding of eight encodings (dalek's `CompressedRistretto::decompress`):
-/// the lanes that hold valid encodings, and the decoded points (meaningless in the others).
+/// RFC 9496 §4.3.1 decoding of `N` groups of eight encodings (dalek's
+/// `CompressedRistretto::decompress`), the `N` inverse square roots interleaved: per group the
+/// lanes that hold valid encodings, and the decoded points (meaningless in the others).
+///
+/// Per point: 3 squarings and 9 multiplications around one `SQRT_RATIO_M1` (252S + 17M).
+#[allow(clippy::needless_range_loop)] // parallel per-group arrays, indexed together
 #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-fn decode8(bytes: &[[u8; 32]; 8]) -> (__mmask8, Ext8) {
-    let mut byte_ok: __mmask8 = 0;
-    for (lane, b) in bytes.iter().enumerate() {
-        // Canonical and non-negative (the low bit of a canonical value is its sign).
-        let ok = is_canonical(b) && b[0] & 1 == 0;
-        byte_ok |= u8::from(ok) << lane;
-    }
+fn decode_n<const N: usize>(bytes: &[[[u8; 32]; 8]; N]) -> ([__mmask8; N], [Ext8; N]) {
     let one = F8::one();
-    let s = F8::from_bytes(bytes);
-    let ss = s.square();
-    let u1 = one.sub(&ss);
-    let u2 = one.add(&ss);
-    let u2_sqr = u2.square();
     let neg_d = F8::splat(EDWARDS_D).neg();
-    let v = neg_d.mul(&u1.square()).sub(&u2_sqr);
-    let (ok, inv) = F8::sqrt_ratio_i(&one, &v.mul(&u2_sqr));
-    let dx = inv.mul(&u2);
-    let dy = inv.mul(&dx.mul(&v));
-    let x = s.add(&s).mul(&dx);
-    let x = x.cond_neg(x.is_negative());
-    let y = u1.mul(&dy);
-    let t = x.mul(&y);
-    let valid = byte_ok & ok & !t.is_negative() & !y.is_zero();
-    (valid, Ext8 { x, y, z: one, t })
+    let mut s = [one; N];
+    let mut u1 = [one; N];
+    let mut u2 = [one; N];
+    let mut v = [one; N];
+    let mut vu2 = [one; N];
+    for j in 0..N {
+        s[j] = F8::from_bytes(&bytes[j]);
+        let ss = s[j].square();
+        u1[j] = one.sub(&ss);
+        u2[j] = one.add(&ss);
+        let u2_sqr = u2[j].square();
+        v[j] = neg_d.mul(&u1[j].square()).sub(&u2_sqr);
+        vu2[j] = v[j].mul(&u2_sqr);
+    }
+    let (ok, inv) = field::sqrt_ratio_i_n(&[one; N], &vu2);
+    let mut valid = [0; N];
+    let mut pts = [Ext8 {
+        x: one,
+        y: one,
+        z: one,
+        t: one,
+    }; N];
+    for j in 0..N {
+        let mut byte_ok: __mmask8 = 0;
+        for (lane, b) in bytes[j].iter().enumerate() {
+            // Canonical and non-negative (the low bit of a canonical value is its sign).
+            let ok = is_canonical(b) && b[0] & 1 == 0;
+            byte_ok |= u8::from(ok) << lane;
+        }
+        let dx = inv[j].mul(&u2[j]);
+        let dy = inv[j].mul(&dx.mul(&v[j]));
+        let x = s[j].add(&s[j]).mul(&dx);
+        let x = x.cond_neg(x.is_negative());
+        let y = u1[j].mul(&dy);
+        let t = x.mul(&y);
+        valid[j] = byte_ok & ok[j] & !t.is_negative() & !y.is_zero();
+        pts[j] = Ext8 { x, y, z: one, t };
+    }
+    (valid, pts)
 }
 
 /// RFC 9496 §4.3.2 encoding of eight points (dalek's `RistrettoPoint::compress`); the batch
@@ -381,11 +430,15 @@ struct DoubleEncode {
     h: F8,
     eg: F8,
     fh: F8,
+    /// `efgh`, with 1 in the lanes where it is 0 (so that one such lane does not spoil the
+    /// shared inversion of the others).
+    factor: F8,
     /// Lanes where `efgh = 0`: `Q` in the 4-torsion, i.e. `2Q` is the identity (encoding 0).
     zero: __mmask8,
 }
 
 impl DoubleEncode {
+    /// 4 squarings and 5 multiplications per point.
     #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     fn new(q: &Ext8) -> Self {
         let xx = q.x.square();
@@ -398,7 +451,8 @@ impl DoubleEncode {
         let h = zz.sub(&dtt);
         let eg = e.mul(&g);
         let fh = f.mul(&h);
-        let zero = eg.mul(&fh).is_zero();
+        let efgh = eg.mul(&fh);
+        let zero = efgh.is_zero();
         DoubleEncode {
             e,
             f,
@@ -406,18 +460,13 @@ impl DoubleEncode {
             h,
             eg,
             fh,
+            factor: F8::select(&efgh, &F8::one(), zero),
             zero,
         }
     }
 
-    /// `efgh`, with 1 in the lanes where it is 0 (so that one such lane does not spoil the
-    /// shared inversion of the others).
-    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    fn factor(&self) -> F8 {
-        F8::select(&self.eg.mul(&self.fh), &F8::one(), self.zero)
-    }
-
-    /// The encodings of `2Q` given `inv = 1/efgh` (dalek's `double_and_compress_batch`).
+    /// The encodings of `2Q` given `inv = 1/efgh` (dalek's `double_and_compress_batch`;
+    /// 10 multiplications per point).
     #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     fn finish(&self, inv: &F8) -> [[u8; 32]; 8] {
         let z_inv = self.eg.mul(inv);
@@ -453,7 +502,8 @@ fn decode_mul_encode(
     for chunk in encodings.chunks(8) {
         let mut lanes = [pad; 8];
         lanes[..chunk.len()].copy_from_slice(chunk);
-        let (mut valid, p) = decode8(&lanes);
+        let (valid, p) = decode_n(&[lanes]);
+        let mut valid = valid[0];
         if reject_identity {
             for (lane, b) in lanes.iter().enumerate() {
                 valid &= !(u8::from(*b == [0u8; 32]) << lane);
@@ -462,7 +512,7 @@ fn decode_mul_encode(
         if valid != 0xff {
             return false;
         }
-        states.push(DoubleEncode::new(&mul8(&p, half_digits)));
+        states.push(DoubleEncode::new(&mul8(&p[0], half_digits)));
     }
     encode_doubled(&states, out);
     true
@@ -480,42 +530,58 @@ fn uniform_mul_encode(uniform: &[[u8; 64]], half_digits: &[i8; 64], out: &mut [[
             r1[lane].copy_from_slice(&b[..32]);
             r2[lane].copy_from_slice(&b[32..]);
         }
-        let p1 = elligator8(&F8::from_bytes(&r1));
-        let p2 = elligator8(&F8::from_bytes(&r2));
-        let h = p1.add_niels(&p2.to_niels()).to_ext();
+        let m = elligator_n(&[F8::from_bytes(&r1), F8::from_bytes(&r2)]);
+        let h = m[0].add_niels(&m[1].to_niels()).to_ext();
         states.push(DoubleEncode::new(&mul8(&h, half_digits)));
     }
     encode_doubled(&states, out);
 }
 
-/// The ristretto255 Elligator map on eight field elements (RFC 9496 §4.3.4
+/// The ristretto255 Elligator map on `N` vectors of eight field elements (RFC 9496 §4.3.4
 /// `MAP`; dalek's `elligator_ristretto_flavor`), constant time: one `SQRT_RATIO_M1` per lane
-/// and masked selects.
+/// (the `N` exponentiations interleaved) and masked selects.
+///
+/// Per map: 2 squarings and 12 multiplications around the `SQRT_RATIO_M1`, and the 4
+/// multiplications of the conversion to extended coordinates.
+#[allow(clippy::needless_range_loop)] // parallel per-group arrays, indexed together
 #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-fn elligator8(r0: &F8) -> Ext8 {
+fn elligator_n<const N: usize>(r0: &[F8; N]) -> [Ext8; N] {
     let one = F8::one();
     let d = F8::splat(EDWARDS_D);
-    let c = one.neg();
-    let r = F8::splat(SQRT_M1).mul(&r0.square());
-    let n_s = r.add(&one).mul(&F8::splat(ONE_MINUS_D_SQ));
-    let den = c.sub(&d.mul(&r)).mul(&r.add(&d));
-    let (ns_d_is_sq, s) = F8::sqrt_ratio_i(&n_s, &den);
-    let s_prime = s.mul(r0);
-    let s_prime = s_prime.cond_neg(!s_prime.is_negative());
-    let s = F8::select(&s, &s_prime, !ns_d_is_sq);
-    let c = F8::select(&c, &r, !ns_d_is_sq);
-    let n_t = c
-        .mul(&r.sub(&one))
-        .mul(&F8::splat(D_MINUS_ONE_SQ))
-        .sub(&den);
-    let s_sq = s.square();
-    Completed8 {
-        x: s.add(&s).mul(&den),
-        z: n_t.mul(&F8::splat(SQRT_AD_MINUS_ONE)),
-        y: one.sub(&s_sq),
-        t: one.add(&s_sq),
+    let mut r = [one; N];
+    let mut n_s = [one; N];
+    let mut den = [one; N];
+    for j in 0..N {
+        r[j] = F8::splat(SQRT_M1).mul(&r0[j].square());
+        n_s[j] = r[j].add(&one).mul(&F8::splat(ONE_MINUS_D_SQ));
+        den[j] = one.neg().sub(&d.mul(&r[j])).mul(&r[j].add(&d));
     }
-    .to_ext()
+    let (ns_d_is_sq, s) = field::sqrt_ratio_i_n(&n_s, &den);
+    let mut out = [Ext8 {
+        x: one,
+        y: one,
+        z: one,
+        t: one,
+    }; N];
+    for j in 0..N {
+        let s_prime = s[j].mul(&r0[j]);
+        let s_prime = s_prime.cond_neg(!s_prime.is_negative());
+        let sj = F8::select(&s[j], &s_prime, !ns_d_is_sq[j]);
+        let c = F8::select(&one.neg(), &r[j], !ns_d_is_sq[j]);
+        let n_t = c
+            .mul(&r[j].sub(&one))
+            .mul(&F8::splat(D_MINUS_ONE_SQ))
+            .sub(&den[j]);
+        let s_sq = sj.square();
+        out[j] = Completed8 {
+            x: sj.add(&sj).mul(&den[j]),
+            z: n_t.mul(&F8::splat(SQRT_AD_MINUS_ONE)),
+            y: one.sub(&s_sq),
+            t: one.add(&s_sq),
+        }
+        .to_ext();
+    }
+    out
 }
 
 /// Writes the encodings of `2Q` for every group of [`DoubleEncode`] states (eight points
@@ -527,13 +593,12 @@ fn encode_doubled(states: &[DoubleEncode], out: &mut [[u8; 32]]) {
     let mut acc = F8::one();
     for st in states {
         prefix.push(acc);
-        acc = acc.mul(&st.factor());
+        acc = acc.mul(&st.factor);
     }
     let mut inv = acc.invert();
     for (i, st) in states.iter().enumerate().rev() {
-        let factor = st.factor();
         let enc = st.finish(&inv.mul(&prefix[i]));
-        inv = inv.mul(&factor);
+        inv = inv.mul(&st.factor);
         let (start, end) = (8 * i, (8 * i + 8).min(out.len()));
         if start < end {
             out[start..end].copy_from_slice(&enc[..end - start]);
@@ -782,7 +847,8 @@ mod tests {
                 *l = RistrettoPoint::random(&mut rng).compress().to_bytes();
             }
             // SAFETY: `ifma()` confirmed the CPU features.
-            let (valid, p) = unsafe { decode8(&lanes) };
+            let (valid, p) = unsafe { decode_n(&[lanes]) };
+            let (valid, p) = (valid[0], p[0]);
             // SAFETY: as above.
             let re = unsafe { encode8(&p) };
             for (lane, b) in lanes.iter().enumerate() {
