@@ -493,44 +493,52 @@ fn top_bits(v: u128, w: usize, bits: u32) -> usize {
 
 /// Sorts values truncated to `w` bytes ascending and drops repeats.
 ///
-/// Two LSD radix passes of 11 bits on the top 22 bits (one counting pass for both, then two
-/// scatters into 2048 buckets each), then a comparison sort of each run of equal top bits
-/// (about one value per run for pseudorandom values; a run of any length is still sorted in
-/// `O(len·log len)`, so structured input costs no more than a plain sort).
+/// Three LSD radix passes of 8 bits on the top 24 bits (one counting pass for all three,
+/// then three scatters into 256 buckets each: few enough write streams for the TLB), then
+/// a comparison sort of each run of equal top bits (about one value per run for
+/// pseudorandom values; a run of any length is still sorted in `O(len·log len)`, so
+/// structured input costs no more than a plain sort).
 fn sort_values(t: &mut Vec<u128>, w: usize) {
-    const DIGIT: u32 = 11;
+    const DIGIT: u32 = 8;
+    const PASSES: u32 = 3;
     if t.len() < 1 << 12 || w < 3 {
         t.sort_unstable();
         t.dedup();
         return;
     }
-    let bits = 2 * DIGIT;
+    let bits = DIGIT * PASSES;
+    let passes = PASSES as usize;
     let mask = (1usize << DIGIT) - 1;
-    let mut counts = vec![[0usize; 2]; 1 << DIGIT];
+    let digit = |v: u128, p: usize| (top_bits(v, w, bits) >> (DIGIT as usize * p)) & mask;
+    let mut counts = vec![[0usize; PASSES as usize]; 1 << DIGIT];
     for &v in t.iter() {
-        let k = top_bits(v, w, bits);
-        counts[k & mask][0] += 1;
-        counts[k >> DIGIT][1] += 1;
+        for p in 0..passes {
+            counts[digit(v, p)][p] += 1;
+        }
     }
-    let (mut s0, mut s1) = (0usize, 0usize);
+    let mut sums = [0usize; PASSES as usize];
     for c in counts.iter_mut() {
-        let (a, b) = (c[0], c[1]);
-        c[0] = s0;
-        c[1] = s1;
-        s0 += a;
-        s1 += b;
+        for (x, s) in c.iter_mut().zip(sums.iter_mut()) {
+            let here = *x;
+            *x = *s;
+            *s += here;
+        }
     }
     let mut tmp = vec![0u128; t.len()];
-    for &v in t.iter() {
-        let d = top_bits(v, w, bits) & mask;
-        tmp[counts[d][0]] = v;
-        counts[d][0] += 1;
+    for p in 0..passes {
+        let (from, to) = if p % 2 == 0 {
+            (&t[..], &mut tmp[..])
+        } else {
+            (&tmp[..], &mut t[..])
+        };
+        for &v in from {
+            let d = digit(v, p);
+            to[counts[d][p]] = v;
+            counts[d][p] += 1;
+        }
     }
-    for &v in &tmp {
-        let d = top_bits(v, w, bits) >> DIGIT;
-        t[counts[d][1]] = v;
-        counts[d][1] += 1;
-    }
+    // An odd number of passes leaves the result in `tmp`.
+    core::mem::swap(t, &mut tmp);
     drop(tmp);
     // Runs of equal top bits, in order; sort inside each.
     let mut i = 0;
