@@ -6,9 +6,9 @@
 //! `vpmadd52luq`/`vpmadd52huq` split each 51-bit × 51-bit limb product into its low 52 bits
 //! (weight 1) and high part (weight `2^52 = 2·2^51`, one column up, doubled). Here the eight
 //! lanes hold eight independent elements (dalek's four lanes hold the four coordinates of
-//! one point), and the high columns are folded with `vpmullq` by 19 instead of further IFMA
-//! products, which leaves the IFMA ports to the 25 (multiplication) or 15 (squaring)
-//! products.
+//! one point), and the high columns are multiplied by 19 with shifts and additions
+//! ([`mul19`]) instead of further IFMA products, which leaves the IFMA ports to the 25
+//! (multiplication) or 15 (squaring) products.
 //!
 //! # Why radix 2^51 and not 2^52
 //!
@@ -90,8 +90,9 @@ fn carry(x: [__m512i; 5]) -> F8 {
 }
 
 /// `19·x` lane-wise as `x + 2x + 16x` (two shifts and two additions instead of a
-/// `vpmullq`, which competes with the IFMA products for the multiplier ports). `x < 2^59.7`:
-/// no overflow.
+/// `vpmullq`, which may compete with the IFMA products for the multiplier ports; measured
+/// neutral here). `x` is a product column, below `15·2^52 < 2^56`: `19x < 2^60.3`, no
+/// overflow.
 #[inline]
 #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 fn mul19(x: __m512i) -> __m512i {
@@ -521,7 +522,7 @@ pub(crate) fn pow22501_n<const N: usize>(a: &[F8; N]) -> ([F8; N], [F8; N]) {
 /// RFC 9496 §4.2 `SQRT_RATIO_M1(uⱼ, vⱼ)` (dalek's `FieldElement::sqrt_ratio_i`) for `N`
 /// independent vectors, the exponentiations interleaved: per vector the lanes where `u/v` is
 /// a non-zero square (or `u = 0`), and the non-negative `r` with `r² = u/v`, or `r² = i·u/v`
-/// where `u/v` is not a square. Per lane: 252 squarings and 17 multiplications (`u = 1`
+/// where `u/v` is not a square. Per lane: 254 squarings and 19 multiplications (`u = 1`
 /// costs the same; the three products by `u` are a small share).
 #[allow(clippy::needless_range_loop)] // parallel per-group arrays, indexed together
 #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]

@@ -17,12 +17,12 @@
 //!   and one eight-lane inversion per chunk (Montgomery's trick across the groups).
 //!
 //! Field operations per point (S squarings of 15 IFMA products, M multiplications of 25,
-//! each product two IFMA instructions): decoding 257S + 27M (252S + 17M of them the
+//! each product two IFMA instructions): decoding 257S + 27M (254S + 19M of them the
 //! `SQRT_RATIO_M1`); table 64M; 63 digits × (16S + 20M) plus 8M for the top digit and the
 //! final conversion; double-and-encode 12S + 17M (the shared inversion amortised over a
 //! chunk of 256). Decode + `[k]P` + encode: ≈ 1277S + 1376M ≈ 13 400 IFMA instructions per
 //! point. The hash path replaces the decoding by two Elligator maps and their sum
-//! (512S + 71M), ≈ 1532S + 1420M.
+//! (512S + 73M), ≈ 1532S + 1422M.
 //!
 //! Constant time in the scalar: the digit is the same in all lanes, so the table entry is
 //! chosen by scanning all eight entries with a broadcast mask (no index or branch on the
@@ -346,7 +346,7 @@ fn is_canonical(b: &[u8; 32]) -> bool {
 /// `CompressedRistretto::decompress`), the `N` inverse square roots interleaved: per group the
 /// lanes that hold valid encodings, and the decoded points (meaningless in the others).
 ///
-/// Per point: 3 squarings and 9 multiplications around one `SQRT_RATIO_M1` (252S + 17M).
+/// Per point: 3 squarings and 8 multiplications around one `SQRT_RATIO_M1` (254S + 19M).
 #[allow(clippy::needless_range_loop)] // parallel per-group arrays, indexed together
 #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 fn decode_n<const N: usize>(bytes: &[[[u8; 32]; 8]; N]) -> ([__mmask8; N], [Ext8; N]) {
@@ -541,7 +541,7 @@ fn uniform_mul_encode(uniform: &[[u8; 64]], half_digits: &[i8; 64], out: &mut [[
 /// `MAP`; dalek's `elligator_ristretto_flavor`), constant time: one `SQRT_RATIO_M1` per lane
 /// (the `N` exponentiations interleaved) and masked selects.
 ///
-/// Per map: 2 squarings and 12 multiplications around the `SQRT_RATIO_M1`, and the 4
+/// Per map: 2 squarings and 9 multiplications around the `SQRT_RATIO_M1`, and the 4
 /// multiplications of the conversion to extended coordinates.
 #[allow(clippy::needless_range_loop)] // parallel per-group arrays, indexed together
 #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
