@@ -886,6 +886,22 @@ fn psi_extra_rows() -> Vec<Row> {
     v
 }
 
+/// SecretFlow's run for a balanced PSI id prefix `psi/<protocol>[/<curve>]/<link>/` (none for
+/// RR22 malicious, which SecretFlow lacks).
+fn psi_reference(id: &'static str) -> Option<Reference> {
+    let parts: Vec<&'static str> = id.trim_end_matches('/').split('/').collect();
+    let (protocol, curve, link) = match parts[..] {
+        ["psi", p, c, l] => (p, c, l),
+        ["psi", p, l] => (p, "", l),
+        _ => return None,
+    };
+    (protocol != "rr22_malicious").then_some(Reference::Psi {
+        protocol,
+        curve,
+        link,
+    })
+}
+
 /// The reference-system measurement a row of [`ROWS_OTHER`] compares against.
 fn other_reference(id: &str) -> Option<Reference> {
     let phe = |lib, op| {
@@ -936,7 +952,10 @@ pub fn rows() -> Vec<Row> {
     ]
     .concat()
     .into_iter()
-    .chain(psi_extra_rows())
+    .chain(psi_extra_rows().into_iter().map(|r| Row {
+        reference: psi_reference(r.id),
+        ..r
+    }))
     .chain(other)
     .map(|mut r| {
         // Cores behind each published figure, as the documents state them.
