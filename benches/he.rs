@@ -26,7 +26,8 @@ fn paillier(c: &mut Criterion) {
         &[2048]
     };
     let mut g = c.benchmark_group("he");
-    g.measurement_time(Duration::from_secs(3));
+    g.warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
     for &bits in bits {
         g.sample_size(10);
         g.bench_function(format!("paillier{bits}/keygen"), |b| {
@@ -64,7 +65,9 @@ fn paillier(c: &mut Criterion) {
 fn elgamal(c: &mut Criterion) {
     let mut rng = rand::rng();
     let mut g = c.benchmark_group("he");
-    g.sample_size(20).measurement_time(Duration::from_secs(3));
+    g.sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
     let mut groups = vec![(GroupId::Modp2048, 2048)];
     if full_scale() {
         groups.push((GroupId::Modp3072, 3072));
@@ -118,7 +121,9 @@ fn pipeline(c: &mut Criterion) {
     let pk = agent.public_keys();
     pk.paillier.precompute();
     let mut g = c.benchmark_group("he");
-    g.sample_size(10).measurement_time(Duration::from_secs(3));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
     let e = |v: i64| pk.paillier.encrypt_i64(v).unwrap();
     let (a, b2, c2, d) = (e(3), e(4), e(5), e(6));
     g.bench_function("pipeline/product_of_sums_preencrypted", |b| {

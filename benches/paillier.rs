@@ -57,7 +57,9 @@ fn section2(c: &mut Criterion) {
     println!("speed-up {:.2}x on {cores} cores", rp / r1);
 
     let mut g = c.benchmark_group("paillier");
-    g.sample_size(10).measurement_time(Duration::from_secs(5));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
     g.throughput(Throughput::Elements(100));
     g.bench_function("encrypt2048/1_thread", |b| {
         b.iter(|| one.install(|| pk.encrypt_batch(&single).unwrap()))

@@ -41,7 +41,9 @@ fn traffic<C: Channel>(client: &mut PirClient<C>, f: impl FnOnce(&mut PirClient<
 
 fn tcp(c: &mut Criterion) {
     let mut g = c.benchmark_group("pir");
-    g.sample_size(10).measurement_time(Duration::from_secs(3));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
     let mut rng = AesRng::from_seed([10; 16]);
     let mut cases = vec![(1024usize, 1024usize), (1024, 10240), (65536, 1024)];
     if full_scale() {
@@ -145,7 +147,9 @@ fn concurrency(
 /// Case B over the simulated link: 20 ms added one-way latency, and 10 Mbps.
 fn sim(c: &mut Criterion) {
     let mut g = c.benchmark_group("pir");
-    g.sample_size(10).measurement_time(Duration::from_secs(5));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
     let mut rng = AesRng::from_seed([11; 16]);
     let (n, len) = (65536, 1024);
     let db = Database::random(n, len, &mut rng).unwrap();

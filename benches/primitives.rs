@@ -34,7 +34,9 @@ fn blocks(n: usize, seed: u8) -> Vec<Block> {
 
 fn core_and_ec(c: &mut Criterion) {
     let mut g = c.benchmark_group("primitives");
-    g.sample_size(20).measurement_time(Duration::from_secs(3));
+    g.sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
     let n = scale(1 << 16);
     let mut buf = blocks(n, 1);
     g.throughput(Throughput::Bytes(16 * n as u64));
@@ -89,7 +91,9 @@ fn pair<RA: Send, RB: Send>(
 
 fn ot_vole(c: &mut Criterion) {
     let mut g = c.benchmark_group("primitives");
-    g.sample_size(10).measurement_time(Duration::from_secs(5));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
     let n = scale(1 << 18);
     let choices = iknp::random_bits(n, &mut AesRng::from_seed([3; 16]));
     let run_iknp = || {
@@ -159,7 +163,9 @@ fn ot_vole(c: &mut Criterion) {
 
 fn structures(c: &mut Criterion) {
     let mut g = c.benchmark_group("primitives");
-    g.sample_size(10).measurement_time(Duration::from_secs(3));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
     let n = scale(1 << 16);
     let keys = blocks(n, 11);
     let values = blocks(n, 12);
