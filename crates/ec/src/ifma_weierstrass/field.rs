@@ -1,6 +1,6 @@
 //! Eight elements of a 256-bit prime field `GF(p)` in the lanes of AVX-512 registers:
 //! Montgomery form with `R = 2^260`, radix `2^52`, five limbs, limb `i` of all eight elements
-//! in one `__m512i`. The prime is a parameter ([`Params`]: SM2, P-256).
+//! in one `__m512i`. The prime is a parameter ([`Params`]: SM2, P-256, secp256k1).
 //!
 //! # Representation and bounds
 //!
@@ -19,7 +19,9 @@
 //! * [`F8::freeze`]: the canonical representative `< p`, for equality, sign and encoding.
 //!
 //! The reduction for `p ≡ −1 (mod 2^52)` (SM2, P-256) needs no multiplication for `m`
-//! (`−p^{-1} ≡ 1`); the constant is computed for any odd `p` all the same.
+//! (`−p^{-1} ≡ 1`); for other odd `p` (secp256k1) `m = t_0·(−p^{-1}) mod 2^52` is one more
+//! `vpmadd52luq` per round. All constants (`2p`, `R mod p`, `R² mod p`, `−p^{-1}`) are
+//! computed from `p` at compile time.
 #![allow(clippy::cast_possible_truncation)] // limb packing: truncation to 52/64 bits intended
 #![allow(clippy::cast_possible_wrap)] // u64 bit patterns passed to _mm512_set1_epi64
 

@@ -1,10 +1,11 @@
-//! The same-scalar batch of the `a = −3` curves (SM2, P-256) in eight AVX-512 IFMA lanes:
-//! eight points run through one recoded scalar at a time.
+//! The same-scalar batch of the short-Weierstrass curves SM2, P-256 (`a = −3`) and
+//! secp256k1 (`a = 0`; multiplication and decode only, its hash stays k256's) in eight
+//! AVX-512 IFMA lanes: eight points run through one recoded scalar at a time.
 //!
 //! * Field: [`field::F8`], Montgomery arithmetic for a generic 256-bit prime in radix `2^52`
 //!   (five limbs), `vpmadd52{l,h}uq` products.
 //! * Curve: Jacobian coordinates (`x = X/Z²`, `y = Y/Z³`), doubling `dbl-2001-b` (3M + 5S,
-//!   `a = −3`) and addition `add-2007-bl` (11M + 5S) of the Explicit-Formulas Database
+//!   `a = −3`) or `dbl-2009-l` (2M + 5S, `a = 0`) and addition `add-2007-bl` (11M + 5S) of the Explicit-Formulas Database
 //!   (Bernstein–Lange, <https://hyperelliptic.org/EFD/g1p/auto-shortw-jacobian-3.html>).
 //! * Scalar: the odd signed fixed window of width 5 (digits `±1, ±3, …, ±31`, never zero;
 //!   Okeya–Takagi / Joye–Tunstall regular recoding), computed once per chunk by
