@@ -763,7 +763,11 @@ fn row_line(row: &Row, inp: &Inputs, matched: &mut std::collections::BTreeSet<St
         (None, _) if row.reference.is_some() => ("not run here".to_string(), dash()),
         (None, _) => (dash(), dash()),
         (Some((f, system)), ours) => (
-            format!("{} {} ({})", with_unit(f.value), system, f.note),
+            if f.note.contains(system) {
+                format!("{} ({})", with_unit(f.value), f.note)
+            } else {
+                format!("{} {} ({})", with_unit(f.value), system, f.note)
+            },
             ours.as_ref()
                 .and_then(|o| speedup(row.unit, f.value, o.value))
                 .map_or_else(dash, |r| format!("**{r:.2}×**")),
