@@ -471,29 +471,34 @@ impl Bucket {
             v.sort_unstable_by_key(Entry::sort_key);
             v
         } else {
+            // About two entries per group; positions fit u32 (checked above).
             let bits = (usize::BITS - n.leading_zeros() - 2).min(20);
             let shift = 64 - bits;
             let group = |e: &Entry| usize::try_from(e.hi >> shift).unwrap_or(0);
-            let mut starts = vec![0usize; (1 << bits) + 1];
+            // next[g]: where group g's next entry goes; after the scatter, where it ends.
+            let mut next = vec![0u32; 1 << bits];
             for e in parts.iter().flatten() {
-                starts[group(e) + 1] += 1;
+                next[group(e)] += 1;
             }
-            for g in 1..starts.len() {
-                starts[g] += starts[g - 1];
+            let mut sum = 0u32;
+            for c in &mut next {
+                let here = *c;
+                *c = sum;
+                sum += here;
             }
-            let mut next = starts.clone();
             let mut out = vec![Entry::default(); n];
             for part in parts {
                 for e in &part {
                     let g = group(e);
-                    out[next[g]] = *e;
+                    out[next[g] as usize] = *e;
                     next[g] += 1;
                 }
             }
-            for w in starts.windows(2) {
-                if w[1] - w[0] > 1 {
-                    out[w[0]..w[1]].sort_unstable_by_key(Entry::sort_key);
-                }
+            let mut from = 0usize;
+            for &end in &next {
+                let end = end as usize;
+                sort_small(&mut out[from..end]);
+                from = end;
             }
             out
         };
@@ -517,6 +522,23 @@ impl Bucket {
         }
         b.starts.push(u32::try_from(n).unwrap_or(u32::MAX));
         Ok(b)
+    }
+}
+
+/// Sorts a group of the radix pass by hash: insertion sort for the usual few entries.
+fn sort_small(v: &mut [Entry]) {
+    if v.len() > 16 {
+        v.sort_unstable_by_key(Entry::sort_key);
+        return;
+    }
+    for i in 1..v.len() {
+        let x = v[i];
+        let mut j = i;
+        while j > 0 && v[j - 1].sort_key() > x.sort_key() {
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = x;
     }
 }
 

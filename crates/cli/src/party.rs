@@ -632,8 +632,8 @@ fn run_buckets<C: Channel>(
         shape.shard_rows.saturating_sub(resumed_rows),
     );
     // A reader thread prepares the next bucket (gathering and grouping its keys) while the
-    // protocol runs on the current one; the bounded queue keeps at most two ahead.
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Result<bucket::Bucket, CliError>>(1);
+    // protocol runs on the current one; the rendezvous queue keeps at most one ahead.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Result<bucket::Bucket, CliError>>(0);
     let order = todo.clone();
     let reader = move || {
         for b in order {
