@@ -62,6 +62,8 @@
 //! | malicious | 2^20 | 0.63 s | 0.42 s | 2.8 s | 22.64 MB | 17.01 MB | 39.66 MB |
 //! | malicious | 10^6 | 0.54 s | 0.35 s | 2.3 s | 21.61 MB | 16.23 MB | 37.85 MB |
 //!
+//! (The CPU columns above predate the profile-driven pass below; the bytes are unchanged.)
+//!
 //! ```text
 //! OBLIV_RR22_VARIANT=all OBLIV_RR22_N=65536   cargo bench -p obliv-psi --bench rr22 -- --quick
 //! OBLIV_RR22_VARIANT=all OBLIV_RR22_LOG_N=20  cargo bench -p obliv-psi --bench rr22 -- --quick
@@ -82,9 +84,32 @@
 //! OBLIV_RR22_N=65536 OBLIV_RR22_REPS=9 cargo test -p obliv-psi --test rr22_session_cost -- --ignored --nocapture
 //! ```
 //!
-//! The receiver's time is dominated by the silent GF(2^128) VOLE of `m ≈ 1.35·n` (about
-//! 0.4 s at 2^20 in obliv-vole's own figures); low-comm's receiver by the unbinned OKVS
-//! encoding (sequential peeling over all keys, ≈ 0.35 s at 2^20).
+//! Where the time goes (2^20 per side, fast unless said, one thread, thread CPU split by
+//! protocol step, loaded machine): the silent VOLE is the largest part (receiver ≈ 0.21–0.27 s
+//! — it encodes `A` and `C` side by side —, sender ≈ 0.13–0.17 s); then the OKVS encode
+//! (binned ≈ 80 ms; low-comm's unbinned ≈ 0.2 s), the decodes (≈ 45–70 ms per side), the
+//! receiver's lookup of the sender's values (≈ 40–50 ms), the sender's sort (≈ 30 ms), the
+//! malicious Davies–Meyer hash (≈ 70 ms per side: one AES key schedule per item), and kernel
+//! time for first-touch page faults of the large buffers (a fifth to a quarter of a party's
+//! CPU in a one-shot run).
+//!
+//! Before and after the profile-driven pass (FIFO peeling and batched GF(2^128) dense dots in
+//! obliv-okvs, radix sort of the sender's values, directory lookup of the receiver's), the same
+//! binary run alternately with the previous tree on the same loaded machine (load 9–11), best
+//! of 3 runs twice each, receiver / sender:
+//!
+//! | variant | n | before | after |
+//! |---|---|---|---|
+//! | fast | 2^20 | 0.56 / 0.35 s | 0.52 / 0.32 s |
+//! | fast | 10^6 | 0.50 / 0.31 s | 0.49 / 0.27 s |
+//! | low-comm | 2^20 | 0.78 / 0.35 s | 0.58 / 0.26 s |
+//! | low-comm | 10^6 | 0.71 / 0.33 s | 0.55 / 0.25 s |
+//! | malicious | 2^20 | 0.58 / 0.40 s | 0.59 / 0.38 s |
+//! | malicious | 10^6 | 0.58 / 0.38 s | 0.57 / 0.35 s |
+//!
+//! ```text
+//! OBLIV_RR22_VARIANT=lowcomm OBLIV_RR22_LOG_N=20 OBLIV_RR22_REPS=3 cargo run --release -p obliv-psi --example rr22_profile
+//! ```
 //!
 //! [ePrint 2022/320]: https://eprint.iacr.org/2022/320
 //! [RS21]: https://eprint.iacr.org/2021/266
