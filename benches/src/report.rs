@@ -211,6 +211,8 @@ pub fn canon_link(l: &str) -> String {
         "lan".into()
     } else if low.contains("10ms") && low.contains("100mbit") || low == "wan100m10ms" {
         "wan100m10ms".into()
+    } else if low.contains("50ms") && low.contains("100mbit") || low == "wan100m50ms" {
+        "wan100m50ms".into()
     } else {
         l.to_string()
     }
@@ -1236,7 +1238,11 @@ not json"#;
         assert_eq!(canon_curve("SECP256K1"), "secp256k1");
         assert_eq!(canon_link("netns veth, netem 10ms 100mbit"), "wan100m10ms");
         assert_eq!(canon_link(""), "lan");
-        assert_eq!(canon_link("netem 50ms 100mbit"), "netem 50ms 100mbit");
+        assert_eq!(canon_link("netem 50ms 100mbit"), "wan100m50ms");
+        assert_eq!(
+            canon_link("tbf-rate-only rate 100mbit"),
+            "tbf-rate-only rate 100mbit"
+        );
     }
 
     #[test]
