@@ -303,6 +303,8 @@ pub struct Figure {
     pub bytes: Option<f64>,
     /// How it was obtained (size measured, projection).
     pub note: String,
+    /// The size measured (before any projection), where the row has one.
+    pub n: Option<u64>,
 }
 
 /// Converts seconds per iteration (with `elements` per iteration) into `unit`.
@@ -344,7 +346,7 @@ pub fn pick_size(sizes: impl IntoIterator<Item = u64>, doc_n: u64) -> Option<u64
 /// Our figure for a row: the measurement at the row's size or, when only smaller sizes ran,
 /// the largest one projected linearly.
 pub fn ours(row: &Row, all: &Measurements) -> Option<Figure> {
-    let (m, scale, note) = match row.doc_n {
+    let (m, scale, note, measured_n) = match row.doc_n {
         Some(doc_n) => {
             let sized: BTreeMap<u64, &Meas> = all
                 .iter()
@@ -358,12 +360,13 @@ pub fn ours(row: &Row, all: &Measurements) -> Option<Figure> {
                 "criterion mean"
             };
             if n == doc_n {
-                (m, 1.0, format!("{kind}, n = {}", fmt_n(n)))
+                (m, 1.0, format!("{kind}, n = {}", fmt_n(n)), Some(n))
             } else {
                 (
                     m,
                     doc_n as f64 / n as f64,
                     format!("{kind}, n = {}, projected linearly", fmt_n(n)),
+                    Some(n),
                 )
             }
         }
@@ -374,7 +377,7 @@ pub fn ours(row: &Row, all: &Measurements) -> Option<Figure> {
             } else {
                 "criterion mean"
             };
-            (m, 1.0, kind.to_string())
+            (m, 1.0, kind.to_string(), None)
         }
     };
     let secs = m.ns * 1e-9 * scale;
@@ -382,12 +385,73 @@ pub fn ours(row: &Row, all: &Measurements) -> Option<Figure> {
         value: in_unit(row.unit, secs, m.elements),
         bytes: m.bytes.map(|b| b as f64 * scale),
         note,
+        n: measured_n,
     })
+}
+
+/// Our figure for a PSI row from the side-by-side records of the `obliv` CLI
+/// (`benches/anchors/side_by_side.sh`): the latest run (the current code; the fastest of that
+/// date) at the row's size or at the largest size run, projected linearly. These runs use the
+/// same harness as the reference system's (two parties on this machine, CSV in and out), so
+/// where they reach a larger size than the criterion benches they are the better figure.
+pub fn ours_cli(row: &Row, anchors: &Anchors) -> Option<Figure> {
+    let Some(Reference::Psi {
+        protocol,
+        curve,
+        link,
+    }) = row.reference
+    else {
+        return None;
+    };
+    let doc_n = row.doc_n?;
+    let runs: Vec<&PsiRun> = anchors
+        .psi
+        .iter()
+        .filter(|r| {
+            r.system == "obliv" && r.protocol == protocol && r.curve == curve && r.link == link
+        })
+        .collect();
+    let n = pick_size(runs.iter().map(|r| r.n), doc_n)?;
+    let at_n: Vec<&PsiRun> = runs.into_iter().filter(|r| r.n == n).collect();
+    let latest = at_n.iter().map(|r| r.date.as_str()).max()?;
+    let run = at_n
+        .iter()
+        .filter(|r| r.date == latest)
+        .min_by(|a, b| a.wall_s.total_cmp(&b.wall_s))?;
+    let scale = doc_n as f64 / n as f64;
+    let note = if n == doc_n {
+        format!("`obliv psi demo` run of {latest}, n = {}", fmt_n(n))
+    } else {
+        format!(
+            "`obliv psi demo` run of {latest}, n = {}, projected linearly",
+            fmt_n(n)
+        )
+    };
+    Some(Figure {
+        value: in_unit(row.unit, run.wall_s * scale, None),
+        bytes: run.bytes.map(|b| b as f64 * scale),
+        note,
+        n: Some(n),
+    })
+}
+
+/// Our figure for a row: the criterion measurement ([`ours`]) unless the CLI's side-by-side
+/// record ([`ours_cli`]) ran at least as large a size.
+pub fn ours_best(row: &Row, all: &Measurements, anchors: &Anchors) -> Option<Figure> {
+    match (ours(row, all), ours_cli(row, anchors)) {
+        (Some(c), Some(cli)) if cli.n >= c.n => Some(cli),
+        (None, Some(cli)) => Some(cli),
+        (c, _) => c,
+    }
 }
 
 /// The reference system's figure for a row, from the runs on this machine: the fastest run
 /// at the row's size or, failing that, at the largest size run, projected linearly.
-pub fn reference(row: &Row, anchors: &Anchors) -> Option<(Figure, &'static str)> {
+pub fn reference(
+    row: &Row,
+    anchors: &Anchors,
+    prefer_n: Option<u64>,
+) -> Option<(Figure, &'static str)> {
     match row.reference? {
         Reference::Psi {
             protocol,
@@ -405,7 +469,11 @@ pub fn reference(row: &Row, anchors: &Anchors) -> Option<(Figure, &'static str)>
                 })
                 .collect();
             let doc_n = row.doc_n?;
-            let n = pick_size(runs.iter().map(|r| r.n), doc_n)?;
+            // Like with like: the size our figure was measured at, if the reference ran it.
+            let n = match prefer_n {
+                Some(p) if runs.iter().any(|r| r.n == p) => p,
+                _ => pick_size(runs.iter().map(|r| r.n), doc_n)?,
+            };
             let best = runs
                 .iter()
                 .filter(|r| r.n == n)
@@ -421,6 +489,7 @@ pub fn reference(row: &Row, anchors: &Anchors) -> Option<(Figure, &'static str)>
                     value: in_unit(row.unit, best.wall_s * scale, None),
                     bytes: best.bytes.map(|b| b as f64 * scale),
                     note,
+                    n: Some(n),
                 },
                 "SecretFlow",
             ))
@@ -446,6 +515,7 @@ pub fn reference(row: &Row, anchors: &Anchors) -> Option<(Figure, &'static str)>
                     value: in_unit(row.unit, best.s_per_op, None),
                     bytes: None,
                     note: best.lib.clone(),
+                    n: None,
                 },
                 "python-phe",
             ))
@@ -735,8 +805,8 @@ fn row_line(row: &Row, inp: &Inputs, matched: &mut std::collections::BTreeSet<St
             row.label
         );
     }
-    let ours = ours(row, &inp.ours);
-    let refr = reference(row, &inp.anchors);
+    let ours = ours_best(row, &inp.ours, &inp.anchors);
+    let refr = reference(row, &inp.anchors, ours.as_ref().and_then(|f| f.n));
     let (o, vs_pub, per_core, traffic, how) = match &ours {
         None => (
             "not measured".to_string(),
@@ -1319,7 +1389,7 @@ not json"#;
     fn reference_figures() {
         let row = row_by_label("KKRT16, 1e7 per side, LAN");
         let mut a = Anchors::default();
-        assert!(reference(&row, &a).is_none());
+        assert!(reference(&row, &a, None).is_none());
         parse_anchor_lines(
             "{\"protocol\":\"PROTOCOL_KKRT\",\"n\":1000000,\"wall_s\":9.2,\"bytes_sent\":115000000}\n\
              {\"protocol\":\"PROTOCOL_KKRT\",\"n\":1000000,\"wall_s\":7.5}\n\
@@ -1327,7 +1397,7 @@ not json"#;
              {\"system\":\"obliv\",\"protocol\":\"kkrt\",\"n\":1000000,\"wall_s\":1.0}",
             &mut a,
         );
-        let (f, who) = reference(&row, &a).unwrap();
+        let (f, who) = reference(&row, &a, None).unwrap();
         assert_eq!(who, "SecretFlow");
         // Fastest run at the largest size (1e6), times 10.
         assert!((f.value - 75.0).abs() < 1e-9);
@@ -1338,10 +1408,45 @@ not json"#;
              {\"lib\":\"python-phe x2 processes\",\"scheme\":\"paillier\",\"bits\":2048,\"op\":\"encrypt\",\"s_per_op\":0.005}",
             &mut a,
         );
-        let (f, _) = reference(&he, &a).unwrap();
+        let (f, _) = reference(&he, &a, None).unwrap();
         assert!((f.value - 100.0).abs() < 1e-9, "1 / 0.01 s = 100 /s");
         let pool = row_by_label("Paillier-2048 encryption, every core (i5-8250U, 7 processes)");
-        assert!((reference(&pool, &a).unwrap().0.value - 200.0).abs() < 1e-9);
+        assert!((reference(&pool, &a, None).unwrap().0.value - 200.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cli_runs_beat_smaller_criterion_sizes_and_pick_the_reference_size() {
+        let row = row_by_label("KKRT16, 1e7 per side, LAN");
+        let mut a = Anchors::default();
+        parse_anchor_lines(
+            "{\"protocol\":\"PROTOCOL_KKRT\",\"n\":1000000,\"wall_s\":8.0}\n\
+             {\"protocol\":\"PROTOCOL_KKRT\",\"n\":65536,\"wall_s\":0.6}\n\
+             {\"system\":\"obliv\",\"protocol\":\"kkrt\",\"n\":1000000,\"wall_s\":1.5,\"date\":\"2026-01-01T10:00Z\"}\n\
+             {\"system\":\"obliv\",\"protocol\":\"kkrt\",\"n\":1000000,\"wall_s\":2.0,\"date\":\"2026-01-02T10:00Z\"}",
+            &mut a,
+        );
+        let mut all = Measurements::new();
+        all.insert(
+            format!("{}65536", row.id),
+            Meas {
+                ns: 0.1e9,
+                bytes: None,
+                elements: None,
+                single: false,
+            },
+        );
+        // The CLI ran 1e6 > 2^16: its latest run (2.0 s, not the faster older one) counts.
+        let f = ours_best(&row, &all, &a).unwrap();
+        assert_eq!(f.n, Some(1_000_000));
+        assert!((f.value - 20.0).abs() < 1e-9, "2.0 s x 10 = {}", f.value);
+        // The reference is taken at the same size as ours when it ran there.
+        let (r, _) = reference(&row, &a, Some(65536)).unwrap();
+        assert!((r.value - 0.6 * 1e7 / 65536.0).abs() < 1e-6);
+        let (r, _) = reference(&row, &a, f.n).unwrap();
+        assert!((r.value - 80.0).abs() < 1e-9);
+        // Without CLI runs the criterion figure stands.
+        let f = ours_best(&row, &all, &Anchors::default()).unwrap();
+        assert_eq!(f.n, Some(65536));
     }
 
     #[test]
