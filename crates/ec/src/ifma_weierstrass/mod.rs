@@ -30,12 +30,12 @@
 //! For `j ≥ 1`: `32 ≤ 32·k_{j+1} ≤ 2^{251} < n − 31` and `|d_j| ≤ 31`, so
 //! `32·k_{j+1} ≢ ±d_j (mod n)`: neither equal nor opposite points, and neither is the identity.
 //! Only the last step (`j = 0`) can meet `P = Q`, exactly when `k' = n + 2·d_0` (about 31
-//! scalars out of `n`); the last addition is therefore [`P8::add_or_double`], which computes
+//! scalars out of `n`); the last addition is therefore `P8::add_or_double`, which computes
 //! both and selects lane-wise (`H = 0 ∧ r = 0`). It yields the identity when `H = 0 ≠ r`,
 //! which is also right. The table entries `[2i+1]P = [2i−1]P + [2]P` never coincide
 //! (`2i−1 ≢ ±2`). An identity input (`Z = 0`) stays `Z = 0` through every formula (both
 //! formulas multiply `Z` by the input `Z`s), and such lanes are encoded as 33 zero bytes, as
-//! the serial path does. For the hash, `Q0 + Q1` uses [`P8::add_or_double`] as well.
+//! the serial path does. For the hash, `Q0 + Q1` uses `P8::add_or_double` as well.
 //!
 //! Constant time: the digits select table entries with masks (no secret index or branch);
 //! the scalar's copies (bytes, limbs, digits) are zeroized ([`Recoded`] on drop).
