@@ -1,9 +1,10 @@
-//! Throughput of obliv-core's hot paths: AES PRG, fixed-key hashes, GF(2^128), transpose.
+//! Throughput of obliv-core's hot paths: AES PRG, fixed-key hashes, many-key Davies–Meyer,
+//! GF(2^128), transpose.
 //!
 //! `cargo bench -p obliv-core --bench core`. Figures are in the crate README.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use obliv_core::{Aes, Block, Prg, gf128, hash, transpose};
+use obliv_core::{Aes, Block, Prg, aes, gf128, hash, transpose};
 use std::hint::black_box;
 
 fn prg_and_aes(c: &mut Criterion) {
@@ -31,6 +32,25 @@ fn prg_and_aes(c: &mut Criterion) {
     });
     g.bench_function("tccr_64Ki_blocks", |b| {
         b.iter(|| hash::tccr_in_place(7, black_box(&mut buf)))
+    });
+    g.finish();
+
+    // Davies–Meyer under a fresh key per block (malicious RR22's output hash), one thread.
+    let mut g = c.benchmark_group("core/davies_meyer");
+    g.throughput(Throughput::Elements(n as u64));
+    let keys: Vec<Block> = (0..n as u128)
+        .map(|i| Block(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
+        .collect();
+    let msgs: Vec<Block> = (0..n as u128).map(|i| Block(i ^ 0x5555)).collect();
+    g.bench_function("davies_meyer_many_64Ki", |b| {
+        b.iter(|| aes::davies_meyer_many(black_box(&keys), black_box(&msgs), &mut buf))
+    });
+    g.bench_function("aes_new_encrypt_64Ki", |b| {
+        b.iter(|| {
+            for ((o, &k), &m) in buf.iter_mut().zip(black_box(&keys)).zip(black_box(&msgs)) {
+                *o = Aes::new(k).encrypt_block(m) ^ m;
+            }
+        })
     });
     g.finish();
 }

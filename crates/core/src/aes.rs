@@ -79,6 +79,26 @@ impl core::fmt::Debug for Aes {
     }
 }
 
+/// Davies–Meyer compression under many keys: `out[i] = AES-128_{keys[i]}(msgs[i]) ⊕ msgs[i]`,
+/// bit-identical to `Aes::new(keys[i]).encrypt_block(msgs[i]) ^ msgs[i]`.
+///
+/// Each block has its own key, so the cost is the AES-128 key schedule. On x86-64 with AES-NI
+/// (detected at run time) eight keys are expanded side by side, each round key consumed at once
+/// by its block's encryption (no schedule is stored), which hides the latency of the
+/// `aeskeygenassist` chain; elsewhere RustCrypto's constant-time AES runs one key at a time.
+/// Used as the Davies–Meyer output hash `AES_u(v) ⊕ v` of malicious RR22 (ePrint 2022/320 §4,
+/// as in volePSI's malicious mode).
+///
+/// # Panics
+/// Panics if the three slices differ in length (a caller bug).
+pub fn davies_meyer_many(keys: &[Block], msgs: &[Block], out: &mut [Block]) {
+    assert!(
+        keys.len() == msgs.len() && msgs.len() == out.len(),
+        "davies_meyer_many: slices of different lengths"
+    );
+    crate::backend::aes_dm::davies_meyer_many(keys, msgs, out);
+}
+
 /// A pseudorandom generator: AES-128 in counter mode under a secret seed.
 ///
 /// Output block `i` is `AES_seed(i)` for a 128-bit counter `i` starting at 0 (or at the

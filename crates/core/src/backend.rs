@@ -2,6 +2,7 @@
 //! The only `unsafe` in this crate lives here.
 #![allow(unsafe_code)]
 
+pub(crate) mod aes_dm;
 pub(crate) mod blake3x16;
 
 cpufeatures::new!(has_pclmul, "pclmulqdq", "sse2");
