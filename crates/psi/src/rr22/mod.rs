@@ -89,7 +89,8 @@
 //! — it encodes `A` and `C` side by side —, sender ≈ 0.13–0.17 s); then the OKVS encode
 //! (binned ≈ 80 ms; low-comm's unbinned ≈ 0.2 s), the decodes (≈ 45–70 ms per side), the
 //! receiver's lookup of the sender's values (≈ 40–50 ms), the sender's sort (≈ 30 ms), the
-//! malicious Davies–Meyer hash (≈ 70 ms per side: one AES key schedule per item), and kernel
+//! malicious Davies–Meyer hash (≈ 10–20 ms per side since the key schedules run eight at a
+//! time with AES-NI in `obliv_core::aes::davies_meyer_many`; ≈ 70 ms one by one), and kernel
 //! time for first-touch page faults of the large buffers (a fifth to a quarter of a party's
 //! CPU in a one-shot run).
 //!
