@@ -151,6 +151,16 @@ fn for_each_chunk(
     res
 }
 
+/// Hands out `v[..n]` of a working buffer as an output vector without copying it: the
+/// rest (scratch, secret) is zeroized, and the unused capacity returned to the allocator.
+fn hand_out<T: Zeroize>(v: &mut Vec<T>, n: usize) {
+    if let Some(tail) = v.get_mut(n..) {
+        tail.iter_mut().for_each(Zeroize::zeroize);
+    }
+    v.truncate(n);
+    v.shrink_to_fit();
+}
+
 /// The sender role of a generator: one extension, and the shared `extend` paths on top.
 pub(crate) trait SenderStep {
     /// The configuration.
@@ -188,13 +198,25 @@ pub(crate) trait SenderStep {
         res
     }
 
-    /// `extend` through [`chunks`](Self::chunks), collecting the outputs.
+    /// `extend` through [`chunks`](Self::chunks), collecting the outputs. A request of one
+    /// chunk runs in the kept working buffer, which becomes the output (no copy, no second
+    /// buffer of `n` blocks).
     fn collect<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
         &mut self,
         ch: &mut C,
         n: usize,
         rng: &mut R,
     ) -> Result<Vec<Block>> {
+        if n > 0 && n <= self.config().max_chunk {
+            let mut buf = core::mem::take(self.scratch());
+            let res = self.run_into(ch, n, rng, &mut buf);
+            if let Err(e) = res {
+                *self.scratch() = buf;
+                return Err(e);
+            }
+            hand_out(&mut buf, n);
+            return Ok(buf);
+        }
         let mut all = Vec::with_capacity(n);
         self.chunks(ch, n, rng, |b| {
             all.extend_from_slice(b);
@@ -265,7 +287,10 @@ pub(crate) trait ReceiverStep {
         res
     }
 
-    /// `extend` through [`chunks`](Self::chunks), collecting the outputs.
+    /// `extend` through [`chunks`](Self::chunks), collecting the outputs. A request of one
+    /// chunk runs in the kept working buffers, whose `A` and `C` become the outputs (no copy,
+    /// no second pair of buffers of `n` elements); the `(A, C)` pairs the code runs on stay
+    /// kept for the next extension.
     #[allow(clippy::type_complexity)]
     fn collect<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
         &mut self,
@@ -273,6 +298,20 @@ pub(crate) trait ReceiverStep {
         n: usize,
         rng: &mut R,
     ) -> Result<(Vec<Self::A>, Vec<Block>)> {
+        if n > 0 && n <= self.config().max_chunk {
+            let empty = (AVec::empty(Self::A::KIND), Vec::new());
+            let (mut a, mut c) = core::mem::replace(self.scratch(), empty);
+            let res = self.run_into(ch, n, rng, &mut a, &mut c);
+            if let Err(e) = res {
+                *self.scratch() = (a, c);
+                return Err(e);
+            }
+            let mut vals = core::mem::take(Self::A::values_mut(&mut a));
+            hand_out(&mut vals, n);
+            hand_out(&mut c, n);
+            *self.scratch() = (a, Vec::new());
+            return Ok((vals, c));
+        }
         let (mut aa, mut cc) = (Vec::with_capacity(n), Vec::with_capacity(n));
         self.chunks(ch, n, rng, |a, c| {
             aa.extend_from_slice(a);
