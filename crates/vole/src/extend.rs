@@ -257,9 +257,14 @@ pub(crate) fn send<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
 
 /// Resizes a working buffer to exactly `n` elements without writing the part it already
 /// has (every element is overwritten before it is read), so that a buffer kept from the
-/// previous extension costs neither page faults nor a memset.
-fn prepare<T: Copy + Default>(buf: &mut Vec<T>, n: usize) {
-    if buf.len() < n {
+/// previous extension costs neither page faults nor a memset. A buffer too small is
+/// replaced by a fresh zeroed one on huge pages ([`crate::arch::huge_zeroed_vec`]).
+pub(crate) fn prepare<T: Copy + Default + Zeroize>(buf: &mut Vec<T>, n: usize) {
+    if buf.capacity() < n {
+        // The old contents may be secret.
+        buf.zeroize();
+        *buf = crate::arch::huge_zeroed_vec(n);
+    } else if buf.len() < n {
         buf.resize(n, T::default());
     } else {
         buf.truncate(n);
