@@ -219,6 +219,75 @@ pub(crate) fn poly_hash(v: &[Block], x: Block) -> Block {
     })
 }
 
+/// [`poly_hash`] of a vector fed in pieces, front to back: `Σ_c X^{1024·c}·⟨v_c, (X^1, …,
+/// X^1024)⟩` over the blocks `v_c` of 1024 elements (the same value as Horner's rule from
+/// the back). The pending partial block is zeroized when finished.
+pub(crate) struct PolyHasher {
+    pows: Vec<Block>,
+    x_l: Block,
+    x_pow: Block,
+    acc: Block,
+    pending: Vec<Block>,
+}
+
+impl PolyHasher {
+    const L: usize = 1024;
+
+    pub(crate) fn new(x: Block) -> Self {
+        let mut pows = Vec::with_capacity(Self::L);
+        let mut p = x;
+        for _ in 0..Self::L {
+            pows.push(p);
+            p = gf128::mul(p, x);
+        }
+        PolyHasher {
+            x_l: pows[Self::L - 1],
+            pows,
+            x_pow: Block::ONE,
+            acc: Block::ZERO,
+            pending: Vec::with_capacity(Self::L),
+        }
+    }
+
+    fn add_block(&mut self, b: &[Block]) {
+        let ip = gf128::inner_product(b, &self.pows[..b.len()]);
+        self.acc ^= gf128::mul(self.x_pow, ip);
+        self.x_pow = gf128::mul(self.x_pow, self.x_l);
+    }
+
+    /// Appends `v` to the hashed vector.
+    pub(crate) fn feed(&mut self, mut v: &[Block]) {
+        if !self.pending.is_empty() {
+            let take = (Self::L - self.pending.len()).min(v.len());
+            self.pending.extend_from_slice(&v[..take]);
+            v = &v[take..];
+            if self.pending.len() == Self::L {
+                let p = core::mem::take(&mut self.pending);
+                self.add_block(&p);
+                self.pending = p;
+                self.pending.zeroize();
+            }
+        }
+        let mut blocks = v.chunks_exact(Self::L);
+        for b in &mut blocks {
+            self.add_block(b);
+        }
+        self.pending.extend_from_slice(blocks.remainder());
+    }
+
+    /// The hash of everything fed.
+    pub(crate) fn finish(mut self) -> Block {
+        if !self.pending.is_empty() {
+            let p = core::mem::take(&mut self.pending);
+            let ip = gf128::inner_product(&p, &self.pows[..p.len()]);
+            self.acc ^= gf128::mul(self.x_pow, ip);
+            self.pending = p;
+            self.pending.zeroize();
+        }
+        self.acc
+    }
+}
+
 /// `x^e` in constant time for `e < 2^48`.
 fn pow_ct(x: Block, e: u64) -> Block {
     let mut acc = Block::ONE;
@@ -502,52 +571,66 @@ pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     }
     ht.zeroize();
 
-    // 3. Punctured expansion and the noisy coordinates.
-    prepare(w, params.n());
-    let (fixes, totals) = ggm::expand_punctured(&shape, &alpha, &keys, w);
-    keys.zeroize();
+    // 3. Punctured expansion and the noisy coordinates, written group of trees by group of
+    //    trees straight from the cache into the encoder's input: `w` (subfield) or the
+    //    `(A, C)` pairs (the other kinds, which need no separate `w` of length `N`). The
+    //    malicious check's hash of `w` is accumulated on the way (its `X` is drawn now: the
+    //    same position in the RNG stream as after the expansion, nothing is drawn between).
+    let x_check = (params.security == Security::Malicious).then(|| Block::random(rng));
+    let mut check = x_check.map(PolyHasher::new);
     if !a.is_kind(params.kind) {
         *a = AVec::empty(params.kind);
     }
     match a {
-        AVec::Bits(v) => prepare(v, params.n()),
+        AVec::Bits(v) => {
+            prepare(v, params.n());
+            prepare(w, params.n());
+        }
         AVec::Field(_, pairs) | AVec::U64(_, pairs) => prepare(pairs, params.n()),
     }
-    for tree in 0..t {
-        let d = msg[2 * th + tree];
-        let (c, dfix) = fixes[tree];
-        let (beta, share) = match params.kind {
-            Kind::Subfield => (Block::ONE, Block::ZERO),
-            Kind::Field | Kind::Subfield64 => (vole_a[tree], vole_c[tree]),
-        };
-        let corr = d ^ totals[tree] ^ share;
-        let region = tree * size_per..(tree + 1) * size_per;
-        let at = alpha[tree];
-        for (j, x) in w[region.clone()].iter_mut().enumerate() {
-            x.0 ^= (dfix.0 & eq_mask(j, c)) ^ (corr.0 & eq_mask(j, at));
-        }
-        match &mut *a {
-            AVec::Bits(bits) => {
-                for (j, x) in bits[region].iter_mut().enumerate() {
-                    #[allow(clippy::cast_possible_truncation)] // mask is 0 or all ones
-                    let m = eq_mask(j, at) as u8;
-                    *x = m & 1;
+    ggm::expand_punctured_with(&shape, &alpha, &keys, |t0, leaves, fixes, totals| {
+        for (i, leaves) in leaves.chunks_exact_mut(size_per).enumerate() {
+            let tree = t0 + i;
+            let d = msg[2 * th + tree];
+            let (c, dfix) = fixes[i];
+            let (beta, share) = match params.kind {
+                Kind::Subfield => (Block::ONE, Block::ZERO),
+                Kind::Field | Kind::Subfield64 => (vole_a[tree], vole_c[tree]),
+            };
+            let corr = d ^ totals[i] ^ share;
+            let region = tree * size_per..(tree + 1) * size_per;
+            let at = alpha[tree];
+            for (j, x) in leaves.iter_mut().enumerate() {
+                x.0 ^= (dfix.0 & eq_mask(j, c)) ^ (corr.0 & eq_mask(j, at));
+            }
+            if let Some(h) = check.as_mut() {
+                h.feed(leaves);
+            }
+            match &mut *a {
+                AVec::Bits(bits) => {
+                    w[region.clone()].copy_from_slice(leaves);
+                    for (j, x) in bits[region].iter_mut().enumerate() {
+                        #[allow(clippy::cast_possible_truncation)] // mask is 0 or all ones
+                        let m = eq_mask(j, at) as u8;
+                        *x = m & 1;
+                    }
+                }
+                AVec::Field(_, pairs) | AVec::U64(_, pairs) => {
+                    // A and C side by side, one cache line per random read of the encoder.
+                    // 64-bit subfield: β = embed64(β₆₄), the base VOLE's value has degree <
+                    // 64.
+                    debug_assert!(params.kind == Kind::Field || beta.to_u64s().1 == 0);
+                    for (j, (p, c)) in pairs[region].iter_mut().zip(leaves.iter()).enumerate() {
+                        *p = BlockPair([Block(beta.0 & eq_mask(j, at)), *c]);
+                    }
                 }
             }
-            AVec::Field(_, pairs) | AVec::U64(_, pairs) => {
-                // A and C side by side, one cache line per random read of the encoder.
-                // 64-bit subfield: β = embed64(β₆₄), the base VOLE's value has degree < 64.
-                debug_assert!(params.kind == Kind::Field || beta.to_u64s().1 == 0);
-                for (j, (p, c)) in pairs[region.clone()].iter_mut().zip(&w[region]).enumerate() {
-                    *p = BlockPair([Block(beta.0 & eq_mask(j, at)), *c]);
-                }
-            }
         }
-    }
+    });
+    keys.zeroize();
 
     // 4. Malicious check.
-    if params.security == Security::Malicious {
-        let x = Block::random(rng);
+    if let (Some(x), Some(check)) = (x_check, check) {
         let mut s = Block::ZERO;
         for tree in 0..t {
             let beta = match params.kind {
@@ -567,11 +650,12 @@ pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
         ch.send_pod(&[x, s ^ a_star])?;
         ch.flush()?;
         let theirs = ch.recv_array::<32>()?;
-        let z = poly_hash(w, x) ^ c_star;
+        let z = check.finish() ^ c_star;
         let mine = ro_hash(CHECK_DOMAIN, &z.to_bytes());
         if !bool::from(mine.ct_eq(&theirs)) {
             alpha.zeroize();
             w.zeroize();
+            a.zeroize();
             return Err(Error::ConsistencyCheck);
         }
     }
@@ -587,6 +671,7 @@ pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
         AVec::Field(vals, pairs) => {
             code.dual_encode(pairs);
             prepare(vals, params.k);
+            prepare(w, params.k);
             for ((a, c), p) in vals.iter_mut().zip(w.iter_mut()).zip(pairs.iter()) {
                 *a = p.0[0];
                 *c = p.0[1];
@@ -597,6 +682,7 @@ pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
             // The binary code on the pairs (embed64(A), C): A keeps degree < 64.
             code.dual_encode(pairs);
             prepare(vals, params.k);
+            prepare(w, params.k);
             for ((a, c), p) in vals.iter_mut().zip(w.iter_mut()).zip(pairs.iter()) {
                 *a = p.0[0].to_u64s().0;
                 *c = p.0[1];
@@ -706,6 +792,17 @@ mod tests {
                 s ^ gf128::mul(*vj, pow_ct(x, j as u64 + 1))
             });
             assert_eq!(poly_hash(&v, x), expect);
+        }
+        // Fed in pieces (across block boundaries), the incremental form agrees.
+        for len in [0usize, 5, 1024, 3000, 10_119] {
+            let v = prg.blocks(len);
+            for piece in [1usize, 7, 1000, 1024, 1500, 4096] {
+                let mut h = PolyHasher::new(x);
+                for c in v.chunks(piece) {
+                    h.feed(c);
+                }
+                assert_eq!(h.finish(), poly_hash(&v, x), "len {len} piece {piece}");
+            }
         }
         assert_eq!(pow_ct(x, 0), Block::ONE);
         assert_eq!(pow_ct(x, 3), gf128::mul(x, gf128::square(x)));

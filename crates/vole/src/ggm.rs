@@ -75,7 +75,25 @@ impl TreeShape {
     pub(crate) fn leaves(&self) -> usize {
         self.trees * self.size_per
     }
+
+    /// Trees expanded together: as many as fit in [`GROUP_BLOCKS`] leaves (at least one).
+    pub(crate) fn group_trees(&self) -> usize {
+        (GROUP_BLOCKS / self.size_per).max(1)
+    }
+
+    /// The same trees, `trees` of them.
+    fn with_trees(&self, trees: usize) -> TreeShape {
+        TreeShape {
+            trees,
+            ..self.clone()
+        }
+    }
 }
+
+/// Leaves of the trees expanded together, level by level (512 KiB of blocks): a group's
+/// levels stay in the L2 cache while it is expanded, so that only its final leaves go out
+/// to memory, once, instead of every level of all trees passing through memory.
+const GROUP_BLOCKS: usize = 1 << 15;
 
 /// All-ones if `a == b`, else zero, without a branch.
 #[inline(always)]
@@ -194,7 +212,8 @@ fn flush(
 }
 
 /// Full expansion from the given roots (the sender): leaves into `out`, returns the level sums
-/// `sums[tree * depth + (l − 1)]` for levels `l = 1..=depth`.
+/// `sums[tree * depth + (l − 1)]` for levels `l = 1..=depth`. The trees are expanded in
+/// groups of [`TreeShape::group_trees`], each in place in its own part of `out`.
 pub(crate) fn expand_full(
     shape: &TreeShape,
     roots: &[Block],
@@ -202,63 +221,110 @@ pub(crate) fn expand_full(
 ) -> Vec<[Block; 2]> {
     debug_assert_eq!(roots.len(), shape.trees);
     debug_assert_eq!(out.len(), shape.leaves());
-    for (tree, r) in roots.iter().enumerate() {
-        out[tree * shape.size_per] = *r;
-    }
     let mut scratch = Scratch::new();
     let mut level = vec![[Block::ZERO; 2]; shape.trees];
     let mut all = vec![[Block::ZERO; 2]; shape.trees * shape.depth];
-    for l in 0..shape.depth {
-        expand_level(shape, l, out, None, &mut level, &mut scratch);
-        for (tree, v) in level.iter().enumerate() {
-            all[tree * shape.depth + l] = *v;
+    let g = shape.group_trees();
+    for t0 in (0..shape.trees).step_by(g) {
+        let t1 = (t0 + g).min(shape.trees);
+        let sub = shape.with_trees(t1 - t0);
+        let out_g = &mut out[t0 * shape.size_per..t1 * shape.size_per];
+        for (i, r) in roots[t0..t1].iter().enumerate() {
+            out_g[i * shape.size_per] = *r;
+        }
+        let level = &mut level[..t1 - t0];
+        for l in 0..shape.depth {
+            expand_level(&sub, l, out_g, None, level, &mut scratch);
+            for (i, v) in level.iter().enumerate() {
+                all[(t0 + i) * shape.depth + l] = *v;
+            }
         }
     }
     all
 }
 
-/// Punctured expansion (the receiver). `alpha[tree]` is the punctured leaf and
-/// `keys[tree * depth + (l − 1)]` the XOR of all level-`l` nodes on the side opposite to the
-/// path (the parity of `¬α_l`). Leaves go to `out`; the punctured leaf holds garbage and the
-/// sibling of the path at the last level is still to be fixed: returns `(c, d)` per tree,
-/// meaning leaf `c` must be XOR-ed with `d`, plus `T[tree]`, the XOR of all leaves of the tree
-/// after that fix (garbage leaf included).
+/// Punctured expansion (the receiver), group by group of [`TreeShape::group_trees`] trees.
+/// `alpha[tree]` is the punctured leaf and `keys[tree * depth + (l − 1)]` the XOR of all
+/// level-`l` nodes on the side opposite to the path (the parity of `¬α_l`).
+///
+/// For each group of trees `t0..t1`, `sink(t0, leaves, fixes, totals)` receives the group's
+/// leaves (`(t1 − t0)·size_per` blocks in a scratch buffer, tree `t0 + i` at
+/// `i·size_per`) while they are still in the cache: the punctured leaf holds garbage and the
+/// sibling of the path at the last level is still to be fixed: `fixes[i] = (c, d)` means
+/// leaf `c` of tree `t0 + i` must be XOR-ed with `d`, and `totals[i]` is the XOR of all its
+/// leaves after that fix (garbage leaf included). The scratch buffer is zeroized at the end.
+pub(crate) fn expand_punctured_with(
+    shape: &TreeShape,
+    alpha: &[usize],
+    keys: &[Block],
+    mut sink: impl FnMut(usize, &mut [Block], &[(usize, Block)], &[Block]),
+) {
+    debug_assert_eq!(alpha.len(), shape.trees);
+    debug_assert_eq!(keys.len(), shape.trees * shape.depth);
+    let g = shape.group_trees().min(shape.trees);
+    let mut scratch = Scratch::new();
+    let mut work = vec![Block::ZERO; g * shape.size_per];
+    let mut level = vec![[Block::ZERO; 2]; g];
+    let mut fixes = vec![(usize::MAX, Block::ZERO); g];
+    let mut totals = vec![Block::ZERO; g];
+    for t0 in (0..shape.trees).step_by(g.max(1)) {
+        let t1 = (t0 + g).min(shape.trees);
+        let gt = t1 - t0;
+        let sub = shape.with_trees(gt);
+        let work = &mut work[..gt * shape.size_per];
+        let (level, fixes, totals) = (&mut level[..gt], &mut fixes[..gt], &mut totals[..gt]);
+        for i in 0..gt {
+            work[i * shape.size_per] = Block::ZERO;
+            fixes[i] = (usize::MAX, Block::ZERO);
+        }
+        for l in 0..shape.depth {
+            let f = if l == 0 { None } else { Some(&fixes[..]) };
+            expand_level(&sub, l, work, f, level, &mut scratch);
+            let shift = shape.depth - l;
+            for i in 0..gt {
+                let tree = t0 + i;
+                let a = alpha[tree];
+                let path = a >> shift; // path node at level l
+                let bit = (a >> (shift - 1)) & 1; // α_{l+1}
+                let sib_bit = bit ^ 1;
+                let sib = 2 * path + sib_bit;
+                // S_{¬α}: select in constant time.
+                let m = 0u128.wrapping_sub(sib_bit as u128);
+                let s = Block((level[i][0].0 & !m) | (level[i][1].0 & m));
+                let d = keys[tree * shape.depth + l] ^ s;
+                fixes[i] = (sib, d);
+                if l + 1 == shape.depth {
+                    totals[i] = level[i][0] ^ level[i][1] ^ d;
+                }
+            }
+        }
+        sink(t0, work, fixes, totals);
+    }
+    use zeroize::Zeroize;
+    work.zeroize();
+    fixes.iter_mut().for_each(|f| f.1 = Block::ZERO);
+    totals.zeroize();
+}
+
+/// [`expand_punctured_with`] into `out` (all leaves, tree `i` at `i·size_per`): returns
+/// `(c, d)` per tree (leaf `c` must be XOR-ed with `d`) and the totals, as described there.
+#[cfg(test)]
 pub(crate) fn expand_punctured(
     shape: &TreeShape,
     alpha: &[usize],
     keys: &[Block],
     out: &mut [Block],
 ) -> (Vec<(usize, Block)>, Vec<Block>) {
-    debug_assert_eq!(alpha.len(), shape.trees);
-    debug_assert_eq!(keys.len(), shape.trees * shape.depth);
-    for tree in 0..shape.trees {
-        out[tree * shape.size_per] = Block::ZERO;
-    }
-    let mut scratch = Scratch::new();
-    let mut level = vec![[Block::ZERO; 2]; shape.trees];
-    let mut fixes = vec![(usize::MAX, Block::ZERO); shape.trees];
-    let mut totals = vec![Block::ZERO; shape.trees];
-    for l in 0..shape.depth {
-        let f = if l == 0 { None } else { Some(&fixes[..]) };
-        expand_level(shape, l, out, f, &mut level, &mut scratch);
-        let shift = shape.depth - l;
-        for tree in 0..shape.trees {
-            let a = alpha[tree];
-            let path = a >> shift; // path node at level l
-            let bit = (a >> (shift - 1)) & 1; // α_{l+1}
-            let sib_bit = bit ^ 1;
-            let sib = 2 * path + sib_bit;
-            // S_{¬α}: select in constant time.
-            let m = 0u128.wrapping_sub(sib_bit as u128);
-            let s = Block((level[tree][0].0 & !m) | (level[tree][1].0 & m));
-            let d = keys[tree * shape.depth + l] ^ s;
-            fixes[tree] = (sib, d);
-            if l + 1 == shape.depth {
-                totals[tree] = level[tree][0] ^ level[tree][1] ^ d;
-            }
-        }
-    }
-    (fixes, totals)
+    debug_assert_eq!(out.len(), shape.leaves());
+    let mut all_fixes = vec![(usize::MAX, Block::ZERO); shape.trees];
+    let mut all_totals = vec![Block::ZERO; shape.trees];
+    expand_punctured_with(shape, alpha, keys, |t0, leaves, fixes, totals| {
+        let at = t0 * shape.size_per;
+        out[at..at + leaves.len()].copy_from_slice(leaves);
+        all_fixes[t0..t0 + fixes.len()].copy_from_slice(fixes);
+        all_totals[t0..t0 + totals.len()].copy_from_slice(totals);
+    });
+    (all_fixes, all_totals)
 }
 
 #[cfg(test)]
