@@ -164,6 +164,28 @@ impl CodeElement for BlockPair {
     }
 }
 
+/// The `A` half of a receiver's message part kept apart from its parity pairs
+/// ([`ExConvCode::dual_encode_split`]): a GF(2^128) element, or the low 64 bits of one
+/// (`embed64`, the 64-bit subfield VOLE, whose `A` halves have degree below 64).
+pub(crate) trait SplitA: Copy {
+    /// `self += v` (for `u64`: the low half of `v`, whose high half is zero here).
+    fn add(&mut self, v: Block);
+}
+
+impl SplitA for Block {
+    #[inline(always)]
+    fn add(&mut self, v: Block) {
+        *self ^= v;
+    }
+}
+
+impl SplitA for u64 {
+    #[inline(always)]
+    fn add(&mut self, v: Block) {
+        *self ^= v.to_u64s().0;
+    }
+}
+
 /// The field the code is linear over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CodeField {
@@ -353,6 +375,81 @@ impl ExConvCode {
                     }
                     m2[g] = acc;
                 }
+            }
+        }
+    }
+}
+
+impl ExConvCode {
+    /// [`LpnCode::dual_encode`] of the pairs `(A, C)` whose message part (the first `k`
+    /// elements) is kept apart from the parity part: `msg_a[i]`, `msg_c[i]` are the halves
+    /// of element `i < k`, `parity[j]` is element `k + j`. Replaces `msg_a`, `msg_c` by the
+    /// halves of the encoding (the same values as encoding the joined vector of pairs); the
+    /// parity is scratch. Lets the receiver write its message part straight into its output
+    /// vectors (no pairs of length `N` and no copy out).
+    ///
+    /// # Panics
+    /// Panics if `msg_a.len() != k`, `msg_c.len() != k` or `parity.len() != N − k`.
+    pub(crate) fn dual_encode_split<A: SplitA>(
+        &self,
+        msg_a: &mut [A],
+        msg_c: &mut [Block],
+        parity: &mut [BlockPair],
+    ) {
+        assert_eq!(
+            msg_a.len(),
+            self.k,
+            "dual_encode_split: wrong message length"
+        );
+        assert_eq!(
+            msg_c.len(),
+            self.k,
+            "dual_encode_split: wrong message length"
+        );
+        assert_eq!(
+            parity.len(),
+            self.n - self.k,
+            "dual_encode_split: wrong parity length"
+        );
+        for seed in self.acc_seeds {
+            self.accumulate::<BlockPair, BlockPair>(seed, parity, None);
+        }
+        self.expand_split(parity, msg_a, msg_c);
+    }
+
+    /// [`ExConvCode::expand`] from parity pairs into a split message part.
+    #[inline(never)]
+    fn expand_split<A: SplitA>(&self, parity: &[BlockPair], msg_a: &mut [A], msg_c: &mut [Block]) {
+        const W: usize = EXPANDER_WEIGHT;
+        const ROWS: usize = EXPAND_REFILL_ROWS;
+        let m = parity.len();
+        let k = msg_c.len();
+        let mut taps = ExpanderIndices::new(self.expander_seed, m);
+        let mut ring = [0usize; 2 * ROWS * W];
+        taps.refill(&mut ring[..ROWS * W]);
+        for base in (0..k).step_by(ROWS) {
+            let slot = (base / ROWS) % 2;
+            if base + ROWS < k {
+                let next = 1 - slot;
+                taps.refill(&mut ring[next * ROWS * W..(next + 1) * ROWS * W]);
+            }
+            let rows = ROWS.min(k - base);
+            for r in 0..rows {
+                let g = base + r;
+                let ahead = ((g + PREFETCH_ROWS) % (2 * ROWS)) * W;
+                for &ix in &ring[ahead..ahead + W] {
+                    arch::prefetch(parity, ix);
+                }
+                let at = (g % (2 * ROWS)) * W;
+                let idx: &[usize; W] = ring[at..at + W]
+                    .try_into()
+                    .unwrap_or_else(|_| unreachable!("slice of length W"));
+                let mut acc = BlockPair::default();
+                for &ix in idx {
+                    acc ^= parity[ix];
+                }
+                msg_a[g].add(acc.0[0]);
+                msg_c[g] ^= acc.0[1];
             }
         }
     }
@@ -602,6 +699,47 @@ mod tests {
             code.dual_encode(&mut pairs);
             for i in 0..k {
                 assert_eq!(pairs[i], BlockPair([ex[i], ey[i]]));
+            }
+        }
+    }
+
+    #[test]
+    fn split_encoding_equals_pair_encoding() {
+        for (k, n) in [(1usize, 27usize), (200, 450), (1000, 2053), (4099, 8198)] {
+            for field in [CodeField::Gf2, CodeField::Gf128] {
+                let code = ExConvCode::new(k, n, field);
+                let mut prg = Prg::new(Block(k as u128));
+                let pairs: Vec<BlockPair> = (0..n)
+                    .map(|_| BlockPair([prg.next_block(), prg.next_block()]))
+                    .collect();
+                let mut joined = pairs.clone();
+                code.dual_encode(&mut joined);
+                let mut a: Vec<Block> = pairs[..k].iter().map(|p| p.0[0]).collect();
+                let mut c: Vec<Block> = pairs[..k].iter().map(|p| p.0[1]).collect();
+                let mut parity = pairs[k..].to_vec();
+                code.dual_encode_split(&mut a, &mut c, &mut parity);
+                for i in 0..k {
+                    assert_eq!(BlockPair([a[i], c[i]]), joined[i], "k {k} i {i}");
+                }
+                // The u64 form (A halves of degree < 64, binary code: they stay below 64)
+                // keeps the low halves.
+                if field == CodeField::Gf128 {
+                    continue;
+                }
+                let low: Vec<BlockPair> = pairs
+                    .iter()
+                    .map(|p| BlockPair([Block(u128::from(p.0[0].to_u64s().0)), p.0[1]]))
+                    .collect();
+                let mut joined = low.clone();
+                code.dual_encode(&mut joined);
+                let mut a: Vec<u64> = low[..k].iter().map(|p| p.0[0].to_u64s().0).collect();
+                let mut c: Vec<Block> = low[..k].iter().map(|p| p.0[1]).collect();
+                let mut parity = low[k..].to_vec();
+                code.dual_encode_split(&mut a, &mut c, &mut parity);
+                for i in 0..k {
+                    assert_eq!(Block(u128::from(a[i])), joined[i].0[0]);
+                    assert_eq!(c[i], joined[i].0[1]);
+                }
             }
         }
     }

@@ -419,9 +419,9 @@ pub(crate) fn send_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) enum AVec {
     Bits(Vec<u8>),
-    /// `A`, and the working pairs `(A, C)` the code runs on.
+    /// `A`, and the working parity pairs `(A, C)` (positions `k..N` of the encoder input).
     Field(Vec<Block>, Vec<BlockPair>),
-    /// `A` as words, and the working pairs `(embed64(A), C)` the code runs on.
+    /// `A` as words, and the working parity pairs `(embed64(A), C)`.
     U64(Vec<u64>, Vec<BlockPair>),
 }
 
@@ -586,8 +586,18 @@ pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
             prepare(v, params.n());
             prepare(w, params.n());
         }
-        AVec::Field(_, pairs) | AVec::U64(_, pairs) => prepare(pairs, params.n()),
+        AVec::Field(vals, pairs) => {
+            prepare(pairs, params.n() - params.k);
+            prepare(vals, params.k);
+            prepare(w, params.k);
+        }
+        AVec::U64(vals, pairs) => {
+            prepare(pairs, params.n() - params.k);
+            prepare(vals, params.k);
+            prepare(w, params.k);
+        }
     }
+    let k = params.k;
     ggm::expand_punctured_with(&shape, &alpha, &keys, |t0, leaves, fixes, totals| {
         for (i, leaves) in leaves.chunks_exact_mut(size_per).enumerate() {
             let tree = t0 + i;
@@ -615,14 +625,14 @@ pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
                         *x = m & 1;
                     }
                 }
-                AVec::Field(_, pairs) | AVec::U64(_, pairs) => {
-                    // A and C side by side, one cache line per random read of the encoder.
-                    // 64-bit subfield: β = embed64(β₆₄), the base VOLE's value has degree <
-                    // 64.
-                    debug_assert!(params.kind == Kind::Field || beta.to_u64s().1 == 0);
-                    for (j, (p, c)) in pairs[region].iter_mut().zip(leaves.iter()).enumerate() {
-                        *p = BlockPair([Block(beta.0 & eq_mask(j, at)), *c]);
-                    }
+                AVec::Field(vals, pairs) => {
+                    write_split(region.start, k, leaves, beta, at, vals, w, pairs, |b| b);
+                }
+                AVec::U64(vals, pairs) => {
+                    // β = embed64(β₆₄): the base VOLE's value has degree < 64.
+                    debug_assert!(beta.to_u64s().1 == 0);
+                    let low = |b: Block| b.to_u64s().0;
+                    write_split(region.start, k, leaves, beta, at, vals, w, pairs, low);
                 }
             }
         }
@@ -669,26 +679,43 @@ pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
             Ok(())
         }
         AVec::Field(vals, pairs) => {
-            code.dual_encode(pairs);
-            prepare(vals, params.k);
-            prepare(w, params.k);
-            for ((a, c), p) in vals.iter_mut().zip(w.iter_mut()).zip(pairs.iter()) {
-                *a = p.0[0];
-                *c = p.0[1];
-            }
+            code.dual_encode_split(vals, w, pairs);
             Ok(())
         }
         AVec::U64(vals, pairs) => {
             // The binary code on the pairs (embed64(A), C): A keeps degree < 64.
-            code.dual_encode(pairs);
-            prepare(vals, params.k);
-            prepare(w, params.k);
-            for ((a, c), p) in vals.iter_mut().zip(w.iter_mut()).zip(pairs.iter()) {
-                *a = p.0[0].to_u64s().0;
-                *c = p.0[1];
-            }
+            code.dual_encode_split(vals, w, pairs);
             Ok(())
         }
+    }
+}
+
+/// Writes the fixed leaves `leaves` of one tree (global positions `g0..`) as `(A, C)`
+/// elements of the receiver's encoder input: `A = β` at the noise position `at` and 0
+/// elsewhere (masked, constant time), `C` the leaf; the message part (positions `< k`) into
+/// `vals` (through `to_a`) and `c`, the parity part into `pairs[g − k]` (A and C side by
+/// side: one cache line per random read of the encoder).
+#[allow(clippy::too_many_arguments)] // the two halves of both parts of the input
+fn write_split<A>(
+    g0: usize,
+    k: usize,
+    leaves: &[Block],
+    beta: Block,
+    at: usize,
+    vals: &mut [A],
+    c: &mut [Block],
+    pairs: &mut [BlockPair],
+    to_a: impl Fn(Block) -> A,
+) {
+    let split = k.saturating_sub(g0).min(leaves.len());
+    let (msg, par) = leaves.split_at(split);
+    for (j, leaf) in msg.iter().enumerate() {
+        vals[g0 + j] = to_a(Block(beta.0 & eq_mask(j, at)));
+        c[g0 + j] = *leaf;
+    }
+    let p0 = (g0 + split).saturating_sub(k);
+    for (q, (p, leaf)) in pairs[p0..p0 + par.len()].iter_mut().zip(par).enumerate() {
+        *p = BlockPair([Block(beta.0 & eq_mask(split + q, at)), *leaf]);
     }
 }
 

@@ -289,7 +289,7 @@ pub(crate) trait ReceiverStep {
 
     /// `extend` through [`chunks`](Self::chunks), collecting the outputs. A request of one
     /// chunk runs in the kept working buffers, whose `A` and `C` become the outputs (no copy,
-    /// no second pair of buffers of `n` elements); the `(A, C)` pairs the code runs on stay
+    /// no second pair of buffers of `n` elements); the parity `(A, C)` pairs the code runs on stay
     /// kept for the next extension.
     #[allow(clippy::type_complexity)]
     fn collect<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
