@@ -1,6 +1,6 @@
 //! One RR22 run (or several) of one variant, both parties in this process over the in-memory
 //! channel, each party on its own named thread (`rr22-recv`, `rr22-send`) with a one-thread
-//! rayon pool: prints each run's thread CPU time per party and the bytes each party sent,
+//! rayon pool: prints each run's wall time (both parties), thread CPU time per party and the bytes each party sent,
 //! then the best and the median. Made for `perf record -g` (`perf report --comm rr22-recv`).
 //!
 //! ```text
@@ -94,18 +94,21 @@ fn main() {
     let y: Vec<[u8; 8]> = (n / 2..n / 2 + n)
         .map(|i| (i as u64).to_le_bytes())
         .collect();
-    let (mut rs, mut ss) = (Vec::new(), Vec::new());
+    let (mut rs, mut ss, mut ws) = (Vec::new(), Vec::new(), Vec::new());
     for rep in 0..reps {
         let (a, b) = mem_pair();
-        let s = party(Role::Sender, b, y.clone(), cfg);
-        let r = party(Role::Receiver, a, x.clone(), cfg);
+        let (xs, ys) = (x.clone(), y.clone());
+        let t0 = std::time::Instant::now();
+        let s = party(Role::Sender, b, ys, cfg);
+        let r = party(Role::Receiver, a, xs, cfg);
         let (rc, rb, found) = r.join().unwrap();
         let (sc, sb, _) = s.join().unwrap();
+        let wall = t0.elapsed().as_secs_f64();
         assert_eq!(found, n - n / 2, "wrong intersection size");
         #[allow(clippy::cast_precision_loss)] // display only
         let mb = |b: u64| b as f64 / 1e6;
         println!(
-            "{} n={n} run {rep}: receiver {:.3} s, sender {:.3} s; R->S {:.2} MB, S->R {:.2} MB, total {:.2} MB",
+            "{} n={n} run {rep}: wall {wall:.3} s; receiver {:.3} s, sender {:.3} s CPU; R->S {:.2} MB, S->R {:.2} MB, total {:.2} MB",
             variant.name(),
             rc.as_secs_f64(),
             sc.as_secs_f64(),
@@ -113,13 +116,16 @@ fn main() {
             mb(sb),
             mb(rb + sb)
         );
+        ws.push(wall);
         rs.push(rc.as_secs_f64());
         ss.push(sc.as_secs_f64());
     }
     let best = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
     println!(
-        "{} n={n}: receiver best {:.3} s median {:.3} s; sender best {:.3} s median {:.3} s",
+        "{} n={n}: wall best {:.3} s median {:.3} s; receiver CPU best {:.3} s median {:.3} s; sender CPU best {:.3} s median {:.3} s",
         variant.name(),
+        best(&ws),
+        median(&mut ws),
         best(&rs),
         median(&mut rs),
         best(&ss),

@@ -148,7 +148,7 @@ where
     } else {
         out_hash(&keys, &mut ours);
     }
-    recv_and_intersect(ch, &ours, n_s, w)
+    recv_and_intersect(ch, ours, n_s, w)
 }
 
 /// The sender of RR22 fast (`mal = false`) or malicious (`mal = true`).

@@ -152,7 +152,7 @@ where
     let mut ours = o.decode(&keys, &c[..]).map_err(okvs_err)?;
     drop(c);
     out_hash(&keys, &mut ours);
-    recv_and_intersect(ch, &ours, n_s, w)
+    recv_and_intersect(ch, ours, n_s, w)
 }
 
 /// The sender of RR22 low-communication.

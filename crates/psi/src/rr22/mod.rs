@@ -127,6 +127,7 @@ use crate::error::{Error, Result};
 use crate::handshake::{self, Hello};
 
 pub mod fast;
+mod intersect;
 pub mod lowcomm;
 pub mod malicious;
 
@@ -471,10 +472,12 @@ fn send_values<C: Channel + ?Sized>(ch: &mut C, out: &[Block], w: usize) -> Resu
 
 /// Receives the sender's values (at most `n_s` of `w` bytes) and returns the indices `j`
 /// (ascending) whose `ours[j]`, truncated to `w` bytes, the sender sent.
-fn recv_and_intersect<C>(ch: &mut C, ours: &[Block], n_s: usize, w: usize) -> Result<Vec<usize>>
+fn recv_and_intersect<C>(ch: &mut C, ours: Vec<Block>, n_s: usize, w: usize) -> Result<Vec<usize>>
 where
     C: Channel + ?Sized,
 {
+    // Partitioned while the sender computes its values.
+    let ours = intersect::Prepared::new(ours, w);
     let f = ch.recv_max(5 + 8)?;
     let (tag, index, payload) = parse(&f)?;
     if tag != TAG_COUNT || index != 0 || payload.len() != 8 {
@@ -506,7 +509,7 @@ where
     if !theirs.windows(2).all(|p| p[0] < p[1]) {
         sort_values(&mut theirs, w);
     }
-    Ok(intersect(ours, &theirs, w))
+    Ok(ours.intersect(&theirs))
 }
 
 /// `v >> (8·w − bits)`: the top `bits` bits of a value truncated to `w` bytes
