@@ -61,6 +61,7 @@ mod secret;
 pub mod sm2;
 mod sswu;
 mod weierstrass;
+mod x25519;
 
 pub use dynamic::{Curve, DynGroup, SecretKey};
 pub use error::Error;
@@ -69,6 +70,7 @@ pub use ristretto::Ristretto255;
 pub use secret::SecretScalar;
 pub use sm2::Sm2;
 pub use weierstrass::{P256, Secp256k1};
+pub use x25519::X25519;
 
 use core::fmt;
 use rand_core::CryptoRng;

@@ -59,7 +59,7 @@ const INV_TWO: [u8; 32] = [
 /// The eight-lane AVX-512 IFMA backend, if this CPU has it and `OBLIV_EC_NO_SIMD` is unset
 /// (checked once per process).
 #[cfg(target_arch = "x86_64")]
-fn ifma() -> Option<crate::ifma25519::Ifma> {
+pub(crate) fn ifma() -> Option<crate::ifma25519::Ifma> {
     static DETECTED: std::sync::OnceLock<Option<crate::ifma25519::Ifma>> =
         std::sync::OnceLock::new();
     *DETECTED.get_or_init(|| {

@@ -398,6 +398,26 @@ impl F8 {
         carry(mul_columns!(&self.0, &rhs.0))
     }
 
+    /// `c·a` for a small constant `c < 2^52` (the same in every lane), unreduced: each limb
+    /// product `aᵢ·c` split by IFMA into `lo52` (column `i`) and `hi52` (column `i + 1`,
+    /// weight 2), column 5 folded back with `2^255 ≡ 19`. For `c < 2^17` (the ladder's
+    /// `a24 = 121665`) the limbs stay below `2^52 + 2^24`, far inside [`U8`]'s bound.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+    pub(crate) fn mul_small(&self, c: u64) -> U8 {
+        let x = &self.0;
+        let c = splat(c);
+        let z = _mm512_setzero_si512();
+        let h = |i: usize| _mm512_slli_epi64::<1>(hi(z, x[i], c));
+        U8([
+            lo(mul19(h(4)), x[0], c),
+            lo(h(0), x[1], c),
+            lo(h(1), x[2], c),
+            lo(h(2), x[3], c),
+            lo(h(3), x[4], c),
+        ])
+    }
+
     /// `a²`, reduced.
     #[inline]
     #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]

@@ -36,6 +36,7 @@
 #![allow(unsafe_code)]
 
 pub(crate) mod field;
+mod ladder;
 
 use core::arch::x86_64::{__mmask8, _mm512_mask_blend_epi64};
 use curve25519_dalek::scalar::Scalar;
@@ -93,6 +94,35 @@ impl Ifma {
         // SAFETY: an `Ifma` value exists only after `detect` confirmed avx512f, avx512dq and
         // avx512ifma on this CPU, which is everything the target-feature function needs.
         unsafe { uniform_mul_encode(uniform, &digits, out) }
+    }
+}
+
+impl Ifma {
+    /// For each affine u-coordinate `u(P)` (canonical, non-zero: the caller checks), the
+    /// encoding of `u([8t]P)` by the eight-lane Montgomery ladder ([`ladder`]); `t < 2^253`
+    /// is given by its little-endian bytes. With `check`, the lanes first test that every `u`
+    /// is on the curve (not on the twist) and return `false` if one is not (`out` then partly
+    /// written). `out.len()` must equal `us.len()`.
+    pub(crate) fn x25519_mul(
+        self,
+        us: &[[u8; 32]],
+        t: &[u8; 32],
+        out: &mut [[u8; 32]],
+        check: bool,
+    ) -> bool {
+        // SAFETY: an `Ifma` value exists only after `detect` confirmed avx512f, avx512dq and
+        // avx512ifma on this CPU, which is everything the target-feature function needs.
+        unsafe { ladder::mul_u(us, t, out, check) }
+    }
+
+    /// For each item's two RFC 9380 `hash_to_field` elements of `curve25519_XMD:SHA-512_ELL2_RO_`
+    /// (as limbs below `2^51 + 2^18`), the encoding of `u([8t]H)` with `H` the suite's point:
+    /// both Elligator 2 maps, the sum, the cofactor clearing, the affine `u` (one shared
+    /// inversion) and the ladder, all in lanes. `out.len()` must equal `fe.len()`.
+    pub(crate) fn x25519_hash_mul(self, fe: &[[[u64; 5]; 2]], t: &[u8; 32], out: &mut [[u8; 32]]) {
+        // SAFETY: an `Ifma` value exists only after `detect` confirmed avx512f, avx512dq and
+        // avx512ifma on this CPU, which is everything the target-feature function needs.
+        unsafe { ladder::hash_mul_u(fe, t, out) }
     }
 }
 

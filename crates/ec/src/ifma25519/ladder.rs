@@ -1,0 +1,358 @@
+//! The X25519-style same-scalar batch in eight AVX-512 IFMA lanes: the RFC 7748 §5
+//! Montgomery ladder on the u-coordinates of eight points at a time, one point per 64-bit
+//! lane (field elements: [`F8`]), for [`crate::X25519`].
+//!
+//! * validation (the decoding path only): the Euler criterion `χ(w) = w^((p−1)/2)` of
+//!   `w = u³ + A·u² + u` in lanes (`u` on the curve, not on its twist, iff `w` is a non-zero
+//!   square; `u = 0` is rejected before), four vectors' exponentiations interleaved;
+//! * multiplication: the ladder over the 253 bits of `t = k/8 mod ℓ`, then three x-only
+//!   doublings: `u([8t]P)`, the torsion-free scalar `s' = 8t` of [`crate::X25519`]'s
+//!   semantics. Per bit 4 squarings, 5 multiplications (one of them by the affine `u`) and one
+//!   multiplication by `a24 = 121665` (ten IFMA instructions);
+//! * encoding: `u = X/Z` with one eight-lane inversion per chunk (Montgomery's trick across the
+//!   vectors), `Z = 0` (the identity) giving `u = 0` as in RFC 7748.
+//!
+//! Constant time in the scalar: every lane takes the same bit, applied by a conditional swap
+//! that is a `vpblendmq` with a mask computed arithmetically from the bit (no branch, no
+//! index); the sequence of instructions does not depend on `t`. The only data-dependent
+//! branch is the rejection of a chunk containing an invalid (public) encoding.
+#![allow(clippy::cast_possible_truncation)] // bit extraction from scalar bytes
+
+use super::Ext8;
+use super::field::{F8, SQRT_M1, U8, pow2k_n, pow22501_n, square_n};
+use core::arch::x86_64::__mmask8;
+
+/// `a24 = (A − 2)/4 = 121665` of RFC 7748 §5 (used as `z₂ = E·(AA + a24·E)`).
+const A24: u64 = 121_665;
+/// The Montgomery coefficient `A = 486662`.
+const A: u64 = 486_662;
+
+/// One ladder state: `(x₂ : z₂)` and `(x₃ : z₃)`.
+#[derive(Clone, Copy)]
+struct State {
+    x2: F8,
+    z2: F8,
+    x3: F8,
+    z3: F8,
+}
+
+/// Swap `(x₂, z₂)` and `(x₃, z₃)` in every lane if `mask` is all ones (it is `0` or `0xff`).
+#[inline]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+fn cswap(s: &mut State, mask: __mmask8) {
+    let (x2, x3) = (
+        F8::select(&s.x2, &s.x3, mask),
+        F8::select(&s.x3, &s.x2, mask),
+    );
+    let (z2, z3) = (
+        F8::select(&s.z2, &s.z3, mask),
+        F8::select(&s.z3, &s.z2, mask),
+    );
+    *s = State { x2, z2, x3, z3 };
+}
+
+/// One ladder step of RFC 7748 §5 (differential addition and doubling):
+/// `A = x₂+z₂, B = x₂−z₂, C = x₃+z₃, D = x₃−z₃, AA = A², BB = B², E = AA−BB,
+/// DA = D·A, CB = C·B, x₃ = (DA+CB)², z₃ = x₁·(DA−CB)², x₂ = AA·BB, z₂ = E·(AA + a24·E)`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+fn step(s: &mut State, x1: &F8) {
+    let a = s.x2.add(&s.z2);
+    let b = s.x2.sub(&s.z2);
+    let c = s.x3.add(&s.z3);
+    let d = s.x3.sub(&s.z3);
+    let aa = a.square_nc();
+    let bb = b.square_nc();
+    let da = d.mul_nc(&a);
+    let cb = c.mul_nc(&b);
+    let aa_r = aa.reduce();
+    let bb_r = bb.reduce();
+    let e = U8::combine(&[&aa], &[&bb]);
+    let sum = U8::combine(&[&da, &cb], &[]);
+    let dif = U8::combine(&[&da], &[&cb]);
+    let a24e = e.mul_small(A24);
+    let t = U8::combine(&[&aa, &a24e], &[]);
+    s.x3 = sum.square();
+    s.z3 = x1.mul(&dif.square());
+    s.x2 = aa_r.mul(&bb_r);
+    s.z2 = e.mul(&t);
+}
+
+/// x-only doubling `(X : Z) ↦ (AA·BB : E·(AA + a24·E))`, `AA = (X+Z)², BB = (X−Z)²`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+fn double(x: &F8, z: &F8) -> (F8, F8) {
+    let aa = x.add(z).square_nc();
+    let bb = x.sub(z).square_nc();
+    let e = U8::combine(&[&aa], &[&bb]);
+    let t = U8::combine(&[&aa, &e.mul_small(A24)], &[]);
+    (aa.reduce().mul(&bb.reduce()), e.mul(&t))
+}
+
+/// `(X : Z)` of `[8t]P` for the eight affine `u(P)` in `x1`, `t < 2^253` given by its 32
+/// little-endian bytes: the ladder over bits 252…0 of `t` (RFC 7748 §5, with the swap bit
+/// carried from step to step), then three doublings.
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+fn ladder(x1: &F8, t: &[u8; 32]) -> (F8, F8) {
+    let mut s = State {
+        x2: F8::one(),
+        z2: F8::zero(),
+        x3: *x1,
+        z3: F8::one(),
+    };
+    let mut swap = 0u8;
+    for i in (0..253).rev() {
+        let bit = (t[i >> 3] >> (i & 7)) & 1;
+        swap ^= bit;
+        // 0 → 0x00, 1 → 0xff, without a branch.
+        cswap(&mut s, 0u8.wrapping_sub(swap));
+        swap = bit;
+        step(&mut s, x1);
+    }
+    cswap(&mut s, 0u8.wrapping_sub(swap));
+    let (mut x, mut z) = (s.x2, s.z2);
+    for _ in 0..3 {
+        (x, z) = double(&x, &z);
+    }
+    (x, z)
+}
+
+/// Lanes whose `u` (every lane non-zero) is the u-coordinate of a point on Curve25519 rather
+/// than on its quadratic twist: `w = u·(u² + A·u + 1)` is a square, tested by Euler's
+/// criterion `w^((p−1)/2) = 1` with `(p − 1)/2 = 2^254 − 10 = 16·(2^250 − 1) + 6`, for four
+/// vectors with their exponentiations interleaved. `u² + A·u + 1` has no root in GF(p)
+/// (`A² − 4` is not a square), so `w ≠ 0` for `u ≠ 0`.
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+fn on_curve_4(u: &[F8; 4]) -> [__mmask8; 4] {
+    let one = F8::one();
+    let mut w = *u;
+    for (w, u) in w.iter_mut().zip(u) {
+        let u2 = u.square_nc();
+        let au = u.mul_small(A);
+        let inner = U8::combine(&[&u2, &au, &U8(one.0)], &[]);
+        *w = u.mul(&inner);
+    }
+    let (t19, _) = pow22501_n(&w);
+    let w2 = square_n(&w);
+    let mut w6 = w2;
+    for (o, (a, b)) in w6.iter_mut().zip(w2.iter().zip(&w)) {
+        *o = a.mul(b).square();
+    }
+    let t = pow2k_n(&t19, 4);
+    let mut ok = [0; 4];
+    for j in 0..4 {
+        ok[j] = t[j].mul(&w6[j]).ct_eq(&one);
+    }
+    ok
+}
+
+/// For each affine u-coordinate (32 bytes, already checked canonical and non-zero by the
+/// caller), `u([8t]P)` encoded; with `check`, first the lanes' on-curve test, and `false`
+/// (with `out` partly written) if some `u` is on the twist.
+/// `out.len()` must equal `us.len()`.
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+pub(super) fn mul_u(us: &[[u8; 32]], t: &[u8; 32], out: &mut [[u8; 32]], check: bool) -> bool {
+    const PAD: [u8; 32] = {
+        let mut b = [0u8; 32];
+        b[0] = 9;
+        b
+    };
+    let lanes = |c: &[[u8; 32]]| {
+        let mut l = [PAD; 8];
+        l[..c.len()].copy_from_slice(c);
+        F8::from_bytes(&l)
+    };
+    let x1: Vec<F8> = us.chunks(8).map(lanes).collect();
+    if check {
+        for quad in x1.chunks(4) {
+            let mut q = [F8::splat([9, 0, 0, 0, 0]); 4];
+            q[..quad.len()].copy_from_slice(quad);
+            if on_curve_4(&q).iter().any(|&m| m != 0xff) {
+                return false;
+            }
+        }
+    }
+    ladder_and_encode(&x1, t, out);
+    true
+}
+
+/// `u([8t]P)` for the affine u-coordinates `x1` (eight per vector), encoded into `out` (the
+/// last vector possibly partial): the ladders, then one shared inversion (Montgomery's
+/// trick across the vectors).
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+fn ladder_and_encode(x1: &[F8], t: &[u8; 32], out: &mut [[u8; 32]]) {
+    let mut xz: Vec<(F8, F8)> = x1.iter().map(|x| ladder(x, t)).collect();
+    // Z = 0 (the identity) would zero the shared product: such lanes take Z = 1, X = 0, which
+    // encodes u = 0 as RFC 7748's `x₂·z₂^(p−2)` does.
+    for (x, z) in &mut xz {
+        let m = z.is_zero();
+        *z = F8::select(z, &F8::one(), m);
+        *x = F8::select(x, &F8::zero(), m);
+    }
+    // Montgomery's trick: prefix products, one inversion, back substitution.
+    let mut prefix = Vec::with_capacity(xz.len());
+    let mut acc = F8::one();
+    for (_, z) in &xz {
+        prefix.push(acc);
+        acc = acc.mul(z);
+    }
+    let mut inv = acc.invert();
+    for (i, (x, z)) in xz.iter().enumerate().rev() {
+        let zinv = inv.mul(&prefix[i]);
+        inv = inv.mul(z);
+        let enc = x.mul(&zinv).to_bytes();
+        let o = &mut out[8 * i..];
+        let n = o.len().min(8);
+        o[..n].copy_from_slice(&enc[..n]);
+    }
+}
+
+/// `sqrt(−486664)` with `sgn0 = 0` (RFC 9380 Appendix G.2.2 `c1`; either root gives the same
+/// u-coordinates, since flipping it negates both mapped points).
+const SQRT_M486664: [u64; 5] = [
+    1_693_982_333_959_686,
+    608_509_411_481_997,
+    2_235_573_344_831_311,
+    947_681_270_984_193,
+    266_558_006_233_600,
+];
+/// `2^((p + 3)/8)` (RFC 9380 Appendix G.2.1 `c2`).
+const ELL2_C2: [u64; 5] = [
+    1_718_705_420_411_057,
+    234_908_883_556_509,
+    2_233_514_472_574_048,
+    2_117_202_627_021_982,
+    765_476_049_583_133,
+];
+
+/// RFC 9380 Appendix G.2.1 `map_to_curve_elligator2_curve25519` (the straight-line Elligator
+/// 2 map, `Z = 2`) followed by G.2.2's rational map to edwards25519, on `N` vectors of eight
+/// field elements, the `N` exponentiations interleaved; the points in extended coordinates
+/// (the exceptional case of the rational map gives the identity, as G.2.2 says).
+///
+/// Per map: one exponentiation by `(p − 5)/8` (252 squarings, 11 multiplications) and about
+/// 4 squarings and 21 multiplications around it. Constant time: masked selects only.
+#[allow(clippy::needless_range_loop)] // parallel per-vector arrays, indexed together
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+fn elligator2_n<const N: usize>(u: &[F8; N]) -> [Ext8; N] {
+    let one = F8::one();
+    let zero = F8::zero();
+    let x1n = F8::splat([A, 0, 0, 0, 0]).neg();
+    let c2 = F8::splat(ELL2_C2);
+    let c3 = F8::splat(SQRT_M1);
+    let mut tv1 = [one; N];
+    let mut xd = [one; N];
+    let mut gxd = [one; N];
+    let mut gx1 = [one; N];
+    let mut tv3 = [one; N];
+    let mut tv2 = [one; N];
+    for j in 0..N {
+        let u2 = u[j].square();
+        tv1[j] = u2.add(&u2); // 2u²
+        xd[j] = tv1[j].add(&one); // non-zero: −1/2 is not a square
+        let xd2 = xd[j].square();
+        gxd[j] = xd2.mul(&xd[j]);
+        // gx1 = x1n³ + J·x1n²·xd + x1n·xd² = ((J·tv1)·x1n + xd²)·x1n.
+        let g = tv1[j].mul_small(A).reduce().mul(&x1n).add(&xd2);
+        gx1[j] = g.mul(&x1n);
+        let gxd2 = gxd[j].square();
+        let gxd3 = gxd2.mul(&gxd[j]);
+        tv3[j] = gxd3.mul(&gx1[j]); // gx1·gxd³
+        tv2[j] = gxd2.square().mul(&tv3[j]); // gx1·gxd⁷
+    }
+    // y11 = tv3·tv2^((p − 5)/8), (p − 5)/8 = 2^252 − 3: (tv2^(2^250 − 1))^4·tv2.
+    let (t19, _) = pow22501_n(&tv2);
+    let p58 = pow2k_n(&t19, 2);
+    let mut out = [Ext8 {
+        x: zero,
+        y: one,
+        z: one,
+        t: zero,
+    }; N];
+    for j in 0..N {
+        let y11 = p58[j].mul(&tv2[j]).mul(&tv3[j]);
+        let y12 = y11.mul(&c3);
+        let e1 = y11.square().mul(&gxd[j]).ct_eq(&gx1[j]);
+        let y1 = F8::select(&y12, &y11, e1);
+        let x2n = x1n.mul(&tv1[j]);
+        let y21 = y11.mul(&u[j]).mul(&c2);
+        let y22 = y21.mul(&c3);
+        let gx2 = gx1[j].mul(&tv1[j]);
+        let e2 = y21.square().mul(&gxd[j]).ct_eq(&gx2);
+        let y2 = F8::select(&y22, &y21, e2);
+        let e3 = y1.square().mul(&gxd[j]).ct_eq(&gx1[j]);
+        let xn = F8::select(&x2n, &x1n, e3);
+        let y = F8::select(&y2, &y1, e3);
+        let e4 = y.is_negative();
+        let y = y.cond_neg(e3 ^ e4);
+        // G.2.2: x = c1·xM/yM, y = (xM − 1)/(xM + 1) with xM = xn/xd, yM = y.
+        let exn = xn.mul(&F8::splat(SQRT_M486664));
+        let exd = xd[j].mul(&y);
+        let eyn = xn.sub(&xd[j]);
+        let eyd = xn.add(&xd[j]);
+        let z = exd.mul(&eyd);
+        let exc = z.is_zero();
+        out[j] = Ext8 {
+            x: F8::select(&exn.mul(&eyd), &zero, exc),
+            y: F8::select(&eyn.mul(&exd), &one, exc),
+            z: F8::select(&z, &one, exc),
+            t: F8::select(&exn.mul(&eyn), &zero, exc),
+        };
+    }
+    out
+}
+
+/// RFC 9380 `curve25519_XMD:SHA-512_ELL2_RO_` after `hash_to_field`, then the ladder: for
+/// each item's two field elements `(u₀, u₁)` (given as reduced limbs, `fe[i][0..2]`), `Q₀ =
+/// map(u₀)`, `Q₁ = map(u₁)`, `H = [8](Q₀ + Q₁)` on edwards25519, its Montgomery
+/// `u = (1 + y)/(1 − y)` made affine with one shared inversion, then `u([8t]H)` encoded.
+/// `out.len()` must equal `fe.len()`.
+#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
+pub(super) fn hash_mul_u(fe: &[[[u64; 5]; 2]], t: &[u8; 32], out: &mut [[u8; 32]]) {
+    let mut num = Vec::with_capacity(fe.len().div_ceil(8));
+    let mut den = Vec::with_capacity(fe.len().div_ceil(8));
+    for pair in fe.chunks(16) {
+        // Two vectors of eight items: four maps' exponentiations side by side.
+        let mut l = [[[0u64; 8]; 5]; 4];
+        for (i, item) in pair.iter().enumerate() {
+            let (v, lane) = (i / 8, i % 8);
+            for m in 0..2 {
+                for (limb, &x) in item[m].iter().enumerate() {
+                    l[2 * v + m][limb][lane] = x;
+                }
+            }
+        }
+        let u = [
+            F8::from_limbs(&l[0]),
+            F8::from_limbs(&l[1]),
+            F8::from_limbs(&l[2]),
+            F8::from_limbs(&l[3]),
+        ];
+        let q = elligator2_n(&u);
+        let vectors = pair.len().div_ceil(8);
+        for v in 0..vectors {
+            let sum = q[2 * v].add_niels(&q[2 * v + 1].to_niels());
+            let c = sum.to_proj().double().to_proj().double().to_proj().double();
+            // Completed ((X : Z), (Y : T)): y = Y/T, u = (1 + y)/(1 − y) = (T + Y)/(T − Y).
+            let n = c.t.add(&c.y);
+            let d = c.t.sub(&c.y);
+            // y = 1 (the identity, probability 2^-252): u = 0 as for every identity here.
+            let m = d.is_zero();
+            num.push(F8::select(&n, &F8::zero(), m));
+            den.push(F8::select(&d, &F8::one(), m));
+        }
+    }
+    let mut prefix = Vec::with_capacity(den.len());
+    let mut acc = F8::one();
+    for d in &den {
+        prefix.push(acc);
+        acc = acc.mul(d);
+    }
+    let mut inv = acc.invert();
+    let mut x1 = vec![F8::zero(); den.len()];
+    for i in (0..den.len()).rev() {
+        x1[i] = num[i].mul(&inv.mul(&prefix[i]));
+        inv = inv.mul(&den[i]);
+    }
+    ladder_and_encode(&x1, t, out);
+}

@@ -1,0 +1,636 @@
+//! Curve25519 as an X25519-style group: u-coordinates of the prime-order subgroup of the
+//! Montgomery curve `v² = u³ + 486662·u² + u` over GF(2^255 − 19) (RFC 7748), multiplied by
+//! the Montgomery ladder, with the torsion of a peer's points projected away by the scalar.
+//!
+//! # The group
+//!
+//! Elements are the points `P₀` of the subgroup of prime order
+//! `ℓ = 2^252 + 27742317777372353535851937790883648493`, up to sign, written by their
+//! u-coordinate: 32 bytes little-endian, `u < p`, bit 255 clear. The identity is `u = 0`
+//! (RFC 7748's convention: the ladder's `Z = 0` inverts to `0`). A scalar multiplication
+//! `±P ↦ ±[k]P` is well defined on u-coordinates, and that is all the ECDH-PSI, the
+//! unbalanced OPRF and the comparison round of this workspace use (none of them adds two
+//! points; EC ElGamal, which would, is not implemented on this type: use [`crate::Ristretto255`]).
+//!
+//! # Decoding: strict, and torsion projected rather than rejected
+//!
+//! [`PrimeGroup::decode`] accepts exactly the canonical u-coordinates of points of the curve
+//! (not of its twist) outside the 8-torsion, and returns the projection `P₀` of `P = P₀ + T`
+//! (`T ∈ E[8]`) to the prime-order subgroup, computed as `P₀ = [s'₁]P` with
+//! `s'₁ = 8·(8⁻¹ mod ℓ)` (so `s'₁ ≡ 1 mod ℓ` and `s'₁ ≡ 0 mod 8`). It rejects:
+//!
+//! * a length other than 32 ([`Error::WrongLength`]);
+//! * bit 255 set, or `u ≥ p` (non-canonical; RFC 7748 would mask or reduce, we refuse)
+//!   ([`Error::InvalidPoint`]);
+//! * `u = 0` ([`Error::Identity`]: it is the identity's encoding, and the order-2 point
+//!   `(0, 0)` projects to the identity);
+//! * `u` on the twist: `u³ + A·u² + u` not a square (this includes `u = p − 1`)
+//!   ([`Error::InvalidPoint`]);
+//! * the other small-order `u`: `1` (order 4) and the two order-8 values
+//!   ([`Error::InvalidPoint`]); their projection would be the identity.
+//!
+//! So the rule is "reject every encoding whose projection is the identity, and everything
+//! off the curve", and `decode(encode(P)) = P` for every non-identity element. Where
+//! [`PrimeGroup`] promises that `decode` rejects points "not in the prime-order subgroup",
+//! this group accepts mixed-order points `P₀ + T` and maps them to `P₀` instead; a subgroup
+//! check (a multiplication by `ℓ`) per received point would cost as much as the
+//! multiplication itself.
+//!
+//! # Why the projection is sound for the protocols
+//!
+//! Every multiplication by a secret `k` uses the integer `s' = 8·((8⁻¹·k) mod ℓ)`:
+//! `s' ≡ k (mod ℓ)` and `s' ≡ 0 (mod 8)`, so `[s'](P₀ + T) = [k]P₀` for every `T ∈ E[8]`. A
+//! peer that adds torsion to what it sends receives exactly what it would have received for
+//! `P₀` — the answer is a function of `P₀` and `k` only, always in the prime-order subgroup,
+//! and carries no information about `k mod 8` (the classic small-subgroup attack on X25519
+//! with a plain clamped scalar leaks nothing here either, but the clamped scalar is not a
+//! multiplicative group element mod `ℓ`, which the OPRF unblinding needs). Hence:
+//!
+//! * ECDH-PSI (2PC and 3PC): each party sends `u([a]H(x))`; the peer's `u([b]·)` of a
+//!   torsioned or honest `u` is `u([ab]H(x))` either way, so commutativity holds and a
+//!   malicious peer learns nothing it could not learn by sending `P₀`;
+//! * the unbalanced OPRF: the client blinds `[r]H(x)`, the server answers `[k]([r]H(x))`,
+//!   and the client unblinds with `r⁻¹ mod ℓ` ([`PrimeGroup::scalar_invert`]): `[r⁻¹][k][r]H(x)
+//!   = [k]H(x)` because all three live in the prime-order subgroup (`s'` of `r⁻¹` again
+//!   removes any torsion the server might have added);
+//! * points on the twist are rejected, so no answer is ever computed on the twist's group
+//!   (order `4·ℓ'`), and `u = 0` never yields an answer.
+//!
+//! Because elements are u-coordinates, `P` and `−P` are the same element; the protocols
+//! compare only `u([k]P)` values, which is consistent since `u([k](−P)) = u([k]P)`.
+//!
+//! # Hash to the curve
+//!
+//! [`PrimeGroup::hash_to_point`] is RFC 9380's `curve25519_XMD:SHA-512_ELL2_RO_` (§8.5):
+//! `expand_message_xmd` with SHA-512 to two field elements, two Elligator 2 maps, their sum,
+//! `clear_cofactor` (`h_eff = 8`), output `u`; indifferentiable from a random oracle. It is
+//! computed by curve25519-dalek's `EdwardsPoint::hash_to_curve` (the same maps on the
+//! birationally equivalent edwards25519, RFC 9380 §6.8.2 and Appendix D.2) followed by the
+//! birational map to `u = (1 + y)/(1 − y)`; the RFC 9380 Appendix J.7.1 vectors check it.
+//!
+//! # Batch paths: eight AVX-512 IFMA lanes, dalek as the fallback
+//!
+//! With AVX-512 IFMA (detected at run time, `OBLIV_EC_NO_SIMD` unset), the batch steps run
+//! the RFC 7748 ladder on eight points per 64-bit lane (`ifma25519::ladder`): the scalar `s'`
+//! once per chunk, the on-curve test as an eight-lane exponentiation, one shared inversion per
+//! chunk. Otherwise every point goes through curve25519-dalek's constant-time serial ladder
+//! (`MontgomeryPoint::mul_bits_be` on the 256 bits of `s'`). The outputs are byte-identical,
+//! which the tests check; a chunk with an invalid encoding is redone serially, which names the
+//! first offending index.
+
+use crate::{Error, PrimeGroup, SecretScalar};
+use curve25519_dalek::edwards::EdwardsPoint;
+use curve25519_dalek::montgomery::MontgomeryPoint;
+use curve25519_dalek::scalar::Scalar;
+use rand_core::CryptoRng;
+use sha2::{Digest, Sha512};
+use zeroize::Zeroizing;
+
+/// Curve25519 as an X25519-style group of prime order `ℓ` on u-coordinates (see the module
+/// documentation for the decoding rule and why projecting the torsion is sound).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct X25519;
+
+/// `8⁻¹ mod ℓ`, little-endian.
+const INV_EIGHT: [u8; 32] = [
+    121, 47, 220, 226, 41, 229, 6, 97, 208, 218, 28, 125, 179, 157, 211, 7, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 6,
+];
+
+/// The u-coordinates of the order-8 points (little-endian); with `0` (order 2) and `1`
+/// (order 4) they are the small-order points of the curve.
+const ORDER_EIGHT_U: [[u8; 32]; 2] = [
+    [
+        224, 235, 122, 124, 59, 65, 184, 174, 22, 86, 227, 250, 241, 159, 196, 106, 218, 9, 141,
+        235, 156, 50, 177, 253, 134, 98, 5, 22, 95, 73, 184, 0,
+    ],
+    [
+        95, 156, 149, 188, 163, 80, 140, 36, 177, 208, 177, 85, 156, 131, 239, 91, 4, 68, 92, 196,
+        88, 28, 142, 134, 216, 34, 78, 221, 208, 159, 17, 87,
+    ],
+];
+
+/// `t = k·8⁻¹ mod ℓ` (little-endian), so that `s' = 8t`.
+fn torsion_free_t(k: &Scalar) -> Zeroizing<[u8; 32]> {
+    Zeroizing::new((k * Scalar::from_bytes_mod_order(INV_EIGHT)).to_bytes())
+}
+
+/// `u([8t]P)` for an affine `u`, serially: dalek's constant-time ladder over the 256 bits of
+/// `s' = 8t`, most significant first (bit `j` of `s'` is bit `j − 3` of `t`).
+fn ladder_serial(u: &[u8; 32], t: &[u8; 32]) -> [u8; 32] {
+    let bits = (0..256usize)
+        .rev()
+        .map(|j| j >= 3 && (t[(j - 3) >> 3] >> ((j - 3) & 7)) & 1 == 1);
+    MontgomeryPoint(*u).mul_bits_be(bits).to_bytes()
+}
+
+/// The checks of `decode` that need no field arithmetic: length, canonical, not zero, not
+/// `1` nor an order-8 `u`.
+fn check_bytes(bytes: &[u8]) -> Result<[u8; 32], Error> {
+    let u: [u8; 32] = bytes.try_into().map_err(|_| Error::WrongLength {
+        group: X25519::NAME,
+        expected: 32,
+        got: bytes.len(),
+    })?;
+    let invalid = Error::InvalidPoint {
+        group: X25519::NAME,
+    };
+    if !is_canonical(&u) {
+        return Err(invalid);
+    }
+    if u == [0u8; 32] {
+        return Err(Error::Identity {
+            group: X25519::NAME,
+        });
+    }
+    let mut one = [0u8; 32];
+    one[0] = 1;
+    if u == one || ORDER_EIGHT_U.contains(&u) {
+        return Err(invalid);
+    }
+    Ok(u)
+}
+
+/// `u < p = 2^255 − 19` and bit 255 clear (compared from the top byte; public data).
+fn is_canonical(u: &[u8; 32]) -> bool {
+    if u[31] & 0x80 != 0 {
+        return false;
+    }
+    // u ≥ p iff u[31] = 0x7f, u[1..31] all 0xff and u[0] ≥ 0xed.
+    !(u[31] == 0x7f && u[1..31].iter().all(|&b| b == 0xff) && u[0] >= 0xed)
+}
+
+/// The eight-lane AVX-512 IFMA backend, if this CPU has it and `OBLIV_EC_NO_SIMD` is unset.
+#[cfg(target_arch = "x86_64")]
+fn ifma() -> Option<crate::ifma25519::Ifma> {
+    crate::ristretto::ifma()
+}
+
+impl X25519 {
+    /// Which backend the batch paths use on this machine: `"avx512ifma-8way"` or `"dalek"`
+    /// (curve25519-dalek's serial ladder; also forced by `OBLIV_EC_NO_SIMD`).
+    pub fn batch_backend() -> &'static str {
+        #[cfg(target_arch = "x86_64")]
+        if ifma().is_some() {
+            return "avx512ifma-8way";
+        }
+        "dalek"
+    }
+
+    /// The reference path of [`PrimeGroup::mul_and_encode_chunk`]: dalek's serial ladder on
+    /// `s' = 8·(k/8 mod ℓ)` for each point, whatever the CPU. `out.len()` must equal
+    /// `points.len()`.
+    pub fn mul_and_encode_chunk_serial(
+        points: &[MontgomeryPoint],
+        k: &SecretScalar<Scalar>,
+        out: &mut [[u8; 32]],
+    ) {
+        let t = torsion_free_t(&k.0);
+        for (p, o) in points.iter().zip(out.iter_mut()) {
+            *o = ladder_serial(&p.0, &t);
+        }
+    }
+
+    /// The reference path of [`PrimeGroup::hash_mul_and_encode_chunk`]: dalek's RFC 9380
+    /// hash per item, then dalek's serial ladder. `out.len()` must equal `items.len()`.
+    pub fn hash_mul_and_encode_chunk_serial<T: AsRef<[u8]>>(
+        items: &[T],
+        k: &SecretScalar<Scalar>,
+        out: &mut [[u8; 32]],
+    ) {
+        let pts: Vec<MontgomeryPoint> = items
+            .iter()
+            .map(|x| Self::hash_to_point(x.as_ref()))
+            .collect();
+        Self::mul_and_encode_chunk_serial(&pts, k, out);
+    }
+
+    /// The reference path of [`PrimeGroup::decode_mul_and_encode_chunk`]: full validation of
+    /// each encoding ([`PrimeGroup::decode`]'s checks), then dalek's serial ladder on `s'`
+    /// applied to the received `u` (which projects its torsion away).
+    ///
+    /// # Errors
+    /// [`Error::Batch`] naming the first invalid encoding and why it was rejected.
+    pub fn decode_mul_and_encode_chunk_serial<E: AsRef<[u8]>>(
+        encodings: &[E],
+        first_index: usize,
+        k: &SecretScalar<Scalar>,
+        out: &mut [[u8; 32]],
+    ) -> Result<(), Error> {
+        let us = encodings
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                validate(e.as_ref()).map_err(|source| Error::Batch {
+                    index: first_index + i,
+                    source: Box::new(source),
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let t = torsion_free_t(&k.0);
+        for (u, o) in us.iter().zip(out.iter_mut()) {
+            *o = ladder_serial(u, &t);
+        }
+        Ok(())
+    }
+
+    /// The RFC 7748 §5 `X25519(k, u)` function (clamped scalar, bit 255 of `u` masked,
+    /// non-canonical `u` reduced), by dalek: for the RFC 7748 §5.2 known-answer tests and
+    /// interoperability. Not a group operation of this type.
+    pub fn x25519_rfc7748(k: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
+        MontgomeryPoint(*u).mul_clamped(*k).to_bytes()
+    }
+}
+
+/// All of `decode`'s checks; returns the received `u` (not yet projected).
+fn validate(bytes: &[u8]) -> Result<[u8; 32], Error> {
+    let u = check_bytes(bytes)?;
+    // On the curve iff the Edwards decompression of y = (u − 1)/(u + 1) succeeds (dalek
+    // rejects u = −1, on the twist, first).
+    if MontgomeryPoint(u).to_edwards(0).is_none() {
+        return Err(Error::InvalidPoint {
+            group: X25519::NAME,
+        });
+    }
+    Ok(u)
+}
+
+/// The DST `hash_to_point_with_dst` passes to the expander: `dst` itself, or for tags over
+/// 255 bytes `SHA-512("H2C-OVERSIZE-DST-" ‖ dst)` (RFC 9380 §5.3.3).
+fn effective_dst(dst: &[u8]) -> Result<Vec<u8>, Error> {
+    if dst.is_empty() {
+        return Err(Error::HashToCurve("empty domain separation tag"));
+    }
+    if dst.len() <= 255 {
+        return Ok(dst.to_vec());
+    }
+    let mut h = Sha512::new();
+    h.update(b"H2C-OVERSIZE-DST-");
+    h.update(dst);
+    Ok(h.finalize().to_vec())
+}
+
+/// RFC 9380 §5.3.1 `expand_message_xmd` with SHA-512 and `len_in_bytes = 96` (`ell = 2`),
+/// for one DST of at most 255 bytes, with the SHA-512 state after `Z_pad` computed once; then
+/// `hash_to_field` with `L = 48`: the two field elements as reduced radix-2^51 limbs. The
+/// tests check it against the RFC 9380 Appendix J.7.1 `u[0]`, `u[1]` through the whole hash.
+#[cfg(target_arch = "x86_64")]
+struct HashToField<'a> {
+    /// SHA-512 after absorbing `Z_pad = I2OSP(0, 128)`.
+    after_zpad: Sha512,
+    dst: &'a [u8],
+    /// `I2OSP(len(DST), 1)`.
+    dst_len: u8,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<'a> HashToField<'a> {
+    /// The expander for `dst` (1 to 255 bytes).
+    fn new(dst: &'a [u8]) -> Self {
+        let mut after_zpad = Sha512::new();
+        after_zpad.update([0u8; 128]);
+        debug_assert!(!dst.is_empty() && dst.len() <= 255);
+        Self {
+            after_zpad,
+            dst,
+            dst_len: u8::try_from(dst.len()).unwrap_or(u8::MAX),
+        }
+    }
+
+    /// `b₀ = H(Z_pad ‖ msg ‖ I2OSP(96, 2) ‖ I2OSP(0, 1) ‖ DST′)`, `b₁ = H(b₀ ‖ 1 ‖ DST′)`,
+    /// `b₂ = H((b₀ ⊕ b₁) ‖ 2 ‖ DST′)`; the 96 bytes `b₁ ‖ b₂[..32]` as two 48-byte big-endian
+    /// integers reduced mod p.
+    fn hash(&self, msg: &[u8]) -> [[u64; 5]; 2] {
+        let mut h = self.after_zpad.clone();
+        h.update(msg);
+        h.update([0u8, 96, 0]);
+        h.update(self.dst);
+        h.update([self.dst_len]);
+        let b0 = h.finalize();
+        let block = |prev: &[u8], i: u8| {
+            let mut h = Sha512::new();
+            h.update(prev);
+            h.update([i]);
+            h.update(self.dst);
+            h.update([self.dst_len]);
+            h.finalize()
+        };
+        let b1 = block(&b0, 1);
+        let mut x = [0u8; 64];
+        for (x, (a, b)) in x.iter_mut().zip(b0.iter().zip(b1.iter())) {
+            *x = a ^ b;
+        }
+        let b2 = block(&x, 2);
+        let mut bytes = [0u8; 96];
+        bytes[..64].copy_from_slice(&b1);
+        bytes[64..].copy_from_slice(&b2[..32]);
+        [reduce48(&bytes[..48]), reduce48(&bytes[48..])]
+    }
+}
+
+/// A 48-byte big-endian integer (`< 2^384`) mod `p = 2^255 − 19`, as five limbs below
+/// `2^51 + 2^11`: eight 51-bit limbs, the top three folded with `2^255 ≡ 19`, one carry pass.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::cast_possible_truncation)] // 51-bit limb extraction
+fn reduce48(be: &[u8]) -> [u64; 5] {
+    const M: u64 = (1 << 51) - 1;
+    let mut le = [0u8; 56];
+    for (d, s) in le.iter_mut().zip(be.iter().rev()) {
+        *d = *s;
+    }
+    let limb = |i: usize| {
+        let bit = 51 * i;
+        let mut w = [0u8; 16];
+        let start = bit / 8;
+        let end = (start + 16).min(56);
+        w[..end - start].copy_from_slice(&le[start..end]);
+        ((u128::from_le_bytes(w) >> (bit % 8)) as u64) & M
+    };
+    let mut l = [0u64; 8];
+    for (i, x) in l.iter_mut().enumerate() {
+        *x = limb(i);
+    }
+    // l5, l6 < 2^51, l7 < 2^27: the sums stay below 2^56.
+    let mut r = [
+        l[0] + 19 * l[5],
+        l[1] + 19 * l[6],
+        l[2] + 19 * l[7],
+        l[3],
+        l[4],
+    ];
+    let mut c = 0;
+    for x in &mut r {
+        *x += c;
+        c = *x >> 51;
+        *x &= M;
+    }
+    r[0] += 19 * c;
+    r
+}
+
+impl PrimeGroup for X25519 {
+    const NAME: &'static str = "x25519";
+    const SUITE_ID: &'static str = "curve25519_XMD:SHA-512_ELL2_RO_";
+    const DEFAULT_DST: &'static [u8] = b"obliv-ec-v1-curve25519_XMD:SHA-512_ELL2_RO_";
+    const ENCODED_LEN: usize = 32;
+
+    type ScalarInner = Scalar;
+    type Point = MontgomeryPoint;
+    type Encoded = [u8; 32];
+
+    fn hash_to_point_with_dst(msg: &[u8], dst: &[u8]) -> Result<MontgomeryPoint, Error> {
+        let dst = effective_dst(dst)?;
+        // dalek panics only for an empty DST or one over 255 bytes, excluded above.
+        Ok(EdwardsPoint::hash_to_curve::<Sha512>(&[msg], &[&dst]).to_montgomery())
+    }
+
+    fn hash_to_point(msg: &[u8]) -> MontgomeryPoint {
+        EdwardsPoint::hash_to_curve::<Sha512>(&[msg], &[Self::DEFAULT_DST]).to_montgomery()
+    }
+
+    fn generator() -> MontgomeryPoint {
+        curve25519_dalek::constants::X25519_BASEPOINT
+    }
+
+    fn identity() -> MontgomeryPoint {
+        MontgomeryPoint([0u8; 32])
+    }
+
+    fn mul(point: &MontgomeryPoint, k: &SecretScalar<Scalar>) -> MontgomeryPoint {
+        MontgomeryPoint(ladder_serial(&point.0, &torsion_free_t(&k.0)))
+    }
+
+    fn mul_base(k: &SecretScalar<Scalar>) -> MontgomeryPoint {
+        MontgomeryPoint::mul_base(&k.0)
+    }
+
+    fn encode(point: &MontgomeryPoint) -> [u8; 32] {
+        point.to_bytes()
+    }
+
+    fn decode(bytes: &[u8]) -> Result<MontgomeryPoint, Error> {
+        let u = validate(bytes)?;
+        // P₀ = [s'₁]P with s'₁ = 8·(8⁻¹ mod ℓ): t = 8⁻¹ mod ℓ.
+        Ok(MontgomeryPoint(ladder_serial(&u, &INV_EIGHT)))
+    }
+
+    fn random_scalar<R: CryptoRng + ?Sized>(rng: &mut R) -> SecretScalar<Scalar> {
+        loop {
+            let s = SecretScalar(Scalar::random(rng));
+            // Rejection of zero (probability 2^-252): the loop leaks only that a draw was zero.
+            if s.0 != Scalar::ZERO {
+                return s;
+            }
+        }
+    }
+
+    fn scalar_invert(k: &SecretScalar<Scalar>) -> SecretScalar<Scalar> {
+        SecretScalar(k.0.invert())
+    }
+
+    fn scalar_mul(a: &SecretScalar<Scalar>, b: &SecretScalar<Scalar>) -> SecretScalar<Scalar> {
+        SecretScalar(a.0 * b.0)
+    }
+
+    fn scalar_to_bytes(k: &SecretScalar<Scalar>) -> Zeroizing<Vec<u8>> {
+        Zeroizing::new(k.0.to_bytes().to_vec())
+    }
+
+    fn scalar_from_bytes(bytes: &[u8]) -> Result<SecretScalar<Scalar>, Error> {
+        let arr: Zeroizing<[u8; 32]> =
+            Zeroizing::new(bytes.try_into().map_err(|_| Error::WrongLength {
+                group: Self::NAME,
+                expected: 32,
+                got: bytes.len(),
+            })?);
+        let s: Option<Scalar> = Scalar::from_canonical_bytes(*arr).into();
+        let s = SecretScalar(s.ok_or(Error::InvalidScalar { group: Self::NAME })?);
+        if s.0 == Scalar::ZERO {
+            return Err(Error::InvalidScalar { group: Self::NAME });
+        }
+        Ok(s)
+    }
+
+    fn mul_and_encode_chunk(
+        points: &[MontgomeryPoint],
+        k: &SecretScalar<Scalar>,
+        out: &mut [[u8; 32]],
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(ifma) = ifma() {
+            let us: Vec<[u8; 32]> = points.iter().map(|p| p.0).collect();
+            let t = torsion_free_t(&k.0);
+            // Without the on-curve check the lanes cannot fail.
+            if ifma.x25519_mul(&us, &t, out, false) {
+                return;
+            }
+        }
+        Self::mul_and_encode_chunk_serial(points, k, out);
+    }
+
+    fn hash_mul_and_encode_chunk<T: AsRef<[u8]>>(
+        items: &[T],
+        k: &SecretScalar<Scalar>,
+        out: &mut [[u8; 32]],
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(ifma) = ifma() {
+            // expand_message_xmd and hash_to_field per item (SHA-512, serial), then the two
+            // Elligator 2 maps, the sum, the cofactor clearing and the ladder in lanes: the
+            // same RFC 9380 suite as `hash_to_point`.
+            let h2f = HashToField::new(Self::DEFAULT_DST);
+            let fe: Vec<[[u64; 5]; 2]> = items.iter().map(|x| h2f.hash(x.as_ref())).collect();
+            ifma.x25519_hash_mul(&fe, &torsion_free_t(&k.0), out);
+            return;
+        }
+        Self::hash_mul_and_encode_chunk_serial(items, k, out);
+    }
+
+    fn decode_mul_and_encode_chunk<E: AsRef<[u8]>>(
+        encodings: &[E],
+        first_index: usize,
+        k: &SecretScalar<Scalar>,
+        out: &mut [[u8; 32]],
+    ) -> Result<(), Error> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(ifma) = ifma() {
+            // The byte checks serially (public data), the on-curve test in lanes; any
+            // failure sends the chunk to the serial path, which names the first bad index.
+            let us: Option<Vec<[u8; 32]>> = encodings
+                .iter()
+                .map(|e| check_bytes(e.as_ref()).ok())
+                .collect();
+            let t = torsion_free_t(&k.0);
+            if let Some(us) = us
+                && ifma.x25519_mul(&us, &t, out, true)
+            {
+                return Ok(());
+            }
+        }
+        Self::decode_mul_and_encode_chunk_serial(encodings, first_index, k, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The dispatched batch paths (AVX-512 IFMA lanes on this machine) against the serial
+    //! dalek ladder: byte-identical outputs, identical errors.
+    use super::*;
+    use curve25519_dalek::constants::EIGHT_TORSION;
+    use rand::SeedableRng;
+
+    fn points(n: usize, seed: u64) -> Vec<MontgomeryPoint> {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        (0..n)
+            .map(|_| {
+                EdwardsPoint::random(&mut rng)
+                    .mul_by_cofactor()
+                    .to_montgomery()
+            })
+            .collect()
+    }
+
+    fn scalars() -> Vec<SecretScalar<Scalar>> {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(99);
+        vec![
+            SecretScalar(Scalar::ONE),
+            SecretScalar(-Scalar::ONE), // ℓ − 1
+            SecretScalar(Scalar::from(2u8)),
+            SecretScalar(Scalar::from(8u8)),
+            SecretScalar(Scalar::from_bytes_mod_order(INV_EIGHT)),
+            SecretScalar(Scalar::random(&mut rng)),
+            SecretScalar(Scalar::random(&mut rng)),
+        ]
+    }
+
+    #[test]
+    fn lanes_match_serial_ladder() {
+        for n in [0usize, 1, 7, 8, 9, 17, 33, 100, 256] {
+            let mut pts = points(n, n as u64);
+            if n > 3 {
+                pts[2] = X25519::identity();
+            }
+            for k in &scalars() {
+                let mut fast = vec![[0u8; 32]; n];
+                let mut slow = vec![[0u8; 32]; n];
+                X25519::mul_and_encode_chunk(&pts, k, &mut fast);
+                X25519::mul_and_encode_chunk_serial(&pts, k, &mut slow);
+                assert_eq!(fast, slow, "n = {n}");
+                // For points of the prime-order group [s']P = [k]P: dalek's plain ladder.
+                let plain: Vec<[u8; 32]> = pts.iter().map(|p| (p * k.0).to_bytes()).collect();
+                assert_eq!(fast, plain, "n = {n}");
+            }
+        }
+    }
+
+    /// Mixed-order inputs `P₀ + T`: the lanes and the serial path give `u([k]P₀)`.
+    #[test]
+    fn decode_mul_projects_torsion() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let n = 40;
+        let clean: Vec<EdwardsPoint> = (0..n)
+            .map(|_| EdwardsPoint::random(&mut rng).mul_by_cofactor())
+            .collect();
+        let dirty: Vec<[u8; 32]> = clean
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p + EIGHT_TORSION[i % 8]).to_montgomery().to_bytes())
+            .collect();
+        for k in &scalars() {
+            let mut fast = vec![[0u8; 32]; n];
+            let mut slow = vec![[0u8; 32]; n];
+            X25519::decode_mul_and_encode_chunk(&dirty, 3, k, &mut fast).unwrap();
+            X25519::decode_mul_and_encode_chunk_serial(&dirty, 3, k, &mut slow).unwrap();
+            assert_eq!(fast, slow);
+            let want: Vec<[u8; 32]> = clean
+                .iter()
+                .map(|p| (p * k.0).to_montgomery().to_bytes())
+                .collect();
+            assert_eq!(fast, want);
+        }
+    }
+
+    #[test]
+    fn hash_lanes_match_serial() {
+        for n in [0usize, 1, 8, 15, 16, 17, 40, 100] {
+            let items: Vec<Vec<u8>> = (0..n).map(|i| format!("item {i}").into_bytes()).collect();
+            for k in &scalars() {
+                let mut fast = vec![[0u8; 32]; n];
+                let mut slow = vec![[0u8; 32]; n];
+                X25519::hash_mul_and_encode_chunk(&items, k, &mut fast);
+                X25519::hash_mul_and_encode_chunk_serial(&items, k, &mut slow);
+                assert_eq!(fast, slow, "n = {n}");
+            }
+        }
+    }
+
+    /// The lanes' hash with the RFC 9380 Appendix J.7.1 DST, multiplied by 1, gives `P.x`.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn hash_lanes_rfc9380_vectors() {
+        let Some(ifma) = ifma() else { return };
+        let h2f = HashToField::new(b"QUUX-V01-CS02-with-curve25519_XMD:SHA-512_ELL2_RO_");
+        let msgs: Vec<Vec<u8>> = vec![
+            b"".to_vec(),
+            b"abc".to_vec(),
+            b"abcdef0123456789".to_vec(),
+            [b"q128_".as_slice(), &[b'q'; 128]].concat(),
+            [b"a512_".as_slice(), &[b'a'; 512]].concat(),
+        ];
+        let px = [
+            "2de3780abb67e861289f5749d16d3e217ffa722192d16bbd9d1bfb9d112b98c0",
+            "2b4419f1f2d48f5872de692b0aca72cc7b0a60915dd70bde432e826b6abc526d",
+            "68ca1ea5a6acf4e9956daa101709b1eee6c1bb0df1de3b90d4602382a104c036",
+            "096e9c8bae6c06b554c1ee69383bb0e82267e064236b3a30608d4ed20b73ac5a",
+            "1bc61845a138e912f047b5e70ba9606ba2a447a4dade024c8ef3dd42b7bbc5fe",
+        ];
+        let fe: Vec<[[u64; 5]; 2]> = msgs.iter().map(|m| h2f.hash(m)).collect();
+        let mut out = vec![[0u8; 32]; msgs.len()];
+        ifma.x25519_hash_mul(&fe, &torsion_free_t(&Scalar::ONE), &mut out);
+        for (o, want) in out.iter().zip(px) {
+            let mut be = *o;
+            be.reverse();
+            assert_eq!(hex::encode(be), want);
+        }
+    }
+}
