@@ -277,9 +277,15 @@ mod avx512 {
                     let m0 = _pdep_u64(bits & ((1 << HALF) - 1), $spread) * ELEM_MASK;
                     let m1 = _pdep_u64(bits >> HALF, $spread) * ELEM_MASK;
                     let xi = _mm512_permutexvar_epi64(bcast, w[0]);
+                    // Row R reaches elements R + 1 ..= R + 25 only: the registers outside
+                    // (3 of 16 for pairs, 1 of 8 for blocks) have all-zero masks and are
+                    // skipped (constant bounds: the loop unrolls to the XORs needed).
+                    let (first, last) = ((R + 1) / PER, ((R + 25) / PER).min(REGS - 1));
                     for (j, v) in w.iter_mut().enumerate() {
-                        let m = if j < 8 { m0 >> (8 * j) } else { m1 >> (8 * (j - 8)) };
-                        *v = _mm512_mask_xor_epi64(*v, m as u8, *v, xi);
+                        if j >= first && j <= last {
+                            let m = if j < 8 { m0 >> (8 * j) } else { m1 >> (8 * (j - 8)) };
+                            *v = _mm512_mask_xor_epi64(*v, m as u8, *v, xi);
+                        }
                     }
                     if MIX {
                         let (j, e) = ((R + 25) / PER, (R + 25) % PER);
