@@ -17,7 +17,11 @@
 //! For many buckets with one peer, an [`Rr22Session`] sets the silent VOLE's base
 //! correlations up once and runs one bucket per [`Rr22Session::run`] (each a fresh VOLE
 //! extension of that bucket's OKVS size); [`run`] is a new session plus one run, with the
-//! same messages as before sessions existed.
+//! same messages as before sessions existed. [`Rr22Session::split`] forks a session into
+//! children with independent VOLE streams (no new base OT, semi-honest variants; see
+//! [`fork`]), and [`run_buckets`] runs buckets concurrently on such children, one thread and
+//! [`obliv_net::Mux`] sub-channel per worker, streaming from the caller's iterator (see
+//! [`concurrent`]).
 //!
 //! # The protocol (common to the variants)
 //!
@@ -127,7 +131,6 @@ use crate::error::{Error, Result};
 use crate::handshake::{self, Hello};
 
 pub mod fast;
-mod intersect;
 pub mod lowcomm;
 pub mod malicious;
 
@@ -472,12 +475,10 @@ fn send_values<C: Channel + ?Sized>(ch: &mut C, out: &[Block], w: usize) -> Resu
 
 /// Receives the sender's values (at most `n_s` of `w` bytes) and returns the indices `j`
 /// (ascending) whose `ours[j]`, truncated to `w` bytes, the sender sent.
-fn recv_and_intersect<C>(ch: &mut C, ours: Vec<Block>, n_s: usize, w: usize) -> Result<Vec<usize>>
+fn recv_and_intersect<C>(ch: &mut C, ours: &[Block], n_s: usize, w: usize) -> Result<Vec<usize>>
 where
     C: Channel + ?Sized,
 {
-    // Partitioned while the sender computes its values.
-    let ours = intersect::Prepared::new(ours, w);
     let f = ch.recv_max(5 + 8)?;
     let (tag, index, payload) = parse(&f)?;
     if tag != TAG_COUNT || index != 0 || payload.len() != 8 {
@@ -509,7 +510,7 @@ where
     if !theirs.windows(2).all(|p| p[0] < p[1]) {
         sort_values(&mut theirs, w);
     }
-    Ok(ours.intersect(&theirs))
+    Ok(intersect(ours, &theirs, w))
 }
 
 /// `v >> (8·w − bits)`: the top `bits` bits of a value truncated to `w` bytes
@@ -674,6 +675,14 @@ where
     Rr22Session::new(role, cfg)?.run(ch, items, rng)
 }
 
+pub mod concurrent;
+pub mod fork;
+
+pub use concurrent::{
+    BucketOutput, ConcurrentBuckets, MAX_WORKERS, SUB_CONTROL, run_buckets, worker_sub_id,
+};
+pub use fork::MAX_CHILDREN;
+
 /// Flag bit of the [`Hello`] of a session's second and later runs (the first run's hello is
 /// the one-shot [`run`]'s, flags 0); the handshake requires both sides to agree on it.
 const FLAG_CONTINUED: u8 = 2;
@@ -719,6 +728,13 @@ struct Generators {
 /// for `w` is repeated per run. The low-comm bound `n_s·2^-64` adds up over the runs (see
 /// [`lowcomm`]).
 ///
+/// The same holds across the children of [`split`](Rr22Session::split) (and theirs): each
+/// child's base correlated OTs are fresh, disjoint correlations of its parent's VOLE under
+/// the same `Δ` (derandomised by the receiver's mask `A ⊕ r`, uniform to the sender), and
+/// each child's own outputs serve one OKVS each, so the buckets of a parent and all its
+/// descendants are again disjoint pieces of one VOLE under one `Δ`; the low-comm bound adds
+/// up over all of them. See [`fork`] for the step and why malicious sessions are not forked.
+///
 /// After an error the two sides may no longer be in step: the session refuses further runs
 /// (open a new one on a fresh channel).
 #[derive(Debug)]
@@ -728,6 +744,11 @@ pub struct Rr22Session {
     runs: u64,
     failed: bool,
     vole: Generators,
+    /// 0 for a session made by [`Rr22Session::new`]; a non-zero 48-bit tag for a child of
+    /// [`Rr22Session::split`], sent in every hello so that mismatched children are caught.
+    lineage: u64,
+    /// Fork steps taken so far (part of the children's lineage tags).
+    forks: u64,
 }
 
 impl Rr22Session {
@@ -748,7 +769,28 @@ impl Rr22Session {
             runs: 0,
             failed: false,
             vole: Generators::default(),
+            lineage: 0,
+            forks: 0,
         })
+    }
+
+    /// The `batch` field of this session's hellos: the bin size (0 for low-comm).
+    fn hello_batch(&self) -> u32 {
+        match self.cfg.variant {
+            Variant::LowComm => 0,
+            _ => u32::try_from(self.cfg.bin_size).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// The `param` field of this session's hellos: [`STAT_SECURITY`], with the lineage tag
+    /// of a forked session above bit 16 (unchanged for a session that was not forked).
+    fn hello_param(&self) -> u64 {
+        u64::from(STAT_SECURITY) | (self.lineage << 16)
+    }
+
+    /// Whether this session is a child of [`split`](Self::split) or [`fork`](Self::fork).
+    pub fn is_forked(&self) -> bool {
+        self.lineage != 0
     }
 
     /// The role of this side.
@@ -815,18 +857,14 @@ impl Rr22Session {
         R: CryptoRng + ?Sized,
     {
         let (cfg, role) = (self.cfg, self.role);
-        let batch = match cfg.variant {
-            Variant::LowComm => 0,
-            _ => u32::try_from(cfg.bin_size).unwrap_or(u32::MAX),
-        };
         let ours = Hello {
             protocol: cfg.variant.protocol_id(),
             curve: 0,
             role: role_code(role),
             flags: if self.runs == 0 { 0 } else { FLAG_CONTINUED },
-            batch,
+            batch: self.hello_batch(),
             n_items: items.len() as u64,
-            param: u64::from(STAT_SECURITY),
+            param: self.hello_param(),
         };
         let other = match role {
             Role::Receiver => Role::Sender,
