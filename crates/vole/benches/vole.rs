@@ -18,8 +18,9 @@ use obliv_core::rand_core::SeedableRng;
 use obliv_core::{AesRng, Block, Prg};
 use obliv_net::{Channel, mem_pair};
 use obliv_vole::{
-    CodeField, ExConvCode, LpnCode, Security, Subfield64VoleReceiver, Subfield64VoleSender,
-    SubfieldVoleReceiver, SubfieldVoleSender, VoleConfig, VoleReceiver, VoleSender,
+    BlockPair, CodeField, ExConvCode, LpnCode, Security, Subfield64VoleReceiver,
+    Subfield64VoleSender, SubfieldVoleReceiver, SubfieldVoleSender, VoleConfig, VoleReceiver,
+    VoleSender,
 };
 
 fn log_n() -> u32 {
@@ -193,6 +194,55 @@ fn bench_vole(c: &mut Criterion) {
     g.finish();
 }
 
+/// One RR22-style one-shot GF(2^128) VOLE: fresh generators on both sides (base OT and
+/// IKNP included), one `extend(m)`, generators dropped; returns the busier party's CPU
+/// time (the receiver's). Fresh working buffers each time, so this measures the page
+/// faults and first touches that steady-state extensions avoid.
+fn oneshot(security: Security, m: usize) -> Duration {
+    let cfg = VoleConfig::with_security(security);
+    let (mut c0, mut c1) = mem_pair();
+    let sender = std::thread::spawn(move || {
+        let t0 = thread_cpu();
+        let mut rng = AesRng::from_seed([1; 16]);
+        let mut s = VoleSender::new(&mut c0, cfg, &mut rng).unwrap();
+        std::hint::black_box(s.extend(&mut c0, m, &mut rng).unwrap());
+        drop(s);
+        t0.zip(thread_cpu()).map(|(a, b)| b - a)
+    });
+    let (t0, w0) = (thread_cpu(), Instant::now());
+    let mut rng = AesRng::from_seed([2; 16]);
+    let mut r = VoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
+    std::hint::black_box(r.extend(&mut c1, m, &mut rng).unwrap());
+    drop(r);
+    let receiver = t0.zip(thread_cpu()).map(|(a, b)| b - a);
+    let wall = w0.elapsed();
+    match (sender.join().unwrap(), receiver) {
+        (Some(s), Some(r)) => s.max(r),
+        _ => wall,
+    }
+}
+
+fn bench_oneshot(c: &mut Criterion) {
+    // The OKVS size of RR22 fast at 2^20 items (bins of 2^14): the VOLE length it asks for.
+    let m = if log_n() == 20 {
+        1_415_700
+    } else {
+        1usize << log_n()
+    };
+    let mut g = c.benchmark_group("oneshot_gf128_vole");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(m as u64));
+    for (name, security) in [
+        ("semi_honest", Security::SemiHonest),
+        ("malicious", Security::Malicious),
+    ] {
+        g.bench_function(BenchmarkId::new(name, m), |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| oneshot(security, m)).sum())
+        });
+    }
+    g.finish();
+}
+
 fn bench_code(c: &mut Criterion) {
     let mut g = c.benchmark_group("exconv7x24_dual_encode");
     g.sample_size(10);
@@ -214,6 +264,16 @@ fn bench_code(c: &mut Criterion) {
             },
         );
     }
+    // The GF(2^128) receiver's (A, C) pairs.
+    let pairs: Vec<BlockPair> = x.chunks_exact(2).map(|p| BlockPair([p[0], p[1]])).collect();
+    let code = ExConvCode::new(k / 2, n / 2, CodeField::Gf128);
+    g.bench_with_input(BenchmarkId::new("Gf128_pairs", k / 2), &pairs, |b, x| {
+        b.iter_batched_ref(
+            || x.clone(),
+            |v| code.dual_encode(v),
+            criterion::BatchSize::LargeInput,
+        )
+    });
     let code = ExConvCode::new(k, n, CodeField::Gf2);
     let bits: Vec<u8> = x.iter().map(|b| u8::from(b.lsb())).collect();
     g.bench_with_input(
@@ -230,5 +290,5 @@ fn bench_code(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_vole, bench_code);
+criterion_group!(benches, bench_vole, bench_oneshot, bench_code);
 criterion_main!(benches);

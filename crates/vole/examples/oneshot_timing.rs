@@ -40,16 +40,19 @@ fn main() {
     let (mut rs, mut ss) = (Vec::new(), Vec::new());
     for rep in 0..reps {
         let (mut c0, mut c1) = mem_pair();
-        let s = std::thread::spawn(move || {
-            let t0 = thread_cpu();
-            let mut rng = AesRng::from_seed([2; 16]);
-            let mut s = VoleSender::new(&mut c0, cfg, &mut rng).unwrap();
-            let b = s.extend(&mut c0, m, &mut rng).unwrap();
-            std::hint::black_box(&b);
-            drop(b);
-            drop(s);
-            thread_cpu() - t0
-        });
+        let s = std::thread::Builder::new()
+            .name("vole-send".into())
+            .spawn(move || {
+                let t0 = thread_cpu();
+                let mut rng = AesRng::from_seed([2; 16]);
+                let mut s = VoleSender::new(&mut c0, cfg, &mut rng).unwrap();
+                let b = s.extend(&mut c0, m, &mut rng).unwrap();
+                std::hint::black_box(&b);
+                drop(b);
+                drop(s);
+                thread_cpu() - t0
+            })
+            .unwrap();
         let t0 = thread_cpu();
         let mut rng = AesRng::from_seed([1; 16]);
         let mut r = VoleReceiver::new(&mut c1, cfg, &mut rng).unwrap();
