@@ -4,8 +4,10 @@
 //!
 //! The thread's CPU time comes from `/proc/thread-self/schedstat` (Linux; nanoseconds on CPU).
 //!
-//! Run: `cargo run --release -p obliv-ec --example x25519_batch_cpu [chunks] [repeats]`
-//! (defaults 64 chunks of 256 points, 7 repeats).
+//! Run: `cargo run --release -p obliv-ec --example x25519_batch_cpu [chunks] [repeats] [group]
+//! [step]` (defaults 64 chunks of 256 points, 7 repeats, both groups, all three steps; `group`
+//! is `x25519` or `ristretto255`, `step` one of `decode`, `hash`, `mul`: for `perf stat` of one
+//! step of one group).
 
 #![allow(clippy::unwrap_used)] // an example: failing setup aborts the run
 
@@ -38,7 +40,7 @@ fn measure(repeats: usize, calls: usize, per_call: usize, mut f: impl FnMut()) -
 }
 
 /// The three batch steps of `G`, printed with `label`.
-fn run<G: PrimeGroup<Encoded = [u8; 32]>>(label: &str, calls: usize, repeats: usize) {
+fn run<G: PrimeGroup<Encoded = [u8; 32]>>(label: &str, calls: usize, repeats: usize, step: &str) {
     let mut rng = rand::rng();
     let k = G::random_scalar(&mut rng);
     let items: Vec<Vec<u8>> = (0..CHUNK)
@@ -47,18 +49,25 @@ fn run<G: PrimeGroup<Encoded = [u8; 32]>>(label: &str, calls: usize, repeats: us
     let points: Vec<G::Point> = items.iter().map(|x| G::hash_to_point(x)).collect();
     let encoded: Vec<[u8; 32]> = points.iter().map(G::encode).collect();
     let mut out = vec![[0u8; 32]; CHUNK];
-    let (b, m) = measure(repeats, calls, CHUNK, || {
-        G::decode_mul_and_encode_chunk(black_box(&encoded), 0, &k, &mut out).unwrap();
-    });
-    println!("{label:13} decode_mul_encode  {b:6.2} / {m:6.2}");
-    let (b, m) = measure(repeats, calls, CHUNK, || {
-        G::hash_mul_and_encode_chunk(black_box(&items), &k, &mut out);
-    });
-    println!("{label:13} hash_mul_encode    {b:6.2} / {m:6.2}");
-    let (b, m) = measure(repeats, calls, CHUNK, || {
-        G::mul_and_encode_chunk(black_box(&points), &k, &mut out);
-    });
-    println!("{label:13} mul_encode         {b:6.2} / {m:6.2}");
+    let on = |s: &str| step == "all" || step == s;
+    if on("decode") {
+        let (b, m) = measure(repeats, calls, CHUNK, || {
+            G::decode_mul_and_encode_chunk(black_box(&encoded), 0, &k, &mut out).unwrap();
+        });
+        println!("{label:13} decode_mul_encode  {b:6.2} / {m:6.2}");
+    }
+    if on("hash") {
+        let (b, m) = measure(repeats, calls, CHUNK, || {
+            G::hash_mul_and_encode_chunk(black_box(&items), &k, &mut out);
+        });
+        println!("{label:13} hash_mul_encode    {b:6.2} / {m:6.2}");
+    }
+    if on("mul") {
+        let (b, m) = measure(repeats, calls, CHUNK, || {
+            G::mul_and_encode_chunk(black_box(&points), &k, &mut out);
+        });
+        println!("{label:13} mul_encode         {b:6.2} / {m:6.2}");
+    }
 }
 
 fn main() {
@@ -71,6 +80,12 @@ fn main() {
         X25519::batch_backend(),
         Ristretto255::batch_backend()
     );
-    run::<X25519>("x25519", calls, repeats);
-    run::<Ristretto255>("ristretto255", calls, repeats);
+    let group = args.next().unwrap_or_else(|| "both".into());
+    let step = args.next().unwrap_or_else(|| "all".into());
+    if group != "ristretto255" {
+        run::<X25519>("x25519", calls, repeats, &step);
+    }
+    if group != "x25519" {
+        run::<Ristretto255>("ristretto255", calls, repeats, &step);
+    }
 }

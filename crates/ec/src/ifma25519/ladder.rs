@@ -89,32 +89,47 @@ fn double(x: &F8, z: &F8) -> (F8, F8) {
     (aa.reduce().mul(&bb.reduce()), e.mul(&t))
 }
 
-/// `(X : Z)` of `[8t]P` for the eight affine `u(P)` in `x1`, `t < 2^253` given by its 32
-/// little-endian bytes: the ladder over bits 252…0 of `t` (RFC 7748 §5, with the swap bit
-/// carried from step to step), then three doublings.
+/// `(X : Z)` of `[8t]P` for the affine `u(P)` in the `N` vectors `x1` (eight points each),
+/// `t < 2^253` given by its 32 little-endian bytes: the ladder over bits 252…0 of `t`
+/// (RFC 7748 §5, with the swap bit carried from step to step), then three doublings. The
+/// `N` ladders run side by side (same bit, same swap) so that one's products fill the other's
+/// latency.
 #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-fn ladder(x1: &F8, t: &[u8; 32]) -> (F8, F8) {
-    let mut s = State {
+fn ladder_n<const N: usize>(x1: &[F8; N], t: &[u8; 32]) -> [(F8, F8); N] {
+    let mut s = [State {
         x2: F8::one(),
         z2: F8::zero(),
-        x3: *x1,
+        x3: F8::one(),
         z3: F8::one(),
-    };
+    }; N];
+    for (s, x) in s.iter_mut().zip(x1) {
+        s.x3 = *x;
+    }
     let mut swap = 0u8;
     for i in (0..253).rev() {
         let bit = (t[i >> 3] >> (i & 7)) & 1;
         swap ^= bit;
         // 0 → 0x00, 1 → 0xff, without a branch.
-        cswap(&mut s, 0u8.wrapping_sub(swap));
+        let mask = 0u8.wrapping_sub(swap);
+        for s in &mut s {
+            cswap(s, mask);
+        }
         swap = bit;
-        step(&mut s, x1);
+        for (s, x) in s.iter_mut().zip(x1) {
+            step(s, x);
+        }
     }
-    cswap(&mut s, 0u8.wrapping_sub(swap));
-    let (mut x, mut z) = (s.x2, s.z2);
-    for _ in 0..3 {
-        (x, z) = double(&x, &z);
+    let mask = 0u8.wrapping_sub(swap);
+    let mut out = [(F8::zero(), F8::zero()); N];
+    for (o, s) in out.iter_mut().zip(&mut s) {
+        cswap(s, mask);
+        let (mut x, mut z) = (s.x2, s.z2);
+        for _ in 0..3 {
+            (x, z) = double(&x, &z);
+        }
+        *o = (x, z);
     }
-    (x, z)
+    out
 }
 
 /// Lanes whose `u` (every lane non-zero) is the u-coordinate of a point on Curve25519 rather
@@ -181,7 +196,11 @@ pub(super) fn mul_u(us: &[[u8; 32]], t: &[u8; 32], out: &mut [[u8; 32]], check: 
 /// trick across the vectors).
 #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
 fn ladder_and_encode(x1: &[F8], t: &[u8; 32], out: &mut [[u8; 32]]) {
-    let mut xz: Vec<(F8, F8)> = x1.iter().map(|x| ladder(x, t)).collect();
+    let mut xz: Vec<(F8, F8)> = Vec::with_capacity(x1.len() + 1);
+    for pair in x1.chunks(2) {
+        let r = ladder_n(&[pair[0], pair[pair.len() - 1]], t);
+        xz.extend_from_slice(&r[..pair.len()]);
+    }
     // Z = 0 (the identity) would zero the shared product: such lanes take Z = 1, X = 0, which
     // encodes u = 0 as RFC 7748's `x₂·z₂^(p−2)` does.
     for (x, z) in &mut xz {
