@@ -29,6 +29,11 @@ use crate::{Okvs, check_len};
 /// The default number of keys per bin (volePSI's `RsPsi` uses `1 << 14`).
 pub const DEFAULT_BIN_SIZE: usize = 1 << 14;
 
+/// Dense tables of all bins up to this many bytes are used in key order when decoding
+/// (they stay in the L1 cache together); larger ones (binary dense columns) key by key
+/// grouped by bin.
+const SMALL_TABLES: usize = 16 << 10;
+
 /// A buffer of keys or values (private inputs), overwritten with zeros when dropped.
 struct Wiped<T: Copy + Default>(Vec<T>);
 
@@ -327,6 +332,11 @@ impl<D: DenseKind> BinnedPaxos<D> {
             }
         }
         if !prep.active.iter().any(|a| *a) {
+            return;
+        }
+        if core::mem::size_of_val(prep.tables) <= SMALL_TABLES {
+            // All bins' tables fit in L1 (GF(2^128): d blocks per bin): keys in any order.
+            V::dense_dot_binned_batch(dh, &bins, prep.tables, prep.stride, d, out);
             return;
         }
         // Counting sort of the chunk's keys by bin.

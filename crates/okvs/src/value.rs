@@ -211,6 +211,24 @@ pub trait DenseValue<D: DenseKind>: OkvsValue {
             *o = Self::dense_dot_prepared(*h, prepared, d);
         }
     }
+    /// `out[i] += dense_dot_prepared(h[i], t_{bins[i]}, d)` for a batch of keys from any
+    /// bins, where bin `b`'s prepared table is `tables[b·stride..(b + 1)·stride]` (the
+    /// lengths of `h`, `bins` and `out` are equal). Used when all the tables fit in the L1
+    /// cache together, so that the keys need not be grouped by bin first.
+    fn dense_dot_binned_batch(
+        h: &[Block],
+        bins: &[u32],
+        tables: &[Self],
+        stride: usize,
+        d: usize,
+        out: &mut [Self],
+    ) {
+        for ((o, h), &b) in out.iter_mut().zip(h).zip(bins) {
+            let b = b as usize;
+            let t = &tables[b * stride..(b + 1) * stride];
+            *o = o.xor(Self::dense_dot_prepared(*h, t, d));
+        }
+    }
 }
 
 impl<V: OkvsValue> DenseValue<Binary> for V {
@@ -302,6 +320,36 @@ impl DenseValue<Gf128> for Block {
             }
         }
     }
+    /// Horner for up to 64 keys at once, each with the coefficients of its own bin.
+    fn dense_dot_binned_batch(
+        h: &[Block],
+        bins: &[u32],
+        tables: &[Self],
+        stride: usize,
+        d: usize,
+        out: &mut [Self],
+    ) {
+        let (mut acc, mut t) = ([Block::ZERO; 64], [Block::ZERO; 64]);
+        for ((hc, bc), oc) in h.chunks(64).zip(bins.chunks(64)).zip(out.chunks_mut(64)) {
+            // Horner with the running value alternating between the two buffers.
+            let (mut x, mut y) = (&mut acc[..hc.len()], &mut t[..hc.len()]);
+            x.fill(Block::ZERO);
+            for j in (0..d).rev() {
+                for (a, &b) in x.iter_mut().zip(bc) {
+                    *a ^= tables[b as usize * stride + j];
+                }
+                gf128::mul_slices(x, hc, y);
+                core::mem::swap(&mut x, &mut y);
+            }
+            for (o, a) in oc.iter_mut().zip(x.iter()) {
+                *o ^= *a;
+            }
+        }
+        // Products with the keys' hashes: wiped.
+        acc.fill(Block::ZERO);
+        t.fill(Block::ZERO);
+        core::hint::black_box((&acc, &t));
+    }
 }
 
 #[cfg(test)]
@@ -361,6 +409,24 @@ mod tests {
                 <Block as DenseValue<Gf128>>::dense_dot_prepared(h, &prep, d),
                 want
             );
+            // The binned batch (two bins' tables, keys interleaved) equals the one-key form.
+            let p2: Vec<Block> = (0..d).map(|_| Block::random(&mut rng)).collect();
+            let mut tables = Vec::new();
+            <Block as DenseValue<Gf128>>::prepare_dense(&p, &mut tables);
+            let stride = tables.len();
+            <Block as DenseValue<Gf128>>::prepare_dense(&p2, &mut tables);
+            let hs: Vec<Block> = (0..150).map(|_| Block::random(&mut rng)).collect();
+            let bins: Vec<u32> = (0..150u32).map(|i| (i * 7 / 3) % 2).collect();
+            let init: Vec<Block> = (0..150).map(|_| Block::random(&mut rng)).collect();
+            let mut got = init.clone();
+            <Block as DenseValue<Gf128>>::dense_dot_binned_batch(
+                &hs, &bins, &tables, stride, d, &mut got,
+            );
+            for i in 0..hs.len() {
+                let pb = if bins[i] == 0 { &p } else { &p2 };
+                let want = init[i] ^ <Block as DenseValue<Gf128>>::dense_dot(hs[i], pb);
+                assert_eq!(got[i], want);
+            }
             // The batched form equals the one-key form, across a 64-key boundary.
             let hs: Vec<Block> = (0..100).map(|_| Block::random(&mut rng)).collect();
             let mut got = vec![Block::ZERO; hs.len()];
