@@ -206,6 +206,12 @@ impl<D: DenseKind> BinnedPaxos<D> {
 
         // 1. The bin of every key.
         let n = keys.len();
+        if u32::try_from(n).is_err() {
+            return Err(Error::TooManyItems {
+                capacity: u32::MAX as usize,
+                got: n,
+            });
+        }
         let mut bin_of = vec![0u32; n];
         keys.par_chunks(DECODE_CHUNK)
             .zip(bin_of.par_chunks_mut(DECODE_CHUNK))
@@ -232,8 +238,12 @@ impl<D: DenseKind> BinnedPaxos<D> {
             start[b + 1] += start[b];
         }
         let mut fill = start.clone();
-        let mut perm = vec![0usize; n];
+        // Key indices as u32 (checked above): half the memory (and first-touch page faults)
+        // of usize indices.
+        let mut perm = vec![0u32; n];
         for (i, &b) in bin_of.iter().enumerate() {
+            #[allow(clippy::cast_possible_truncation)] // i < n ≤ u32::MAX (checked above)
+            let i = i as u32;
             perm[fill[b as usize]] = i;
             fill[b as usize] += 1;
         }
@@ -259,9 +269,9 @@ impl<D: DenseKind> BinnedPaxos<D> {
                 let idx = &perm[start[b]..start[b + 1]];
                 let (kbuf, vbuf) = (&mut kbuf.0, &mut vbuf.0);
                 kbuf.clear();
-                kbuf.extend(idx.iter().map(|&i| keys[i]));
+                kbuf.extend(idx.iter().map(|&i| keys[i as usize]));
                 vbuf.clear();
-                vbuf.extend(idx.iter().map(|&i| values[i]));
+                vbuf.extend(idx.iter().map(|&i| values[i as usize]));
                 let res = match &seeds {
                     Some(s) => {
                         let mut r = AesRng::from_seed(s[b]);
@@ -289,8 +299,8 @@ impl<D: DenseKind> BinnedPaxos<D> {
                 };
                 res.map_err(|e| match e {
                     Error::DuplicateKey { first, second } => Error::DuplicateKey {
-                        first: idx[first].min(idx[second]),
-                        second: idx[first].max(idx[second]),
+                        first: idx[first].min(idx[second]) as usize,
+                        second: idx[first].max(idx[second]) as usize,
                     },
                     e => e,
                 })
