@@ -91,6 +91,20 @@ impl Block {
         Block(0u128.wrapping_sub(u128::from(bit.unwrap_u8())))
     }
 
+    /// `n` zero blocks in a zeroed allocation (`calloc`): a large vector comes from fresh
+    /// pages that the kernel already zeroed, so no pass writes the zeros and each page is
+    /// touched first by whoever fills it (one page fault per page instead of a zeroing pass
+    /// plus the fill).
+    pub fn zeroed_vec(n: usize) -> Vec<Block> {
+        bytemuck::allocation::zeroed_vec(n)
+    }
+
+    /// Reinterprets a vector of blocks as a vector of their `u128` values, reusing the
+    /// allocation (`Block` is a transparent `u128`).
+    pub fn into_u128_vec(blocks: Vec<Block>) -> Vec<u128> {
+        bytemuck::allocation::cast_vec(blocks)
+    }
+
     /// Views a slice of blocks as bytes, without copying.
     #[inline]
     pub fn slice_as_bytes(blocks: &[Block]) -> &[u8] {
@@ -266,6 +280,19 @@ mod tests {
             prop_assert_eq!(Block(a).xor_if(Block(b), choice), expected);
             prop_assert_eq!(Block::broadcast_bit(choice), if c { Block::ONES } else { Block::ZERO });
         }
+    }
+
+    #[test]
+    fn zeroed_and_reinterpreted_vectors() {
+        let z = Block::zeroed_vec(100_000);
+        assert_eq!(z.len(), 100_000);
+        assert!(z.iter().all(|&b| b == Block::ZERO));
+        let v = vec![Block(1), Block(u128::MAX), Block(7 << 100)];
+        let ptr = v.as_ptr() as usize;
+        let u = Block::into_u128_vec(v);
+        assert_eq!(u, [1, u128::MAX, 7 << 100]);
+        assert_eq!(u.as_ptr() as usize, ptr, "the allocation is reused");
+        assert!(Block::zeroed_vec(0).is_empty());
     }
 
     #[test]

@@ -107,7 +107,7 @@ where
     }
 
     // P = Encode({k ↦ h(k)}), with a fresh seed on the rare failure.
-    let mut p = Zeroizing::new(vec![Block::ZERO; m]);
+    let mut p = Zeroizing::new(Block::zeroed_vec(m));
     let (seed, o) = encode_with_retry(
         |s| okvs(n, cfg, s),
         &keys,
@@ -134,8 +134,10 @@ where
     drop(p);
     drop(a);
 
-    // Our values: H_out(k, Decode(C, k)) (malicious: the Davies–Meyer hash keyed with w).
-    let mut ours = o.decode(&keys, &c[..]).map_err(okvs_err)?;
+    // Our values: H_out(k, Decode(C, k)) (malicious: the Davies–Meyer hash keyed with w),
+    // decoded into the buffer of the OKVS values, which are no longer needed.
+    let mut ours = values;
+    o.decode_into(&keys, &c[..], &mut ours).map_err(okvs_err)?;
     drop(c);
     if let Some(commitment) = commitment {
         let w_s = recv_block(ch, TAG_OPEN, "the opening of the sender's coin toss")?;
@@ -148,7 +150,7 @@ where
     } else {
         out_hash(&keys, &mut ours);
     }
-    recv_and_intersect(ch, ours, n_s, w)
+    recv_and_intersect(ch, ours, keys, n_s, w)
 }
 
 /// The sender of RR22 fast (`mal = false`) or malicious (`mal = true`).

@@ -115,8 +115,8 @@ where
     R: CryptoRng + ?Sized,
 {
     let n = items.len();
-    let (keys, values) = keys_and_values(items);
-    let values: Vec<u64> = values.iter().map(h64).collect();
+    let (keys, values128) = keys_and_values(items);
+    let values: Vec<u64> = values128.iter().map(h64).collect();
     let m = okvs(n, Block::ZERO)?.size();
     // The session's generator, set up (base OTs) on its first use.
     let generator = match vole {
@@ -149,10 +149,12 @@ where
     drop(p);
     drop(a);
 
-    let mut ours = o.decode(&keys, &c[..]).map_err(okvs_err)?;
+    // Decoded into the buffer of the 128-bit values, no longer needed.
+    let mut ours = values128;
+    o.decode_into(&keys, &c[..], &mut ours).map_err(okvs_err)?;
     drop(c);
     out_hash(&keys, &mut ours);
-    recv_and_intersect(ch, ours, n_s, w)
+    recv_and_intersect(ch, ours, keys, n_s, w)
 }
 
 /// The sender of RR22 low-communication.

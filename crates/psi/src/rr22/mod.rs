@@ -131,6 +131,7 @@ use crate::error::{Error, Result};
 use crate::handshake::{self, Hello};
 
 pub mod fast;
+mod intersect;
 pub mod lowcomm;
 pub mod malicious;
 
@@ -274,16 +275,20 @@ fn item_key(key: &[u8; 32], item: &[u8]) -> Block {
 /// with their length in the last byte, longer ones by BLAKE3 keyed by the domain's key with
 /// the last byte set to `0xff`), the long ones hashed sixteen at a time in SIMD lanes
 /// (`hasher` is BLAKE3 keyed by the same key; equal outputs).
-fn item_keys<T: AsRef<[u8]>>(hasher: &mut obliv_core::hash::RoHasher, items: &[T]) -> Vec<Block> {
+/// Writes them into `out` (`out.len() == items.len()`).
+fn item_keys_into<T: AsRef<[u8]>>(
+    hasher: &mut obliv_core::hash::RoHasher,
+    items: &[T],
+    out: &mut [Block],
+) {
     let long: Vec<&[u8]> = items
         .iter()
         .map(AsRef::as_ref)
         .filter(|it| it.len() >= 16)
         .collect();
     let mut hashed = hasher.hash_blocks(&long).into_iter();
-    items
-        .iter()
-        .map(|it| {
+    for (o, it) in out.iter_mut().zip(items) {
+        *o = {
             let it = it.as_ref();
             let mut b = [0u8; 16];
             if it.len() < 16 {
@@ -298,27 +303,31 @@ fn item_keys<T: AsRef<[u8]>>(hasher: &mut obliv_core::hash::RoHasher, items: &[T
                 b[15] = 0xff;
             }
             Block::from_bytes(b)
-        })
-        .collect()
+        };
+    }
 }
 
-/// Keys `k = item_key(item)` and values `h(k) = π(k) ⊕ k`, in parallel.
+/// Keys `k = item_key(item)` and values `h(k) = π(k) ⊕ k`, in parallel, each written once
+/// into a zeroed allocation ([`Block::zeroed_vec`]).
 fn keys_and_values<T: AsRef<[u8]> + Sync>(items: &[T]) -> (Vec<Block>, Vec<Block>) {
     // BLAKE3 keyed by the derived key of the domain string: the same random oracle family
     // as `obliv_core::hash::ro_hash`, with the key derivation done once instead of per item.
     let key = blake3::derive_key(DOMAIN_ITEM, &[]);
-    let keys: Vec<Block> = items
-        .par_chunks(4096)
-        .map_init(
+    let mut keys = Block::zeroed_vec(items.len());
+    keys.par_chunks_mut(4096)
+        .zip(items.par_chunks(4096))
+        .for_each_init(
             || obliv_core::hash::RoHasher::keyed(&key),
-            |h, chunk| item_keys(h, chunk),
-        )
-        .collect::<Vec<_>>()
-        .concat();
-    let mut values = keys.clone();
+            |h, (out, chunk)| item_keys_into(h, chunk, out),
+        );
+    let mut values = Block::zeroed_vec(items.len());
     values
         .par_chunks_mut(1024)
-        .for_each(obliv_core::hash::cr_in_place);
+        .zip(keys.par_chunks(1024))
+        .for_each(|(v, k)| {
+            v.copy_from_slice(k);
+            obliv_core::hash::cr_in_place(v);
+        });
     (keys, values)
 }
 
@@ -474,11 +483,21 @@ fn send_values<C: Channel + ?Sized>(ch: &mut C, out: &[Block], w: usize) -> Resu
 }
 
 /// Receives the sender's values (at most `n_s` of `w` bytes) and returns the indices `j`
-/// (ascending) whose `ours[j]`, truncated to `w` bytes, the sender sent.
-fn recv_and_intersect<C>(ch: &mut C, ours: &[Block], n_s: usize, w: usize) -> Result<Vec<usize>>
+/// (ascending) whose `ours[j]`, truncated to `w` bytes, the sender sent. `scratch` (a vector
+/// the caller no longer needs, its length irrelevant) lends its allocation to the sender's
+/// values.
+fn recv_and_intersect<C>(
+    ch: &mut C,
+    ours: Vec<Block>,
+    scratch: Vec<Block>,
+    n_s: usize,
+    w: usize,
+) -> Result<Vec<usize>>
 where
     C: Channel + ?Sized,
 {
+    // Partitioned while the sender computes its values.
+    let ours = intersect::Prepared::new(ours, w);
     let f = ch.recv_max(5 + 8)?;
     let (tag, index, payload) = parse(&f)?;
     if tag != TAG_COUNT || index != 0 || payload.len() != 8 {
@@ -492,7 +511,9 @@ where
         .ok()
         .filter(|&c| c <= n_s)
         .ok_or_else(|| Error::Protocol(format!("more values than the {n_s} items announced")))?;
-    let mut theirs: Vec<u128> = Vec::with_capacity(count);
+    let mut theirs = Block::into_u128_vec(scratch);
+    theirs.clear();
+    theirs.reserve(count);
     for i in 0..count.div_ceil(CHUNK) {
         let expected = (count - i * CHUNK).min(CHUNK) * w;
         let f = ch.recv_max(5 + expected)?;
@@ -510,7 +531,7 @@ where
     if !theirs.windows(2).all(|p| p[0] < p[1]) {
         sort_values(&mut theirs, w);
     }
-    Ok(intersect(ours, &theirs, w))
+    Ok(ours.intersect(&theirs))
 }
 
 /// `v >> (8·w − bits)`: the top `bits` bits of a value truncated to `w` bytes
@@ -1008,7 +1029,9 @@ mod tests {
             .collect();
         let mut h = obliv_core::hash::RoHasher::keyed(&key);
         let want: Vec<Block> = items.iter().map(|it| item_key(&key, it)).collect();
-        assert_eq!(item_keys(&mut h, &items), want);
+        let mut got = vec![Block::ZERO; items.len()];
+        item_keys_into(&mut h, &items, &mut got);
+        assert_eq!(got, want);
     }
 
     #[test]
