@@ -8,6 +8,7 @@
 //! - [`gf128`]: GF(2^128) multiplication (PCLMULQDQ or a constant-time portable kernel),
 //!   inversion and inner products.
 //! - [`transpose`]: bit-matrix transposition for OT extension.
+//! - [`cpu_time`]: thread and process CPU time, for the figures of benches and examples.
 //!
 //! Everything here that touches secrets runs in constant time: no branch or memory index
 //! depends on block values.
@@ -18,6 +19,7 @@
 pub mod aes;
 mod backend;
 pub mod block;
+pub mod cpu_time;
 pub mod error;
 pub mod gf128;
 pub mod hash;

@@ -8,10 +8,7 @@ use obliv_core::{Block, Prg};
 use obliv_cuckoo::{CuckooParams, CuckooTable, SimpleTable};
 
 fn thread_cpu() -> f64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .map_or(0.0, |ns| ns as f64 * 1e-9)
+    obliv_core::cpu_time::thread().map_or(0.0, |d| d.as_secs_f64())
 }
 
 fn main() {

@@ -17,10 +17,7 @@ use rand_core::SeedableRng;
 
 /// CPU time of the calling thread in seconds (0 where schedstat is unavailable).
 fn thread_cpu() -> f64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .map_or(0.0, |ns| ns as f64 * 1e-9)
+    obliv_core::cpu_time::thread().map_or(0.0, |d| d.as_secs_f64())
 }
 
 fn report(name: &str, n: usize, wall: f64, cpu_s: f64, cpu_r: f64, bytes: u64) {

@@ -25,14 +25,7 @@ use obliv_psi::ecdh::Role;
 use obliv_psi::rr22::{self, Rr22Config, Variant};
 
 fn thread_cpu() -> Option<Duration> {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .next()
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .map(Duration::from_nanos)
+    obliv_core::cpu_time::thread()
 }
 
 fn variants() -> Vec<Variant> {

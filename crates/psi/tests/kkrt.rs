@@ -286,10 +286,7 @@ fn role_and_protocol_mismatch() {
 
 /// CPU time of the calling thread in seconds (`/proc/thread-self/schedstat`, Linux).
 fn thread_cpu() -> f64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
-        .map_or(0.0, |ns| ns / 1e9)
+    obliv_core::cpu_time::thread().map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Figures at `OBLIV_KKRT_N` items per side (default 2^20), half of them common: CPU time of

@@ -19,15 +19,7 @@ use obliv_psi::ecdh::Role;
 use obliv_psi::rr22::{self, Rr22Config, Rr22Session, Variant};
 
 fn thread_cpu() -> Duration {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .next()
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .map(Duration::from_nanos)
-        .unwrap_or_default()
+    obliv_core::cpu_time::thread().unwrap_or_default()
 }
 
 fn items(n: usize, offset: usize, rep: usize) -> Vec<[u8; 9]> {
