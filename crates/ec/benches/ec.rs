@@ -9,7 +9,7 @@
 #![allow(clippy::unwrap_used)] // a bench: failing setup aborts the run
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use obliv_ec::{FourQ, P256, PrimeGroup, Ristretto255, Secp256k1, Sm2};
+use obliv_ec::{FourQ, P256, PrimeGroup, Ristretto255, Secp256k1, Sm2, X25519};
 use std::hint::black_box;
 
 fn batch_n() -> usize {
@@ -98,6 +98,7 @@ fn bench_25519_alternatives(c: &mut Criterion) {
 fn benches(c: &mut Criterion) {
     bench_group::<Ristretto255>(c);
     bench_25519_alternatives(c);
+    bench_group::<X25519>(c);
     bench_group::<FourQ>(c);
     bench_group::<Secp256k1>(c);
     bench_group::<P256>(c);

@@ -13,13 +13,16 @@
 //!   run the Elligator maps too, dalek hashes point by point);
 //! * `hash`: dalek's ristretto255 hash to the group alone, for scale.
 //!
+//! The group `x25519_batch_cpu_time[..]` measures the same three steps for [`X25519`] (the
+//! eight-lane Montgomery ladder) against its serial dalek path, for the side-by-side figure.
+//!
 //! Run: `cargo bench -p obliv-ec --bench ristretto_batch -- --quick`.
 
 #![allow(clippy::unwrap_used)] // a bench: failing setup aborts the run
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use curve25519_dalek::ristretto::RistrettoPoint;
-use obliv_ec::{PrimeGroup, Ristretto255};
+use obliv_ec::{PrimeGroup, Ristretto255, X25519};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -121,5 +124,59 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(ristretto_batch, bench);
+/// The X25519-style group's three batch steps, lanes (`dispatch`) against dalek (`serial`).
+fn bench_x25519(c: &mut Criterion) {
+    let mut rng = rand::rng();
+    let k = X25519::random_scalar(&mut rng);
+    let items: Vec<Vec<u8>> = (0..CHUNK)
+        .map(|i| format!("user{i}@example.com").into_bytes())
+        .collect();
+    let points: Vec<_> = items.iter().map(|x| X25519::hash_to_point(x)).collect();
+    let encoded: Vec<[u8; 32]> = points.iter().map(X25519::encode).collect();
+    let mut out = vec![[0u8; 32]; CHUNK];
+    let mut g = c.benchmark_group(format!(
+        "x25519_batch_cpu_time[{}]",
+        X25519::batch_backend()
+    ));
+    g.throughput(Throughput::Elements(CHUNK as u64));
+    g.bench_function("decode_mul_encode/dispatch", |b| {
+        b.iter_custom(|n| {
+            cpu_iters(n, || {
+                X25519::decode_mul_and_encode_chunk(black_box(&encoded), 0, &k, &mut out).unwrap();
+            })
+        })
+    });
+    g.bench_function("decode_mul_encode/serial", |b| {
+        b.iter_custom(|n| {
+            cpu_iters(n, || {
+                X25519::decode_mul_and_encode_chunk_serial(black_box(&encoded), 0, &k, &mut out)
+                    .unwrap();
+            })
+        })
+    });
+    g.bench_function("mul_encode/dispatch", |b| {
+        b.iter_custom(|n| {
+            cpu_iters(n, || {
+                X25519::mul_and_encode_chunk(black_box(&points), &k, &mut out);
+            })
+        })
+    });
+    g.bench_function("hash_mul_encode/dispatch", |b| {
+        b.iter_custom(|n| {
+            cpu_iters(n, || {
+                X25519::hash_mul_and_encode_chunk(black_box(&items), &k, &mut out);
+            })
+        })
+    });
+    g.bench_function("hash_mul_encode/serial", |b| {
+        b.iter_custom(|n| {
+            cpu_iters(n, || {
+                X25519::hash_mul_and_encode_chunk_serial(black_box(&items), &k, &mut out);
+            })
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(ristretto_batch, bench, bench_x25519);
 criterion_main!(ristretto_batch);

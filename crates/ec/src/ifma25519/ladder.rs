@@ -291,7 +291,8 @@ fn elligator2_n<const N: usize>(u: &[F8; N]) -> [Ext8; N] {
     for j in 0..N {
         let y11 = p58[j].mul(&tv2[j]).mul(&tv3[j]);
         let y12 = y11.mul(&c3);
-        let e1 = y11.square().mul(&gxd[j]).ct_eq(&gx1[j]);
+        let t1 = y11.square().mul(&gxd[j]);
+        let e1 = t1.ct_eq(&gx1[j]);
         let y1 = F8::select(&y12, &y11, e1);
         let x2n = x1n.mul(&tv1[j]);
         let y21 = y11.mul(&u[j]).mul(&c2);
@@ -299,7 +300,9 @@ fn elligator2_n<const N: usize>(u: &[F8; N]) -> [Ext8; N] {
         let gx2 = gx1[j].mul(&tv1[j]);
         let e2 = y21.square().mul(&gxd[j]).ct_eq(&gx2);
         let y2 = F8::select(&y22, &y21, e2);
-        let e3 = y1.square().mul(&gxd[j]).ct_eq(&gx1[j]);
+        // RFC step 34 `e3 = (y1²·gxd == gx1)`: y1 = y11 if e1, else y11·√−1 with
+        // y1²·gxd = −t1; so e3 = e1 ∨ (t1 = −gx1), without squaring y1 again.
+        let e3 = e1 | t1.ct_eq(&gx1[j].neg());
         let xn = F8::select(&x2n, &x1n, e3);
         let y = F8::select(&y2, &y1, e3);
         let e4 = y.is_negative();
@@ -323,43 +326,36 @@ fn elligator2_n<const N: usize>(u: &[F8; N]) -> [Ext8; N] {
 
 /// RFC 9380 `curve25519_XMD:SHA-512_ELL2_RO_` after `hash_to_field`, then the ladder: for
 /// each item's two field elements `(u₀, u₁)` (given as reduced limbs, `fe[i][0..2]`), `Q₀ =
-/// map(u₀)`, `Q₁ = map(u₁)`, `H = [8](Q₀ + Q₁)` on edwards25519, its Montgomery
-/// `u = (1 + y)/(1 − y)` made affine with one shared inversion, then `u([8t]H)` encoded.
-/// `out.len()` must equal `fe.len()`.
+/// map(u₀)`, `Q₁ = map(u₁)`, `R = Q₀ + Q₁` on edwards25519, its Montgomery
+/// `u = (1 + y)/(1 − y)` made affine with one shared inversion, then `u([8k]R)` encoded,
+/// which is `u([k]H)` for the suite's `H = clear_cofactor(R) = [8]R`: the ladder's three
+/// final doublings are the cofactor clearing. `k < 2^253` is given by its little-endian
+/// bytes. `out.len()` must equal `fe.len()`.
 #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-pub(super) fn hash_mul_u(fe: &[[[u64; 5]; 2]], t: &[u8; 32], out: &mut [[u8; 32]]) {
+pub(super) fn hash_mul_u(fe: &[[[u64; 5]; 2]], k: &[u8; 32], out: &mut [[u8; 32]]) {
     let mut num = Vec::with_capacity(fe.len().div_ceil(8));
     let mut den = Vec::with_capacity(fe.len().div_ceil(8));
-    for pair in fe.chunks(16) {
-        // Two vectors of eight items: four maps' exponentiations side by side.
-        let mut l = [[[0u64; 8]; 5]; 4];
-        for (i, item) in pair.iter().enumerate() {
-            let (v, lane) = (i / 8, i % 8);
+    for group in fe.chunks(8) {
+        // One vector of eight items: its two maps' exponentiations side by side.
+        let mut l = [[[0u64; 8]; 5]; 2];
+        for (lane, item) in group.iter().enumerate() {
             for m in 0..2 {
                 for (limb, &x) in item[m].iter().enumerate() {
-                    l[2 * v + m][limb][lane] = x;
+                    l[m][limb][lane] = x;
                 }
             }
         }
-        let u = [
-            F8::from_limbs(&l[0]),
-            F8::from_limbs(&l[1]),
-            F8::from_limbs(&l[2]),
-            F8::from_limbs(&l[3]),
-        ];
-        let q = elligator2_n(&u);
-        let vectors = pair.len().div_ceil(8);
-        for v in 0..vectors {
-            let sum = q[2 * v].add_niels(&q[2 * v + 1].to_niels());
-            let c = sum.to_proj().double().to_proj().double().to_proj().double();
-            // Completed ((X : Z), (Y : T)): y = Y/T, u = (1 + y)/(1 − y) = (T + Y)/(T − Y).
-            let n = c.t.add(&c.y);
-            let d = c.t.sub(&c.y);
-            // y = 1 (the identity, probability 2^-252): u = 0 as for every identity here.
-            let m = d.is_zero();
-            num.push(F8::select(&n, &F8::zero(), m));
-            den.push(F8::select(&d, &F8::one(), m));
-        }
+        let q = elligator2_n(&[F8::from_limbs(&l[0]), F8::from_limbs(&l[1])]);
+        // R = Q₀ + Q₁; the cofactor clearing H = [8]R is left to the ladder, whose scalar is
+        // a multiple of 8 (see above).
+        let c = q[0].add_niels(&q[1].to_niels());
+        // Completed ((X : Z), (Y : T)): y = Y/T, u = (1 + y)/(1 − y) = (T + Y)/(T − Y).
+        let n = c.t.add(&c.y);
+        let d = c.t.sub(&c.y);
+        // y = 1 (the identity, probability 2^-252): u = 0 as for every identity here.
+        let m = d.is_zero();
+        num.push(F8::select(&n, &F8::zero(), m));
+        den.push(F8::select(&d, &F8::one(), m));
     }
     let mut prefix = Vec::with_capacity(den.len());
     let mut acc = F8::one();
@@ -373,5 +369,5 @@ pub(super) fn hash_mul_u(fe: &[[[u64; 5]; 2]], t: &[u8; 32], out: &mut [[u8; 32]
         x1[i] = num[i].mul(&inv.mul(&prefix[i]));
         inv = inv.mul(&den[i]);
     }
-    ladder_and_encode(&x1, t, out);
+    ladder_and_encode(&x1, k, out);
 }

@@ -116,13 +116,14 @@ impl Ifma {
     }
 
     /// For each item's two RFC 9380 `hash_to_field` elements of `curve25519_XMD:SHA-512_ELL2_RO_`
-    /// (as limbs below `2^51 + 2^18`), the encoding of `u([8t]H)` with `H` the suite's point:
-    /// both Elligator 2 maps, the sum, the cofactor clearing, the affine `u` (one shared
-    /// inversion) and the ladder, all in lanes. `out.len()` must equal `fe.len()`.
-    pub(crate) fn x25519_hash_mul(self, fe: &[[[u64; 5]; 2]], t: &[u8; 32], out: &mut [[u8; 32]]) {
+    /// (as limbs below `2^51 + 2^18`), the encoding of `u([k]H)` with `H` the suite's point
+    /// (`k < 2^253` by its little-endian bytes): both Elligator 2 maps, the sum, the affine
+    /// `u` (one shared inversion) and the ladder on `8k` (which clears the cofactor), all in
+    /// lanes. `out.len()` must equal `fe.len()`.
+    pub(crate) fn x25519_hash_mul(self, fe: &[[[u64; 5]; 2]], k: &[u8; 32], out: &mut [[u8; 32]]) {
         // SAFETY: an `Ifma` value exists only after `detect` confirmed avx512f, avx512dq and
         // avx512ifma on this CPU, which is everything the target-feature function needs.
-        unsafe { ladder::hash_mul_u(fe, t, out) }
+        unsafe { ladder::hash_mul_u(fe, k, out) }
     }
 }
 
