@@ -73,7 +73,10 @@
 //! With AVX-512 IFMA (detected at run time, `OBLIV_EC_NO_SIMD` unset), the batch steps run
 //! the RFC 7748 ladder on eight points per 64-bit lane (`ifma25519::ladder`): the scalar `s'`
 //! once per chunk, the on-curve test as an eight-lane exponentiation, one shared inversion per
-//! chunk. Otherwise every point goes through curve25519-dalek's constant-time serial ladder
+//! chunk. The hash-and-multiply step computes `expand_message_xmd` / `hash_to_field` serially
+//! and the rest of the suite in lanes (RFC 9380 App. G.2.1 straight-line Elligator 2 and the
+//! G.2.2 rational map, the sum on edwards25519, one shared inversion for the affine `u`, then
+//! the ladder on `8k`, whose three final doublings are the suite's `clear_cofactor`). Otherwise every point goes through curve25519-dalek's constant-time serial ladder
 //! (`MontgomeryPoint::mul_bits_be` on the 256 bits of `s'`). The outputs are byte-identical,
 //! which the tests check; a chunk with an invalid encoding is redone serially, which names the
 //! first offending index.

@@ -10,7 +10,11 @@
 //!   semantics. Per bit 4 squarings, 5 multiplications (one of them by the affine `u`) and one
 //!   multiplication by `a24 = 121665` (ten IFMA instructions);
 //! * encoding: `u = X/Z` with one eight-lane inversion per chunk (Montgomery's trick across the
-//!   vectors), `Z = 0` (the identity) giving `u = 0` as in RFC 7748.
+//!   vectors), `Z = 0` (the identity) giving `u = 0` as in RFC 7748;
+//! * hashing ([`hash_mul_u`]): RFC 9380 `curve25519_XMD:SHA-512_ELL2_RO_` from the two field
+//!   elements on: both Elligator 2 maps (App. G.2.1, the two exponentiations side by side), the
+//!   rational map to edwards25519 (G.2.2), the sum, the affine `u` of the sum with one shared
+//!   inversion, and the ladder on `8k`, which clears the cofactor.
 //!
 //! Constant time in the scalar: every lane takes the same bit, applied by a conditional swap
 //! that is a `vpblendmq` with a mask computed arithmetically from the bit (no branch, no

@@ -1,5 +1,7 @@
 //! The same-scalar batch of ristretto255 in eight AVX-512 IFMA lanes: `[k]P_i` for one secret
 //! scalar `k` and eight points at a time, from Ristretto encodings to Ristretto encodings.
+//! (The submodule `ladder` holds the X25519-style group's Montgomery ladder and hash on the
+//! same lane field.)
 //!
 //! Every ECDH-PSI round is one secret scalar times many points. The scalar is recoded once
 //! into 64 signed radix-16 digits `k = Σ dᵢ·16^i`, `dᵢ ∈ [−8, 8)`; eight points then run
