@@ -33,19 +33,20 @@ pub(crate) fn prefetch<T>(slice: &[T], i: usize) {
 #[cfg(target_os = "linux")]
 const HUGE_PAGE: usize = 2 << 20;
 
-/// A vector of `n` zeros whose memory the kernel is asked to back with transparent huge
-/// pages (`madvise(MADV_HUGEPAGE)`, Linux; plain zeroed memory elsewhere).
+/// An empty vector with room for `n` elements whose memory the kernel is asked to back with
+/// transparent huge pages (`madvise(MADV_HUGEPAGE)`, Linux; a plain
+/// `Vec::with_capacity` elsewhere).
 ///
 /// The extensions' working vectors are tens of MiB, freshly allocated on a one-shot run:
 /// with 4 KiB pages each costs a page fault per 4 KiB at first touch (about 0.4 ms per MiB
 /// here), with 2 MiB pages 512 times fewer. The memory is advised before it is first
-/// touched (the zeros are written after), and only the 2 MiB-aligned interior of the
-/// allocation is advised, so no memory outside the vector is affected; the advice is a hint
-/// (the kernel falls back to small pages when THP is off or no huge page is free) and never
-/// changes memory contents. (Zeroed allocation by `calloc` instead of the explicit zeros
-/// was measured slower: fewer of the buffers ended up on huge pages.)
-pub(crate) fn huge_zeroed_vec<T: Copy + Default>(n: usize) -> Vec<T> {
-    let mut v: Vec<T> = Vec::with_capacity(n);
+/// touched, and only the 2 MiB-aligned interior of the allocation is advised, so no memory
+/// outside the vector is affected; the advice is a hint (the kernel falls back to small
+/// pages when THP is off or no huge page is free) and never changes memory contents.
+/// (Zeroed allocation by `calloc` was measured slower: the allocator touches the memory of
+/// over-aligned types before the advice.)
+pub(crate) fn huge_vec<T>(n: usize) -> Vec<T> {
+    let v: Vec<T> = Vec::with_capacity(n);
     #[cfg(target_os = "linux")]
     {
         let bytes = v.capacity() * core::mem::size_of::<T>();
@@ -62,7 +63,6 @@ pub(crate) fn huge_zeroed_vec<T: Copy + Default>(n: usize) -> Vec<T> {
             }
         }
     }
-    v.resize(n, T::default());
     v
 }
 

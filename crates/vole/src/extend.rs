@@ -324,20 +324,17 @@ pub(crate) fn send<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     Ok(v)
 }
 
-/// Resizes a working buffer to exactly `n` elements without writing the part it already
-/// has (every element is overwritten before it is read), so that a buffer kept from the
-/// previous extension costs neither page faults nor a memset. A buffer too small is
-/// replaced by a fresh zeroed one on huge pages ([`crate::arch::huge_zeroed_vec`]).
-pub(crate) fn prepare<T: Copy + Default + Zeroize>(buf: &mut Vec<T>, n: usize) {
+/// Empties a working buffer that will be refilled by appending `n` elements: keeps it if it
+/// has room (its old contents are all overwritten), so that a buffer kept from the previous
+/// extension costs neither page faults nor a memset, else replaces it by a fresh one on huge
+/// pages ([`crate::arch::huge_vec`]), never zero-filled: the appends are the first touch.
+pub(crate) fn prepare_empty<T: Zeroize>(buf: &mut Vec<T>, n: usize) {
     if buf.capacity() < n {
         // The old contents may be secret.
         buf.zeroize();
-        *buf = crate::arch::huge_zeroed_vec(n);
-    } else if buf.len() < n {
-        buf.resize(n, T::default());
-    } else {
-        buf.truncate(n);
+        *buf = crate::arch::huge_vec(n);
     }
+    buf.clear();
 }
 
 /// [`send`] into a caller's buffer: on success `v[..params.k]` is `B` (`v.len() ==
@@ -363,8 +360,11 @@ pub(crate) fn send_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
 
     // 2. Expand and mask the level sums.
     let roots: Vec<Block> = (0..params.t).map(|_| Block::random(rng)).collect();
-    prepare(v, params.n());
-    let sums = ggm::expand_full(&shape, &roots, v);
+    prepare_empty(v, params.n());
+    let sums = ggm::expand_full_with(&shape, &roots, |t0, leaves| {
+        debug_assert_eq!(v.len(), t0 * params.size_per);
+        v.extend_from_slice(leaves);
+    });
     let first_tweak = u128::from(tweak) << 64;
     let mut h0 = cots[..th].to_vec();
     let mut h1: Vec<Block> = h0.iter().map(|q| *q ^ delta).collect();
@@ -583,18 +583,19 @@ pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     }
     match a {
         AVec::Bits(v) => {
-            prepare(v, params.n());
-            prepare(w, params.n());
+            prepare_empty(v, params.n());
+            prepare_empty(w, params.n());
         }
+        // Filled in order by appending (no zero-fill pass first).
         AVec::Field(vals, pairs) => {
-            prepare(pairs, params.n() - params.k);
-            prepare(vals, params.k);
-            prepare(w, params.k);
+            prepare_empty(pairs, params.n() - params.k);
+            prepare_empty(vals, params.k);
+            prepare_empty(w, params.k);
         }
         AVec::U64(vals, pairs) => {
-            prepare(pairs, params.n() - params.k);
-            prepare(vals, params.k);
-            prepare(w, params.k);
+            prepare_empty(pairs, params.n() - params.k);
+            prepare_empty(vals, params.k);
+            prepare_empty(w, params.k);
         }
     }
     let k = params.k;
@@ -618,12 +619,10 @@ pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
             }
             match &mut *a {
                 AVec::Bits(bits) => {
-                    w[region.clone()].copy_from_slice(leaves);
-                    for (j, x) in bits[region].iter_mut().enumerate() {
-                        #[allow(clippy::cast_possible_truncation)] // mask is 0 or all ones
-                        let m = eq_mask(j, at) as u8;
-                        *x = m & 1;
-                    }
+                    debug_assert_eq!(w.len(), region.start);
+                    w.extend_from_slice(leaves);
+                    #[allow(clippy::cast_possible_truncation)] // mask is 0 or all ones
+                    bits.extend((0..size_per).map(|j| eq_mask(j, at) as u8 & 1));
                 }
                 AVec::Field(vals, pairs) => {
                     write_split(region.start, k, leaves, beta, at, vals, w, pairs, |b| b);
@@ -690,10 +689,10 @@ pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     }
 }
 
-/// Writes the fixed leaves `leaves` of one tree (global positions `g0..`) as `(A, C)`
-/// elements of the receiver's encoder input: `A = β` at the noise position `at` and 0
-/// elsewhere (masked, constant time), `C` the leaf; the message part (positions `< k`) into
-/// `vals` (through `to_a`) and `c`, the parity part into `pairs[g − k]` (A and C side by
+/// Appends the fixed leaves `leaves` of one tree (global positions `g0..`, trees in order)
+/// as `(A, C)` elements of the receiver's encoder input: `A = β` at the noise position `at`
+/// and 0 elsewhere (masked, constant time), `C` the leaf; the message part (positions
+/// `< k`) to `vals` (through `to_a`) and `c`, the parity part to `pairs` (A and C side by
 /// side: one cache line per random read of the encoder).
 #[allow(clippy::too_many_arguments)] // the two halves of both parts of the input
 fn write_split<A>(
@@ -702,21 +701,22 @@ fn write_split<A>(
     leaves: &[Block],
     beta: Block,
     at: usize,
-    vals: &mut [A],
-    c: &mut [Block],
-    pairs: &mut [BlockPair],
+    vals: &mut Vec<A>,
+    c: &mut Vec<Block>,
+    pairs: &mut Vec<BlockPair>,
     to_a: impl Fn(Block) -> A,
 ) {
+    debug_assert_eq!(c.len(), g0.min(k));
+    debug_assert_eq!(pairs.len(), g0.saturating_sub(k));
     let split = k.saturating_sub(g0).min(leaves.len());
     let (msg, par) = leaves.split_at(split);
-    for (j, leaf) in msg.iter().enumerate() {
-        vals[g0 + j] = to_a(Block(beta.0 & eq_mask(j, at)));
-        c[g0 + j] = *leaf;
-    }
-    let p0 = (g0 + split).saturating_sub(k);
-    for (q, (p, leaf)) in pairs[p0..p0 + par.len()].iter_mut().zip(par).enumerate() {
-        *p = BlockPair([Block(beta.0 & eq_mask(split + q, at)), *leaf]);
-    }
+    vals.extend((0..split).map(|j| to_a(Block(beta.0 & eq_mask(j, at)))));
+    c.extend_from_slice(msg);
+    pairs.extend(
+        par.iter()
+            .enumerate()
+            .map(|(q, leaf)| BlockPair([Block(beta.0 & eq_mask(split + q, at)), *leaf])),
+    );
 }
 
 /// Test hook: a sender that corrupts its tree messages (to test the malicious check).

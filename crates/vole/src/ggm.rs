@@ -72,6 +72,7 @@ impl TreeShape {
     }
 
     /// Total leaves.
+    #[cfg(test)]
     pub(crate) fn leaves(&self) -> usize {
         self.trees * self.size_per
     }
@@ -211,36 +212,55 @@ fn flush(
     s.pending.clear();
 }
 
-/// Full expansion from the given roots (the sender): leaves into `out`, returns the level sums
-/// `sums[tree * depth + (l − 1)]` for levels `l = 1..=depth`. The trees are expanded in
-/// groups of [`TreeShape::group_trees`], each in place in its own part of `out`.
+/// Full expansion from the given roots (the sender), group by group of
+/// [`TreeShape::group_trees`] trees in a scratch buffer that stays in the cache: the leaves
+/// of trees `t0..` are handed to `sink(t0, leaves)` (tree `t0 + i` at `i·size_per`), in
+/// order; returns the level sums `sums[tree * depth + (l − 1)]` for levels `l = 1..=depth`.
+/// The scratch buffer is zeroized at the end.
+pub(crate) fn expand_full_with(
+    shape: &TreeShape,
+    roots: &[Block],
+    mut sink: impl FnMut(usize, &[Block]),
+) -> Vec<[Block; 2]> {
+    debug_assert_eq!(roots.len(), shape.trees);
+    let g = shape.group_trees().min(shape.trees);
+    let mut scratch = Scratch::new();
+    let mut work = vec![Block::ZERO; g * shape.size_per];
+    let mut level = vec![[Block::ZERO; 2]; g];
+    let mut all = vec![[Block::ZERO; 2]; shape.trees * shape.depth];
+    for t0 in (0..shape.trees).step_by(g.max(1)) {
+        let t1 = (t0 + g).min(shape.trees);
+        let sub = shape.with_trees(t1 - t0);
+        let work = &mut work[..(t1 - t0) * shape.size_per];
+        for (i, r) in roots[t0..t1].iter().enumerate() {
+            work[i * shape.size_per] = *r;
+        }
+        let level = &mut level[..t1 - t0];
+        for l in 0..shape.depth {
+            expand_level(&sub, l, work, None, level, &mut scratch);
+            for (i, v) in level.iter().enumerate() {
+                all[(t0 + i) * shape.depth + l] = *v;
+            }
+        }
+        sink(t0, work);
+    }
+    use zeroize::Zeroize;
+    work.zeroize();
+    all
+}
+
+/// [`expand_full_with`] into `out` (all leaves, tree `i` at `i·size_per`).
+#[cfg(test)]
 pub(crate) fn expand_full(
     shape: &TreeShape,
     roots: &[Block],
     out: &mut [Block],
 ) -> Vec<[Block; 2]> {
-    debug_assert_eq!(roots.len(), shape.trees);
     debug_assert_eq!(out.len(), shape.leaves());
-    let mut scratch = Scratch::new();
-    let mut level = vec![[Block::ZERO; 2]; shape.trees];
-    let mut all = vec![[Block::ZERO; 2]; shape.trees * shape.depth];
-    let g = shape.group_trees();
-    for t0 in (0..shape.trees).step_by(g) {
-        let t1 = (t0 + g).min(shape.trees);
-        let sub = shape.with_trees(t1 - t0);
-        let out_g = &mut out[t0 * shape.size_per..t1 * shape.size_per];
-        for (i, r) in roots[t0..t1].iter().enumerate() {
-            out_g[i * shape.size_per] = *r;
-        }
-        let level = &mut level[..t1 - t0];
-        for l in 0..shape.depth {
-            expand_level(&sub, l, out_g, None, level, &mut scratch);
-            for (i, v) in level.iter().enumerate() {
-                all[(t0 + i) * shape.depth + l] = *v;
-            }
-        }
-    }
-    all
+    expand_full_with(shape, roots, |t0, leaves| {
+        let at = t0 * shape.size_per;
+        out[at..at + leaves.len()].copy_from_slice(leaves);
+    })
 }
 
 /// Punctured expansion (the receiver), group by group of [`TreeShape::group_trees`] trees.
