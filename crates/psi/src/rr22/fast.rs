@@ -194,6 +194,10 @@ where
     if k.len() != m {
         return Err(Error::Protocol("VOLE returned the wrong length".into()));
     }
+    // h(k)·Δ for our items, computed now, while the receiver solves its OKVS.
+    let mut scaled = Zeroizing::new(Block::zeroed_vec(values.len()));
+    add_scaled(&mut scaled, &values, *delta);
+    drop(values);
 
     // The seed (and w_r), then K = B ⊕ A'·Δ, chunk by chunk as A' arrives.
     let first_len = if mal { 32 } else { 16 };
@@ -229,7 +233,10 @@ where
     // F(y) = H_out(k, Decode(K, k) ⊕ h(k)·Δ), truncated, sorted, without repeats.
     let mut out = o.decode(&keys, &k[..]).map_err(okvs_err)?;
     drop(k);
-    add_scaled(&mut out, &values, d);
+    out.par_iter_mut()
+        .zip(scaled.par_iter())
+        .for_each(|(o, s)| *o ^= *s);
+    drop(scaled);
     if mal {
         malicious::dm_hash(&keys, &mut out, *w_s ^ w_r);
     } else {
