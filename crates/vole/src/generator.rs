@@ -161,6 +161,15 @@ fn hand_out<T: Zeroize>(v: &mut Vec<T>, n: usize) {
     v.shrink_to_fit();
 }
 
+/// Zeroizes `v[n..]` (scratch, secret) and truncates `v` to `n`, keeping its capacity for the
+/// caller's next extension into it.
+fn keep_first<T: Zeroize>(v: &mut Vec<T>, n: usize) {
+    if let Some(tail) = v.get_mut(n..) {
+        tail.iter_mut().for_each(Zeroize::zeroize);
+    }
+    v.truncate(n);
+}
+
 /// The sender role of a generator: one extension, and the shared `extend` paths on top.
 pub(crate) trait SenderStep {
     /// The configuration.
@@ -223,6 +232,33 @@ pub(crate) trait SenderStep {
             Ok(())
         })?;
         Ok(all)
+    }
+
+    /// `extend_into`: `B` into the caller's vector `out` (any contents on entry, `n` elements
+    /// on success). A request of one chunk runs with `out` as the working buffer (it keeps
+    /// the capacity of `N ≈ 2n` blocks for the next call: no fresh memory then); a larger one
+    /// appends the chunks. On error `out` is zeroized and emptied.
+    fn collect_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+        out: &mut Vec<Block>,
+    ) -> Result<()> {
+        let res = if n > 0 && n <= self.config().max_chunk {
+            self.run_into(ch, n, rng, out)
+        } else {
+            out.clear();
+            self.chunks(ch, n, rng, |b| {
+                out.extend_from_slice(b);
+                Ok(())
+            })
+        };
+        match res {
+            Ok(()) => keep_first(out, n),
+            Err(_) => out.zeroize(),
+        }
+        res
     }
 
     /// `extend` that runs a request of one chunk into a fresh buffer and returns it (no
@@ -319,6 +355,51 @@ pub(crate) trait ReceiverStep {
             Ok(())
         })?;
         Ok((aa, cc))
+    }
+
+    /// `extend_into`: `A` and `C` into the caller's vectors (any contents on entry, `n`
+    /// elements each on success). A request of one chunk runs with them as the working
+    /// buffers of `A` and `C` (they keep their capacity for the next call: no fresh memory
+    /// then; the generator keeps its other working buffers as usual); a larger one appends
+    /// the chunks. On error both are zeroized and emptied.
+    fn collect_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+        a_out: &mut Vec<Self::A>,
+        c_out: &mut Vec<Block>,
+    ) -> Result<()> {
+        let res = if n > 0 && n <= self.config().max_chunk {
+            let empty = (AVec::empty(Self::A::KIND), Vec::new());
+            let (mut a, c) = core::mem::replace(self.scratch(), empty);
+            let mut c = c;
+            c.zeroize();
+            *Self::A::values_mut(&mut a) = core::mem::take(a_out);
+            let res = self.run_into(ch, n, rng, &mut a, c_out);
+            *a_out = core::mem::take(Self::A::values_mut(&mut a));
+            *self.scratch() = (a, Vec::new());
+            res
+        } else {
+            a_out.clear();
+            c_out.clear();
+            self.chunks(ch, n, rng, |a, c| {
+                a_out.extend_from_slice(a);
+                c_out.extend_from_slice(c);
+                Ok(())
+            })
+        };
+        match res {
+            Ok(()) => {
+                keep_first(a_out, n);
+                keep_first(c_out, n);
+            }
+            Err(_) => {
+                a_out.zeroize();
+                c_out.zeroize();
+            }
+        }
+        res
     }
 
     /// `extend` that runs a request of one chunk into fresh buffers and returns them (no

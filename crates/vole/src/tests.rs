@@ -78,6 +78,21 @@ trait Flavour: 'static {
         rng: &mut AesRng,
         sink: impl FnMut(&[Self::A], &[Block]) -> Result<(), Error>,
     ) -> Result<(), Error>;
+    fn send_into<C: Channel>(
+        s: &mut Self::S,
+        ch: &mut C,
+        n: usize,
+        rng: &mut AesRng,
+        out: &mut Vec<Block>,
+    ) -> Result<(), Error>;
+    fn receive_into<C: Channel>(
+        r: &mut Self::R,
+        ch: &mut C,
+        n: usize,
+        rng: &mut AesRng,
+        a: &mut Vec<Self::A>,
+        c: &mut Vec<Block>,
+    ) -> Result<(), Error>;
     /// `A`'s value in GF(2^128).
     fn embed(a: Self::A) -> Block;
     /// Checks that `A` (and `B`) of one run look like what the flavour should produce.
@@ -155,6 +170,25 @@ macro_rules! flavour {
                 sink: impl FnMut(&[$a], &[Block]) -> Result<(), Error>,
             ) -> Result<(), Error> {
                 r.extend_chunks(ch, n, rng, sink)
+            }
+            fn send_into<C: Channel>(
+                s: &mut $s,
+                ch: &mut C,
+                n: usize,
+                rng: &mut AesRng,
+                out: &mut Vec<Block>,
+            ) -> Result<(), Error> {
+                s.extend_into(ch, n, rng, out)
+            }
+            fn receive_into<C: Channel>(
+                r: &mut $r,
+                ch: &mut C,
+                n: usize,
+                rng: &mut AesRng,
+                a: &mut Vec<$a>,
+                c: &mut Vec<Block>,
+            ) -> Result<(), Error> {
+                r.extend_into(ch, n, rng, a, c)
             }
             fn embed(a: $a) -> Block {
                 $embed(a)
@@ -620,6 +654,61 @@ fn one_shot_functions() {
     assert_eq!((a.len(), aa.len()), (777, 778));
     assert_plain::<Field>(delta, b, a, c);
     assert_plain::<Sub>(delta2, bb, aa, cc);
+}
+
+/// `extend_into` with the same vectors call after call gives exactly the outputs of
+/// `extend` on the same seeds (so the correlations hold), and a second call of the same
+/// size (at most `max_chunk`) reuses the vectors' memory.
+fn check_into<P: Flavour>(cfg: VoleConfig, sizes: &[usize]) {
+    let reference = run_mem::<P>(cfg, sizes, None, false);
+    let (mut c0, mut c1) = mem_pair();
+    let mut rng = AesRng::from_seed([P::SEEDS[0]; 16]);
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let sizes_s = sizes.to_vec();
+    let sender = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([P::SEEDS[1]; 16]);
+        let mut s = P::sender_from_base(sb, cfg).unwrap();
+        let mut b = vec![Block(7); 3];
+        let mut outs = Vec::new();
+        for n in sizes_s {
+            let ptr = b.as_ptr();
+            P::send_into(&mut s, &mut c0, n, &mut rng, &mut b).unwrap();
+            outs.push((b.clone(), ptr == b.as_ptr()));
+        }
+        outs
+    });
+    let mut r = P::receiver_from_base(rb, cfg).unwrap();
+    let (mut a, mut c) = (Vec::new(), vec![Block(9); 5]);
+    let mut prev = 0;
+    let souts = {
+        let mut recv = Vec::new();
+        for &n in sizes {
+            let ptrs = (a.as_ptr(), c.as_ptr());
+            P::receive_into(&mut r, &mut c1, n, &mut rng, &mut a, &mut c).unwrap();
+            recv.push((a.clone(), c.clone(), ptrs == (a.as_ptr(), c.as_ptr())));
+        }
+        recv.into_iter()
+            .zip(sender.join().unwrap())
+            .collect::<Vec<_>>()
+    };
+    for (((a, c, same_r), (b, same_s)), (want, &n)) in
+        souts.into_iter().zip(reference.iter().zip(sizes))
+    {
+        let (_, wb, wa, wc, _, _) = want.as_ref().unwrap();
+        assert_eq!((&b, &a, &c), (wb, wa, wc), "{} n = {n}", P::NAME);
+        if n == prev && n > 0 && n <= cfg.max_chunk {
+            assert!(same_r && same_s, "{} n = {n}: memory not reused", P::NAME);
+        }
+        prev = n;
+    }
+}
+
+#[test]
+fn extend_into_reuses_memory_and_matches_extend() {
+    let sizes = [1000, 1000, 0, 3, 5001, 1000, 1000];
+    check_into::<Field>(cfg(Security::SemiHonest, 2000), &sizes);
+    check_into::<Sub64>(cfg(Security::Malicious, 2000), &sizes);
+    check_into::<Sub>(cfg(Security::SemiHonest, 2000), &sizes);
 }
 
 #[test]

@@ -246,6 +246,24 @@ impl SubfieldVoleSender {
     ) -> Result<Vec<Block>> {
         self.collect_or_single(ch, n, rng)
     }
+
+    /// Produces `B` of `n` correlations into `out` (any contents on entry; `n` elements on
+    /// success), reusing its memory: with `n` at most `max_chunk`, `out` is the extension's
+    /// working buffer and keeps a capacity of about `2n` blocks, so that calling again with
+    /// the same vector allocates nothing (no page faults): the form for a session of many
+    /// extensions. On error `out` is zeroized and emptied.
+    ///
+    /// # Errors
+    /// As [`SubfieldVoleSender::extend_chunks`].
+    pub fn extend_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+        out: &mut Vec<Block>,
+    ) -> Result<()> {
+        self.collect_into(ch, n, rng, out)
+    }
 }
 
 impl SenderStep for SubfieldVoleSender {
@@ -377,6 +395,25 @@ impl SubfieldVoleReceiver {
         rng: &mut R,
     ) -> Result<(Vec<u8>, Vec<Block>)> {
         self.collect_or_single(ch, n, rng)
+    }
+
+    /// Produces `(A, C)` of `n` correlations into `a` and `c` (any contents on entry; `n`
+    /// elements each on success), reusing their memory: with `n` at most `max_chunk` they
+    /// are the extension's working buffers for `A` and `C`, so that calling again with the
+    /// same vectors allocates nothing for them (no page faults): the form for a session of
+    /// many extensions. On error both are zeroized and emptied.
+    ///
+    /// # Errors
+    /// As [`SubfieldVoleReceiver::extend_chunks`].
+    pub fn extend_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+        a: &mut Vec<u8>,
+        c: &mut Vec<Block>,
+    ) -> Result<()> {
+        self.collect_into(ch, n, rng, a, c)
     }
 }
 
@@ -517,6 +554,24 @@ impl VoleSender {
     ) -> Result<Vec<Block>> {
         self.core.collect(ch, n, rng)
     }
+
+    /// Produces `B` of `n` correlations into `out` (any contents on entry; `n` elements on
+    /// success), reusing its memory: with `n` at most `max_chunk`, `out` is the extension's
+    /// working buffer and keeps a capacity of about `2n` blocks, so that calling again with
+    /// the same vector allocates nothing (no page faults): the form for a session of many
+    /// extensions. On error `out` is zeroized and emptied.
+    ///
+    /// # Errors
+    /// Channel errors.
+    pub fn extend_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+        out: &mut Vec<Block>,
+    ) -> Result<()> {
+        self.core.collect_into(ch, n, rng, out)
+    }
 }
 
 /// GF(2^128) VOLE receiver: gets `A` (uniform in GF(2^128)) and `C = B + A·Δ`.
@@ -588,6 +643,25 @@ impl VoleReceiver {
         rng: &mut R,
     ) -> Result<(Vec<Block>, Vec<Block>)> {
         self.core.collect(ch, n, rng)
+    }
+
+    /// Produces `(A, C)` of `n` correlations into `a` and `c` (any contents on entry; `n`
+    /// elements each on success), reusing their memory: with `n` at most `max_chunk` they
+    /// are the extension's working buffers for `A` and `C`, so that calling again with the
+    /// same vectors allocates nothing for them (no page faults): the form for a session of
+    /// many extensions. On error both are zeroized and emptied.
+    ///
+    /// # Errors
+    /// As [`VoleReceiver::extend_chunks`].
+    pub fn extend_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+        a: &mut Vec<Block>,
+        c: &mut Vec<Block>,
+    ) -> Result<()> {
+        self.core.collect_into(ch, n, rng, a, c)
     }
 }
 

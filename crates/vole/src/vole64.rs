@@ -195,6 +195,24 @@ impl Subfield64VoleSender {
     ) -> Result<Vec<Block>> {
         self.core.collect_or_single(ch, n, rng)
     }
+
+    /// Produces `B` of `n` correlations into `out` (any contents on entry; `n` elements on
+    /// success), reusing its memory: with `n` at most `max_chunk`, `out` is the extension's
+    /// working buffer and keeps a capacity of about `2n` blocks, so that calling again with
+    /// the same vector allocates nothing (no page faults): the form for a session of many
+    /// extensions. On error `out` is zeroized and emptied.
+    ///
+    /// # Errors
+    /// As [`Subfield64VoleSender::extend_chunks`].
+    pub fn extend_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+        out: &mut Vec<Block>,
+    ) -> Result<()> {
+        self.core.collect_into(ch, n, rng, out)
+    }
 }
 
 /// Subfield VOLE receiver with 64-bit values: gets `A ∈ GF(2^64)^n` (as `u64`) and
@@ -275,6 +293,25 @@ impl Subfield64VoleReceiver {
         rng: &mut R,
     ) -> Result<(Vec<u64>, Vec<Block>)> {
         self.core.collect_or_single(ch, n, rng)
+    }
+
+    /// Produces `(A, C)` of `n` correlations into `a` and `c` (any contents on entry; `n`
+    /// elements each on success), reusing their memory: with `n` at most `max_chunk` they
+    /// are the extension's working buffers for `A` and `C`, so that calling again with the
+    /// same vectors allocates nothing for them (no page faults): the form for a session of
+    /// many extensions. On error both are zeroized and emptied.
+    ///
+    /// # Errors
+    /// As [`Subfield64VoleReceiver::extend_chunks`].
+    pub fn extend_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+        a: &mut Vec<u64>,
+        c: &mut Vec<Block>,
+    ) -> Result<()> {
+        self.core.collect_into(ch, n, rng, a, c)
     }
 }
 
