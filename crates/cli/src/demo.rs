@@ -96,6 +96,7 @@ pub fn run(cfg: &DemoConfig) -> Result<DemoOutcome, CliError> {
                     checkpoint: None,
                     progress: ProgressMode::Off,
                     memory_budget: crate::bucket::DEFAULT_MEMORY_BUDGET,
+                    workers: 1,
                 };
                 s.spawn(move || party::run(&pc, Some(l)))
             })

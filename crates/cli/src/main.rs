@@ -5,6 +5,7 @@
 //! obliv psi --protocol ecdh --curve 25519 --rank R --parties HOST:PORT,HOST:PORT
 //!           --input FILE --keys COL[,COL…] --output FILE [--receiver R] [--broadcast] [--sort]
 //!           [--bucket-size N] [--checkpoint DIR] [--shard I/N] [--progress auto|bar|log|off]
+//!           [--workers N]
 //! obliv merge --output FILE [--sort --keys COL[,COL…]] PART…
 //! obliv gen-data --size N --parties 2|3 --overlap 0.5 --out-dir DIR
 //! ```
@@ -226,6 +227,11 @@ struct PartyArgs {
     /// bucket files next to the output (or in the checkpoint directory).
     #[arg(long, default_value_t = 1024)]
     memory_mib: usize,
+    /// RR22 only: run this many buckets side by side, each on its own worker thread and
+    /// sub-channel (both parties must give the same value). The default 1 runs them one after
+    /// the other; more helps when each party has cores to spare.
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
     #[command(flatten)]
     link: LinkArgs,
 }
@@ -401,6 +407,7 @@ fn run_party(a: &PartyArgs) -> Result<(), CliError> {
         checkpoint: a.checkpoint.clone(),
         progress: a.progress.parse()?,
         memory_budget: a.memory_mib.saturating_mul(1 << 20),
+        workers: a.workers,
     };
     let report = party::run(&cfg, None)?;
     println!("{}", report.to_json());

@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use obliv_core::AesRng;
 use obliv_ec::Curve;
-use obliv_net::{Channel, ChannelExt, ConnectOptions, LinkModel, Session, SimLink, Stats};
+use obliv_net::{
+    Channel, ChannelExt, ConnectOptions, LinkModel, Mux, MuxOptions, Session, SimLink, Split, Stats,
+};
 use obliv_psi::ecdh::{self, EcdhConfig, Role};
 use obliv_psi::ecdh3;
 use obliv_psi::kkrt::{KkrtConfig, KkrtPsiReceiver, KkrtPsiSender};
@@ -126,6 +128,11 @@ pub struct PartyConfig {
     /// Bytes of bucket entries (24 per input row) kept in memory; beyond it they are written
     /// to temporary files ([`bucket::DEFAULT_MEMORY_BUDGET`] by default).
     pub memory_budget: usize,
+    /// RR22 only: buckets run side by side on this many worker threads, each pair of
+    /// workers on its own sub-channel of the connection ([`rr22::run_buckets`]); 1 runs
+    /// them one after the other on one session, as before. Both parties must give the same
+    /// value (checked in the job handshake). `1..=`[`rr22::MAX_WORKERS`].
+    pub workers: usize,
 }
 
 /// What a party reports when it is done.
@@ -223,6 +230,18 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
     }
     if cfg.shard.count == 0 || cfg.shard.index >= cfg.shard.count {
         return Err(CliError::Usage(format!("bad shard {}", cfg.shard)));
+    }
+    if cfg.workers == 0 || cfg.workers > rr22::MAX_WORKERS {
+        return Err(CliError::Usage(format!(
+            "--workers must be in 1..={}",
+            rr22::MAX_WORKERS
+        )));
+    }
+    if cfg.workers > 1 && !matches!(cfg.protocol, Protocol::Rr22(_)) {
+        return Err(CliError::Usage(format!(
+            "--workers is supported by the rr22 protocols only, not {}",
+            cfg.protocol
+        )));
     }
     // All local work first: input errors surface before any network traffic. The checkpoint
     // directory is locked (and a killed run's leftovers removed) before the input is read, as
@@ -442,19 +461,26 @@ fn agree<C: Channel>(
     session: &mut Session<C>,
     cp: Option<&mut Checkpoint>,
 ) -> Result<u64, CliError> {
+    let mut params = format!(
+        "protocol={} curve={} receiver={} broadcast={} shard={}",
+        cfg.protocol,
+        if uses_curve(cfg.protocol) {
+            cfg.curve.to_string()
+        } else {
+            "-".into()
+        },
+        cfg.receiver,
+        cfg.broadcast,
+        cfg.shard
+    );
+    // Only when not 1, so that a one-worker run still agrees with a peer of the version
+    // before `--workers` existed (same messages), and a peer of that version facing more
+    // workers sees the difference in the settings it is shown.
+    if cfg.workers != 1 {
+        params.push_str(&format!(" workers={}", cfg.workers));
+    }
     let ours = JobHello {
-        params: format!(
-            "protocol={} curve={} receiver={} broadcast={} shard={}",
-            cfg.protocol,
-            if uses_curve(cfg.protocol) {
-                cfg.curve.to_string()
-            } else {
-                "-".into()
-            },
-            cfg.receiver,
-            cfg.broadcast,
-            cfg.shard
-        ),
+        params,
         buckets: own_buckets,
         checkpoint: cp.is_some(),
         run: cp.as_ref().and_then(|c| c.run()),
@@ -563,15 +589,18 @@ fn agree<C: Channel>(
 }
 
 /// Agrees on the bucket count (and on where to resume) with every peer, then runs one PSI per
-/// bucket that is not finished on every side.
-fn run_buckets<C: Channel>(
+/// bucket that is not finished on every side (RR22 with `workers > 1`: several at a time).
+fn run_buckets<C>(
     cfg: &PartyConfig,
     shape: &bucket::InputShape,
     own_buckets: usize,
     files: &mut bucket::Buckets,
     mut session: Session<C>,
     mut cp: Option<&mut Checkpoint>,
-) -> Result<Outcome, CliError> {
+) -> Result<Outcome, CliError>
+where
+    C: Channel + Split,
+{
     let total = agree(cfg, own_buckets as u64, &mut session, cp.as_deref_mut())?;
     let total_usize =
         usize::try_from(total).map_err(|_| CliError::Protocol(format!("{total} buckets")))?;
@@ -627,12 +656,72 @@ fn run_buckets<C: Channel>(
         Protocol::Rr22(variant) => Some(Rr22Session::new(role, &Rr22Config::new(variant))?),
         _ => None,
     };
+    // RR22 on several workers: the connection to the peer becomes a `Mux`, the buckets run
+    // side by side on child sessions of one (see `rr22::run_buckets`).
+    let mut stats = Stats::default();
+    let mux = match cfg.protocol {
+        Protocol::Rr22(_) if cfg.workers > 1 && !todo.is_empty() => {
+            stats = session.stats();
+            let peer = 1 - cfg.rank;
+            let mut chans = std::mem::replace(&mut session, Session::from_channels(0, vec![None])?)
+                .into_channels();
+            let ch = chans
+                .get_mut(peer)
+                .and_then(Option::take)
+                .ok_or_else(|| CliError::Protocol("no channel to the peer".into()))?;
+            let opts = MuxOptions {
+                // Each worker's peer may queue up to a bucket's messages (tens of MB at 2^20).
+                max_queued: MuxOptions::default().max_queued.saturating_mul(cfg.workers),
+                ..MuxOptions::default()
+            };
+            Some(Mux::with_options(ch, opts)?)
+        }
+        _ => None,
+    };
     let mut bar = Progress::new(
         cfg.progress,
         "psi",
         "rows",
         shape.shard_rows.saturating_sub(resumed_rows),
     );
+    // Records one finished bucket: its rows in the result, its tally, durably in the
+    // checkpoint (only now, with its result in hand), and on the progress bar.
+    let mut record = |b: u64,
+                      bucket: &bucket::Bucket,
+                      n_keys: usize,
+                      out: Option<Vec<usize>>,
+                      bar: &mut Progress|
+     -> Result<(), CliError> {
+        let mut result = BucketResult {
+            rows_in: bucket.rows_len() as u64,
+            keys_in: n_keys as u64,
+            keys_out: 0,
+            rows: None,
+        };
+        if let Some(idx) = out {
+            result.keys_out = idx.len() as u64;
+            let mut hit = vec![false; n_keys];
+            let mut matched: Vec<u64> = Vec::new();
+            for i in idx {
+                if let Some(h) = hit.get_mut(i).filter(|h| !**h) {
+                    *h = true;
+                    matched.extend_from_slice(bucket.rows_of(i));
+                }
+            }
+            let sel = selected.get_or_insert_with(|| bucket::RowSet::new(shape.rows));
+            for &row in &matched {
+                sel.insert(row);
+            }
+            result.rows = Some(matched);
+        }
+        keys_in += result.keys_in;
+        keys_out += result.keys_out;
+        if let Some(cp) = cp.as_deref_mut() {
+            cp.save(b, &result)?;
+        }
+        bar.inc(result.rows_in);
+        Ok(())
+    };
     // A reader thread prepares the next bucket (gathering and grouping its keys) while the
     // protocol runs on the current one; the rendezvous queue keeps at most one ahead.
     let (tx, rx) = std::sync::mpsc::sync_channel::<Result<bucket::Bucket, CliError>>(0);
@@ -652,6 +741,46 @@ fn run_buckets<C: Channel>(
         // blocking the scope's join.
         let rx = rx;
         scope.spawn(reader);
+        if let (Some(mux), Protocol::Rr22(variant)) = (&mux, cfg.protocol) {
+            // The caller's iterator of `rr22::run_buckets`: the reader's buckets in `todo`
+            // order, until the reader fails (its error is returned after the driver ends).
+            let failed: std::cell::RefCell<Option<CliError>> = std::cell::RefCell::new(None);
+            let input = todo.iter().map_while(|_| match rx.recv() {
+                Ok(Ok(bucket)) => Some(Rr22Bucket::new(bucket)),
+                Ok(Err(e)) => {
+                    *failed.borrow_mut() = Some(e);
+                    None
+                }
+                Err(_) => {
+                    *failed.borrow_mut() =
+                        Some(CliError::Input("the bucket reader stopped".into()));
+                    None
+                }
+            });
+            let rcfg = Rr22Config::new(variant);
+            let it = rr22::run_buckets(mux, role, &rcfg, cfg.workers, input, &mut rng)?;
+            stats += it.setup_stats();
+            for out in it {
+                let out = out?;
+                let b = todo.get(out.index).copied().ok_or_else(|| {
+                    CliError::Protocol(format!("bucket {} out of range", out.index))
+                })?;
+                bar.set_label(format!("psi bucket {}/{total}", b + 1));
+                stats += out.stats;
+                record(
+                    b,
+                    &out.bucket.bucket,
+                    out.bucket.keys.len(),
+                    out.result,
+                    &mut bar,
+                )?;
+            }
+            if let Some(e) = failed.take() {
+                return Err(e);
+            }
+            drop(rx);
+            return Ok(());
+        }
         for &b in &todo {
             bar.set_label(format!("psi bucket {}/{total}", b + 1));
             let bucket = rx
@@ -685,48 +814,54 @@ fn run_buckets<C: Channel>(
                     }
                 }
             };
-            let mut result = BucketResult {
-                rows_in: bucket.rows_len() as u64,
-                keys_in: keys.len() as u64,
-                keys_out: 0,
-                rows: None,
-            };
-            if let Some(idx) = out {
-                result.keys_out = idx.len() as u64;
-                let mut hit = vec![false; keys.len()];
-                let mut matched: Vec<u64> = Vec::new();
-                for i in idx {
-                    if let Some(h) = hit.get_mut(i).filter(|h| !**h) {
-                        *h = true;
-                        matched.extend_from_slice(bucket.rows_of(i));
-                    }
-                }
-                let sel = selected.get_or_insert_with(|| bucket::RowSet::new(shape.rows));
-                for &row in &matched {
-                    sel.insert(row);
-                }
-                result.rows = Some(matched);
-            }
-            keys_in += result.keys_in;
-            keys_out += result.keys_out;
-            if let Some(cp) = cp.as_deref_mut() {
-                cp.save(b, &result)?;
-            }
-            bar.inc(result.rows_in);
+            record(b, &bucket, keys.len(), out, &mut bar)?;
         }
         drop(rx);
         Ok(())
     })?;
     bar.set_label("psi");
     bar.finish();
+    if mux.is_none() {
+        stats = session.stats();
+    }
     Ok(Outcome {
         selected,
         keys_in,
         keys_out,
-        stats: session.stats(),
+        stats,
         buckets: total,
         resumed,
     })
+}
+
+/// A bucket for [`rr22::run_buckets`]: its distinct keys as owned 16-byte values (the
+/// workers run on other threads), and the bucket itself for mapping results to rows.
+struct Rr22Bucket {
+    bucket: bucket::Bucket,
+    keys: Vec<[u8; 16]>,
+}
+
+impl Rr22Bucket {
+    fn new(bucket: bucket::Bucket) -> Self {
+        let keys = bucket
+            .distinct()
+            .iter()
+            .map(|k| {
+                // Every key of a bucket is 16 bytes (the public hash of the key columns).
+                let mut a = [0u8; 16];
+                let n = k.len().min(16);
+                a[..n].copy_from_slice(&k[..n]);
+                a
+            })
+            .collect();
+        Rr22Bucket { bucket, keys }
+    }
+}
+
+impl AsRef<[[u8; 16]]> for Rr22Bucket {
+    fn as_ref(&self) -> &[[u8; 16]] {
+        &self.keys
+    }
 }
 
 /// A KKRT session of either role.
@@ -760,6 +895,7 @@ mod tests {
             checkpoint: None,
             progress: ProgressMode::Off,
             memory_budget: bucket::DEFAULT_MEMORY_BUDGET,
+            workers: 1,
         }
     }
 

@@ -1,0 +1,217 @@
+//! `obliv psi --workers N` for the RR22 protocols: two processes on loopback TCP run their
+//! buckets side by side and write exactly the output of the one-worker run; a run killed
+//! mid-way resumes from its checkpoint with another worker count; parties that disagree on
+//! the worker count stop in the job handshake; other protocols refuse the option.
+#![allow(clippy::unwrap_used)] // test helpers unwrap like the tests do
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn obliv() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_obliv"))
+}
+
+fn parties() -> String {
+    let a = TcpListener::bind("127.0.0.1:0").unwrap();
+    let b = TcpListener::bind("127.0.0.1:0").unwrap();
+    format!(
+        "127.0.0.1:{},127.0.0.1:{}",
+        a.local_addr().unwrap().port(),
+        b.local_addr().unwrap().port()
+    )
+}
+
+fn gen_data(dir: &Path, size: u32) {
+    let g = obliv()
+        .args(["gen-data", "--size", &size.to_string(), "--out-dir"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(g.status.success());
+}
+
+/// Spawns party `rank` of `protocol` on `psi_{rank+1}.csv`, writing `{out}{rank}.csv`.
+fn spawn(
+    dir: &Path,
+    protocol: &str,
+    rank: usize,
+    parties: &str,
+    out: &str,
+    extra: &[String],
+) -> Child {
+    obliv()
+        .args(["psi", "--protocol", protocol, "--rank", &rank.to_string()])
+        .args(["--parties", parties, "--connect-timeout", "20"])
+        .args(["--bucket-size", "500", "--progress", "off"])
+        .arg("--input")
+        .arg(dir.join(format!("psi_{}.csv", rank + 1)))
+        .arg("--output")
+        .arg(dir.join(format!("{out}{rank}.csv")))
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Runs both parties with `extra[rank]`; returns their outputs.
+fn run_pair(dir: &Path, protocol: &str, out: &str, extra: [&[String]; 2]) -> (Output, Output) {
+    let p = parties();
+    let p0 = spawn(dir, protocol, 0, &p, out, extra[0]);
+    let p1 = spawn(dir, protocol, 1, &p, out, extra[1]);
+    (
+        p0.wait_with_output().unwrap(),
+        p1.wait_with_output().unwrap(),
+    )
+}
+
+fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn args(a: &[&str]) -> Vec<String> {
+    a.iter().map(ToString::to_string).collect()
+}
+
+fn workers(n: usize) -> Vec<String> {
+    args(&["--workers", &n.to_string()])
+}
+
+#[test]
+fn workers_give_the_one_worker_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    gen_data(d, 6000);
+    for (protocol, w) in [("rr22", 2), ("rr22-lowcomm", 3), ("rr22-malicious", 2)] {
+        let (o0, o1) = run_pair(d, protocol, "ref", [&workers(1), &workers(1)]);
+        ok(&o0);
+        ok(&o1);
+        let reference = std::fs::read(d.join("ref0.csv")).unwrap();
+        // gen-data plants half of the rows in common: not vacuous.
+        assert_eq!(
+            String::from_utf8_lossy(&reference).lines().count(),
+            1 + 3000
+        );
+        let (o0, o1) = run_pair(d, protocol, "par", [&workers(w), &workers(w)]);
+        let report = ok(&o0);
+        ok(&o1);
+        assert!(report.contains("\"buckets\":16"), "{report}");
+        assert_eq!(
+            std::fs::read(d.join("par0.csv")).unwrap(),
+            reference,
+            "{protocol} with {w} workers"
+        );
+    }
+}
+
+#[test]
+fn different_worker_counts_stop_in_the_job_handshake() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    gen_data(d, 1000);
+    let (o0, o1) = run_pair(d, "rr22", "out", [&workers(2), &workers(3)]);
+    for o in [o0, o1] {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(5), "{err}");
+        assert!(
+            err.contains("workers=2") && err.contains("workers=3"),
+            "{err}"
+        );
+    }
+    // One worker against two: the one-worker side sends no `workers=` (as before the
+    // option existed) and the difference is shown all the same.
+    let (o0, o1) = run_pair(d, "rr22", "out", [&workers(1), &workers(2)]);
+    for o in [o0, o1] {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(5), "{err}");
+        assert!(err.contains("workers=2"), "{err}");
+    }
+}
+
+#[test]
+fn workers_are_for_rr22_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    gen_data(d, 100);
+    for (protocol, n) in [("ecdh", 2), ("kkrt", 2), ("rr22", 0), ("rr22", 1000)] {
+        let o = spawn(d, protocol, 0, &parties(), "out", &workers(n))
+            .wait_with_output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{protocol} {n}: {err}");
+        assert!(err.contains("--workers"), "{err}");
+    }
+}
+
+fn bucket_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |it| {
+        it.flatten()
+            .filter(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.strip_prefix('b')
+                    .is_some_and(|r| r.parse::<u32>().is_ok())
+            })
+            .count()
+    })
+}
+
+#[test]
+fn killed_concurrent_run_resumes_from_its_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    gen_data(d, 6000);
+    let (o0, o1) = run_pair(d, "rr22", "ref", [&workers(1), &workers(1)]);
+    ok(&o0);
+    ok(&o1);
+    let reference = std::fs::read(d.join("ref0.csv")).unwrap();
+    let p = parties();
+    let ck = |rank: usize, w: usize| {
+        let mut a = args(&[
+            "--sim-latency",
+            "20ms",
+            "--checkpoint",
+            &d.join(format!("ck{rank}")).to_string_lossy(),
+        ]);
+        a.extend(workers(w));
+        a
+    };
+    // Two workers, the receiver killed once a bucket is recorded.
+    let (mut p0, p1) = (
+        spawn(d, "rr22", 0, &p, "res", &ck(0, 2)),
+        spawn(d, "rr22", 1, &p, "res", &ck(1, 2)),
+    );
+    let start = Instant::now();
+    while bucket_files(&d.join("ck0")) == 0 {
+        assert!(p0.try_wait().unwrap().is_none(), "finished before the kill");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no bucket recorded"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    p0.kill().unwrap();
+    let _ = p0.wait();
+    let o1 = p1.wait_with_output().unwrap();
+    assert!(!o1.status.success(), "the peer must notice the kill");
+    assert!(bucket_files(&d.join("ck0")) < 16, "the kill came too late");
+    // Again with three workers: the finished buckets come from the checkpoints (the worker
+    // count is not part of a bucket's result), the output is the uninterrupted run's (same
+    // addresses: they are part of the checkpoint's job).
+    let (p0, p1) = (
+        spawn(d, "rr22", 0, &p, "res", &ck(0, 3)),
+        spawn(d, "rr22", 1, &p, "res", &ck(1, 3)),
+    );
+    let report = ok(&p0.wait_with_output().unwrap());
+    ok(&p1.wait_with_output().unwrap());
+    let resumed: u64 = report
+        .split("\"buckets_resumed\":")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!((1..16).contains(&resumed), "{report}");
+    assert_eq!(std::fs::read(d.join("res0.csv")).unwrap(), reference);
+}
