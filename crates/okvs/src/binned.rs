@@ -18,6 +18,7 @@ use obliv_core::rand_core::{Rng, SeedableRng};
 use obliv_core::{AesRng, Block};
 use rayon::prelude::*;
 
+use crate::arch;
 use crate::error::Error;
 use crate::hash::{BATCH, NARROW_LIMIT, RowHasher};
 use crate::params::{PaxosParams, bin_capacity, ceil_log2};
@@ -33,6 +34,9 @@ pub const DEFAULT_BIN_SIZE: usize = 1 << 14;
 /// (they stay in the L1 cache together); larger ones (binary dense columns) key by key
 /// grouped by bin.
 const SMALL_TABLES: usize = 16 << 10;
+
+/// How many keys ahead the binned encoder prefetches the keys and values it gathers.
+const GATHER_AHEAD: usize = 16;
 
 /// A buffer of keys or values (private inputs), overwritten with zeros when dropped.
 struct Wiped<T: Copy + Default>(Vec<T>);
@@ -268,10 +272,17 @@ impl<D: DenseKind> BinnedPaxos<D> {
             |(scratch, kbuf, vbuf), (b, chunk)| {
                 let idx = &perm[start[b]..start[b + 1]];
                 let (kbuf, vbuf) = (&mut kbuf.0, &mut vbuf.0);
+                // Gathers from all over the inputs, prefetched GATHER_AHEAD keys ahead.
                 kbuf.clear();
-                kbuf.extend(idx.iter().map(|&i| keys[i as usize]));
                 vbuf.clear();
-                vbuf.extend(idx.iter().map(|&i| values[i as usize]));
+                for (j, &i) in idx.iter().enumerate() {
+                    if let Some(&a) = idx.get(j + GATHER_AHEAD) {
+                        arch::prefetch(keys, a as usize);
+                        arch::prefetch(values, a as usize);
+                    }
+                    kbuf.push(keys[i as usize]);
+                    vbuf.push(values[i as usize]);
+                }
                 let res = match &seeds {
                     Some(s) => {
                         let mut r = AesRng::from_seed(s[b]);
@@ -334,6 +345,13 @@ impl<D: DenseKind> BinnedPaxos<D> {
             let rows = &mut rows[..k.len()];
             self.hasher
                 .hash_batch_binned(k, self.bins as u64, bb, rows, hh);
+            // The batch's 3 random reads per key, issued before any is waited for.
+            for (b, r) in bb.iter().zip(rows.iter()) {
+                let base = *b as usize * size;
+                for &x in r {
+                    arch::prefetch(okvs, base + x as usize);
+                }
+            }
             for ((o, b), [x, y, z]) in o.iter_mut().zip(bb.iter()).zip(rows.iter()) {
                 let base = *b as usize * size;
                 *o = okvs[base + *x as usize]

@@ -486,6 +486,12 @@ pub(crate) fn decode<D, V>(
         let rows = &mut rows[..k.len()];
         let dh = &mut dh[..k.len()];
         hasher.hash_batch(k, rows, dh);
+        // The batch's 3 random reads per key, issued before any is waited for.
+        for r in rows.iter() {
+            for &x in r {
+                crate::arch::prefetch(sparse, ix(x));
+            }
+        }
         if let Some(prep) = prepared {
             let dd = &mut dd[..k.len()];
             V::dense_dot_prepared_batch(dh, prep, d, dd);
