@@ -22,7 +22,9 @@
 //!   for a bucket that will never come (the other side failed, or has fewer buckets) fails
 //!   at once with [`Error::Protocol`] instead of waiting for the sub-channel's timeout.
 //!   A worker thread that panics is reported as an error too. Dropping the iterator early
-//!   stops the workers the same way and joins them.
+//!   stops the workers the same way and joins them. At the end of the input the workers
+//!   stop once every result is in (so exhaust or drop the iterator: a peer with more buckets
+//!   learns it then).
 //! - **Malicious.** [`Variant::Malicious`] sessions cannot be forked (see
 //!   [`Rr22Session::split`]); each worker then runs an independent session (its own
 //!   SoftSpokenOT base and `Δ`, set up in its first non-empty bucket), after a set-up
@@ -160,6 +162,11 @@ where
         loop {
             if let Some(out) = self.pending.remove(&self.delivered) {
                 self.delivered += 1;
+                if self.input.is_none() && self.delivered == self.dispatched {
+                    // Every bucket is in: now the workers may stop (and send their stop
+                    // frames).
+                    self.stop();
+                }
                 return Some(Ok(out));
             }
             if self.finished {
@@ -168,9 +175,12 @@ where
             // Keep every worker busy and one bucket waiting, no more.
             while self.dispatched - self.delivered <= self.workers {
                 let Some(bucket) = self.input.as_mut().and_then(Iterator::next) else {
-                    // End of input: closing the queues lets the workers finish and stop.
+                    // End of input. The queues stay open until every result is in: a worker
+                    // that stopped earlier would send its stop frame while another one still
+                    // finishes a bucket, and if that send found the connection closed (the
+                    // peer done with everything) it would mark the shared sender broken under
+                    // the other worker's last flush.
                     self.input = None;
-                    self.jobs.clear();
                     break;
                 };
                 let k = self.dispatched % self.workers;
