@@ -1003,10 +1003,13 @@ fn plots(inp: &Inputs) -> Vec<(String, String)> {
     for (id, m) in inp.ours.iter().filter(|(id, _)| id.starts_with("psi/")) {
         if let Some((head, n)) = id.rsplit_once('/')
             && let Ok(n) = n.parse::<f64>()
-            && (head.ends_with("/lan") || head.contains("unbalanced_offline"))
+            && (head.ends_with("/lan")
+                || head.contains("unbalanced_offline")
+                || head.contains("unbalanced_3pc"))
         {
-            // One series per protocol (and curve) on the LAN; the simulated link and the
-            // online phase would only crowd the plot.
+            // One series per protocol (and curve) on the LAN (the three-party unbalanced run
+            // is in memory too, n the large sets' size); the simulated link and the online
+            // phase would only crowd the plot.
             let name = head.trim_start_matches("psi/").trim_end_matches("/lan");
             psi.entry(name.to_string())
                 .or_default()
@@ -1383,6 +1386,41 @@ not json"#;
         let f = ours(&row, &all).unwrap();
         assert_eq!(f.value, 12.0);
         assert_eq!(f.note, "one run, n = 1e7");
+    }
+
+    #[test]
+    fn unbalanced_3pc_rows_are_measured_and_projected() {
+        let rows: Vec<Row> = rows()
+            .into_iter()
+            .filter(|r| r.id == "psi/unbalanced_3pc/fourq/")
+            .collect();
+        assert_eq!(rows.len(), 2);
+        assert!(rows.iter().all(|r| r.not_measured.is_none()));
+        let mut inp = Inputs {
+            cores: 2,
+            ..Inputs::default()
+        };
+        inp.ours.insert(
+            "psi/unbalanced_3pc/fourq/65536".into(),
+            Meas {
+                ns: 1.2e9,
+                bytes: Some(7_344_782),
+                elements: None,
+                single: false,
+            },
+        );
+        // The 1e8 row: 1.2 s at 2^16 projected to 1e8 = 1831 s; published 894 s.
+        let f = ours(&rows[0], &inp.ours).unwrap();
+        assert!((f.value - 1.2 * 1e8 / 65536.0).abs() < 1e-6, "{f:?}");
+        assert_eq!(f.note, "criterion mean, n = 2^16, projected linearly");
+        let md = render(&inp).markdown;
+        let line = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| {} |", rows[1].label)))
+            .unwrap();
+        assert!(line.contains("| 12441 s | 18311 s |"), "{line}");
+        assert!(!line.contains("not measured"), "{line}");
+        assert!(!md.contains("| `psi/unbalanced_3pc/fourq/65536` |"));
     }
 
     #[test]
