@@ -1,16 +1,17 @@
-//! The binned GF(2^128) OKVS as the RR22 fast receiver uses it, on one thread: encode `n`
-//! keys into a fresh vector, then decode the keys from a uniformly random vector (as the
-//! receiver decodes its VOLE output `C`, whose dense part is never zero). Prints the
-//! thread CPU time of each step (best and median of `reps`).
+//! The OKVS as the RR22 receiver uses it, on one thread: encode `n` keys into a fresh
+//! vector, then decode the keys from a randomized encoding (every free column random, the
+//! dense part active, as in the receiver's VOLE output `C`). Prints the thread CPU time of
+//! each step (best and median of `reps`). Binned GF(2^128) with `Block` values (RR22 fast),
+//! or with `lowcomm` one unbinned OKVS with binary dense columns and `u64` values.
 //!
 //! ```text
-//! cargo run --release -p obliv-okvs --example okvs_rr22 -- [log_n [reps]]
+//! cargo run --release -p obliv-okvs --example okvs_rr22 -- [log_n [reps [lowcomm]]]
 //! ```
 #![allow(clippy::unwrap_used)] // an example: failures should abort loudly
 
 use obliv_core::rand_core::SeedableRng;
 use obliv_core::{AesRng, Block};
-use obliv_okvs::{BinnedPaxos, Gf128, Okvs};
+use obliv_okvs::{Binary, BinnedPaxos, DenseKind, DenseValue, Gf128, Okvs, Paxos};
 
 /// CPU time of the calling thread in nanoseconds (Linux `schedstat`), 0 elsewhere.
 fn thread_cpu_ns() -> u64 {
@@ -18,6 +19,37 @@ fn thread_cpu_ns() -> u64 {
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
+}
+
+/// `reps` runs of encode (into a fresh vector) and decode (from a random vector) of the
+/// OKVS `make(rep)`: the CPU milliseconds of each.
+fn time<D: DenseKind, V: DenseValue<D>, O: Okvs<D>>(
+    reps: usize,
+    keys: &[Block],
+    values: &[V],
+    make: impl Fn(usize) -> O,
+) -> (Vec<f64>, Vec<f64>) {
+    let mut rng = AesRng::from_seed([8; 16]);
+    let (mut enc, mut dec) = (Vec::new(), Vec::new());
+    for rep in 0..reps {
+        let okvs = make(rep);
+        let m = okvs.size();
+        let mut c = vec![V::default(); m];
+        okvs.encode_randomized_into(keys, values, &mut c, &mut rng)
+            .unwrap();
+        let t0 = thread_cpu_ns();
+        let mut p = vec![V::default(); m];
+        okvs.encode_into(keys, values, &mut p).unwrap();
+        let t1 = thread_cpu_ns();
+        let out = okvs.decode(keys, &c).unwrap();
+        let t2 = thread_cpu_ns();
+        std::hint::black_box((&p, &out));
+        #[allow(clippy::cast_precision_loss)] // display
+        let ms = |a: u64, b: u64| (b - a) as f64 / 1e6;
+        enc.push(ms(t0, t1));
+        dec.push(ms(t1, t2));
+    }
+    (enc, dec)
 }
 
 fn main() {
@@ -38,25 +70,22 @@ fn main() {
         .num_threads(1)
         .build()
         .unwrap();
-    let (mut enc, mut dec) = (Vec::new(), Vec::new());
-    pool.install(|| {
-        for rep in 0..reps {
-            let okvs = BinnedPaxos::<Gf128>::new(n, 40, Block(rep as u128)).unwrap();
-            let m = okvs.size();
-            let c: Vec<Block> = (0..m).map(|_| Block::random(&mut rng)).collect();
-            let t0 = thread_cpu_ns();
-            let mut p = vec![Block::ZERO; m];
-            okvs.encode_into(&keys, &values, &mut p).unwrap();
-            let t1 = thread_cpu_ns();
-            let out = okvs.decode(&keys, &c).unwrap();
-            let t2 = thread_cpu_ns();
-            std::hint::black_box((&p, &out));
-            #[allow(clippy::cast_precision_loss)] // display
-            let ms = |a: u64, b: u64| (b - a) as f64 / 1e6;
-            enc.push(ms(t0, t1));
-            dec.push(ms(t1, t2));
-        }
-    });
+    let lowcomm = std::env::args().nth(3).as_deref() == Some("lowcomm");
+    let (mut enc, mut dec) = if lowcomm {
+        // The low-communication receiver: one unbinned OKVS, binary dense columns, u64.
+        let values: Vec<u64> = values.iter().map(|v| v.to_u64s().0).collect();
+        pool.install(|| {
+            time(reps, &keys, &values, |r| {
+                Paxos::<Binary>::new(n, 40, Block(r as u128)).unwrap()
+            })
+        })
+    } else {
+        pool.install(|| {
+            time(reps, &keys, &values, |r| {
+                BinnedPaxos::<Gf128>::new(n, 40, Block(r as u128)).unwrap()
+            })
+        })
+    };
     let o = BinnedPaxos::<Gf128>::new(n, 40, Block(0)).unwrap();
     println!(
         "{} bins of capacity {}, {} sparse + {} dense columns each",

@@ -78,6 +78,10 @@ impl core::fmt::Debug for Scratch {
     }
 }
 
+/// How many rows (column-weight pass) or queued columns (peeling) ahead the solver
+/// prefetches.
+const PEEL_AHEAD: usize = 16;
+
 #[inline(always)]
 fn ix(x: u32) -> usize {
     x as usize
@@ -125,6 +129,12 @@ where
     s.cols.clear();
     s.cols.resize(m, [0, 0]);
     for (r, row) in s.rows.iter().enumerate() {
+        // Random updates over the whole system when it is large (unbinned): prefetched.
+        if let Some(ahead) = s.rows.get(r + PEEL_AHEAD) {
+            for &c in ahead {
+                crate::arch::prefetch(&s.cols, ix(c));
+            }
+        }
         for &c in row {
             let e = &mut s.cols[ix(c)];
             e[0] += 1;
@@ -149,6 +159,15 @@ where
     // for the column the previous one just pushed.
     let mut head = 0;
     while head < s.stack.len() {
+        // Hints two steps ahead: the column weight of a queued column, then (once that is
+        // near) the row it names now (it may change before its turn: only a hint).
+        if let Some(&ca) = s.stack.get(head + 2 * PEEL_AHEAD) {
+            crate::arch::prefetch(&s.cols, ix(ca));
+        }
+        if let Some(&cb) = s.stack.get(head + PEEL_AHEAD) {
+            let rb = s.cols[ix(cb)][1];
+            crate::arch::prefetch(&s.rows, ix(rb));
+        }
         let c = s.stack[head];
         head += 1;
         let e = s.cols[ix(c)];
