@@ -29,9 +29,9 @@ use rayon::prelude::*;
 use zeroize::Zeroizing;
 
 use super::{
-    Rr22Config, STAT_SECURITY, TAG_COMMIT, TAG_OPEN, TAG_SEED, encode_with_retry, keys_and_values,
-    malicious, okvs_err, out_hash, recv_and_intersect, recv_block, recv_okvs, send_okvs,
-    send_values, vole_err,
+    Rr22Config, STAT_SECURITY, TAG_COMMIT, TAG_OPEN, TAG_SEED, VoleBuffers, encode_with_retry,
+    keys_and_values, malicious, okvs_err, out_hash, recv_and_intersect, recv_block, recv_okvs,
+    send_okvs, send_values, vole_err,
 };
 use crate::ecdh::{frame, parse};
 use crate::error::{Error, Result};
@@ -64,7 +64,7 @@ pub(super) fn receiver<C, T, R>(
     w: usize,
     cfg: &Rr22Config,
     mal: bool,
-    vole: &mut Option<VoleReceiver>,
+    (vole, bufs): (&mut Option<VoleReceiver>, &mut VoleBuffers),
     rng: &mut R,
 ) -> Result<Vec<usize>>
 where
@@ -100,8 +100,10 @@ where
                 .map_err(vole_err)?
         }),
     };
-    let (a, c) = generator.extend(ch, m, rng).map_err(vole_err)?;
-    let (a, c) = (Zeroizing::new(a), Zeroizing::new(c));
+    generator
+        .extend_into(ch, m, rng, &mut bufs.a_or_b, &mut bufs.c)
+        .map_err(vole_err)?;
+    let (a, c) = (&bufs.a_or_b, &bufs.c);
     if a.len() != m || c.len() != m {
         return Err(Error::Protocol("VOLE returned the wrong length".into()));
     }
@@ -132,13 +134,11 @@ where
         buf.extend_from_slice(&(p[j] ^ a[j]).to_bytes());
     })?;
     drop(p);
-    drop(a);
 
     // Our values: H_out(k, Decode(C, k)) (malicious: the Davies–Meyer hash keyed with w),
     // decoded into the buffer of the OKVS values, which are no longer needed.
     let mut ours = values;
     o.decode_into(&keys, &c[..], &mut ours).map_err(okvs_err)?;
-    drop(c);
     if let Some(commitment) = commitment {
         let w_s = recv_block(ch, TAG_OPEN, "the opening of the sender's coin toss")?;
         if malicious::commit(w_s) != commitment {
@@ -162,7 +162,7 @@ pub(super) fn sender<C, T, R>(
     w: usize,
     cfg: &Rr22Config,
     mal: bool,
-    vole: &mut Option<VoleSender>,
+    (vole, bufs): (&mut Option<VoleSender>, &mut VoleBuffers),
     rng: &mut R,
 ) -> Result<()>
 where
@@ -188,9 +188,11 @@ where
                 .map_err(vole_err)?
         }),
     };
-    let b = generator.extend(ch, m, rng).map_err(vole_err)?;
-    let delta = generator.delta();
-    let (delta, mut k) = (Zeroizing::new(delta), Zeroizing::new(b));
+    generator
+        .extend_into(ch, m, rng, &mut bufs.a_or_b)
+        .map_err(vole_err)?;
+    let delta = Zeroizing::new(generator.delta());
+    let k = &mut bufs.a_or_b;
     if k.len() != m {
         return Err(Error::Protocol("VOLE returned the wrong length".into()));
     }
@@ -232,7 +234,6 @@ where
 
     // F(y) = H_out(k, Decode(K, k) ⊕ h(k)·Δ), truncated, sorted, without repeats.
     let mut out = o.decode(&keys, &k[..]).map_err(okvs_err)?;
-    drop(k);
     out.par_iter_mut()
         .zip(scaled.par_iter())
         .for_each(|(o, s)| *o ^= *s);

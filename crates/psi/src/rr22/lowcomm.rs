@@ -61,7 +61,7 @@ use rayon::prelude::*;
 use zeroize::Zeroizing;
 
 use super::{
-    STAT_SECURITY, TAG_SEED, encode_with_retry, keys_and_values, okvs_err, out_hash,
+    STAT_SECURITY, TAG_SEED, VoleBuffers, encode_with_retry, keys_and_values, okvs_err, out_hash,
     recv_and_intersect, recv_block, recv_okvs, send_okvs, send_values, vole_err,
 };
 use crate::ecdh::frame;
@@ -106,7 +106,7 @@ pub(super) fn receiver<C, T, R>(
     items: &[T],
     n_s: usize,
     w: usize,
-    vole: &mut Option<Subfield64VoleReceiver>,
+    (vole, bufs): (&mut Option<Subfield64VoleReceiver>, &mut VoleBuffers),
     rng: &mut R,
 ) -> Result<Vec<usize>>
 where
@@ -123,8 +123,10 @@ where
         Some(g) => g,
         None => vole.insert(Subfield64VoleReceiver::new(ch, vole_config(), rng).map_err(vole_err)?),
     };
-    let (a, c) = generator.extend(ch, m, rng).map_err(vole_err)?;
-    let (a, c) = (Zeroizing::new(a), Zeroizing::new(c));
+    generator
+        .extend_into(ch, m, rng, &mut bufs.a64, &mut bufs.c)
+        .map_err(vole_err)?;
+    let (a, c) = (&bufs.a64, &bufs.c);
     if a.len() != m || c.len() != m {
         return Err(Error::Protocol("VOLE returned the wrong length".into()));
     }
@@ -147,12 +149,10 @@ where
         buf.extend_from_slice(&(p[j] ^ a[j]).to_le_bytes());
     })?;
     drop(p);
-    drop(a);
 
     // Decoded into the buffer of the 128-bit values, no longer needed.
     let mut ours = values128;
     o.decode_into(&keys, &c[..], &mut ours).map_err(okvs_err)?;
-    drop(c);
     out_hash(&keys, &mut ours);
     recv_and_intersect(ch, ours, keys, n_s, w)
 }
@@ -163,7 +163,7 @@ pub(super) fn sender<C, T, R>(
     items: &[T],
     n_r: usize,
     w: usize,
-    vole: &mut Option<Subfield64VoleSender>,
+    (vole, bufs): (&mut Option<Subfield64VoleSender>, &mut VoleBuffers),
     rng: &mut R,
 ) -> Result<()>
 where
@@ -179,7 +179,10 @@ where
         None => vole.insert(Subfield64VoleSender::new(ch, vole_config(), rng).map_err(vole_err)?),
     };
     let delta = Zeroizing::new(generator.delta());
-    let mut k = Zeroizing::new(generator.extend(ch, m, rng).map_err(vole_err)?);
+    generator
+        .extend_into(ch, m, rng, &mut bufs.a_or_b)
+        .map_err(vole_err)?;
+    let k = &mut bufs.a_or_b;
     if k.len() != m {
         return Err(Error::Protocol("VOLE returned the wrong length".into()));
     }
@@ -199,7 +202,6 @@ where
     })?;
 
     let mut out = o.decode(&keys, &k[..]).map_err(okvs_err)?;
-    drop(k);
     let h: Vec<u64> = values.iter().map(h64).collect();
     add_embedded(&mut out, &h, d);
     out_hash(&keys, &mut out);

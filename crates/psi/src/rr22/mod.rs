@@ -125,6 +125,7 @@ use obliv_net::Channel;
 use obliv_okvs::{DenseKind, DenseValue, Okvs};
 use rand_core::CryptoRng;
 use rayon::prelude::*;
+use zeroize::Zeroizing;
 
 use crate::ecdh::{Role, frame, parse};
 use crate::error::{Error, Result};
@@ -720,6 +721,35 @@ struct Generators {
     sub64_sender: Option<obliv_vole::Subfield64VoleSender>,
     /// Subfield GF(2^64) VOLE receiver (low-comm).
     sub64_receiver: Option<obliv_vole::Subfield64VoleReceiver>,
+    /// The VOLE output vectors, kept from run to run.
+    bufs: VoleBuffers,
+}
+
+/// The VOLE output vectors a session keeps between runs: each run's extension writes into
+/// them (`extend_into`), so the buckets after the first reuse their memory instead of
+/// faulting in tens of MB of fresh pages each. They hold correlations: zeroized when
+/// overwritten by a failed extension and when the session is dropped; `Debug` shows lengths
+/// only.
+#[derive(Default)]
+pub(super) struct VoleBuffers {
+    /// The receiver's `A` (GF(2^128)) or the sender's `B`.
+    pub(super) a_or_b: Zeroizing<Vec<Block>>,
+    /// The receiver's `C`.
+    pub(super) c: Zeroizing<Vec<Block>>,
+    /// The low-communication receiver's `A` (GF(2^64)).
+    pub(super) a64: Zeroizing<Vec<u64>>,
+}
+
+impl core::fmt::Debug for VoleBuffers {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "VoleBuffers({} / {} / {} elements)",
+            self.a_or_b.len(),
+            self.c.len(),
+            self.a64.len()
+        )
+    }
 }
 
 /// An RR22 PSI session with one peer: the silent VOLE's base correlations are produced once,
@@ -920,25 +950,57 @@ impl Rr22Session {
         let w = psi_compare_bytes(STAT_SECURITY, n_r as u64, n_s as u64).min(16);
         let v = &mut self.vole;
         match (cfg.variant, role) {
-            (Variant::Fast, Role::Receiver) => {
-                fast::receiver(ch, items, n_s, w, &cfg, false, &mut v.gf128_receiver, rng).map(Some)
-            }
-            (Variant::Fast, Role::Sender) => {
-                fast::sender(ch, items, n_r, w, &cfg, false, &mut v.gf128_sender, rng)
-                    .map(|()| None)
-            }
-            (Variant::Malicious, Role::Receiver) => {
-                fast::receiver(ch, items, n_s, 16, &cfg, true, &mut v.gf128_receiver, rng).map(Some)
-            }
-            (Variant::Malicious, Role::Sender) => {
-                fast::sender(ch, items, n_r, 16, &cfg, true, &mut v.gf128_sender, rng)
-                    .map(|()| None)
-            }
+            (Variant::Fast, Role::Receiver) => fast::receiver(
+                ch,
+                items,
+                n_s,
+                w,
+                &cfg,
+                false,
+                (&mut v.gf128_receiver, &mut v.bufs),
+                rng,
+            )
+            .map(Some),
+            (Variant::Fast, Role::Sender) => fast::sender(
+                ch,
+                items,
+                n_r,
+                w,
+                &cfg,
+                false,
+                (&mut v.gf128_sender, &mut v.bufs),
+                rng,
+            )
+            .map(|()| None),
+            (Variant::Malicious, Role::Receiver) => fast::receiver(
+                ch,
+                items,
+                n_s,
+                16,
+                &cfg,
+                true,
+                (&mut v.gf128_receiver, &mut v.bufs),
+                rng,
+            )
+            .map(Some),
+            (Variant::Malicious, Role::Sender) => fast::sender(
+                ch,
+                items,
+                n_r,
+                16,
+                &cfg,
+                true,
+                (&mut v.gf128_sender, &mut v.bufs),
+                rng,
+            )
+            .map(|()| None),
             (Variant::LowComm, Role::Receiver) => {
-                lowcomm::receiver(ch, items, n_s, w, &mut v.sub64_receiver, rng).map(Some)
+                lowcomm::receiver(ch, items, n_s, w, (&mut v.sub64_receiver, &mut v.bufs), rng)
+                    .map(Some)
             }
             (Variant::LowComm, Role::Sender) => {
-                lowcomm::sender(ch, items, n_r, w, &mut v.sub64_sender, rng).map(|()| None)
+                lowcomm::sender(ch, items, n_r, w, (&mut v.sub64_sender, &mut v.bufs), rng)
+                    .map(|()| None)
             }
         }
     }
