@@ -8,6 +8,7 @@
 //! - [`gf128`]: GF(2^128) multiplication (PCLMULQDQ or a constant-time portable kernel),
 //!   inversion and inner products.
 //! - [`transpose`]: bit-matrix transposition for OT extension.
+//! - [`mem`]: large working vectors on transparent huge pages.
 //! - [`cpu_time`]: thread and process CPU time, for the figures of benches and examples.
 //!
 //! Everything here that touches secrets runs in constant time: no branch or memory index
@@ -23,6 +24,7 @@ pub mod cpu_time;
 pub mod error;
 pub mod gf128;
 pub mod hash;
+pub mod mem;
 pub mod transpose;
 
 pub use aes::{Aes, AesRng, Prg};

@@ -34,43 +34,6 @@ pub(crate) fn prefetch<T>(slice: &[T], i: usize) {
     }
 }
 
-/// The size of a transparent huge page on x86-64 Linux.
-#[cfg(target_os = "linux")]
-const HUGE_PAGE: usize = 2 << 20;
-
-/// An empty vector with room for `n` elements whose memory the kernel is asked to back with
-/// transparent huge pages (`madvise(MADV_HUGEPAGE)`, Linux; a plain
-/// `Vec::with_capacity` elsewhere).
-///
-/// The extensions' working vectors are tens of MiB, freshly allocated on a one-shot run:
-/// with 4 KiB pages each costs a page fault per 4 KiB at first touch (about 0.4 ms per MiB
-/// here), with 2 MiB pages 512 times fewer. The memory is advised before it is first
-/// touched, and only the 2 MiB-aligned interior of the allocation is advised, so no memory
-/// outside the vector is affected; the advice is a hint (the kernel falls back to small
-/// pages when THP is off or no huge page is free) and never changes memory contents.
-/// (Zeroed allocation by `calloc` was measured slower: the allocator touches the memory of
-/// over-aligned types before the advice.)
-pub(crate) fn huge_vec<T>(n: usize) -> Vec<T> {
-    let v: Vec<T> = Vec::with_capacity(n);
-    #[cfg(target_os = "linux")]
-    {
-        let bytes = v.capacity() * core::mem::size_of::<T>();
-        let start = v.as_ptr() as usize;
-        let lo = start.next_multiple_of(HUGE_PAGE);
-        let hi = (start + bytes) / HUGE_PAGE * HUGE_PAGE;
-        if hi > lo {
-            // SAFETY: `[lo, hi)` lies inside the allocation of `v`, which this function owns
-            // exclusively; MADV_HUGEPAGE only changes the kernel's paging policy for the
-            // range (never the contents or the validity of any memory), and on failure
-            // (e.g. THP unavailable) it returns an error that is ignored: nothing changes.
-            unsafe {
-                libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE);
-            }
-        }
-    }
-    v
-}
-
 /// Whether the AVX-512 convolution kernels for blocks and block pairs can run on this CPU
 /// (AVX-512F/BW, BMI2, VPCLMULQDQ; checked once).
 #[cfg(target_arch = "x86_64")]

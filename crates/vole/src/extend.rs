@@ -327,12 +327,12 @@ pub(crate) fn send<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
 /// Empties a working buffer that will be refilled by appending `n` elements: keeps it if it
 /// has room (its old contents are all overwritten), so that a buffer kept from the previous
 /// extension costs neither page faults nor a memset, else replaces it by a fresh one on huge
-/// pages ([`crate::arch::huge_vec`]), never zero-filled: the appends are the first touch.
+/// pages ([`obliv_core::mem::huge_vec`]), never zero-filled: the appends are the first touch.
 pub(crate) fn prepare_empty<T: Zeroize>(buf: &mut Vec<T>, n: usize) {
     if buf.capacity() < n {
         // The old contents may be secret.
         buf.zeroize();
-        *buf = crate::arch::huge_vec(n);
+        *buf = obliv_core::mem::huge_vec(n);
     }
     buf.clear();
 }
