@@ -1,7 +1,7 @@
 //! The same-scalar batch of ristretto255 (every ECDH-PSI round): one secret scalar times a
 //! chunk of 256 points, on one thread, on the eight-lane AVX-512 IFMA path and on the
 //! curve25519-dalek reference path, in **CPU time** of the benchmarking thread (read from
-//! `/proc/thread-self/schedstat`, so that other jobs on a shared machine do not inflate the
+//! its CPU clock, `obliv_core::cpu_time::thread`), so that other jobs on a shared machine do not inflate the
 //! figures; criterion reports it as time per chunk and elements per second).
 //!
 //! * `decode_mul_encode/*`: peer encodings in, encodings out
@@ -30,8 +30,7 @@ const CHUNK: usize = 256;
 
 /// Nanoseconds the calling thread has spent on a CPU (Linux).
 fn thread_cpu() -> Duration {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
-    Duration::from_nanos(s.split_whitespace().next().unwrap().parse().unwrap())
+    obliv_core::cpu_time::thread().expect("thread CPU time (Linux)")
 }
 
 /// Criterion `iter_custom` body that returns CPU time instead of wall time.

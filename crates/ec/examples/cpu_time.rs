@@ -1,8 +1,8 @@
 //! Per-operation cost of every group measured in CPU time rather than wall time, so that the
 //! figures stay meaningful on a machine shared with other jobs (criterion measures wall time).
 //!
-//! The thread's CPU time comes from `/proc/thread-self/schedstat` (Linux; nanoseconds on
-//! CPU). Batch figures are CPU time per point on one rayon thread, i.e. "µs per point per
+//! The thread's CPU time comes from its CPU clock (`obliv_core::cpu_time::thread`, Linux).
+//! Batch figures are CPU time per point on one rayon thread, i.e. "µs per point per
 //! core"; an all-core run scales by the number of idle cores.
 //!
 //! Run: `cargo run --release -p obliv-ec --example cpu_time [n]` (default n = 4096).
@@ -14,8 +14,8 @@ use std::hint::black_box;
 
 /// Nanoseconds this thread has spent on a CPU.
 fn thread_cpu_ns() -> u64 {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
-    s.split_whitespace().next().unwrap().parse().unwrap()
+    let t = obliv_core::cpu_time::thread().expect("thread CPU time (Linux)");
+    u64::try_from(t.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// CPU µs per call of `f`: calls it until the thread has used at least 0.4 s of CPU time

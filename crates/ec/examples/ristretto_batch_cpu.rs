@@ -1,7 +1,7 @@
 //! CPU time per point of the three ristretto255 same-scalar batch steps on one thread, repeated,
 //! best and median reported: the figures of the ristretto255 rows in the crate README.
 //!
-//! The thread's CPU time comes from `/proc/thread-self/schedstat` (Linux; nanoseconds on CPU),
+//! The thread's CPU time comes from its CPU clock (`obliv_core::cpu_time::thread`, Linux),
 //! so other jobs on a shared machine inflate the figures much less than wall time would.
 //!
 //! Run: `cargo run --release -p obliv-ec --example ristretto_batch_cpu [chunks] [repeats]`
@@ -17,8 +17,8 @@ const CHUNK: usize = 256;
 
 /// Nanoseconds this thread has spent on a CPU.
 fn thread_cpu_ns() -> u64 {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
-    s.split_whitespace().next().unwrap().parse().unwrap()
+    let t = obliv_core::cpu_time::thread().expect("thread CPU time (Linux)");
+    u64::try_from(t.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Best and median CPU µs per point of `f` (which handles `per_call` points), over `repeats`

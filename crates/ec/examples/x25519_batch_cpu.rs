@@ -2,7 +2,7 @@
 //! ristretto255 ones, for a side-by-side figure on the same machine), repeated, best and
 //! median reported: the figures of the crate README.
 //!
-//! The thread's CPU time comes from `/proc/thread-self/schedstat` (Linux; nanoseconds on CPU).
+//! The thread's CPU time comes from its CPU clock (`obliv_core::cpu_time::thread`, Linux).
 //!
 //! Run: `cargo run --release -p obliv-ec --example x25519_batch_cpu [chunks] [repeats] [group]
 //! [step]` (defaults 64 chunks of 256 points, 7 repeats, both groups, all three steps; `group`
@@ -18,8 +18,8 @@ const CHUNK: usize = 256;
 
 /// Nanoseconds this thread has spent on a CPU.
 fn thread_cpu_ns() -> u64 {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
-    s.split_whitespace().next().unwrap().parse().unwrap()
+    let t = obliv_core::cpu_time::thread().expect("thread CPU time (Linux)");
+    u64::try_from(t.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Best and median CPU µs per point of `f` (which handles `per_call` points), over `repeats`

@@ -14,10 +14,9 @@ use obliv_core::rand_core::SeedableRng;
 use obliv_core::{AesRng, Block};
 use obliv_okvs::{Binary, BinnedPaxos, DenseKind, DenseValue, Gf128, Okvs, Paxos};
 
-/// CPU time of the calling thread in nanoseconds (Linux `schedstat`), if available.
+/// CPU time of the calling thread in nanoseconds (`obliv_core::cpu_time::thread`), if available.
 fn thread_cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
+    obliv_core::cpu_time::thread().map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

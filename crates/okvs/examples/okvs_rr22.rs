@@ -13,12 +13,9 @@ use obliv_core::rand_core::SeedableRng;
 use obliv_core::{AesRng, Block};
 use obliv_okvs::{Binary, BinnedPaxos, DenseKind, DenseValue, Gf128, Okvs, Paxos};
 
-/// CPU time of the calling thread in nanoseconds (Linux `schedstat`), 0 elsewhere.
+/// CPU time of the calling thread in nanoseconds (`obliv_core::cpu_time::thread`), 0 where unavailable.
 fn thread_cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    obliv_core::cpu_time::thread().map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// `reps` runs of encode (into a fresh vector) and decode (from a random vector) of the

@@ -2,7 +2,7 @@
 //! thread each, in-memory channel), and the ExConv7x24 encoder alone.
 //!
 //! The protocol benches report **CPU time per core**: the thread CPU time of the busier party
-//! (Linux `/proc/thread-self/schedstat`; wall time elsewhere), so figures stay meaningful on a
+//! (Linux the thread's CPU clock (`obliv_core::cpu_time`); wall time elsewhere), so figures stay meaningful on a
 //! shared machine. The encoder bench reports wall time.
 //!
 //! `cargo bench -p obliv-vole --bench vole` (2^20 outputs);
@@ -33,14 +33,7 @@ fn log_n() -> u32 {
 
 /// CPU time of the calling thread, if the OS tells us.
 fn thread_cpu() -> Option<Duration> {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .next()
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .map(Duration::from_nanos)
+    obliv_core::cpu_time::thread()
 }
 
 /// Which generator a bench runs.

@@ -7,15 +7,7 @@ use obliv_core::{Block, Prg};
 use obliv_vole::{CodeField, ExConvCode, LpnCode};
 
 fn cpu() -> Duration {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .next()
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .map(Duration::from_nanos)
-        .unwrap_or_default()
+    obliv_core::cpu_time::thread().unwrap_or_default()
 }
 
 fn main() {

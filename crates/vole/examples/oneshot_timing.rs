@@ -11,15 +11,7 @@ use obliv_net::mem_pair;
 use obliv_vole::{Security, VoleConfig, VoleReceiver, VoleSender};
 
 fn thread_cpu() -> Duration {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .next()
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .map(Duration::from_nanos)
-        .unwrap_or_default()
+    obliv_core::cpu_time::thread().unwrap_or_default()
 }
 
 fn main() {

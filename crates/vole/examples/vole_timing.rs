@@ -15,17 +15,9 @@ use obliv_vole::{
     VoleConfig, VoleReceiver, VoleSender,
 };
 
-/// CPU time of the calling thread (Linux `/proc/thread-self/schedstat`), zero elsewhere.
+/// CPU time of the calling thread (`obliv_core::cpu_time::thread`), zero where unavailable.
 fn thread_cpu() -> Duration {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .next()
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .map(Duration::from_nanos)
-        .unwrap_or_default()
+    obliv_core::cpu_time::thread().unwrap_or_default()
 }
 
 fn main() {
