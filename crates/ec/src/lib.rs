@@ -58,6 +58,7 @@ mod fourq;
 mod ifma25519;
 mod ifma_weierstrass;
 mod ristretto;
+mod scalar25519;
 mod secret;
 pub mod sm2;
 mod sswu;

@@ -42,7 +42,7 @@
 //! points from it as the encodings of `2P` from that same batched encoder and multiply them by
 //! `k/2`.
 
-use crate::{Error, PrimeGroup, SecretScalar};
+use crate::{Error, PrimeGroup, SecretScalar, scalar25519};
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
 use curve25519_dalek::traits::Identity;
@@ -246,40 +246,23 @@ impl PrimeGroup for Ristretto255 {
     }
 
     fn random_scalar<R: CryptoRng + ?Sized>(rng: &mut R) -> SecretScalar<Scalar> {
-        loop {
-            let s = SecretScalar(Scalar::random(rng));
-            // Rejection of zero (probability 2^-252): the loop leaks only that a draw was zero.
-            if s.0 != Scalar::ZERO {
-                return s;
-            }
-        }
+        scalar25519::random(rng)
     }
 
     fn scalar_invert(k: &SecretScalar<Scalar>) -> SecretScalar<Scalar> {
-        SecretScalar(k.0.invert())
+        scalar25519::invert(k)
     }
 
     fn scalar_mul(a: &SecretScalar<Scalar>, b: &SecretScalar<Scalar>) -> SecretScalar<Scalar> {
-        SecretScalar(a.0 * b.0)
+        scalar25519::mul(a, b)
     }
 
     fn scalar_to_bytes(k: &SecretScalar<Scalar>) -> Zeroizing<Vec<u8>> {
-        Zeroizing::new(k.0.to_bytes().to_vec())
+        scalar25519::to_bytes(k)
     }
 
     fn scalar_from_bytes(bytes: &[u8]) -> Result<SecretScalar<Scalar>, Error> {
-        let arr: Zeroizing<[u8; 32]> =
-            Zeroizing::new(bytes.try_into().map_err(|_| Error::WrongLength {
-                group: Self::NAME,
-                expected: 32,
-                got: bytes.len(),
-            })?);
-        let s: Option<Scalar> = Scalar::from_canonical_bytes(*arr).into();
-        let s = SecretScalar(s.ok_or(Error::InvalidScalar { group: Self::NAME })?);
-        if s.0 == Scalar::ZERO {
-            return Err(Error::InvalidScalar { group: Self::NAME });
-        }
-        Ok(s)
+        scalar25519::from_bytes(bytes, Self::NAME)
     }
 
     fn mul_and_encode_chunk(
