@@ -1,6 +1,6 @@
 //! The same-scalar batch multiplication for the `a = −3` curves P-256 and SM2: constant-time
 //! Montgomery field arithmetic on 4 × 64-bit limbs, the complete projective formulas of
-//! Renes–Costello–Batina [RCB16, Algorithms 4 and 6] and a fixed 4-bit window, with the
+//! Renes–Costello–Batina (RCB16, Algorithms 4 and 6) and a fixed 4-bit window, with the
 //! scalar recoded once for the whole chunk and the outputs normalised with one shared
 //! inversion.
 //!
@@ -12,7 +12,7 @@
 //! Constant time: no branch or index depends on the scalar or on the points; the table is
 //! read by scanning all 16 entries with `subtle` selects; reductions use masks.
 //!
-//! [RCB16]: J. Renes, C. Costello, L. Batina, "Complete addition formulas for prime order
+//! RCB16: J. Renes, C. Costello, L. Batina, "Complete addition formulas for prime order
 //! elliptic curves", EUROCRYPT 2016, <https://eprint.iacr.org/2015/1060>.
 
 // Limb arithmetic: u128 products are split into their u64 halves on purpose.
@@ -416,7 +416,7 @@ impl<C: Params> Point<C> {
         z: Fe::ZERO,
     };
 
-    /// Complete addition, [RCB16, Algorithm 4] (`a = −3`).
+    /// Complete addition (RCB16, Algorithm 4) (`a = −3`).
     fn add(&self, rhs: &Self) -> Self {
         let b = Fe::<C>::b();
         let xx = self.x.mul(&rhs.x);
@@ -452,7 +452,7 @@ impl<C: Params> Point<C> {
         }
     }
 
-    /// Exception-free doubling, [RCB16, Algorithm 6] (`a = −3`).
+    /// Exception-free doubling (RCB16, Algorithm 6) (`a = −3`).
     fn double(&self) -> Self {
         let b = Fe::<C>::b();
         let xx = self.x.square();
