@@ -24,7 +24,7 @@ const CHUNK: usize = 256;
 /// AES-128 with an expanded key, applied to blocks in place or out of place.
 ///
 /// Used both as a keyed PRF/PRP (GGM trees, the PRG) and, with [`FIXED_KEY`], as the public
-/// random permutation π of fixed-key-AES hashing [GKWW20].
+/// random permutation π of fixed-key-AES hashing (GKWW20, <https://eprint.iacr.org/2019/074>).
 #[derive(Clone)]
 pub struct Aes {
     cipher: Aes128,

@@ -1,6 +1,6 @@
 //! Arithmetic in GF(2^128) on [`Block`]s.
 //!
-//! The field is GF(2)[x] / (x^128 + x^7 + x^2 + x + 1) with bit `i` of the block's `u128`
+//! The field is GF(2)\[x\] / (x^128 + x^7 + x^2 + x + 1) with bit `i` of the block's `u128`
 //! value holding the coefficient of x^i (no bit reflection, unlike GCM's GHASH; the same
 //! convention as libOTe's `block::gf128Mul`). Addition is XOR.
 //!

@@ -2,7 +2,7 @@
 //!
 //! - [`Block`]: a 128-bit value, the unit of OT extension, VOLE, GGM trees and DPF keys.
 //! - [`aes`]: AES-128 on blocks (AES-NI / VAES picked at run time), the counter-mode
-//!   [`Prg`](aes::Prg) and the `rand_core` RNG [`AesRng`](aes::AesRng).
+//!   [`Prg`] and the `rand_core` RNG [`AesRng`].
 //! - [`hash`]: the correlation-robust, circular and tweakable hashes from fixed-key AES
 //!   [GKWW20], and a domain-separated random-oracle hash (BLAKE3).
 //! - [`gf128`]: GF(2^128) multiplication (PCLMULQDQ or a constant-time portable kernel),

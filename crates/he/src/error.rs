@@ -44,5 +44,5 @@ pub enum Error {
     InvalidNumber(&'static str),
 }
 
-/// `Result` with this crate's [`Error`].
+/// `Result` with this crate's [`Error`](enum@Error).
 pub type Result<T> = core::result::Result<T, Error>;

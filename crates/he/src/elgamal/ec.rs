@@ -13,7 +13,7 @@
 //!
 //! Groups plug in through [`ElGamalGroup`], which adds a fixed-base table type to
 //! `group::Group + GroupEncoding`; [`curve25519_dalek::RistrettoPoint`] implements it with
-//! dalek's constant-time basepoint tables, and [`impl_elgamal_group_generic!`] implements it for
+//! dalek's constant-time basepoint tables, and `impl_elgamal_group_generic!` implements it for
 //! any other group without tables (for FourQ or a NIST curve from `obliv-ec`).
 
 use std::collections::HashMap;

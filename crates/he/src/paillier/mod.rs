@@ -491,7 +491,7 @@ struct CrtTables {
 }
 
 /// A Paillier secret key: the primes `p`, `q` and the CRT constants derived from them.
-/// Zeroized on drop (see [`crate::bigint`]'s note on GMP buffers); `Debug` prints no value.
+/// Zeroized on drop (see the `bigint` module's note on GMP buffers); `Debug` prints no value.
 pub struct SecretKey {
     pk: PublicKey,
     p: Integer,
