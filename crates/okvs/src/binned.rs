@@ -18,7 +18,6 @@ use obliv_core::rand_core::{Rng, SeedableRng};
 use obliv_core::{AesRng, Block};
 use rayon::prelude::*;
 
-use crate::arch;
 use crate::error::Error;
 use crate::hash::{BATCH, NARROW_LIMIT, RowHasher};
 use crate::params::{PaxosParams, bin_capacity, ceil_log2};
@@ -277,8 +276,8 @@ impl<D: DenseKind> BinnedPaxos<D> {
                 vbuf.clear();
                 for (j, &i) in idx.iter().enumerate() {
                     if let Some(&a) = idx.get(j + GATHER_AHEAD) {
-                        arch::prefetch(keys, a as usize);
-                        arch::prefetch(values, a as usize);
+                        obliv_core::mem::prefetch_l2(keys, a as usize);
+                        obliv_core::mem::prefetch_l2(values, a as usize);
                     }
                     kbuf.push(keys[i as usize]);
                     vbuf.push(values[i as usize]);
@@ -349,7 +348,7 @@ impl<D: DenseKind> BinnedPaxos<D> {
             for (b, r) in bb.iter().zip(rows.iter()) {
                 let base = *b as usize * size;
                 for &x in r {
-                    arch::prefetch(okvs, base + x as usize);
+                    obliv_core::mem::prefetch_l2(okvs, base + x as usize);
                 }
             }
             for ((o, b), [x, y, z]) in o.iter_mut().zip(bb.iter()).zip(rows.iter()) {

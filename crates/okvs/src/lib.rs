@@ -40,10 +40,9 @@
 //! observing cache timing learns about the keys of the party that runs them.
 //!
 //! [ePrint 2022/320]: https://eprint.iacr.org/2022/320
-// Unsafe code only in `arch` (a prefetch hint), with its SAFETY argument.
-#![deny(unsafe_code)]
+// No unsafe code: the prefetch hints come from `obliv_core::mem::prefetch_l2`.
+#![forbid(unsafe_code)]
 
-mod arch;
 mod binned;
 mod error;
 mod hash;

@@ -132,7 +132,7 @@ where
         // Random updates over the whole system when it is large (unbinned): prefetched.
         if let Some(ahead) = s.rows.get(r + PEEL_AHEAD) {
             for &c in ahead {
-                crate::arch::prefetch(&s.cols, ix(c));
+                obliv_core::mem::prefetch_l2(&s.cols, ix(c));
             }
         }
         for &c in row {
@@ -162,11 +162,11 @@ where
         // Hints two steps ahead: the column weight of a queued column, then (once that is
         // near) the row it names now (it may change before its turn: only a hint).
         if let Some(&ca) = s.stack.get(head + 2 * PEEL_AHEAD) {
-            crate::arch::prefetch(&s.cols, ix(ca));
+            obliv_core::mem::prefetch_l2(&s.cols, ix(ca));
         }
         if let Some(&cb) = s.stack.get(head + PEEL_AHEAD) {
             let rb = s.cols[ix(cb)][1];
-            crate::arch::prefetch(&s.rows, ix(rb));
+            obliv_core::mem::prefetch_l2(&s.rows, ix(rb));
         }
         let c = s.stack[head];
         head += 1;
@@ -508,7 +508,7 @@ pub(crate) fn decode<D, V>(
         // The batch's 3 random reads per key, issued before any is waited for.
         for r in rows.iter() {
             for &x in r {
-                crate::arch::prefetch(sparse, ix(x));
+                obliv_core::mem::prefetch_l2(sparse, ix(x));
             }
         }
         if let Some(prep) = prepared {

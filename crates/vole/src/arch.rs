@@ -1,6 +1,6 @@
-//! Architecture hooks: software prefetch for the encoder's random reads, and AVX-512
-//! kernels for the ExConv convolution (the accumulator), chosen at run time with the
-//! portable scalar rows of [`crate::code`] as the fallback.
+//! Architecture hooks: AVX-512 kernels for the ExConv convolution (the accumulator), chosen
+//! at run time with the portable scalar rows of [`crate::code`] as the fallback. (The
+//! expander's prefetch hints are `obliv_core::mem::prefetch_l2`.)
 //!
 //! The only `unsafe` of the crate lives here: calls of `#[target_feature]` functions after
 //! run-time detection, and unaligned 64-byte loads and stores from bounds-checked slices.
@@ -9,30 +9,6 @@
 use obliv_core::Block;
 
 use crate::code::BlockPair;
-
-/// Hints the CPU to bring `slice[i]` into the L2 cache (PREFETCHT1). Never faults and has no
-/// effect on the program's results; a no-op off x86-64.
-///
-/// The expander prefetches the 7 random taps of the row 16 ahead: 112 lines in flight, more
-/// than the L1 can track, and each line used once. Into L2 rather than L1 (T0) this ran the
-/// whole one-shot GF(2^128) VOLE at 1,415,700 in ≈ 104 instead of ≈ 140 ms (receiver) and
-/// ≈ 76 instead of ≈ 105 ms (sender) here; NTA was as slow as T0, T2 as fast as T1.
-#[inline(always)]
-pub(crate) fn prefetch<T>(slice: &[T], i: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use core::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
-        let p = slice.as_ptr().wrapping_add(i).cast::<i8>();
-        // SAFETY: `_mm_prefetch` needs only SSE, which is part of every x86-64 target (the
-        // baseline `x86_64` target enables it), and PREFETCHh is a hint that never faults nor
-        // reads memory architecturally, whatever the address.
-        unsafe { _mm_prefetch::<_MM_HINT_T1>(p) }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (slice, i);
-    }
-}
 
 /// Whether the AVX-512 convolution kernels for blocks and block pairs can run on this CPU
 /// (AVX-512F/BW, BMI2, VPCLMULQDQ; checked once).

@@ -354,9 +354,9 @@ impl ExConvCode {
                 let g = base + r;
                 let ahead = ((g + PREFETCH_ROWS) % (2 * ROWS)) * W;
                 for &ix in &ring[ahead..ahead + W] {
-                    arch::prefetch(parity, ix);
+                    obliv_core::mem::prefetch_l2(parity, ix);
                     if let Some((p2, _)) = second.as_ref() {
-                        arch::prefetch(p2, ix);
+                        obliv_core::mem::prefetch_l2(p2, ix);
                     }
                 }
                 let at = (g % (2 * ROWS)) * W;
@@ -438,7 +438,7 @@ impl ExConvCode {
                 let g = base + r;
                 let ahead = ((g + PREFETCH_ROWS) % (2 * ROWS)) * W;
                 for &ix in &ring[ahead..ahead + W] {
-                    arch::prefetch(parity, ix);
+                    obliv_core::mem::prefetch_l2(parity, ix);
                 }
                 let at = (g % (2 * ROWS)) * W;
                 let idx: &[usize; W] = ring[at..at + W]
