@@ -29,9 +29,9 @@ use rayon::prelude::*;
 use zeroize::Zeroizing;
 
 use super::{
-    Rr22Config, STAT_SECURITY, TAG_COMMIT, TAG_OPEN, TAG_SEED, VoleBuffers, encode_with_retry,
-    keys_and_values, malicious, okvs_err, out_hash, recv_and_intersect, recv_block, recv_okvs,
-    send_okvs, send_values, vole_err,
+    Rr22Config, STAT_SECURITY, TAG_COMMIT, TAG_OKVS, TAG_OPEN, TAG_SEED, VoleBuffers,
+    encode_with_retry, keys_and_values, malicious, okvs_err, out_hash, recv_and_intersect,
+    recv_block, recv_chunks, send_chunks, send_values, vole_err,
 };
 use crate::ecdh::{frame, parse};
 use crate::error::{Error, Result};
@@ -130,7 +130,7 @@ where
         first.extend_from_slice(&w_r.to_bytes());
     }
     ch.send_vec(frame(TAG_SEED, 0, &first)?)?;
-    send_okvs(ch, m, 16, |j, buf| {
+    send_chunks(ch, TAG_OKVS, m, 16, |j, buf| {
         buf.extend_from_slice(&(p[j] ^ a[j]).to_bytes());
     })?;
     drop(p);
@@ -216,7 +216,7 @@ where
     let o = okvs(n_r, cfg, block_at(0))?;
     let w_r = if mal { block_at(1) } else { Block::ZERO };
     let d = *delta;
-    recv_okvs(ch, m, 16, |start, payload| {
+    recv_chunks(ch, TAG_OKVS, "OKVS", m, 16, |start, payload| {
         let a: Vec<Block> = payload
             .chunks_exact(16)
             .map(|c| {

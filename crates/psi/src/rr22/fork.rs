@@ -62,7 +62,7 @@ use rayon::prelude::*;
 use zeroize::{Zeroize, Zeroizing};
 
 use super::{Generators, Rr22Session, Variant, code_name, role_code, vole_err};
-use crate::ecdh::{Role, frame, parse};
+use crate::ecdh::Role;
 use crate::error::{Error, Result};
 use crate::handshake::{self, Hello};
 
@@ -74,8 +74,6 @@ pub const MAX_CHILDREN: usize = 64;
 const FLAG_FORK: u8 = 4;
 /// Frame kind of the receiver's derandomisation values.
 const TAG_FORK: u8 = 7;
-/// Values per frame.
-const CHUNK: usize = 1 << 16;
 /// Domain of the lineage tags of child sessions.
 const DOMAIN_LINEAGE: &str = "obliv-psi rr22 v1 fork lineage";
 
@@ -215,7 +213,7 @@ impl Rr22Session {
                 let (a, c) = (Zeroizing::new(a), Zeroizing::new(c));
                 check_len(a.len().min(c.len()), total)?;
                 let r = random_bits(total, rng);
-                send_masked(ch, total, 16, |i, buf| {
+                super::send_chunks(ch, TAG_FORK, total, 16, |i, buf| {
                     buf.extend_from_slice(&(a[i] ^ Block(u128::from(r[i]))).to_bytes());
                 })?;
                 for j in 0..children {
@@ -238,7 +236,7 @@ impl Rr22Session {
                 let mut q = Zeroizing::new(g.extend(ch, total, rng).map_err(vole_err)?);
                 let delta = Zeroizing::new(g.delta());
                 check_len(q.len(), total)?;
-                recv_masked(ch, total, 16, |start, payload| {
+                super::recv_chunks(ch, TAG_FORK, "fork", total, 16, |start, payload| {
                     let d: Vec<Block> = payload
                         .chunks_exact(16)
                         .map(|x| {
@@ -268,7 +266,7 @@ impl Rr22Session {
                 let (a, c) = (Zeroizing::new(a), Zeroizing::new(c));
                 check_len(a.len().min(c.len()), total)?;
                 let r = random_bits(total, rng);
-                send_masked(ch, total, 8, |i, buf| {
+                super::send_chunks(ch, TAG_FORK, total, 8, |i, buf| {
                     buf.extend_from_slice(&(a[i] ^ u64::from(r[i])).to_le_bytes());
                 })?;
                 for j in 0..children {
@@ -293,7 +291,7 @@ impl Rr22Session {
                 let mut q = Zeroizing::new(g.extend(ch, total, rng).map_err(vole_err)?);
                 let delta = Zeroizing::new(g.delta());
                 check_len(q.len(), total)?;
-                recv_masked(ch, total, 8, |start, payload| {
+                super::recv_chunks(ch, TAG_FORK, "fork", total, 8, |start, payload| {
                     let d: Vec<Block> = payload
                         .chunks_exact(8)
                         .map(|x| {
@@ -366,48 +364,6 @@ fn add_scaled(out: &mut [Block], x: &[Block], delta: Block) {
             }
             t.zeroize();
         });
-}
-
-/// Sends values `0..n` of `width` bytes (each written by `write(i, buf)`) in frames of
-/// [`CHUNK`] values.
-fn send_masked<C, F>(ch: &mut C, n: usize, width: usize, write: F) -> Result<()>
-where
-    C: Channel + ?Sized,
-    F: Fn(usize, &mut Vec<u8>),
-{
-    for i in 0..n.div_ceil(CHUNK) {
-        let range = i * CHUNK..n.min((i + 1) * CHUNK);
-        let mut payload = Vec::with_capacity(width * range.len());
-        for j in range {
-            write(j, &mut payload);
-        }
-        ch.send_vec(frame(TAG_FORK, i, &payload)?)?;
-    }
-    ch.flush()?;
-    Ok(())
-}
-
-/// Receives the values sent by [`send_masked`], checking kind, order and size of every
-/// frame, and hands each payload (values from `i·CHUNK` on) to `apply`.
-fn recv_masked<C, F>(ch: &mut C, n: usize, width: usize, mut apply: F) -> Result<()>
-where
-    C: Channel + ?Sized,
-    F: FnMut(usize, &[u8]),
-{
-    for i in 0..n.div_ceil(CHUNK) {
-        let expected = width * (n - i * CHUNK).min(CHUNK);
-        let f = ch.recv_max(5 + expected)?;
-        let (tag, index, payload) = parse(&f)?;
-        if tag != TAG_FORK || index != i || payload.len() != expected {
-            return Err(Error::Protocol(format!(
-                "expected fork chunk {i} of {expected} bytes, got tag {tag} chunk {index} of {} \
-                 bytes",
-                payload.len()
-            )));
-        }
-        apply(i * CHUNK, payload);
-    }
-    Ok(())
 }
 
 #[cfg(test)]

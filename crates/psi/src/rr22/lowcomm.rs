@@ -61,8 +61,8 @@ use rayon::prelude::*;
 use zeroize::Zeroizing;
 
 use super::{
-    STAT_SECURITY, TAG_SEED, VoleBuffers, encode_with_retry, keys_and_values, okvs_err, out_hash,
-    recv_and_intersect, recv_block, recv_okvs, send_okvs, send_values, vole_err,
+    STAT_SECURITY, TAG_OKVS, TAG_SEED, VoleBuffers, encode_with_retry, keys_and_values, okvs_err,
+    out_hash, recv_and_intersect, recv_block, recv_chunks, send_chunks, send_values, vole_err,
 };
 use crate::ecdh::frame;
 use crate::error::{Error, Result};
@@ -145,7 +145,7 @@ where
         rng,
     )?;
     ch.send_vec(frame(TAG_SEED, 0, &seed.to_bytes())?)?;
-    send_okvs(ch, m, 8, |j, buf| {
+    send_chunks(ch, TAG_OKVS, m, 8, |j, buf| {
         buf.extend_from_slice(&(p[j] ^ a[j]).to_le_bytes());
     })?;
     drop(p);
@@ -189,7 +189,7 @@ where
 
     let o = okvs(n_r, recv_block(ch, TAG_SEED, "the OKVS seed")?)?;
     let d = *delta;
-    recv_okvs(ch, m, 8, |start, payload| {
+    recv_chunks(ch, TAG_OKVS, "OKVS", m, 8, |start, payload| {
         let a: Vec<u64> = payload
             .chunks_exact(8)
             .map(|c| {

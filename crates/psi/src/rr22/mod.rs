@@ -422,20 +422,29 @@ fn recv_block<C: Channel + ?Sized>(ch: &mut C, tag: u8, what: &str) -> Result<Bl
     Ok(Block::from_bytes(b))
 }
 
-/// Receives the masked OKVS `A'` of `m` slots of `width` bytes in frames of [`CHUNK`] slots,
-/// handing each frame's payload (slot `i·CHUNK` onwards) to `apply`.
-fn recv_okvs<C, F>(ch: &mut C, m: usize, width: usize, mut apply: F) -> Result<()>
+/// Receives `n` values of `width` bytes in frames of kind `tag` of [`CHUNK`] values each (as
+/// [`send_chunks`] sends them), checking kind, order and size of every frame (`what` names
+/// the values in the error), and hands each frame's payload (value `i·CHUNK` onwards) to
+/// `apply`. The masked OKVS `A'` and the fork's masked correlations travel this way.
+fn recv_chunks<C, F>(
+    ch: &mut C,
+    tag: u8,
+    what: &str,
+    n: usize,
+    width: usize,
+    mut apply: F,
+) -> Result<()>
 where
     C: Channel + ?Sized,
     F: FnMut(usize, &[u8]),
 {
-    for i in 0..m.div_ceil(CHUNK) {
-        let expected = width * (m - i * CHUNK).min(CHUNK);
+    for i in 0..n.div_ceil(CHUNK) {
+        let expected = width * (n - i * CHUNK).min(CHUNK);
         let f = ch.recv_max(5 + expected)?;
-        let (tag, index, payload) = parse(&f)?;
-        if tag != TAG_OKVS || index != i || payload.len() != expected {
+        let (t, index, payload) = parse(&f)?;
+        if t != tag || index != i || payload.len() != expected {
             return Err(Error::Protocol(format!(
-                "expected OKVS chunk {i} of {expected} bytes, got tag {tag} chunk {index} of {} bytes",
+                "expected {what} chunk {i} of {expected} bytes, got tag {t} chunk {index} of {} bytes",
                 payload.len()
             )));
         }
@@ -444,16 +453,17 @@ where
     Ok(())
 }
 
-/// Sends the masked OKVS: slots `0..m`, each written by `write(i, buf)` (`width` bytes).
-fn send_okvs<C, F>(ch: &mut C, m: usize, width: usize, write: F) -> Result<()>
+/// Sends values `0..n` of `width` bytes, each written by `write(i, buf)`, in frames of kind
+/// `tag` of [`CHUNK`] values each (written straight into the frame, no copy).
+fn send_chunks<C, F>(ch: &mut C, tag: u8, n: usize, width: usize, write: F) -> Result<()>
 where
     C: Channel + ?Sized,
     F: Fn(usize, &mut Vec<u8>),
 {
-    for i in 0..m.div_ceil(CHUNK) {
-        let range = i * CHUNK..(m.min((i + 1) * CHUNK));
+    for i in 0..n.div_ceil(CHUNK) {
+        let range = i * CHUNK..(n.min((i + 1) * CHUNK));
         let mut buf = Vec::with_capacity(5 + width * range.len());
-        buf.push(TAG_OKVS);
+        buf.push(tag);
         buf.extend_from_slice(&u32::try_from(i).unwrap_or(u32::MAX).to_le_bytes());
         for j in range {
             write(j, &mut buf);
