@@ -123,6 +123,12 @@ pub trait PrimeGroup: Copy + Send + Sync + fmt::Debug + 'static {
     const ENCODED_LEN: usize;
     /// Length in bytes of a canonical scalar encoding.
     const SCALAR_LEN: usize = 32;
+    /// Points per rayon task in the batch methods ([`hash_and_mul_batch`](Self::hash_and_mul_batch),
+    /// [`mul_encoded_batch`](Self::mul_encoded_batch) and their `_into` forms), hence per
+    /// [`hash_mul_and_encode_chunk`](Self::hash_mul_and_encode_chunk) and
+    /// [`decode_mul_and_encode_chunk`](Self::decode_mul_and_encode_chunk) call:
+    /// [`BATCH_CHUNK`] unless a group amortises more per chunk.
+    const CHUNK: usize = BATCH_CHUNK;
 
     /// The scalar field element type of the backend (wrapped in [`SecretScalar`]).
     type ScalarInner: Clone + zeroize::Zeroize + Send + Sync;
@@ -285,11 +291,11 @@ pub trait PrimeGroup: Copy + Send + Sync + fmt::Debug + 'static {
                 got: out.len(),
             });
         }
-        out.par_chunks_mut(BATCH_CHUNK)
-            .zip(points.par_chunks(BATCH_CHUNK))
+        out.par_chunks_mut(Self::CHUNK)
+            .zip(points.par_chunks(Self::CHUNK))
             .enumerate()
             .try_for_each(|(c, (o, enc))| {
-                Self::decode_mul_and_encode_chunk(enc, c * BATCH_CHUNK, k, o)
+                Self::decode_mul_and_encode_chunk(enc, c * Self::CHUNK, k, o)
             })
     }
 
@@ -333,8 +339,8 @@ fn hash_and_mul_into<G: PrimeGroup, T: AsRef<[u8]> + Sync>(
     k: &SecretScalar<G::ScalarInner>,
     out: &mut [G::Encoded],
 ) {
-    out.par_chunks_mut(BATCH_CHUNK)
-        .zip(items.par_chunks(BATCH_CHUNK))
+    out.par_chunks_mut(G::CHUNK)
+        .zip(items.par_chunks(G::CHUNK))
         .for_each(|(o, it)| G::hash_mul_and_encode_chunk(it, k, o));
 }
 

@@ -126,7 +126,7 @@ macro_rules! group_suite {
             fn batch_equals_single() {
                 let k = scalar(7);
                 // Sizes around the rayon chunk boundary.
-                for n in [0usize, 1, 3, obliv_ec::BATCH_CHUNK - 1, obliv_ec::BATCH_CHUNK + 1] {
+                for n in [0usize, 1, 3, G::CHUNK - 1, G::CHUNK + 1] {
                     let items: Vec<Vec<u8>> = (0..n).map(|i| format!("item-{i}").into_bytes()).collect();
                     let batch = G::hash_and_mul_batch(&items, &k);
                     assert_eq!(batch.len(), n);
