@@ -90,7 +90,7 @@ struct UbCmd {
     /// `server` (large set, key) or `client` (small set, cache, learns the result).
     #[arg(long)]
     role: String,
-    /// Curve (fourq, 25519, secp256k1, p256, sm2).
+    /// Curve (fourq, 25519, secp256k1, p256, sm2, ristretto255).
     #[arg(long, default_value = "fourq")]
     curve: String,
     /// This process's rank (0 or 1).
@@ -154,7 +154,7 @@ struct DemoArgs {
     /// Protocol.
     #[arg(long, default_value = "ecdh")]
     protocol: String,
-    /// Curve: fourq, 25519, sm2, secp256k1, p256.
+    /// Curve: fourq, 25519, sm2, secp256k1, p256, ristretto255.
     #[arg(long, default_value = "fourq")]
     curve: String,
     /// Rows per party (half of them common).

@@ -2,19 +2,22 @@
 //! and [`DynGroup`], which dispatches to the [`PrimeGroup`] implementations over byte
 //! encodings, so callers need no generics.
 
-use crate::{Error, FourQ, P256, PrimeGroup, Ristretto255, Secp256k1, Sm2, hash_encoded};
+use crate::{Error, FourQ, P256, PrimeGroup, Ristretto255, Secp256k1, Sm2, X25519, hash_encoded};
 use core::fmt;
 use core::str::FromStr;
 use rand_core::CryptoRng;
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
-/// The curves of this workspace, by the names `fourq`, `25519`, `sm2`, `secp256k1`, `p256`.
+/// The curves of this workspace, by the names `fourq`, `25519`, `sm2`, `secp256k1`, `p256`,
+/// `ristretto255`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Curve {
     /// FourQ (Costello–Longa 2015), from the `obliv-fourq` crate ([`FourQ`]).
     FourQ,
-    /// Curve25519 as ristretto255 ([`Ristretto255`]).
+    /// Curve25519 as the X25519-style group on u-coordinates ([`X25519`]): the faster of the
+    /// two Curve25519 groups in the ECDH batches (crate README, "Why `Curve::Curve25519` is
+    /// the X25519-style group").
     Curve25519,
     /// SM2 ([`Sm2`]).
     Sm2,
@@ -22,16 +25,20 @@ pub enum Curve {
     Secp256k1,
     /// NIST P-256 ([`P256`]).
     P256,
+    /// Curve25519 as the prime-order group ristretto255 ([`Ristretto255`]): a decoder that
+    /// rejects rather than projects, and point addition for protocols that need it.
+    Ristretto255,
 }
 
 impl Curve {
     /// Every curve, in the order of the CLI's help text.
-    pub const ALL: [Curve; 5] = [
+    pub const ALL: [Curve; 6] = [
         Curve::FourQ,
         Curve::Curve25519,
         Curve::Sm2,
         Curve::Secp256k1,
         Curve::P256,
+        Curve::Ristretto255,
     ];
 
     /// The name [`FromStr`] accepts and [`fmt::Display`] prints.
@@ -42,6 +49,7 @@ impl Curve {
             Curve::Sm2 => "sm2",
             Curve::Secp256k1 => "secp256k1",
             Curve::P256 => "p256",
+            Curve::Ristretto255 => "ristretto255",
         }
     }
 
@@ -60,12 +68,14 @@ impl fmt::Display for Curve {
 impl FromStr for Curve {
     type Err = Error;
 
-    /// Parses the canonical names, case-insensitively, plus the aliases `curve25519`,
-    /// `ristretto255`, `k256` and `p-256`/`secp256r1`.
+    /// Parses the canonical names, case-insensitively, plus the aliases `curve25519` and
+    /// `x25519` (for `25519`), `ristretto` (for `ristretto255`), `k256` and
+    /// `p-256`/`secp256r1`.
     fn from_str(s: &str) -> Result<Self, Error> {
         match s.to_ascii_lowercase().as_str() {
             "fourq" => Ok(Curve::FourQ),
-            "25519" | "curve25519" | "ristretto255" => Ok(Curve::Curve25519),
+            "25519" | "curve25519" | "x25519" => Ok(Curve::Curve25519),
+            "ristretto255" | "ristretto" => Ok(Curve::Ristretto255),
             "sm2" => Ok(Curve::Sm2),
             "secp256k1" | "k256" => Ok(Curve::Secp256k1),
             "p256" | "p-256" | "secp256r1" => Ok(Curve::P256),
@@ -120,6 +130,10 @@ macro_rules! dispatch {
     ($curve:expr, $g:ident => $body:expr) => {
         match $curve {
             Curve::Curve25519 => {
+                type $g = X25519;
+                $body
+            }
+            Curve::Ristretto255 => {
                 type $g = Ristretto255;
                 $body
             }
@@ -172,7 +186,7 @@ impl DynGroup {
     /// Bytes per encoded point.
     pub fn encoded_len(&self) -> usize {
         match self.curve {
-            Curve::Curve25519 | Curve::FourQ => 32,
+            Curve::Curve25519 | Curve::Ristretto255 | Curve::FourQ => 32,
             Curve::Sm2 | Curve::Secp256k1 | Curve::P256 => 33,
         }
     }

@@ -1,5 +1,6 @@
-//! One prime-order group trait for ECDH-style protocols, with Curve25519 (Ristretto255, and
-//! the X25519-style group [`X25519`]), FourQ, secp256k1, SM2 and P-256 behind it.
+//! One prime-order group trait for ECDH-style protocols, with Curve25519 (the X25519-style
+//! group [`X25519`], which [`Curve::Curve25519`] names, and [`Ristretto255`]), FourQ,
+//! secp256k1, SM2 and P-256 behind it.
 //!
 //! ECDH-PSI (two- and three-party), the unbalanced ECDH-OPRF PSI and EC ElGamal all need the
 //! same few operations from a group `G` of prime order `q`:
@@ -22,8 +23,8 @@
 //!
 //! | group | type | suite of `hash_to_point` | encoding |
 //! |---|---|---|---|
-//! | Curve25519 | [`Ristretto255`] | `ristretto255_XMD:SHA-512_R255MAP_RO_` (RFC 9380 App. B, RFC 9496 §4.3.4) | 32 bytes (RFC 9496 §4.3.2) |
-//! | Curve25519 (u-coordinates) | [`X25519`] | `curve25519_XMD:SHA-512_ELL2_RO_` (RFC 9380 §8.5), output `u` | 32 bytes, RFC 7748 u-coordinate (strict; mixed-order points projected, see [`X25519`]) |
+//! | Curve25519 (u-coordinates; `25519`) | [`X25519`] | `curve25519_XMD:SHA-512_ELL2_RO_` (RFC 9380 §8.5), output `u` | 32 bytes, RFC 7748 u-coordinate (strict; mixed-order points projected, see [`X25519`]) |
+//! | Curve25519 (`ristretto255`) | [`Ristretto255`] | `ristretto255_XMD:SHA-512_R255MAP_RO_` (RFC 9380 App. B, RFC 9496 §4.3.4) | 32 bytes (RFC 9496 §4.3.2) |
 //! | secp256k1 | [`Secp256k1`] | `secp256k1_XMD:SHA-256_SSWU_RO_` (RFC 9380 §8.7) | 33 bytes, SEC1 compressed |
 //! | P-256 | [`P256`] | `P256_XMD:SHA-256_SSWU_RO_` (RFC 9380 §8.2) | 33 bytes, SEC1 compressed |
 //! | SM2 | [`Sm2`] | `SM2_XMD:SM3_SSWU_RO_` (defined here, see [`sm2`]) | 33 bytes, SEC1 compressed |

@@ -202,6 +202,18 @@ mod dynamic {
             assert_eq!(c.to_string().parse::<Curve>().unwrap(), c);
         }
         assert_eq!("P-256".parse::<Curve>().unwrap(), Curve::P256);
+        assert_eq!("X25519".parse::<Curve>().unwrap(), Curve::Curve25519);
+        assert_eq!("ristretto".parse::<Curve>().unwrap(), Curve::Ristretto255);
+        // The two Curve25519 groups are different groups: their encodings of H(x) differ.
+        let x = [b"x".as_slice()];
+        let k = |c: Curve| {
+            let g = DynGroup::new(c).unwrap();
+            let mut one = vec![0u8; 32];
+            one[0] = 1;
+            g.hash_and_mul_batch(&x, &g.secret_from_bytes(&one).unwrap())
+                .unwrap()
+        };
+        assert_ne!(k(Curve::Curve25519), k(Curve::Ristretto255));
         assert!(matches!(
             "ed448".parse::<Curve>(),
             Err(Error::UnknownCurve(_))
@@ -243,7 +255,7 @@ mod dynamic {
             let k1 = g
                 .secret_from_bytes(&{
                     let mut v = vec![0u8; 32];
-                    if matches!(c, Curve::Curve25519 | Curve::FourQ) {
+                    if matches!(c, Curve::Curve25519 | Curve::Ristretto255 | Curve::FourQ) {
                         v[0] = 1
                     } else {
                         v[31] = 1

@@ -112,10 +112,13 @@ impl Default for EcdhConfig {
 pub(crate) fn curve_code(c: Curve) -> u8 {
     match c {
         Curve::FourQ => 1,
-        Curve::Curve25519 => 2,
+        // 2 was Curve25519 when that name meant ristretto255: the code stays with the group,
+        // so an older peer or key file naming code 2 still gets ristretto255.
+        Curve::Ristretto255 => 2,
         Curve::Sm2 => 3,
         Curve::Secp256k1 => 4,
         Curve::P256 => 5,
+        Curve::Curve25519 => 6,
         // A curve added to obliv-ec after this crate: its name travels in errors as "#255".
         _ => 255,
     }
@@ -126,10 +129,11 @@ pub(crate) fn code_name(field: &'static str, v: u8) -> String {
         ("protocol", 1) => "ecdh-2pc".into(),
         ("protocol", 2) => "ecdh-3pc".into(),
         ("curve", 1) => "fourq".into(),
-        ("curve", 2) => "25519".into(),
+        ("curve", 2) => "ristretto255".into(),
         ("curve", 3) => "sm2".into(),
         ("curve", 4) => "secp256k1".into(),
         ("curve", 5) => "p256".into(),
+        ("curve", 6) => "25519".into(),
         ("role", 0) => "receiver".into(),
         ("role", 1) => "sender".into(),
         (_, v) => format!("#{v}"),

@@ -75,7 +75,13 @@ fn disjoint_identical_unbalanced_duplicates() {
 
 #[test]
 fn every_curve() {
-    for curve in [Curve::Curve25519, Curve::Secp256k1, Curve::P256, Curve::Sm2] {
+    for curve in [
+        Curve::Curve25519,
+        Curve::Ristretto255,
+        Curve::Secp256k1,
+        Curve::P256,
+        Curve::Sm2,
+    ] {
         check(
             items("c", 0..40),
             items("c", 20..70),

@@ -115,6 +115,7 @@ fn curve_from_code(c: u8) -> Option<Curve> {
         Curve::Sm2,
         Curve::Secp256k1,
         Curve::P256,
+        Curve::Ristretto255,
     ]
     .into_iter()
     .find(|&k| curve_code(k) == c)
