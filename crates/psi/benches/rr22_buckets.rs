@@ -19,14 +19,15 @@
 //! is the bottleneck (`tests/rr22_concurrent_cost.rs` with `OBLIV_RR22_MBPS`).
 #![allow(clippy::unwrap_used)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use obliv_core::AesRng;
-use obliv_core::rand_core::SeedableRng;
-use obliv_net::{Mux, Stats, mem_pair};
-use obliv_psi::ecdh::Role;
-use obliv_psi::rr22::{self, Rr22Config, Variant};
+use obliv_net::mem_pair;
+use obliv_psi::rr22::{Rr22Config, Variant};
+
+#[path = "../tests/common/buckets.rs"]
+mod buckets;
+use buckets::Buckets;
 
 /// Buckets per run.
 const BUCKETS: usize = 4;
@@ -52,11 +53,9 @@ fn sizes() -> Vec<u64> {
     v
 }
 
-type Buckets = Vec<Vec<[u8; 8]>>;
-
 /// The items of `range` split into [`BUCKETS`] buckets by value mod [`BUCKETS`] (both
 /// parties use the same rule, so equal items meet in the same bucket).
-fn buckets(range: std::ops::Range<u64>) -> Buckets {
+fn split(range: std::ops::Range<u64>) -> Buckets {
     let mut out = vec![Vec::new(); BUCKETS];
     for x in range {
         out[usize::try_from(x % BUCKETS as u64).unwrap()].push(x.to_le_bytes());
@@ -66,32 +65,8 @@ fn buckets(range: std::ops::Range<u64>) -> Buckets {
 
 /// One run: (wall, receiver bytes sent, sender bytes sent, intersection size).
 fn one_run(v: Variant, workers: usize, xs: Buckets, ys: Buckets) -> (Duration, u64, u64, usize) {
-    let cfg = Rr22Config::new(v);
-    let (a, b) = mem_pair();
-    let start = Instant::now();
-    let sender_cfg = cfg;
-    let t = std::thread::spawn(move || {
-        let mux = Mux::new(b).unwrap();
-        let mut rng = AesRng::from_seed([2; 16]);
-        let it = rr22::run_buckets(&mux, Role::Sender, &sender_cfg, workers, ys, &mut rng).unwrap();
-        let mut st = it.setup_stats();
-        for o in it {
-            st += o.unwrap().stats;
-        }
-        st.bytes_sent
-    });
-    let mux = Mux::new(a).unwrap();
-    let mut rng = AesRng::from_seed([1; 16]);
-    let it = rr22::run_buckets(&mux, Role::Receiver, &cfg, workers, xs, &mut rng).unwrap();
-    let mut st: Stats = it.setup_stats();
-    let mut found = 0;
-    for o in it {
-        let o = o.unwrap();
-        found += o.result.unwrap().len();
-        st += o.stats;
-    }
-    let sent_by_sender = t.join().unwrap();
-    (start.elapsed(), st.bytes_sent, sent_by_sender, found)
+    let r = buckets::run_pair(mem_pair(), Rr22Config::new(v), workers, xs, ys);
+    (r.wall, r.receiver.bytes_sent, r.sender.bytes_sent, r.found)
 }
 
 fn bench(c: &mut Criterion) {
@@ -99,7 +74,7 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group(format!("rr22_buckets_{}", &v.name()[5..]));
     g.sample_size(10);
     for n in sizes() {
-        let (xs, ys) = (buckets(0..n), buckets(n / 2..n / 2 + n));
+        let (xs, ys) = (split(0..n), split(n / 2..n / 2 + n));
         for workers in [1usize, 2] {
             let (wall, rb, sb, found) = one_run(v, workers, xs.clone(), ys.clone());
             assert_eq!(found as u64, n / 2);

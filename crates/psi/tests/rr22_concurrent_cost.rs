@@ -7,13 +7,14 @@
 //! bandwidth and one-way latency (`obliv_net::SimLink`).
 #![allow(clippy::unwrap_used)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use obliv_core::AesRng;
-use obliv_core::rand_core::SeedableRng;
-use obliv_net::{LinkModel, Mux, SimLink, Split, Stats, mem_pair};
-use obliv_psi::ecdh::Role;
-use obliv_psi::rr22::{self, Rr22Config, Variant};
+use obliv_net::{LinkModel, SimLink, Split, mem_pair};
+use obliv_psi::rr22::{Rr22Config, Variant};
+
+#[path = "common/buckets.rs"]
+mod buckets;
+use buckets::Buckets;
 
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -82,10 +83,8 @@ fn link() -> Option<LinkModel> {
     ))
 }
 
-type Buckets = Vec<Vec<[u8; 8]>>;
-
 fn go<C>(
-    (a, b): (C, C),
+    ends: (C, C),
     cfg: Rr22Config,
     workers: usize,
     xs: Buckets,
@@ -95,34 +94,13 @@ where
     C: Split + Send + 'static,
 {
     let cpu0 = process_cpu();
-    let t0 = Instant::now();
-    let t = std::thread::spawn(move || {
-        let mux = Mux::new(b).unwrap();
-        let mut rng = AesRng::from_seed([2; 16]);
-        let it = rr22::run_buckets(&mux, Role::Sender, &cfg, workers, ys, &mut rng).unwrap();
-        let mut st = it.setup_stats();
-        for o in it {
-            st += o.unwrap().stats;
-        }
-        st
-    });
-    let mux = Mux::new(a).unwrap();
-    let mut rng = AesRng::from_seed([1; 16]);
-    let it = rr22::run_buckets(&mux, Role::Receiver, &cfg, workers, xs, &mut rng).unwrap();
-    let mut st: Stats = it.setup_stats();
-    let mut found = 0;
-    for o in it {
-        let o = o.unwrap();
-        found += o.result.unwrap().len();
-        st += o.stats;
-    }
-    let s_st = t.join().unwrap();
+    let r = buckets::run_pair(ends, cfg, workers, xs, ys);
     (
-        t0.elapsed(),
+        r.wall,
         process_cpu() - cpu0,
-        st.bytes_sent,
-        s_st.bytes_sent,
-        found,
+        r.receiver.bytes_sent,
+        r.sender.bytes_sent,
+        r.found,
     )
 }
 
