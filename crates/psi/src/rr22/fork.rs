@@ -202,8 +202,7 @@ impl Rr22Session {
             .checked_mul(children)
             .ok_or_else(|| Error::InvalidParameter("fork too large".into()))?;
         let v = &mut self.vole;
-        let mut gens: Vec<Generators> = Vec::with_capacity(children);
-        match (cfg.variant, role) {
+        let gens: Vec<Generators> = match (cfg.variant, role) {
             (Variant::Fast, Role::Receiver) => {
                 let g = match &mut v.gf128_receiver {
                     Some(g) => g,
@@ -212,21 +211,17 @@ impl Rr22Session {
                 let (a, c) = g.extend(ch, total, rng).map_err(vole_err)?;
                 let (a, c) = (Zeroizing::new(a), Zeroizing::new(c));
                 check_len(a.len().min(c.len()), total)?;
-                let r = random_bits(total, rng);
-                super::send_chunks(ch, TAG_FORK, total, 16, |i, buf| {
-                    buf.extend_from_slice(&(a[i] ^ Block(u128::from(r[i]))).to_bytes());
+                let r = derandomise_receiver(ch, total, 16, rng, |i, bit, buf| {
+                    buf.extend_from_slice(&(a[i] ^ Block(u128::from(bit))).to_bytes());
                 })?;
-                for j in 0..children {
-                    let s = j * per..(j + 1) * per;
-                    let base = ReceiverBase::new(r[s.clone()].to_vec(), c[s].to_vec())
-                        .map_err(vole_err)?;
-                    gens.push(Generators {
+                receiver_children(&r, &c, per, children, |base| {
+                    Ok(Generators {
                         gf128_receiver: Some(
                             VoleReceiver::from_base(base, vcfg).map_err(vole_err)?,
                         ),
                         ..Generators::default()
-                    });
-                }
+                    })
+                })?
             }
             (Variant::Fast, Role::Sender) => {
                 let g = match &mut v.gf128_sender {
@@ -236,24 +231,17 @@ impl Rr22Session {
                 let mut q = Zeroizing::new(g.extend(ch, total, rng).map_err(vole_err)?);
                 let delta = Zeroizing::new(g.delta());
                 check_len(q.len(), total)?;
-                super::recv_chunks(ch, TAG_FORK, "fork", total, 16, |start, payload| {
-                    let d: Vec<Block> = payload
-                        .chunks_exact(16)
-                        .map(|x| {
-                            let mut b = [0u8; 16];
-                            b.copy_from_slice(x);
-                            Block::from_bytes(b)
-                        })
-                        .collect();
-                    add_scaled(&mut q[start..start + d.len()], &d, *delta);
+                derandomise_sender(ch, &mut q, *delta, 16, |x| {
+                    let mut b = [0u8; 16];
+                    b.copy_from_slice(x);
+                    Block::from_bytes(b)
                 })?;
-                for j in 0..children {
-                    let base = SenderBase::new(*delta, q[j * per..(j + 1) * per].to_vec());
-                    gens.push(Generators {
+                sender_children(*delta, &q, per, children, |base| {
+                    Ok(Generators {
                         gf128_sender: Some(VoleSender::from_base(base, vcfg).map_err(vole_err)?),
                         ..Generators::default()
-                    });
-                }
+                    })
+                })?
             }
             (Variant::LowComm, Role::Receiver) => {
                 let g = match &mut v.sub64_receiver {
@@ -265,21 +253,17 @@ impl Rr22Session {
                 let (a, c) = g.extend(ch, total, rng).map_err(vole_err)?;
                 let (a, c) = (Zeroizing::new(a), Zeroizing::new(c));
                 check_len(a.len().min(c.len()), total)?;
-                let r = random_bits(total, rng);
-                super::send_chunks(ch, TAG_FORK, total, 8, |i, buf| {
-                    buf.extend_from_slice(&(a[i] ^ u64::from(r[i])).to_le_bytes());
+                let r = derandomise_receiver(ch, total, 8, rng, |i, bit, buf| {
+                    buf.extend_from_slice(&(a[i] ^ u64::from(bit)).to_le_bytes());
                 })?;
-                for j in 0..children {
-                    let s = j * per..(j + 1) * per;
-                    let base = ReceiverBase::new(r[s.clone()].to_vec(), c[s].to_vec())
-                        .map_err(vole_err)?;
-                    gens.push(Generators {
+                receiver_children(&r, &c, per, children, |base| {
+                    Ok(Generators {
                         sub64_receiver: Some(
                             Subfield64VoleReceiver::from_base(base, vcfg).map_err(vole_err)?,
                         ),
                         ..Generators::default()
-                    });
-                }
+                    })
+                })?
             }
             (Variant::LowComm, Role::Sender) => {
                 let g = match &mut v.sub64_sender {
@@ -291,33 +275,26 @@ impl Rr22Session {
                 let mut q = Zeroizing::new(g.extend(ch, total, rng).map_err(vole_err)?);
                 let delta = Zeroizing::new(g.delta());
                 check_len(q.len(), total)?;
-                super::recv_chunks(ch, TAG_FORK, "fork", total, 8, |start, payload| {
-                    let d: Vec<Block> = payload
-                        .chunks_exact(8)
-                        .map(|x| {
-                            let mut b = [0u8; 8];
-                            b.copy_from_slice(x);
-                            embed64(u64::from_le_bytes(b))
-                        })
-                        .collect();
-                    add_scaled(&mut q[start..start + d.len()], &d, *delta);
+                derandomise_sender(ch, &mut q, *delta, 8, |x| {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(x);
+                    embed64(u64::from_le_bytes(b))
                 })?;
-                for j in 0..children {
-                    let base = SenderBase::new(*delta, q[j * per..(j + 1) * per].to_vec());
-                    gens.push(Generators {
+                sender_children(*delta, &q, per, children, |base| {
+                    Ok(Generators {
                         sub64_sender: Some(
                             Subfield64VoleSender::from_base(base, vcfg).map_err(vole_err)?,
                         ),
                         ..Generators::default()
-                    });
-                }
+                    })
+                })?
             }
             (Variant::Malicious, _) => {
                 return Err(Error::InvalidParameter(
                     "rr22-malicious sessions cannot be forked".into(),
                 ));
             }
-        }
+        };
         let (lineage, fork) = (self.lineage, self.forks);
         Ok(gens
             .into_iter()
@@ -333,6 +310,81 @@ impl Rr22Session {
             })
             .collect())
     }
+}
+
+/// Step 4 on the receiver's side: draws the bits `r_i` and sends `d_i = A_i ⊕ r_i`,
+/// `width` bytes each, written by `encode(i, r_i, buf)`; returns the bits.
+fn derandomise_receiver<C, R, F>(
+    ch: &mut C,
+    total: usize,
+    width: usize,
+    rng: &mut R,
+    encode: F,
+) -> Result<Zeroizing<Vec<u8>>>
+where
+    C: Channel + ?Sized,
+    R: CryptoRng + ?Sized,
+    F: Fn(usize, u8, &mut Vec<u8>),
+{
+    let r = random_bits(total, rng);
+    super::send_chunks(ch, TAG_FORK, total, width, |i, buf| encode(i, r[i], buf))?;
+    Ok(r)
+}
+
+/// Step 4 on the sender's side: receives the `d_i` (`width` bytes each, embedded in
+/// GF(2^128) by `decode`) and sets `q_i ← B_i ⊕ d_i·Δ` in place.
+fn derandomise_sender<C, F>(
+    ch: &mut C,
+    q: &mut [Block],
+    delta: Block,
+    width: usize,
+    decode: F,
+) -> Result<()>
+where
+    C: Channel + ?Sized,
+    F: Fn(&[u8]) -> Block,
+{
+    let total = q.len();
+    super::recv_chunks(ch, TAG_FORK, "fork", total, width, |start, payload| {
+        let d: Vec<Block> = payload.chunks_exact(width).map(&decode).collect();
+        add_scaled(&mut q[start..start + d.len()], &d, delta);
+    })
+}
+
+/// Step 5 on the receiver's side: child `j` gets the correlated OTs `(r_i, C_i)` for
+/// `i ∈ j·per..(j+1)·per`, made into its generator by `make`.
+fn receiver_children<F>(
+    r: &[u8],
+    c: &[Block],
+    per: usize,
+    children: usize,
+    make: F,
+) -> Result<Vec<Generators>>
+where
+    F: Fn(ReceiverBase) -> Result<Generators>,
+{
+    (0..children)
+        .map(|j| {
+            let s = j * per..(j + 1) * per;
+            make(ReceiverBase::new(r[s.clone()].to_vec(), c[s].to_vec()).map_err(vole_err)?)
+        })
+        .collect()
+}
+
+/// Step 5 on the sender's side: child `j` gets `(Δ, q_i)` for `i ∈ j·per..(j+1)·per`.
+fn sender_children<F>(
+    delta: Block,
+    q: &[Block],
+    per: usize,
+    children: usize,
+    make: F,
+) -> Result<Vec<Generators>>
+where
+    F: Fn(SenderBase) -> Result<Generators>,
+{
+    (0..children)
+        .map(|j| make(SenderBase::new(delta, q[j * per..(j + 1) * per].to_vec())))
+        .collect()
 }
 
 fn check_len(got: usize, want: usize) -> Result<()> {
