@@ -146,8 +146,9 @@ impl Ristretto255 {
 /// and the output is `b_1`) for one DST (at most 255 bytes), with the hash state after the
 /// 128-byte block `Z_pad` computed once: every message then costs three SHA-512 compressions
 /// instead of four for a short message. Same output as the generic expander
-/// ([`crate::sswu::expand`] with `ExpandMsgXmd<Sha512>`), which the tests check.
-#[cfg(target_arch = "x86_64")]
+/// ([`crate::sswu::expand`] with `ExpandMsgXmd<Sha512>`), which the tests check. The serial
+/// reference of the eight-lane expander the batch path uses (the tests compare them).
+#[cfg(all(test, target_arch = "x86_64"))]
 struct XmdSha512<'a> {
     /// SHA-512 after absorbing `Z_pad = I2OSP(0, 128)`.
     after_zpad: Sha512,
@@ -156,7 +157,7 @@ struct XmdSha512<'a> {
     dst_len: u8,
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(test, target_arch = "x86_64"))]
 impl<'a> XmdSha512<'a> {
     /// The expander for `dst`, which must be 1 to 255 bytes (a constant of this module).
     fn new(dst: &'a [u8]) -> Self {
@@ -299,11 +300,11 @@ impl PrimeGroup for Ristretto255 {
     ) {
         #[cfg(target_arch = "x86_64")]
         if let Some(ifma) = ifma() {
-            // expand_message_xmd per item (SHA-512, serial, from the midstate after Z_pad),
-            // then the two Elligator maps, their sum, [k]H and the encoding in lanes: the same
-            // RFC 9496 §4.3.4 derivation as `hash_to_point`.
-            let xmd = XmdSha512::new(Self::DEFAULT_DST);
-            let uniform: Vec<[u8; 64]> = items.iter().map(|x| xmd.expand(x.as_ref())).collect();
+            // expand_message_xmd (SHA-512, eight items per AVX-512F lane group, from the
+            // midstate after Z_pad), then the two Elligator maps, their sum, [k]H and the
+            // encoding in lanes: the same RFC 9496 §4.3.4 derivation as `hash_to_point`.
+            let mut uniform = vec![[0u8; 64]; items.len()];
+            ifma.expand_message_xmd_sha512(items, Self::DEFAULT_DST, &mut uniform);
             ifma.uniform_mul_encode(&uniform, &k.0, out);
             return;
         }
@@ -430,6 +431,28 @@ mod tests {
             crate::sswu::expand::<ExpandMsgXmd<Sha512>>(&msg, Ristretto255::DEFAULT_DST, &mut want)
                 .unwrap();
             assert_eq!(xmd.expand(&msg), want, "len {len}");
+        }
+    }
+
+    /// The eight-lane expander of the batch path against the serial midstate one, for every
+    /// message length from 0 to 300 bytes (groups of eight different lengths crossing the
+    /// SHA-512 block boundaries, and a last group of five).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn xmd_lanes_match_serial() {
+        let Some(ifma) = ifma() else { return };
+        let xmd = XmdSha512::new(Ristretto255::DEFAULT_DST);
+        let msgs: Vec<Vec<u8>> = (0..=300usize)
+            .map(|len| {
+                (0..len)
+                    .map(|i| u8::try_from((i * 5 + len) % 256).unwrap())
+                    .collect()
+            })
+            .collect();
+        let mut uniform = vec![[0u8; 64]; msgs.len()];
+        ifma.expand_message_xmd_sha512(&msgs, Ristretto255::DEFAULT_DST, &mut uniform);
+        for (m, u) in msgs.iter().zip(&uniform) {
+            assert_eq!(u, &xmd.expand(m), "len {}", m.len());
         }
     }
 

@@ -73,7 +73,8 @@
 //! With AVX-512 IFMA (detected at run time, `OBLIV_EC_NO_SIMD` unset), the batch steps run
 //! the RFC 7748 ladder on eight points per 64-bit lane (`ifma25519::ladder`): the scalar `s'`
 //! once per chunk, one shared inversion per chunk, and the on-curve test batched over the
-//! chunk (below). The hash-and-multiply step computes `expand_message_xmd` / `hash_to_field` serially
+//! chunk (below). The hash-and-multiply step computes `expand_message_xmd` with SHA-512 on eight
+//! items at a time in AVX-512F lanes (`ifma25519::sha512x8`), `hash_to_field` per item,
 //! and the rest of the suite in lanes (RFC 9380 App. G.2.1 straight-line Elligator 2 and the
 //! G.2.2 rational map, the sum on edwards25519, one shared inversion for the affine `u`, then
 //! the ladder on `8k`, whose three final doublings are the suite's `clear_cofactor`).
@@ -347,8 +348,8 @@ fn effective_dst(dst: &[u8]) -> Result<Vec<u8>, Error> {
 /// RFC 9380 §5.3.1 `expand_message_xmd` with SHA-512 and `len_in_bytes = 96` (`ell = 2`),
 /// for one DST of at most 255 bytes, with the SHA-512 state after `Z_pad` computed once; then
 /// `hash_to_field` with `L = 48`: the two field elements as reduced radix-2^51 limbs. The
-/// tests check it against the RFC 9380 Appendix J.7.1 `u[0]`, `u[1]` through the whole hash.
-#[cfg(target_arch = "x86_64")]
+/// serial reference of the eight-lane expander the batch path uses (the tests compare them).
+#[cfg(all(test, target_arch = "x86_64"))]
 struct HashToField<'a> {
     /// SHA-512 after absorbing `Z_pad = I2OSP(0, 128)`.
     after_zpad: Sha512,
@@ -357,7 +358,7 @@ struct HashToField<'a> {
     dst_len: u8,
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(test, target_arch = "x86_64"))]
 impl<'a> HashToField<'a> {
     /// The expander for `dst` (1 to 255 bytes).
     fn new(dst: &'a [u8]) -> Self {
@@ -373,7 +374,7 @@ impl<'a> HashToField<'a> {
 
     /// `b₀ = H(Z_pad ‖ msg ‖ I2OSP(96, 2) ‖ I2OSP(0, 1) ‖ DST′)`, `b₁ = H(b₀ ‖ 1 ‖ DST′)`,
     /// `b₂ = H((b₀ ⊕ b₁) ‖ 2 ‖ DST′)`; the 96 bytes `b₁ ‖ b₂[..32]` as two 48-byte big-endian
-    /// integers reduced mod p.
+    /// integers reduced mod p ([`field_elements`]).
     fn hash(&self, msg: &[u8]) -> [[u64; 5]; 2] {
         let mut h = self.after_zpad.clone();
         h.update(msg);
@@ -398,8 +399,15 @@ impl<'a> HashToField<'a> {
         let mut bytes = [0u8; 96];
         bytes[..64].copy_from_slice(&b1);
         bytes[64..].copy_from_slice(&b2[..32]);
-        [reduce48(&bytes[..48]), reduce48(&bytes[48..])]
+        field_elements(&bytes)
     }
+}
+
+/// RFC 9380 §5.2 `hash_to_field` with `count = 2`, `L = 48` from the 96 bytes of
+/// `expand_message_xmd`: each 48-byte half as a big-endian integer reduced mod p, in limbs.
+#[cfg(target_arch = "x86_64")]
+fn field_elements(uniform: &[u8; 96]) -> [[u64; 5]; 2] {
+    [reduce48(&uniform[..48]), reduce48(&uniform[48..])]
 }
 
 /// A 48-byte big-endian integer (`< 2^384`) mod `p = 2^255 − 19`, as five limbs below
@@ -539,12 +547,14 @@ impl PrimeGroup for X25519 {
     ) {
         #[cfg(target_arch = "x86_64")]
         if let Some(ifma) = ifma() {
-            // expand_message_xmd and hash_to_field per item (SHA-512, serial), then the two
-            // Elligator 2 maps, the sum and the ladder in lanes: the same RFC 9380 suite as
-            // `hash_to_point`. The ladder's scalar is 8k, so [8k](Q₀ + Q₁) = [k]H: the
-            // cofactor clearing costs nothing extra (H has no torsion, so s' is not needed).
-            let h2f = HashToField::new(Self::DEFAULT_DST);
-            let fe: Vec<[[u64; 5]; 2]> = items.iter().map(|x| h2f.hash(x.as_ref())).collect();
+            // expand_message_xmd (SHA-512, eight items per AVX-512F lane group) and
+            // hash_to_field per item, then the two Elligator 2 maps, the sum and the ladder in
+            // lanes: the same RFC 9380 suite as `hash_to_point`. The ladder's scalar is 8k, so
+            // [8k](Q₀ + Q₁) = [k]H: the cofactor clearing costs nothing extra (H has no
+            // torsion, so s' is not needed).
+            let mut uniform = vec![[0u8; 96]; items.len()];
+            ifma.expand_message_xmd_sha512(items, Self::DEFAULT_DST, &mut uniform);
+            let fe: Vec<[[u64; 5]; 2]> = uniform.iter().map(field_elements).collect();
             ifma.x25519_hash_mul(&fe, &Zeroizing::new(k.0.to_bytes()), out);
             return;
         }
@@ -735,12 +745,15 @@ mod tests {
         }
     }
 
-    /// The lanes' hash with the RFC 9380 Appendix J.7.1 DST, multiplied by 1, gives `P.x`.
+    /// The lanes' hash with the RFC 9380 Appendix J.7.1 DST (the eight-lane
+    /// `expand_message_xmd`, `hash_to_field`, the maps and the ladder), multiplied by 1, gives
+    /// `P.x`; the field elements equal the serial expander's.
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn hash_lanes_rfc9380_vectors() {
         let Some(ifma) = ifma() else { return };
-        let h2f = HashToField::new(b"QUUX-V01-CS02-with-curve25519_XMD:SHA-512_ELL2_RO_");
+        let dst = b"QUUX-V01-CS02-with-curve25519_XMD:SHA-512_ELL2_RO_";
+        let h2f = HashToField::new(dst);
         let msgs: Vec<Vec<u8>> = vec![
             b"".to_vec(),
             b"abc".to_vec(),
@@ -755,13 +768,39 @@ mod tests {
             "096e9c8bae6c06b554c1ee69383bb0e82267e064236b3a30608d4ed20b73ac5a",
             "1bc61845a138e912f047b5e70ba9606ba2a447a4dade024c8ef3dd42b7bbc5fe",
         ];
-        let fe: Vec<[[u64; 5]; 2]> = msgs.iter().map(|m| h2f.hash(m)).collect();
+        let mut uniform = vec![[0u8; 96]; msgs.len()];
+        ifma.expand_message_xmd_sha512(&msgs, dst, &mut uniform);
+        let fe: Vec<[[u64; 5]; 2]> = uniform.iter().map(field_elements).collect();
+        let serial: Vec<[[u64; 5]; 2]> = msgs.iter().map(|m| h2f.hash(m)).collect();
+        assert_eq!(fe, serial);
         let mut out = vec![[0u8; 32]; msgs.len()];
         ifma.x25519_hash_mul(&fe, &Scalar::ONE.to_bytes(), &mut out);
         for (o, want) in out.iter().zip(px) {
             let mut be = *o;
             be.reverse();
             assert_eq!(hex::encode(be), want);
+        }
+    }
+
+    /// The eight-lane expander against the serial midstate one ([`HashToField`]) with the
+    /// group's DST, for every message length from 0 to 300 bytes (groups of eight different
+    /// lengths crossing the block boundaries, and a last group of five).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn hash_to_field_lanes_match_serial() {
+        let Some(ifma) = ifma() else { return };
+        let h2f = HashToField::new(X25519::DEFAULT_DST);
+        let msgs: Vec<Vec<u8>> = (0..=300usize)
+            .map(|len| {
+                (0..len)
+                    .map(|i| u8::try_from((i * 13 + len) % 256).unwrap())
+                    .collect()
+            })
+            .collect();
+        let mut uniform = vec![[0u8; 96]; msgs.len()];
+        ifma.expand_message_xmd_sha512(&msgs, X25519::DEFAULT_DST, &mut uniform);
+        for (m, u) in msgs.iter().zip(&uniform) {
+            assert_eq!(field_elements(u), h2f.hash(m), "len {}", m.len());
         }
     }
 

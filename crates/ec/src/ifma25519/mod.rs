@@ -39,6 +39,7 @@
 
 pub(crate) mod field;
 mod ladder;
+mod sha512x8;
 
 use core::arch::x86_64::{__mmask8, _mm512_mask_blend_epi64};
 use curve25519_dalek::scalar::Scalar;
