@@ -4,21 +4,10 @@
 use std::collections::HashSet;
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
-fn obliv() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_obliv"))
-}
-
-fn free_ports() -> (u16, u16) {
-    // Bind both at once so they differ; released just before the parties bind them.
-    let a = TcpListener::bind("127.0.0.1:0").unwrap();
-    let b = TcpListener::bind("127.0.0.1:0").unwrap();
-    (
-        a.local_addr().unwrap().port(),
-        b.local_addr().unwrap().port(),
-    )
-}
+mod common;
+use common::{bucket_files, free_ports, gen_data, obliv, ok};
 
 /// Runs both parties as separate processes; returns their outputs.
 fn run_pair(dir: &Path, a: &str, b: &str, keys: &str, extra: &[&str]) -> (Output, Output) {
@@ -555,32 +544,6 @@ fn spawn_party(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-fn gen_data(dir: &Path, size: u32) {
-    let g = obliv()
-        .args(["gen-data", "--size", &size.to_string(), "--out-dir"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(g.status.success());
-}
-
-fn ok(o: &Output) -> String {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).to_string()
-}
-
-fn bucket_files(dir: &Path) -> usize {
-    std::fs::read_dir(dir).map_or(0, |it| {
-        it.flatten()
-            .filter(|e| {
-                let n = e.file_name().to_string_lossy().into_owned();
-                n.strip_prefix('b')
-                    .is_some_and(|r| r.parse::<u32>().is_ok())
-            })
-            .count()
-    })
 }
 
 #[test]

@@ -4,32 +4,16 @@
 //! the worker count stop in the job handshake; other protocols refuse the option.
 #![allow(clippy::unwrap_used)] // test helpers unwrap like the tests do
 
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn obliv() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_obliv"))
-}
+mod common;
+use common::{bucket_files, free_ports, gen_data, obliv, ok};
 
 fn parties() -> String {
-    let a = TcpListener::bind("127.0.0.1:0").unwrap();
-    let b = TcpListener::bind("127.0.0.1:0").unwrap();
-    format!(
-        "127.0.0.1:{},127.0.0.1:{}",
-        a.local_addr().unwrap().port(),
-        b.local_addr().unwrap().port()
-    )
-}
-
-fn gen_data(dir: &Path, size: u32) {
-    let g = obliv()
-        .args(["gen-data", "--size", &size.to_string(), "--out-dir"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(g.status.success());
+    let (a, b) = free_ports();
+    format!("127.0.0.1:{a},127.0.0.1:{b}")
 }
 
 /// Spawns party `rank` of `protocol` on `psi_{rank+1}.csv`, writing `{out}{rank}.csv`.
@@ -65,11 +49,6 @@ fn run_pair(dir: &Path, protocol: &str, out: &str, extra: [&[String]; 2]) -> (Ou
         p0.wait_with_output().unwrap(),
         p1.wait_with_output().unwrap(),
     )
-}
-
-fn ok(o: &Output) -> String {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).to_string()
 }
 
 fn args(a: &[&str]) -> Vec<String> {
@@ -144,18 +123,6 @@ fn workers_are_for_rr22_only() {
         assert_eq!(o.status.code(), Some(2), "{protocol} {n}: {err}");
         assert!(err.contains("--workers"), "{err}");
     }
-}
-
-fn bucket_files(dir: &Path) -> usize {
-    std::fs::read_dir(dir).map_or(0, |it| {
-        it.flatten()
-            .filter(|e| {
-                let n = e.file_name().to_string_lossy().into_owned();
-                n.strip_prefix('b')
-                    .is_some_and(|r| r.parse::<u32>().is_ok())
-            })
-            .count()
-    })
 }
 
 #[test]
