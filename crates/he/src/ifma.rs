@@ -19,18 +19,34 @@
 //! masked scan, so neither the branch pattern nor the memory accesses depend on the exponent
 //! or the base; the final reduction below `M` is a masked subtraction.
 //!
-//! Used only when the CPU reports `avx512f` and `avx512ifma` at run time; otherwise callers
-//! fall back to GMP's `mpz_powm_sec`.
+//! Used only when the CPU reports `avx512f` and `avx512ifma` at run time (exactly the features
+//! the `target_feature` attributes below enable), and not at all when built with
+//! `--cfg obliv_portable`; otherwise callers use the 64-bit Montgomery backend
+//! (`bigint::monty`).
 #![allow(unsafe_code)]
 #![allow(clippy::cast_possible_truncation)] // limb arithmetic: truncation to 52/64 bits intended
 #![allow(clippy::needless_range_loop)] // several arrays indexed in lock-step
 
-use rug::Integer;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-#[cfg(target_arch = "x86_64")]
+use crate::bigint::Integer;
+use crate::bigint::monty::Monty;
+
+#[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
 pub(crate) use imp::{IfmaFixedBase, IfmaModulus};
+#[cfg(all(test, target_arch = "x86_64", not(obliv_portable)))]
+pub(crate) use imp::available;
 
-#[cfg(target_arch = "x86_64")]
+/// Set by [`disable`]: contexts and tables created afterwards do not use IFMA.
+static DISABLED: AtomicBool = AtomicBool::new(false);
+
+/// Makes contexts and tables created afterwards skip the IFMA path (`true`) or use it when
+/// the CPU has it (`false`, the default). For benchmarks and tests of the other paths.
+pub(crate) fn disable(on: bool) {
+    DISABLED.store(on, Ordering::Relaxed);
+}
+
+#[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
 mod imp {
     use core::arch::x86_64::{
         __m512i, _mm_cvtsi128_si64, _mm512_add_epi64, _mm512_alignr_epi64, _mm512_and_si512,
@@ -39,8 +55,8 @@ mod imp {
         _mm512_storeu_si512,
     };
 
-    use rug::Integer;
-    use rug::integer::Order;
+    use super::{DISABLED, Ordering};
+    use crate::bigint::Integer;
     use subtle::ConstantTimeEq;
     use zeroize::Zeroize;
 
@@ -65,7 +81,7 @@ mod imp {
 
         fn from_integer(x: &Integer) -> Self {
             let mut out = Self::ZERO;
-            let mut words = x.to_digits::<u64>(Order::Lsf);
+            let words = x.as_limbs();
             // Repack 64-bit words into 52-bit limbs (x < 2^(52·8N) by the callers' checks).
             for i in 0..8 * N {
                 let lo = i * 52;
@@ -76,7 +92,6 @@ mod imp {
                 }
                 *out.limb_mut(i) = v & MASK52;
             }
-            words.zeroize();
             out
         }
 
@@ -91,7 +106,7 @@ mod imp {
                     words[w + 1] |= v >> (64 - s);
                 }
             }
-            let x = Integer::from_digits(&words, Order::Lsf);
+            let x = Integer::from_limbs(&words);
             words.zeroize();
             x
         }
@@ -120,9 +135,11 @@ mod imp {
         }
     }
 
-    /// Whether the running CPU has the instructions this module needs.
+    /// Whether the running CPU has the instructions this module needs (and IFMA has not been
+    /// switched off by [`super::disable`]).
     pub(crate) fn available() -> bool {
-        std::arch::is_x86_feature_detected!("avx512f")
+        !DISABLED.load(Ordering::Relaxed)
+            && std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512ifma")
     }
 
@@ -133,10 +150,15 @@ mod imp {
             if !available() || m.is_even() || *m <= 1u32 || m.significant_bits() + 2 > r_bits {
                 return None;
             }
-            let r2 = (Integer::from(1u32) << (2 * r_bits)) % m;
-            let two52 = Integer::from(1u64 << 52);
-            let inv = Integer::from(m % &two52).invert(&two52).ok()?;
-            let k0 = (two52 - inv).to_u64()? & MASK52;
+            // One-off setup with variable-time division (the modulus is fixed per key).
+            let r2 = (Integer::from(1u32) << (2 * r_bits)).modulo(m);
+            // −M^{−1} mod 2^52 by Newton's iteration modulo 2^64.
+            let m0 = m.as_limbs()[0];
+            let mut inv = 1u64;
+            for _ in 0..6 {
+                inv = inv.wrapping_mul(2u64.wrapping_sub(m0.wrapping_mul(inv)));
+            }
+            let k0 = inv.wrapping_neg() & MASK52;
             Some(Self {
                 m: Num::from_integer(m),
                 r2: Num::from_integer(&r2),
@@ -166,9 +188,12 @@ mod imp {
                 table[k] = self.amm(&table[k - 1], &table[1]);
             }
             let windows = e_bits.div_ceil(WINDOW).max(1);
-            let digit = |w: u32| -> u32 {
-                (0..WINDOW).fold(0u32, |d, k| d | (u32::from(e.get_bit(w * WINDOW + k)) << k))
-            };
+            // The exponent as a fixed number of limbs, so that reading a bit never depends on
+            // its length.
+            let mut el = e
+                .to_limbs_padded((windows * WINDOW).div_ceil(64) as usize)
+                .unwrap_or_else(|| e.as_limbs()[..(windows * WINDOW).div_ceil(64) as usize].to_vec());
+            let digit = |w: u32| -> u32 { digit_of(&el, w * WINDOW, WINDOW) };
             let mut acc = self.select(&table, digit(windows - 1));
             for w in (0..windows - 1).rev() {
                 for _ in 0..WINDOW {
@@ -181,6 +206,7 @@ mod imp {
             let mut r = self.amm(&acc, &one);
             self.reduce_once(&mut r);
             let out = r.value();
+            el.zeroize();
             for t in table.iter_mut() {
                 t.zeroize();
             }
@@ -292,20 +318,19 @@ mod imp {
             let windows = exp_bits.div_ceil(window).max(1);
             let per = 1usize << window;
             let mut table = Vec::with_capacity(windows as usize * per);
-            let mut b = Integer::from(base % m);
+            // The base is public (h_s, g, y): the table is built with plain arithmetic.
+            let mut b = base.modulo(m);
             for _ in 0..windows {
-                let mut cur = Integer::from(1u32);
+                let mut cur = Integer::from(1u32) << r_bits;
+                cur = cur.modulo(m);
                 for j in 0..per {
-                    let mont = Integer::from(&cur << r_bits) % m;
-                    table.push(Num::from_integer(&mont));
+                    table.push(Num::from_integer(&cur));
                     if j + 1 < per {
-                        cur *= &b;
-                        cur %= m;
+                        cur = (&cur * &b).modulo(m);
                     }
                 }
                 for _ in 0..window {
-                    b.square_mut();
-                    b %= m;
+                    b = b.square().modulo(m);
                 }
             }
             Some(Self {
@@ -335,10 +360,12 @@ mod imp {
             one.0[0][0] = 1;
             // Montgomery one: AMM(R² mod M, 1) = R mod M.
             let mut acc = self.ctx.amm(&self.ctx.r2, &one);
+            let len = (self.window * self.windows).div_ceil(64) as usize;
+            let mut el = e
+                .to_limbs_padded(len)
+                .unwrap_or_else(|| e.as_limbs()[..len].to_vec());
             for i in 0..self.windows {
-                let digit = (0..self.window).fold(0u32, |d, k| {
-                    d | (u32::from(e.get_bit(i * self.window + k)) << k)
-                });
+                let digit = digit_of(&el, i * self.window, self.window);
                 let start = i as usize * per;
                 let mut t = self.ctx.select(&self.table[start..start + per], digit);
                 acc = self.ctx.amm(&acc, &t);
@@ -347,10 +374,23 @@ mod imp {
             let mut r = self.ctx.amm(&acc, &one);
             self.ctx.reduce_once(&mut r);
             let out = r.value();
+            el.zeroize();
             acc.zeroize();
             r.zeroize();
             out
         }
+    }
+
+    /// Bits `[pos, pos + w)` of fixed-length little-endian limbs (public positions only).
+    fn digit_of(e: &[u64], pos: u32, w: u32) -> u32 {
+        let mut d = 0u32;
+        for k in 0..w {
+            let i = (pos + k) as usize;
+            if let Some(x) = e.get(i / 64) {
+                d |= (((x >> (i % 64)) & 1) as u32) << k;
+            }
+        }
+        d
     }
 
     #[target_feature(enable = "avx512f")]
@@ -366,64 +406,62 @@ mod imp {
     }
 }
 
-/// A constant-time exponentiation context for one modulus: IFMA when the CPU has it and the
-/// size fits (moduli up to 4158 bits), else GMP's `mpz_powm_sec`.
+/// A constant-time exponentiation context for one odd modulus: IFMA when the CPU has it and
+/// the size fits (moduli up to 4158 bits), else the 64-bit Montgomery backend.
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum CtPow {
     /// Up to 2078-bit moduli.
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
     Ifma5(Box<IfmaModulus<5>>),
     /// Up to 3326-bit moduli.
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
     Ifma8(Box<IfmaModulus<8>>),
     /// Up to 4158-bit moduli.
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
     Ifma10(Box<IfmaModulus<10>>),
-    /// GMP fallback.
-    Gmp,
+    /// 64-bit Montgomery (ADX or portable kernel).
+    Mont(Box<Monty>),
 }
 
 impl CtPow {
-    #[cfg(not(target_arch = "x86_64"))]
-    pub(crate) fn new(_m: &Integer) -> Self {
-        Self::Gmp
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    pub(crate) fn new(m: &Integer) -> Self {
-        let bits = m.significant_bits();
-        let ctx = if bits + 2 <= 52 * 40 {
-            IfmaModulus::<5>::new(m).map(|c| Self::Ifma5(Box::new(c)))
-        } else if bits + 2 <= 52 * 64 {
-            IfmaModulus::<8>::new(m).map(|c| Self::Ifma8(Box::new(c)))
-        } else if bits + 2 <= 52 * 80 {
-            IfmaModulus::<10>::new(m).map(|c| Self::Ifma10(Box::new(c)))
-        } else {
-            None
-        };
-        ctx.unwrap_or(Self::Gmp)
-    }
-
-    /// `base^e mod m` in constant time for `0 ≤ base < m`, `e > 0` of at most `e_bits` bits.
-    pub(crate) fn pow(&self, base: Integer, e: &Integer, e_bits: u32, m: &Integer) -> Integer {
-        match self {
-            #[cfg(target_arch = "x86_64")]
-            Self::Ifma5(c) => c.pow(&base, e, e_bits),
-            #[cfg(target_arch = "x86_64")]
-            Self::Ifma8(c) => c.pow(&base, e, e_bits),
-            #[cfg(target_arch = "x86_64")]
-            Self::Ifma10(c) => c.pow(&base, e, e_bits),
-            Self::Gmp => {
-                let _ = e_bits;
-                base.secure_pow_mod(e, m)
+    /// The context for an odd `m > 1`; `None` for any other `m`.
+    pub(crate) fn new(m: &Integer) -> Option<Self> {
+        #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+        {
+            let bits = m.significant_bits();
+            let ctx = if bits + 2 <= 52 * 40 {
+                IfmaModulus::<5>::new(m).map(|c| Self::Ifma5(Box::new(c)))
+            } else if bits + 2 <= 52 * 64 {
+                IfmaModulus::<8>::new(m).map(|c| Self::Ifma8(Box::new(c)))
+            } else if bits + 2 <= 52 * 80 {
+                IfmaModulus::<10>::new(m).map(|c| Self::Ifma10(Box::new(c)))
+            } else {
+                None
+            };
+            if ctx.is_some() {
+                return ctx;
             }
+        }
+        Monty::new(m).map(|c| Self::Mont(Box::new(c)))
+    }
+
+    /// `base^e mod m` in constant time for `0 ≤ base < m`, `e ≥ 0` of at most `e_bits` bits.
+    pub(crate) fn pow(&self, base: &Integer, e: &Integer, e_bits: u32) -> Integer {
+        match self {
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            Self::Ifma5(c) => c.pow(base, e, e_bits),
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            Self::Ifma8(c) => c.pow(base, e, e_bits),
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            Self::Ifma10(c) => c.pow(base, e, e_bits),
+            Self::Mont(c) => c.pow(base, e, e_bits),
         }
     }
 
     /// Whether the vector path is in use.
     #[cfg(test)]
     pub(crate) fn is_ifma(&self) -> bool {
-        !matches!(self, Self::Gmp)
+        !matches!(self, Self::Mont(_))
     }
 }
 
@@ -433,39 +471,45 @@ mod tests {
     use crate::bigint::{random_below, random_bits};
 
     #[test]
-    fn matches_gmp() {
+    fn matches_reference() {
         let mut rng = rand::rng();
         for bits in [64u32, 521, 2046, 2048, 3072, 4096] {
             let mut m = random_bits(&mut rng, bits);
             m.set_bit(bits - 1, true);
             m.set_bit(0, true);
-            let ctx = CtPow::new(&m);
-            #[cfg(target_arch = "x86_64")]
+            let ctx = CtPow::new(&m).expect("odd");
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
             if imp::available() {
                 assert!(ctx.is_ifma(), "{bits}");
             }
+            let mont = Monty::new(&m).expect("odd");
             for e_bits in [1u32, 5, 6, 1024, bits] {
                 for _ in 0..3 {
                     let b = random_below(&mut rng, &m);
                     let mut e = random_bits(&mut rng, e_bits);
                     e.set_bit(e_bits - 1, true);
-                    let want = b.clone().pow_mod(&e, &m).expect("odd modulus");
-                    assert_eq!(ctx.pow(b, &e, e_bits, &m), want, "{bits} {e_bits}");
+                    // Reference: square and multiply with Knuth division.
+                    let mut want = Integer::from(1u32);
+                    for i in (0..e.significant_bits()).rev() {
+                        want = want.square().modulo(&m);
+                        if e.get_bit(i) {
+                            want = (&want * &b).modulo(&m);
+                        }
+                    }
+                    assert_eq!(ctx.pow(&b, &e, e_bits), want, "{bits} {e_bits}");
+                    assert_eq!(mont.pow(&b, &e, e_bits), want, "{bits} {e_bits}");
                 }
             }
             // Edge bases: 0, 1, m − 1.
             let e = Integer::from(65_537u32);
-            for b in [
-                Integer::new(),
-                Integer::from(1u32),
-                Integer::from(&m - 1u32),
-            ] {
-                let want = b.clone().pow_mod(&e, &m).expect("odd modulus");
-                assert_eq!(ctx.pow(b, &e, 17, &m), want);
+            for b in [Integer::new(), Integer::from(1u32), &m - 1u32] {
+                assert_eq!(ctx.pow(&b, &e, 17), mont.pow(&b, &e, 17));
             }
         }
-        // Moduli beyond 4158 bits use GMP.
-        let m = random_bits(&mut rng, 4200) | 1u32;
-        assert!(!CtPow::new(&m).is_ifma());
+        // Moduli beyond 4158 bits use the Montgomery backend.
+        let mut m = random_bits(&mut rng, 4200);
+        m.set_bit(0, true);
+        assert!(!CtPow::new(&m).expect("odd").is_ifma());
+        assert!(CtPow::new(&Integer::from(10u32)).is_none());
     }
 }

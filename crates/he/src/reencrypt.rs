@@ -25,7 +25,7 @@
 
 use rand_core::CryptoRng;
 use rayon::prelude::*;
-use rug::Integer;
+use crate::bigint::Integer;
 
 use crate::elgamal::modp;
 use crate::error::{Error, Result};

@@ -15,7 +15,11 @@
 //! Exponents: the secret `x` and the ephemeral `k` have 320 bits for the 2048-bit group and
 //! 420 for the 3072-bit group — RFC 3526 §8's larger exponent size for each group (short
 //! exponents in a safe-prime group; van Oorschot–Wiener, EUROCRYPT 1996). `g^k` and `y^k` use
-//! fixed-base tables read by constant-time scans; `c₁^x` uses GMP's `mpz_powm_sec`.
+//! fixed-base tables read by constant-time scans; `c₁^x` is a constant-time fixed-window
+//! exponentiation (AVX-512 IFMA or 64-bit Montgomery), and the products with the message or the
+//! shared secret are Montgomery multiplications. The Jacobi symbols of the residue checks are
+//! variable time (they run on the message at encryption and on the public ciphertext at
+//! decryption).
 //!
 //! \[RFC3526\] T. Kivinen, M. Kojo, *More Modular Exponential (MODP) Diffie-Hellman groups for
 //! Internet Key Exchange (IKE)*, 2003 (groups 14 and 15).
@@ -25,10 +29,11 @@ use std::sync::{Arc, OnceLock};
 
 use rand_core::CryptoRng;
 use rayon::prelude::*;
-use rug::Integer;
+use crate::bigint::Integer;
 use serde::{Deserialize, Deserializer, Serialize, Serializer, de::Error as _};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
+use crate::bigint::monty::Monty;
 use crate::bigint::{FixedBaseTable, random_bits, serde_hex, wipe};
 use crate::error::{Error, Result};
 use crate::ifma::CtPow;
@@ -81,8 +86,10 @@ pub struct Group {
     g: Integer,
     exp_bits: u32,
     g_table: OnceLock<FixedBaseTable>,
-    /// Constant-time exponentiation modulo `p` (AVX-512 IFMA or GMP) for decryption.
+    /// Constant-time exponentiation modulo `p` (AVX-512 IFMA or Montgomery) for decryption.
     ct: CtPow,
+    /// Montgomery context modulo `p` for constant-time products.
+    mont: Monty,
 }
 
 impl fmt::Debug for Group {
@@ -107,7 +114,9 @@ impl Group {
             // The constants are valid hexadecimal (checked by the tests).
             let p = Integer::from_str_radix(hex, 16).unwrap_or_default();
             let q = Integer::from(&p - 1u32) >> 1u32;
-            let ct = CtPow::new(&p);
+            // p is an odd prime: both contexts exist.
+            let ct = CtPow::new(&p).expect("odd modulus");
+            let mont = Monty::new(&p).expect("odd modulus");
             Arc::new(Group {
                 id,
                 p,
@@ -116,6 +125,7 @@ impl Group {
                 exp_bits,
                 g_table: OnceLock::new(),
                 ct,
+                mont,
             })
         })
     }
@@ -275,10 +285,10 @@ impl PublicKey {
         }
         let mut k = random_bits(rng, self.group.exp_bits);
         let c1 = self.group.g_table().pow(&k);
-        let mut c2 = self.y_table().pow(&k);
+        let yk = self.y_table().pow(&k);
         wipe(&mut k);
-        c2 *= m;
-        c2 %= &self.group.p;
+        // m ∈ QR_p and y^k < p: a constant-time product modulo p.
+        let c2 = self.group.mont.mul_mod_lt(&yk, m);
         Ok(Ciphertext { c1, c2 })
     }
 
@@ -486,16 +496,15 @@ impl SecretKey {
             return Err(Error::MalformedCiphertext("component not in QR_p"));
         }
         // (c₁^{−1})^x: the inverse is of the public c₁ (variable time is harmless there), and
-        // the exponentiation by the short secret x is GMP's side-channel-silent one.
+        // the exponentiation by the short secret x is the constant-time one.
         let inv =
-            c.c1.invert_ref(&g.p)
-                .map(Integer::from)
+            c.c1.invert(&g.p)
                 .ok_or(Error::MalformedCiphertext("c1 not invertible"))?;
         // The window count follows the exponent size, a public parameter (320/420 bits for
         // generated keys; a deserialised key may use a longer x).
         let e_bits = g.exp_bits.max(self.x.significant_bits());
-        let s = g.ct.pow(inv, &self.x, e_bits, &g.p);
-        Ok(s * &c.c2 % &g.p)
+        let s = g.ct.pow(&inv, &self.x, e_bits);
+        Ok(g.mont.mul_mod_lt(&s, &c.c2))
     }
 
     /// Decrypts and decodes ([`Group::decode`]) to the value in `[1, q]`.
@@ -519,7 +528,7 @@ impl SecretKey {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use rug::integer::IsPrime;
+    use crate::bigint::prime::is_probable_prime;
 
     fn key() -> &'static SecretKey {
         static K: OnceLock<SecretKey> = OnceLock::new();
@@ -538,8 +547,9 @@ mod tests {
             let hex = g.p.to_string_radix(16).to_uppercase();
             assert!(hex.starts_with("FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD1"));
             assert!(hex.ends_with(tail));
-            assert_ne!(g.p.is_probably_prime(10), IsPrime::No);
-            assert_ne!(g.q.is_probably_prime(10), IsPrime::No);
+            let mut rng = rand::rng();
+            assert!(is_probable_prime(&g.p, 10, &mut rng));
+            assert!(is_probable_prime(&g.q, 10, &mut rng));
             assert_eq!(g.g.jacobi(&g.p), 1);
         }
     }

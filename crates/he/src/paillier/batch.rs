@@ -3,7 +3,7 @@
 //! order of the inputs; the first error (in input order) is returned.
 
 use rayon::prelude::*;
-use rug::Integer;
+use crate::bigint::Integer;
 
 use super::{Ciphertext, EncodedNumber, EncryptedNumber, PublicKey, SecretKey};
 use crate::error::{Error, Result};

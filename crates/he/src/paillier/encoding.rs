@@ -11,7 +11,7 @@
 //!   exponent rejects a plaintext mantissa that would exceed it, and decoding a mantissa in the
 //!   band `(max_int, n − max_int)` is [`Error::Overflow`].
 
-use rug::{Assign, Integer};
+use crate::bigint::Integer;
 use serde::{Deserialize, Serialize};
 
 use super::{Ciphertext, PublicKey, SecretKey};
@@ -56,7 +56,7 @@ fn check_exponent(e: i32) -> Result<()> {
 /// `round_half_even(a / 2^k)` for any integer `a`, `k ≥ 1`.
 fn div_pow2_round_half_even(a: &Integer, k: u32) -> Integer {
     let neg = *a < 0u32;
-    let abs = Integer::from(a.abs_ref());
+    let abs = a.abs();
     let mut q = Integer::from(&abs >> k);
     let rem = abs - Integer::from(&q << k);
     let half = Integer::from(1u32) << (k - 1);
@@ -194,7 +194,7 @@ impl EncodedNumber {
             if !m.is_divisible(&d) {
                 return Err(Error::InvalidNumber("value is not an integer"));
             }
-            Ok(m.div_exact(&d))
+            Ok(m / &d)
         }
     }
 
@@ -357,8 +357,7 @@ impl SecretKey {
     /// # Errors
     /// [`Error::MalformedCiphertext`].
     pub fn decrypt_encoded(&self, a: &EncryptedNumber) -> Result<EncodedNumber> {
-        let mut encoding = Integer::new();
-        encoding.assign(self.decrypt(&a.ciphertext)?);
+        let encoding = self.decrypt(&a.ciphertext)?;
         Ok(EncodedNumber {
             encoding,
             exponent: a.exponent,

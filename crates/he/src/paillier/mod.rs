@@ -26,12 +26,17 @@
 //! Pollard's lambda method, hence `ℓ = 2κ`). Ciphertexts are malleable by design (IND-CPA only).
 //!
 //! ## Constant time
-//! The decryption exponentiations use GMP's `mpz_powm_sec` (side-channel silent: no
-//! secret-dependent branches or memory accesses); the fixed-base tables for the secret
-//! randomness `r` are read by a full scan with masks. GMP's plain multiplication and division,
-//! used after a table look-up and in CRT recombination, take time that depends on operand
-//! lengths, not on their bits, in practice, but GMP does not guarantee this. Key generation
-//! (prime search) and multiplication by a plaintext scalar are variable time.
+//! Decryption runs in time independent of the secret key and the plaintext: the reductions
+//! `c mod p²`, `c mod q²` are Montgomery reductions, the exponentiations by `p − 1`, `q − 1`
+//! are fixed-window Montgomery ladders (64-bit limbs with the ADX or `u128` kernel, or AVX-512
+//! IFMA) with masked table scans, `L_p` is an exact division by multiplication with
+//! `p^{−1} mod 2^{64k}`, and Garner's recombination uses Montgomery multiplications and masked
+//! modular subtraction. Encryption reads the fixed-base tables for the secret randomness `r`
+//! by a full masked scan and multiplies by `1 + m·n` with a Montgomery multiplication. Left
+//! variable time: key generation and key import (prime search, the one-off derivation of the
+//! CRT constants with extended Euclid and division), multiplication by a plaintext scalar, the
+//! homomorphic operations on public ciphertexts, and the signed decoding of a decrypted value.
+//! Schoolbook products such as `m_q + q·t` take time that depends on limb counts only.
 //!
 //! \[Pai99\] P. Paillier, *Public-Key Cryptosystems Based on Composite Degree Residuosity
 //! Classes*, EUROCRYPT 1999. \[DJN10\] I. Damgård, M. Jurik, J. B. Nielsen, *A generalization of
@@ -44,12 +49,12 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use rand_core::CryptoRng;
-use rug::Integer;
-use rug::integer::IsPrime;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
-use crate::bigint::{self, FixedBaseTable, random_bits, random_unit, serde_hex, wipe};
+use crate::bigint::monty::Monty;
+use crate::bigint::prime::{ADVERSARIAL_ROUNDS, is_probable_prime, random_prime_3mod4};
+use crate::bigint::{self, FixedBaseTable, Integer, random_bits, random_unit, serde_hex, wipe};
 use crate::error::{Error, Result};
 use crate::ifma::CtPow;
 
@@ -57,8 +62,6 @@ pub use encoding::{EncodedNumber, EncryptedNumber};
 
 /// Window width (bits) of the fixed-base tables.
 const WINDOW: u32 = 5;
-/// Miller–Rabin rounds on top of GMP's Baillie–PSW test in key generation and validation.
-const PRIME_REPS: u32 = 30;
 /// The moduli sizes accepted by the default constructors.
 pub const ALLOWED_BITS: [u32; 3] = [2048, 3072, 4096];
 /// The smallest modulus accepted by [`PublicKey::from_n`] and the `from_primes` constructors.
@@ -134,6 +137,8 @@ struct PkInner {
     max_int: Integer,
     n_bits: u32,
     r_bits: u32,
+    /// Montgomery context modulo `n²` (constant-time products with secret factors).
+    mont_n2: Monty,
     table: OnceLock<FixedBaseTable>,
 }
 
@@ -196,11 +201,12 @@ impl PublicKey {
         if n.is_even() {
             return Err(Error::InvalidKey("n is even"));
         }
-        let n2 = Integer::from(n.square_ref());
-        if hs <= 0u32 || hs >= n2 || Integer::from(hs.gcd_ref(&n)) != 1u32 {
+        let n2 = n.square();
+        if hs <= 0u32 || hs >= n2 || hs.gcd(&n) != 1u32 {
             return Err(Error::InvalidKey("h_s is not a unit modulo n²"));
         }
-        let max_int = Integer::from(&n / 3u32);
+        let max_int = &n / 3u32;
+        let mont_n2 = Monty::new(&n2).ok_or(Error::InvalidKey("n is even"))?;
         Ok(Self {
             inner: Arc::new(PkInner {
                 n,
@@ -209,6 +215,7 @@ impl PublicKey {
                 max_int,
                 n_bits,
                 r_bits: randomness_bits_for(n_bits),
+                mont_n2,
                 table: OnceLock::new(),
             }),
         })
@@ -285,7 +292,7 @@ impl PublicKey {
         if ct.c <= 0u32 || ct.c >= self.inner.n2 {
             return Err(Error::MalformedCiphertext("not in [1, n²)"));
         }
-        if Integer::from(ct.c.gcd_ref(&self.inner.n)) != 1u32 {
+        if ct.c.gcd(&self.inner.n) != 1u32 {
             return Err(Error::MalformedCiphertext("not a unit modulo n²"));
         }
         Ok(())
@@ -300,9 +307,7 @@ impl PublicKey {
 
     /// `1 + m·n mod n²` = `g^m` for `g = n + 1`, `0 ≤ m < n`.
     fn g_pow(&self, m: &Integer) -> Integer {
-        let mut x = Integer::from(m * &self.inner.n);
-        x += 1u32;
-        x
+        m * &self.inner.n + 1u32
     }
 
     /// `h_s^r mod n²` for a fresh `r` of `ℓ` bits.
@@ -331,9 +336,11 @@ impl PublicKey {
         rng: &mut R,
     ) -> Result<Ciphertext> {
         self.check_plaintext(m)?;
-        let mut c = self.g_pow(m);
-        c *= self.noise(rng);
-        c %= &self.inner.n2;
+        // (1 + m·n) < n² and h_s^r < n²: one constant-time product modulo n².
+        let c = self
+            .inner
+            .mont_n2
+            .mul_mod_lt(&self.g_pow(m), &self.noise(rng));
         Ok(Ciphertext { c })
     }
 
@@ -351,11 +358,11 @@ impl PublicKey {
     /// # Errors
     /// [`Error::Overflow`] when `|v| > max_int`.
     pub fn encode_signed(&self, v: &Integer) -> Result<Integer> {
-        if Integer::from(v.abs_ref()) > self.inner.max_int {
+        if v.abs() > self.inner.max_int {
             return Err(Error::Overflow("|value| exceeds max_int = n/3"));
         }
-        Ok(if *v < 0u32 {
-            Integer::from(v + &self.inner.n)
+        Ok(if v.is_negative() {
+            v + &self.inner.n
         } else {
             v.clone()
         })
@@ -370,8 +377,8 @@ impl PublicKey {
         self.check_plaintext(m)?;
         if *m <= self.inner.max_int {
             Ok(m.clone())
-        } else if Integer::from(&self.inner.n - m) <= self.inner.max_int {
-            Ok(Integer::from(m - &self.inner.n))
+        } else if &self.inner.n - m <= self.inner.max_int {
+            Ok(m - &self.inner.n)
         } else {
             Err(Error::Overflow(
                 "plaintext in the overflow band (max_int, n - max_int)",
@@ -382,9 +389,9 @@ impl PublicKey {
     /// `E(a + b) = a·b mod n²`.
     #[must_use]
     pub fn add(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
-        let mut c = Integer::from(&a.c * &b.c);
-        c %= &self.inner.n2;
-        Ciphertext { c }
+        Ciphertext {
+            c: (&a.c * &b.c).modulo(&self.inner.n2),
+        }
     }
 
     /// `E(−a) = a^{−1} mod n²`.
@@ -393,8 +400,7 @@ impl PublicKey {
     /// [`Error::MalformedCiphertext`] when `a` is not invertible modulo `n²`.
     pub fn neg(&self, a: &Ciphertext) -> Result<Ciphertext> {
         let c =
-            a.c.invert_ref(&self.inner.n2)
-                .map(Integer::from)
+            a.c.invert(&self.inner.n2)
                 .ok_or(Error::MalformedCiphertext("not a unit modulo n²"))?;
         Ok(Ciphertext { c })
     }
@@ -413,10 +419,9 @@ impl PublicKey {
     /// [`Error::PlaintextOutOfRange`] for `k` outside `[0, n)`.
     pub fn add_plain(&self, a: &Ciphertext, k: &Integer) -> Result<Ciphertext> {
         self.check_plaintext(k)?;
-        let mut c = self.g_pow(k);
-        c *= &a.c;
-        c %= &self.inner.n2;
-        Ok(Ciphertext { c })
+        Ok(Ciphertext {
+            c: (self.g_pow(k) * &a.c).modulo(&self.inner.n2),
+        })
     }
 
     /// `E(k·a) = a^k mod n²` for any integer `k` (taken modulo `n`; a negative `k`, or one
@@ -428,16 +433,14 @@ impl PublicKey {
     /// # Errors
     /// [`Error::MalformedCiphertext`] when `a` is not a unit and an inverse is needed.
     pub fn mul_plain(&self, a: &Ciphertext, k: &Integer) -> Result<Ciphertext> {
-        let k = Integer::from(k.modulo_ref(&self.inner.n));
-        let half = Integer::from(&self.inner.n >> 1u32);
+        let k = k.modulo(&self.inner.n);
+        let half = &self.inner.n >> 1u32;
         let (base, e) = if k > half {
-            (self.neg(a)?.c, Integer::from(&self.inner.n - &k))
+            (self.neg(a)?.c, &self.inner.n - &k)
         } else {
-            (a.c.clone(), k)
+            (a.c.modulo(&self.inner.n2), k)
         };
-        let c = base
-            .pow_mod(&e, &self.inner.n2)
-            .map_err(|_| Error::MalformedCiphertext("not a unit modulo n²"))?;
+        let c = self.inner.mont_n2.pow(&base, &e, e.significant_bits());
         Ok(Ciphertext { c })
     }
 
@@ -454,9 +457,10 @@ impl PublicKey {
         a: &Ciphertext,
         rng: &mut R,
     ) -> Ciphertext {
-        let mut c = self.noise(rng);
-        c *= &a.c;
-        c %= &self.inner.n2;
+        let c = self
+            .inner
+            .mont_n2
+            .mul_mod_lt(&a.c.modulo(&self.inner.n2), &self.noise(rng));
         Ciphertext { c }
     }
 }
@@ -464,25 +468,10 @@ impl PublicKey {
 /// `(−x²)ⁿ mod n²` for a random unit `x` of `Z_n` (DJN's `h_s`).
 fn djn_base<R: CryptoRng + ?Sized>(n: &Integer, rng: &mut R) -> Integer {
     let x = random_unit(rng, n);
-    let h = n - Integer::from(x.square_ref()) % n;
-    let n2 = Integer::from(n.square_ref());
+    let h = n - x.square().modulo(n);
+    let n2 = n.square();
     // n is odd and positive, so the modulus is valid and h (a unit) needs no inverse.
     h.pow_mod(n, &n2).unwrap_or_default()
-}
-
-/// A random prime of exactly `bits` bits (top two bits set) with `p ≡ 3 (mod 4)`.
-fn random_prime_3mod4<R: CryptoRng + ?Sized>(rng: &mut R, bits: u32) -> Integer {
-    loop {
-        let mut p = random_bits(rng, bits);
-        p.set_bit(bits - 1, true);
-        p.set_bit(bits - 2, true);
-        p.set_bit(0, true);
-        p.set_bit(1, true);
-        if p.is_probably_prime(PRIME_REPS) != IsPrime::No {
-            return p;
-        }
-        wipe(&mut p);
-    }
 }
 
 struct CrtTables {
@@ -508,9 +497,17 @@ pub struct SecretKey {
     q_inv_p: Integer,
     /// `(q²)^{−1} mod p²`.
     q2_inv_p2: Integer,
-    /// Constant-time exponentiation modulo `p²` and `q²` (AVX-512 IFMA or GMP).
+    /// `p^{−1} mod 2^(64·k)` for the `k` limbs of `p`: `L_p` as an exact division.
+    p_inv_word: Integer,
+    q_inv_word: Integer,
+    /// Constant-time exponentiation modulo `p²` and `q²` (AVX-512 IFMA or 64-bit Montgomery).
     ct_p: CtPow,
     ct_q: CtPow,
+    /// Montgomery contexts for the constant-time reductions and products.
+    mont_p: Monty,
+    mont_q: Monty,
+    mont_p2: Monty,
+    mont_q2: Monty,
     tables: OnceLock<CrtTables>,
 }
 
@@ -535,10 +532,13 @@ impl Zeroize for SecretKey {
             &mut self.hq,
             &mut self.q_inv_p,
             &mut self.q2_inv_p2,
+            &mut self.p_inv_word,
+            &mut self.q_inv_word,
         ] {
             wipe(x);
         }
-        // The CRT tables hold powers of the public h_s only; dropping them is enough.
+        // The CRT tables hold powers of the public h_s only; dropping them is enough. The
+        // Montgomery contexts (moduli p, q, p², q²) wipe themselves when dropped.
         self.tables = OnceLock::new();
     }
 }
@@ -649,7 +649,7 @@ impl Keypair {
             if p == q {
                 continue;
             }
-            let n = Integer::from(&p * &q);
+            let n = &p * &q;
             let hs = djn_base(&n, rng);
             // The size is in range, n is odd and h_s a unit by construction.
             match PublicKey::from_parts(n, hs, MIN_INSECURE_BITS) {
@@ -691,14 +691,17 @@ impl SecretKey {
         if p == q || *p <= 2u32 || *q <= 2u32 {
             return Err(Error::InvalidKey("p and q must be distinct odd primes"));
         }
-        if p.is_probably_prime(PRIME_REPS) == IsPrime::No
-            || q.is_probably_prime(PRIME_REPS) == IsPrime::No
+        let mut rng = rand::rng();
+        if p.is_even()
+            || q.is_even()
+            || !is_probable_prime(p, ADVERSARIAL_ROUNDS, &mut rng)
+            || !is_probable_prime(q, ADVERSARIAL_ROUNDS, &mut rng)
         {
             return Err(Error::InvalidKey("p or q is not prime"));
         }
-        let n = Integer::from(p * q);
-        let phi = Integer::from(p - 1u32) * Integer::from(q - 1u32);
-        if Integer::from(n.gcd_ref(&phi)) != 1u32 {
+        let n = p * q;
+        let phi = (p - 1u32) * (q - 1u32);
+        if n.gcd(&phi) != 1u32 {
             return Err(Error::InvalidKey("gcd(n, phi(n)) != 1"));
         }
         let pk = match hs {
@@ -708,27 +711,41 @@ impl SecretKey {
         Ok(Self::derive(pk, p.clone(), q.clone()))
     }
 
-    /// Derives the CRT constants; `p ≠ q` odd primes with `p·q = pk.n`.
+    /// Derives the CRT constants; `p ≠ q` odd primes with `p·q = pk.n`. One-off and variable
+    /// time (extended Euclid, division).
     fn derive(pk: PublicKey, p: Integer, q: Integer) -> Self {
-        let p2 = Integer::from(p.square_ref());
-        let q2 = Integer::from(q.square_ref());
-        let p_minus_1 = Integer::from(&p - 1u32);
-        let q_minus_1 = Integer::from(&q - 1u32);
+        let p2 = p.square();
+        let q2 = q.square();
+        let p_minus_1 = &p - 1u32;
+        let q_minus_1 = &q - 1u32;
         let h = |prime: &Integer, prime2: &Integer, pm1: &Integer| -> Integer {
             // g^{p-1} mod p² with g = n + 1, then L_p and the inverse modulo p. For distinct
             // primes L_p(g^{p−1}) = −q·… is a unit mod p, so the inverse exists.
-            let g = Integer::from(pk.n() + 1u32);
+            let g = pk.n() + 1u32;
             let x = g.pow_mod(pm1, prime2).unwrap_or_default();
             let l = (x - 1u32) / prime;
             l.invert(prime).unwrap_or_default()
         };
         let hp = h(&p, &p2, &p_minus_1);
         let hq = h(&q, &q2, &q_minus_1);
-        let q_inv_p = q.invert_ref(&p).map(Integer::from).unwrap_or_default();
-        let q2_inv_p2 = q2.invert_ref(&p2).map(Integer::from).unwrap_or_default();
-        let ct_p = CtPow::new(&p2);
-        let ct_q = CtPow::new(&q2);
+        let q_inv_p = q.invert(&p).unwrap_or_default();
+        let q2_inv_p2 = q2.invert(&p2).unwrap_or_default();
+        let word_inv = |x: &Integer| -> Integer {
+            let bits = u32::try_from(x.as_limbs().len() * 64).unwrap_or(u32::MAX);
+            x.invert(&(Integer::from(1u32) << bits)).unwrap_or_default()
+        };
+        let p_inv_word = word_inv(&p);
+        let q_inv_word = word_inv(&q);
+        // p and q are odd primes > 2 (checked by every caller), so every context exists.
+        let ctx = |m: &Integer| Monty::new(m).expect("odd modulus > 1");
+        let ct = |m: &Integer| CtPow::new(m).expect("odd modulus > 1");
         Self {
+            ct_p: ct(&p2),
+            ct_q: ct(&q2),
+            mont_p: ctx(&p),
+            mont_q: ctx(&q),
+            mont_p2: ctx(&p2),
+            mont_q2: ctx(&q2),
             pk,
             p,
             q,
@@ -740,8 +757,8 @@ impl SecretKey {
             hq,
             q_inv_p,
             q2_inv_p2,
-            ct_p,
-            ct_q,
+            p_inv_word,
+            q_inv_word,
             tables: OnceLock::new(),
         }
     }
@@ -763,8 +780,8 @@ impl SecretKey {
             let r_bits = self.pk.inner.r_bits;
             let hs = &self.pk.inner.hs;
             CrtTables {
-                p: FixedBaseTable::new(&Integer::from(hs % &self.p2), &self.p2, r_bits, WINDOW),
-                q: FixedBaseTable::new(&Integer::from(hs % &self.q2), &self.q2, r_bits, WINDOW),
+                p: FixedBaseTable::new(&hs.modulo(&self.p2), &self.p2, r_bits, WINDOW),
+                q: FixedBaseTable::new(&hs.modulo(&self.q2), &self.q2, r_bits, WINDOW),
             }
         })
     }
@@ -799,19 +816,17 @@ impl SecretKey {
         let xp = t.p.pow(&r);
         let xq = t.q.pow(&r);
         wipe(&mut r);
-        // Garner: x = x_q + q²·((x_p − x_q)·(q²)^{−1} mod p²).
-        let mut d = Integer::from(&xp - &xq);
-        d *= &self.q2_inv_p2;
-        d = d.modulo(&self.p2);
-        d *= &self.q2;
-        d += xq;
-        let mut c = self.pk.g_pow(m);
-        c *= &d;
-        c %= &self.pk.inner.n2;
+        // Garner: x = x_q + q²·((x_p − x_q)·(q²)^{−1} mod p²), with constant-time reductions,
+        // subtraction and products modulo p².
+        let xq_p2 = self.mont_p2.reduce(&xq);
+        let d = self.mont_p2.sub_mod(&xp, &xq_p2);
+        let d = self.mont_p2.mul_mod_lt(&d, &self.q2_inv_p2);
+        let x = &self.q2 * &d + &xq;
+        let c = self.pk.inner.mont_n2.mul_mod_lt(&self.pk.g_pow(m), &x);
         Ok(Ciphertext { c })
     }
 
-    /// Decrypts to `m ∈ [0, n)` by CRT, with GMP's side-channel-silent exponentiation.
+    /// Decrypts to `m ∈ [0, n)` by CRT, in constant time (see the module documentation).
     ///
     /// # Errors
     /// [`Error::MalformedCiphertext`] when `ct` is not in `Z*_{n²}`.
@@ -819,44 +834,43 @@ impl SecretKey {
         if ct.c <= 0u32 || ct.c >= self.pk.inner.n2 {
             return Err(Error::MalformedCiphertext("not in [1, n²)"));
         }
-        let cp = Integer::from(&ct.c % &self.p2);
-        let cq = Integer::from(&ct.c % &self.q2);
-        if cp.is_divisible(&self.p) || cq.is_divisible(&self.q) {
+        let cp = self.mont_p2.reduce(&ct.c);
+        let cq = self.mont_q2.reduce(&ct.c);
+        // c is a unit modulo n² iff p ∤ c and q ∤ c (only the verdict is revealed).
+        if self.mont_p.reduce(&cp).is_zero() || self.mont_q.reduce(&cq).is_zero() {
             return Err(Error::MalformedCiphertext("not a unit modulo n²"));
         }
         // The two half-size exponentiations are independent: on an idle pool they run on two
         // cores (rayon::join costs about a microsecond; inside a batch it just queues work).
         let (mp, mq) = rayon::join(
-            || Self::half(&self.ct_p, cp, &self.p, &self.p2, &self.p_minus_1, &self.hp),
-            || Self::half(&self.ct_q, cq, &self.q, &self.q2, &self.q_minus_1, &self.hq),
+            || self.half(&self.ct_p, &self.mont_p, &cp, &self.p_minus_1, &self.p_inv_word, &self.hp),
+            || self.half(&self.ct_q, &self.mont_q, &cq, &self.q_minus_1, &self.q_inv_word, &self.hq),
         );
-        Ok(self.recombine(mp, mq))
+        Ok(self.recombine(&mp, &mq))
     }
 
-    /// `L_p(c^{p−1} mod p²)·h_p mod p`.
+    /// `L_p(c^{p−1} mod p²)·h_p mod p`, with `L_p(x) = (x − 1)/p` computed as
+    /// `(x − 1)·p^{−1} mod 2^(64k)` (exact, as `p` divides `x − 1` and the quotient is below `p`).
     fn half(
+        &self,
         ct: &CtPow,
-        c: Integer,
-        p: &Integer,
-        p2: &Integer,
+        mont_p: &Monty,
+        c: &Integer,
         pm1: &Integer,
+        p_inv_word: &Integer,
         hp: &Integer,
     ) -> Integer {
-        let x = ct.pow(c, pm1, pm1.significant_bits(), p2);
-        let mut l = (x - 1u32) / p;
-        l *= hp;
-        l %= p;
-        l
+        let x = ct.pow(c, pm1, pm1.significant_bits());
+        let l = bigint::mul_low(&(x - 1u32), p_inv_word, mont_p.limbs());
+        mont_p.mul_mod_lt(&l, hp)
     }
 
-    /// Garner: `m = m_q + q·((m_p − m_q)·q^{−1} mod p)`.
-    fn recombine(&self, mp: Integer, mq: Integer) -> Integer {
-        let mut d = mp - &mq;
-        d *= &self.q_inv_p;
-        d = d.modulo(&self.p);
-        d *= &self.q;
-        d += mq;
-        d
+    /// Garner: `m = m_q + q·((m_p − m_q)·q^{−1} mod p)`, constant time modulo `p`.
+    fn recombine(&self, mp: &Integer, mq: &Integer) -> Integer {
+        let mq_p = self.mont_p.reduce(mq);
+        let d = self.mont_p.sub_mod(mp, &mq_p);
+        let t = self.mont_p.mul_mod_lt(&d, &self.q_inv_p);
+        &self.q * &t + mq
     }
 
     /// Decrypts and decodes a signed value (see [`PublicKey::decode_signed`]) that must fit

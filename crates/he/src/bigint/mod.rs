@@ -1,11 +1,17 @@
-//! Big-integer helpers on top of GMP (through `rug`): uniform sampling from a CSPRNG, byte and
-//! hex conversion, wiping of secret values, serde helpers, and a fixed-base exponentiation table
-//! read with a constant-time scan.
+//! Big integers of our own: [`Integer`] (signed, arbitrary precision, variable-time generic
+//! arithmetic), the constant-time Montgomery backend (`monty`: portable `u128` and x86-64
+//! BMI2/ADX kernels), probable primes (`prime`), and the helpers the schemes share: uniform
+//! sampling from a CSPRNG, byte and hex conversion, wiping, serde, and fixed-base tables read
+//! with a constant-time scan.
+
+mod integer;
+pub(crate) mod monty;
+pub(crate) mod prime;
+
+pub use integer::{Integer, ParseIntegerError};
 
 use rand_core::CryptoRng;
-use rug::integer::Order;
-use rug::{Assign, Integer};
-use subtle::ConstantTimeEq;
+use zeroize::Zeroize;
 
 use crate::error::{Error, Result};
 
@@ -27,8 +33,8 @@ pub(crate) fn random_bits<R: CryptoRng + ?Sized>(rng: &mut R, bits: u32) -> Inte
     {
         *top >>= extra;
     }
-    let x = Integer::from_digits(&buf, Order::Lsf);
-    buf.iter_mut().for_each(|w| *w = 0);
+    let x = Integer::from_limbs(&buf);
+    buf.zeroize();
     x
 }
 
@@ -47,29 +53,45 @@ pub(crate) fn random_below<R: CryptoRng + ?Sized>(rng: &mut R, bound: &Integer) 
 pub(crate) fn random_unit<R: CryptoRng + ?Sized>(rng: &mut R, m: &Integer) -> Integer {
     loop {
         let x = random_below(rng, m);
-        if x != 0u32 && x.clone().gcd(m) == 1u32 {
+        if !x.is_zero() && x.gcd(m) == 1u32 {
             return x;
         }
     }
 }
 
-/// Overwrites every limb that `x` has allocated, then sets it to zero. GMP gives no safe way to
-/// zero its buffer, but assigning a value of exactly the allocated size writes through all of it
-/// (mpz_set copies into the existing allocation when it is large enough).
-pub(crate) fn wipe(x: &mut Integer) {
-    let cap = u32::try_from(x.capacity()).unwrap_or(0);
-    if cap > 0 {
-        let ones = (Integer::from(1u32) << cap) - 1u32;
-        if ones.capacity() <= x.capacity() {
-            x.assign(&ones);
-        }
+/// `x` (its magnitude) truncated or zero-padded to `len` limbs.
+pub(crate) fn limbs_of(x: &Integer, len: usize) -> Vec<u64> {
+    let mut v = vec![0u64; len];
+    let src = x.as_limbs();
+    let k = src.len().min(len);
+    v[..k].copy_from_slice(&src[..k]);
+    v
+}
+
+/// `a·b mod 2^(64·len)` by a truncated schoolbook product over exactly `len` limbs (time
+/// depends on `len` only).
+pub(crate) fn mul_low(a: &Integer, b: &Integer, len: usize) -> Integer {
+    let mut a = limbs_of(a, len);
+    let mut b = limbs_of(b, len);
+    let mut r = vec![0u64; len];
+    for i in 0..len {
+        let _ = integer::addmul_1(&mut r[i..], &a[..len - i], b[i]);
     }
-    x.assign(0u32);
+    let out = Integer::from_limbs(&r);
+    a.zeroize();
+    b.zeroize();
+    r.zeroize();
+    out
+}
+
+/// Overwrites the limbs of `x` with zeros and sets it to zero (dropping does the same).
+pub(crate) fn wipe(x: &mut Integer) {
+    x.zeroize();
 }
 
 /// Big-endian bytes of a non-negative integer (no leading zeros; empty for zero).
 pub(crate) fn to_bytes(x: &Integer) -> Vec<u8> {
-    x.to_digits::<u8>(Order::Msf)
+    x.to_be_bytes()
 }
 
 /// Integer from big-endian bytes, refusing more than [`MAX_DECODE_BITS`].
@@ -77,16 +99,16 @@ pub(crate) fn from_bytes(b: &[u8]) -> Result<Integer> {
     if b.len() as u64 * 8 > u64::from(MAX_DECODE_BITS) {
         return Err(Error::Decoding("integer too long"));
     }
-    Ok(Integer::from_digits(b, Order::Msf))
+    Ok(Integer::from_be_bytes(b))
 }
 
 /// serde as a lowercase hexadecimal string (no prefix), with a length limit on input.
 pub(crate) mod serde_hex {
-    use rug::Integer;
+    use super::Integer;
     use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
 
     pub(crate) fn serialize<S: Serializer>(x: &Integer, s: S) -> Result<S::Ok, S::Error> {
-        if *x < 0 {
+        if x.is_negative() {
             return Err(serde::ser::Error::custom("negative integer"));
         }
         s.serialize_str(&x.to_string_radix(16))
@@ -104,38 +126,38 @@ pub(crate) mod serde_hex {
     }
 }
 
-/// Fixed-base exponentiation `base^e mod m` for exponents of at most `exp_bits` bits, by the
-/// radix-`2^w` fixed-base method (Brickell–Gordon–McCurley–Wilson; HAC Algorithm 14.109 with
-/// all windows precomputed): the table holds `base^(j·2^(w·i))` for every window `i` and digit
-/// `j < 2^w`, so an exponentiation is one multiplication per window and no squaring.
+/// Fixed-base exponentiation `base^e mod m` (odd `m`) for exponents of at most `exp_bits`
+/// bits, by the radix-`2^w` fixed-base method (Brickell–Gordon–McCurley–Wilson; HAC Algorithm
+/// 14.109 with all windows precomputed): the table holds `base^(j·2^(w·i))` for every window `i`
+/// and digit `j < 2^w`, so an exponentiation is one multiplication per window and no squaring.
 ///
-/// Entries are stored as fixed-length limb vectors and every look-up reads all `2^w` entries
-/// of its window and keeps one by masking, so the memory access pattern does not depend on the
-/// (secret) exponent.
+/// Every look-up reads all `2^w` entries of its window and keeps one by masking, so the memory
+/// access pattern does not depend on the (secret) exponent.
 ///
 /// On CPUs with AVX-512 IFMA, moduli up to 8318 bits use [`crate::ifma::IfmaFixedBase`]
-/// instead (the same method in Montgomery form with 52-bit limbs), which is about twice as fast.
+/// (52-bit limbs); otherwise [`monty::MontFixedBase`] (64-bit Montgomery, ADX or portable).
 pub(crate) enum FixedBaseTable {
-    /// GMP multiplication and division.
-    Gmp(GmpFixedBase),
+    /// 64-bit Montgomery.
+    Mont(monty::MontFixedBase),
     /// IFMA, moduli up to 2078 bits.
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
     Ifma5(Box<crate::ifma::IfmaFixedBase<5>>),
     /// IFMA, moduli up to 4158 bits.
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
     Ifma10(Box<crate::ifma::IfmaFixedBase<10>>),
     /// IFMA, moduli up to 6238 bits (`n²` of 3072-bit keys).
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
     Ifma15(Box<crate::ifma::IfmaFixedBase<15>>),
     /// IFMA, moduli up to 8318 bits (`n²` of 4096-bit keys).
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
     Ifma20(Box<crate::ifma::IfmaFixedBase<20>>),
 }
 
 impl FixedBaseTable {
     /// Builds the table (`windows · 2^w` modular multiplications), on IFMA when available.
+    /// `modulus` must be odd and greater than 1 (every caller's is).
     pub(crate) fn new(base: &Integer, modulus: &Integer, exp_bits: u32, window: u32) -> Self {
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
         {
             let bits = modulus.significant_bits();
             if bits + 2 <= 52 * 40 {
@@ -163,32 +185,39 @@ impl FixedBaseTable {
                 return Self::Ifma20(Box::new(t));
             }
         }
-        Self::Gmp(GmpFixedBase::new(base, modulus, exp_bits, window))
+        Self::new_mont(base, modulus, exp_bits, window)
     }
 
-    /// The GMP table regardless of the CPU (for tests comparing the two).
-    #[cfg(test)]
-    pub(crate) fn new_gmp(base: &Integer, modulus: &Integer, exp_bits: u32, window: u32) -> Self {
-        Self::Gmp(GmpFixedBase::new(base, modulus, exp_bits, window))
+    /// The 64-bit Montgomery table regardless of the CPU.
+    pub(crate) fn new_mont(base: &Integer, modulus: &Integer, exp_bits: u32, window: u32) -> Self {
+        // Callers pass odd moduli > 1 (n², p², q², MODP primes); a degenerate one would be a
+        // bug, reported as an empty-window table over the modulus 3 rather than a panic.
+        let t = monty::MontFixedBase::new(base, modulus, exp_bits, window).or_else(|| {
+            monty::MontFixedBase::new(&Integer::new(), &Integer::from(3u32), exp_bits, window)
+        });
+        match t {
+            Some(t) => Self::Mont(t),
+            None => unreachable!("3 is an odd modulus"),
+        }
     }
 
     /// Whether the IFMA variant is in use.
     #[cfg(test)]
     pub(crate) fn is_ifma(&self) -> bool {
-        !matches!(self, Self::Gmp(_))
+        !matches!(self, Self::Mont(_))
     }
 
     /// The number of bytes the table occupies.
     pub(crate) fn memory_bytes(&self) -> usize {
         match self {
-            Self::Gmp(t) => t.memory_bytes(),
-            #[cfg(target_arch = "x86_64")]
+            Self::Mont(t) => t.memory_bytes(),
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
             Self::Ifma5(t) => t.memory_bytes(),
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
             Self::Ifma10(t) => t.memory_bytes(),
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
             Self::Ifma15(t) => t.memory_bytes(),
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
             Self::Ifma20(t) => t.memory_bytes(),
         }
     }
@@ -196,95 +225,16 @@ impl FixedBaseTable {
     /// `base^e mod m` for `0 ≤ e < 2^exp_bits` (higher bits of `e` are ignored).
     pub(crate) fn pow(&self, e: &Integer) -> Integer {
         match self {
-            Self::Gmp(t) => t.pow(e),
-            #[cfg(target_arch = "x86_64")]
+            Self::Mont(t) => t.pow(e),
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
             Self::Ifma5(t) => t.pow(e),
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
             Self::Ifma10(t) => t.pow(e),
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
             Self::Ifma15(t) => t.pow(e),
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
             Self::Ifma20(t) => t.pow(e),
         }
-    }
-}
-
-/// The GMP variant of [`FixedBaseTable`].
-pub(crate) struct GmpFixedBase {
-    modulus: Integer,
-    window: u32,
-    windows: u32,
-    limbs: usize,
-    /// `windows · 2^window · limbs` words, window-major.
-    table: Vec<u64>,
-}
-
-impl GmpFixedBase {
-    /// Builds the table (`windows · 2^w` modular multiplications).
-    pub(crate) fn new(base: &Integer, modulus: &Integer, exp_bits: u32, window: u32) -> Self {
-        let limbs = modulus.significant_bits().div_ceil(64) as usize;
-        let windows = exp_bits.div_ceil(window);
-        let per = 1usize << window;
-        let mut table = vec![0u64; windows as usize * per * limbs];
-        let mut b = Integer::from(base % modulus);
-        for i in 0..windows as usize {
-            let mut cur = Integer::from(1u32);
-            for j in 0..per {
-                let off = (i * per + j) * limbs;
-                cur.write_digits(
-                    &mut table[off..off + cur.significant_digits::<u64>()],
-                    Order::Lsf,
-                );
-                if j + 1 < per {
-                    cur *= &b;
-                    cur %= modulus;
-                }
-            }
-            // b ← b^(2^w)
-            for _ in 0..window {
-                b.square_mut();
-                b %= modulus;
-            }
-        }
-        Self {
-            modulus: modulus.clone(),
-            window,
-            windows,
-            limbs,
-            table,
-        }
-    }
-
-    /// The number of bytes the table occupies.
-    pub(crate) fn memory_bytes(&self) -> usize {
-        self.table.len() * 8
-    }
-
-    /// `base^e mod m` for `0 ≤ e < 2^exp_bits` (higher bits of `e` are ignored).
-    pub(crate) fn pow(&self, e: &Integer) -> Integer {
-        let per = 1usize << self.window;
-        let mut acc = Integer::from(1u32);
-        let mut sel = vec![0u64; self.limbs];
-        for i in 0..self.windows {
-            let mut digit = 0u32;
-            for k in 0..self.window {
-                digit |= u32::from(e.get_bit(i * self.window + k)) << k;
-            }
-            sel.iter_mut().for_each(|w| *w = 0);
-            let base = i as usize * per * self.limbs;
-            for (j, d) in (0..per).zip(0u32..) {
-                let mask = 0u64.wrapping_sub(u64::from(d.ct_eq(&digit).unwrap_u8()));
-                let entry = &self.table[base + j * self.limbs..base + (j + 1) * self.limbs];
-                for (s, t) in sel.iter_mut().zip(entry) {
-                    *s |= t & mask;
-                }
-            }
-            let factor = Integer::from_digits(&sel, Order::Lsf);
-            acc *= &factor;
-            acc %= &self.modulus;
-        }
-        sel.iter_mut().for_each(|w| *w = 0);
-        acc
     }
 }
 
@@ -295,7 +245,7 @@ mod tests {
     #[test]
     fn fixed_base_matches_pow_mod() {
         let mut rng = rand::rng();
-        for (bits, w, gmp) in [
+        for (bits, w, mont) in [
             (521u32, 1u32, false),
             (521, 4, false),
             (521, 5, true),
@@ -308,21 +258,22 @@ mod tests {
             (8192, 4, false),
             (8400, 4, true),
         ] {
-            let m = random_bits(&mut rng, bits) | 1u32;
+            let mut m = random_bits(&mut rng, bits);
+            m.set_bit(0, true);
             let b = random_below(&mut rng, &m);
-            let t = if gmp {
-                FixedBaseTable::new_gmp(&b, &m, 130, w)
+            let t = if mont {
+                FixedBaseTable::new_mont(&b, &m, 130, w)
             } else {
                 FixedBaseTable::new(&b, &m, 130, w)
             };
             assert!(t.memory_bytes() > 0);
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx512ifma") {
-                assert_eq!(t.is_ifma(), !gmp);
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            if crate::ifma::available() && bits + 2 <= 52 * 160 {
+                assert_eq!(t.is_ifma(), !mont);
             }
             for _ in 0..10 {
                 let e = random_bits(&mut rng, 130);
-                let want = b.clone().pow_mod(&e, &m).expect("modulus positive");
+                let want = b.pow_mod(&e, &m).expect("modulus positive");
                 assert_eq!(t.pow(&e), want);
             }
             assert_eq!(t.pow(&Integer::new()), 1u32);

@@ -1,0 +1,843 @@
+//! Constant-time Montgomery arithmetic modulo an odd `N` of `L` 64-bit limbs, `R = 2^(64L)`.
+//!
+//! Multiplication is *separated operand scanning* (Koç, Acar, Kaliski, *Analyzing and comparing
+//! Montgomery multiplication algorithms*, IEEE Micro 1996): the full product (or a dedicated
+//! square: off-diagonal products once, doubled, plus the diagonal) followed by word-serial
+//! REDC in the form of GMP's `mpn_redc_1` (each row's carry parked in the limb it cleared and
+//! added back at the end), then one masked subtraction of `N`. Every loop runs over fixed,
+//! public lengths and nothing branches on or indexes memory by the values, so the time of a
+//! multiplication depends on `L` only.
+//!
+//! The only primitive is `r += a·b` over a limb row (`addmul_1`), in two kernels:
+//! * **portable**: `u128` multiply-accumulate, any target;
+//! * **ADX** (x86-64): a `mulx`/`adcx`/`adox` loop in inline assembly with two independent
+//!   carry chains, used when the CPU reports every feature of the `adx_features!` list (the
+//!   same list is the `target_feature` set of the entry points that run it).
+//!
+//! Exponentiation is a fixed 5-bit window over all `e_bits` bits of the exponent; each table
+//! entry is chosen by reading all 32 entries and keeping one by masks. [`MontFixedBase`] is the
+//! fixed-base variant (every window precomputed, one multiplication per window).
+#![allow(clippy::cast_possible_truncation)] // limb arithmetic: truncation to 64 bits intended
+#![allow(clippy::needless_range_loop)] // several arrays indexed in lock-step
+// The dispatch to the ADX entry points is `unsafe` (target features); each block says why the
+// features are present. All other code here is safe.
+#![allow(unsafe_code)]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use subtle::ConstantTimeEq;
+use zeroize::Zeroize;
+
+use super::{Integer, limbs_of};
+use super::integer::addmul_1;
+
+const WINDOW: u32 = 5;
+
+/// A row kernel: `r += a·b` over `r.len() == a.len()` limbs, returning the carry limb.
+/// Implementations are constant time. A value of the type is the proof that the CPU can run it.
+pub(crate) trait Kernel: Copy {
+    fn addmul_1(self, r: &mut [u64], a: &[u64], b: u64) -> u64;
+}
+
+/// The `u128` kernel.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Portable;
+
+impl Kernel for Portable {
+    #[inline(always)]
+    fn addmul_1(self, r: &mut [u64], a: &[u64], b: u64) -> u64 {
+        addmul_1(r, a, b)
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+pub(crate) use adx::Adx;
+
+#[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+mod adx {
+    #![allow(unsafe_code)]
+    use super::{Kernel, MontFixedBase, Monty};
+    use crate::bigint::Integer;
+
+    /// Declares the ADX entry points with `#[target_feature(enable = F)]` for every feature `F`
+    /// of the list, and `detected()`, which checks exactly those features at run time: the
+    /// list is written once.
+    macro_rules! adx_features {
+        (@items [$($f:tt),+]) => {};
+        (@items [$($f:tt),+] $item:item $($rest:item)*) => {
+            $(#[target_feature(enable = $f)])+
+            $item
+            adx_features!(@items [$($f),+] $($rest)*);
+        };
+        ([$($f:tt),+] $($item:item)*) => {
+            /// Whether the running CPU has every feature the ADX entry points enable.
+            pub(super) fn detected() -> bool {
+                true $(&& std::arch::is_x86_feature_detected!($f))+
+            }
+            adx_features!(@items [$($f),+] $($item)*);
+        };
+    }
+
+    adx_features! { ["bmi2", "adx"]
+        /// [`Monty::pow_with`] compiled for BMI2 + ADX.
+        pub(super) unsafe fn pow(m: &Monty, k: Adx, base: &[u64], e: &[u64], e_bits: u32) -> Vec<u64> {
+            m.pow_with(k, base, e, e_bits)
+        }
+        /// [`MontFixedBase::pow_with`] compiled for BMI2 + ADX.
+        pub(super) unsafe fn fixed_pow(t: &MontFixedBase, k: Adx, e: &[u64]) -> Vec<u64> {
+            t.pow_with(k, e)
+        }
+        /// [`Monty::mul_plain_with`] compiled for BMI2 + ADX.
+        pub(super) unsafe fn mul_plain(m: &Monty, k: Adx, a: &[u64], b: &[u64]) -> Vec<u64> {
+            m.mul_plain_with(k, a, b)
+        }
+        /// [`Monty::reduce_with`] compiled for BMI2 + ADX.
+        pub(super) unsafe fn reduce(m: &Monty, k: Adx, x: &Integer) -> Vec<u64> {
+            m.reduce_with(k, x)
+        }
+    }
+
+    /// The `mulx`/`adcx`/`adox` kernel; only [`Adx::detect`] makes one.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct Adx(());
+
+    impl Adx {
+        /// The kernel, if the CPU has BMI2 and ADX.
+        pub(crate) fn detect() -> Option<Self> {
+            detected().then_some(Self(()))
+        }
+    }
+
+    impl Kernel for Adx {
+        #[inline(always)]
+        fn addmul_1(self, r: &mut [u64], a: &[u64], b: u64) -> u64 {
+            assert_eq!(r.len(), a.len());
+            if a.is_empty() {
+                return 0;
+            }
+            // SAFETY: `self` exists only when `detected()` confirmed BMI2 (mulx) and ADX
+            // (adcx, adox); both pointers are valid for `a.len()` limbs (checked equal above)
+            // and the loop touches exactly indices 0..len of each.
+            unsafe { addmul_1_asm(r.as_mut_ptr(), a.as_ptr(), a.len(), b) }
+        }
+    }
+
+    /// `r[0..n] += a[0..n]·b`, returns the carry; `n ≥ 1`. Two carry chains: CF (adcx) adds
+    /// the previous high word to the low word, OF (adox) adds the old `r[j]`; the index counts
+    /// from `−n` up to 0 with `lea` and `jrcxz`, which leave both flags alone.
+    #[inline(always)]
+    unsafe fn addmul_1_asm(r: *mut u64, a: *const u64, n: usize, b: u64) -> u64 {
+        let carry: u64;
+        // SAFETY: the caller guarantees the CPU features and `n` valid limbs behind each
+        // pointer; the pointers passed point one past the end and every access is at
+        // `end + 8·i` for `i ∈ [−n, −1]`.
+        unsafe {
+            core::arch::asm!(
+                "test cl, 1",
+                "jz 4f",
+                // Odd n: one limb first, then pairs.
+                "xor {hi:e}, {hi:e}",
+                "mulx {h2}, {lo}, qword ptr [{ap} + 8*rcx]",
+                "adox {lo}, qword ptr [{rp} + 8*rcx]",
+                "mov qword ptr [{rp} + 8*rcx], {lo}",
+                "mov {hi}, {h2}",
+                "lea rcx, [rcx + 1]",
+                "jrcxz 3f",
+                "jmp 2f",
+                "4:",
+                "xor {hi:e}, {hi:e}",
+                "2:",
+                "mulx {h2}, {lo}, qword ptr [{ap} + 8*rcx]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{rp} + 8*rcx]",
+                "mov qword ptr [{rp} + 8*rcx], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{ap} + 8*rcx + 8]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{rp} + 8*rcx + 8]",
+                "mov qword ptr [{rp} + 8*rcx + 8], {lo}",
+                "lea rcx, [rcx + 2]",
+                "jrcxz 3f",
+                "jmp 2b",
+                "3:",
+                "mov {lo:e}, 0",
+                "adcx {hi}, {lo}",
+                "adox {hi}, {lo}",
+                ap = in(reg) a.add(n),
+                rp = in(reg) r.add(n),
+                inout("rcx") n.wrapping_neg() => _,
+                in("rdx") b,
+                hi = out(reg) carry,
+                h2 = out(reg) _,
+                lo = out(reg) _,
+                options(nostack),
+            );
+        }
+        carry
+    }
+
+    #[cfg(test)]
+    pub(super) use detected as adx_detected;
+}
+
+/// Set by [`force_portable`]: new contexts use the `u128` kernel even when ADX is present.
+static FORCE_PORTABLE: AtomicBool = AtomicBool::new(false);
+
+/// Makes Montgomery contexts created afterwards use the portable `u128` kernel (`true`) or
+/// the best kernel the CPU has (`false`, the default). For benchmarks and tests.
+pub(crate) fn force_portable(on: bool) {
+    FORCE_PORTABLE.store(on, Ordering::Relaxed);
+}
+
+/// Which kernel a context runs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Backend {
+    /// `u128` multiply-accumulate.
+    Portable,
+    /// BMI2 + ADX assembly.
+    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+    Adx(Adx),
+}
+
+impl Backend {
+    /// The best kernel for this CPU (unless [`force_portable`] is on).
+    pub(crate) fn detect() -> Self {
+        #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+        if !FORCE_PORTABLE.load(Ordering::Relaxed)
+            && let Some(k) = Adx::detect()
+        {
+            return Self::Adx(k);
+        }
+        Self::Portable
+    }
+
+    /// Whether this is the assembly kernel.
+    #[cfg(test)]
+    pub(crate) fn is_adx(self) -> bool {
+        !matches!(self, Self::Portable)
+    }
+}
+
+/// Whether the CPU has what the ADX kernel needs (always false when it is compiled out).
+#[cfg(test)]
+pub(crate) fn adx_available() -> bool {
+    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+    {
+        adx::adx_detected()
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(obliv_portable))))]
+    {
+        false
+    }
+}
+
+/// Montgomery context for one odd modulus `N > 1`.
+#[derive(Clone)]
+pub(crate) struct Monty {
+    n: Vec<u64>,
+    /// `−N^{−1} mod 2^64`.
+    n0: u64,
+    /// `R² mod N`.
+    r2: Vec<u64>,
+    /// `R mod N` (the Montgomery form of 1).
+    one: Vec<u64>,
+    backend: Backend,
+}
+
+impl Drop for Monty {
+    fn drop(&mut self) {
+        // The modulus may be secret (p², q²).
+        self.n.zeroize();
+        self.r2.zeroize();
+        self.one.zeroize();
+        self.n0.zeroize();
+    }
+}
+
+/// Bits `[pos, pos + WINDOW)` of the little-endian limbs `e` (public positions).
+fn window_digit(e: &[u64], pos: u32) -> u32 {
+    let mut d = 0u32;
+    for k in 0..WINDOW {
+        let i = (pos + k) as usize;
+        if let Some(w) = e.get(i / 64) {
+            d |= (((w >> (i % 64)) & 1) as u32) << k;
+        }
+    }
+    d
+}
+
+/// `out = table[d]` for entries of `out.len()` limbs, reading every entry.
+fn ct_select(out: &mut [u64], table: &[u64], d: u32) {
+    let l = out.len();
+    out.fill(0);
+    for (j, entry) in (0u32..).zip(table.chunks_exact(l)) {
+        let mask = 0u64.wrapping_sub(u64::from(j.ct_eq(&d).unwrap_u8()));
+        for (o, &t) in out.iter_mut().zip(entry) {
+            *o |= t & mask;
+        }
+    }
+}
+
+impl Monty {
+    /// The context for an odd `m > 1` (`None` otherwise), with the best kernel of this CPU.
+    pub(crate) fn new(m: &Integer) -> Option<Self> {
+        Self::with_backend(m, Backend::detect())
+    }
+
+    /// The context with a chosen kernel.
+    pub(crate) fn with_backend(m: &Integer, backend: Backend) -> Option<Self> {
+        if m.is_negative() || m.is_even() || *m <= 1u32 {
+            return None;
+        }
+        let n = m.as_limbs().to_vec();
+        let l = n.len();
+        // −N^{−1} mod 2^64 by Newton's iteration (x ← x·(2 − N·x) doubles the correct bits).
+        let mut inv = 1u64;
+        for _ in 0..6 {
+            inv = inv.wrapping_mul(2u64.wrapping_sub(n[0].wrapping_mul(inv)));
+        }
+        let n0 = inv.wrapping_neg();
+        // One-off setup with the variable-time division (the modulus is fixed per key).
+        let r = (Integer::from(1u32) << u32::try_from(64 * l).ok()?).modulo(m);
+        let r2 = r.square().modulo(m);
+        Some(Self {
+            one: limbs_of(&r, l),
+            r2: limbs_of(&r2, l),
+            n,
+            n0,
+            backend,
+        })
+    }
+
+    /// Limbs of the modulus.
+    pub(crate) fn limbs(&self) -> usize {
+        self.n.len()
+    }
+
+    /// The kernel in use.
+    #[cfg(test)]
+    pub(crate) fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    // --- limb-level core, generic over the kernel --------------------------------------------
+
+    /// `t[0..2L] = a·b` (`a`, `b` of `L` limbs).
+    #[inline(always)]
+    fn mul_full<K: Kernel>(k: K, t: &mut [u64], a: &[u64], b: &[u64]) {
+        let l = a.len();
+        t.fill(0);
+        for i in 0..l {
+            t[i + l] = k.addmul_1(&mut t[i..i + l], a, b[i]);
+        }
+    }
+
+    /// `t[0..2L] = a²`: off-diagonal products once, doubled, plus the squares.
+    #[inline(always)]
+    fn sqr_full<K: Kernel>(k: K, t: &mut [u64], a: &[u64]) {
+        let l = a.len();
+        t.fill(0);
+        for i in 0..l.saturating_sub(1) {
+            t[i + l] = k.addmul_1(&mut t[2 * i + 1..i + l], &a[i + 1..l], a[i]);
+        }
+        let mut c = 0u64;
+        for w in t.iter_mut() {
+            let nw = (*w << 1) | c;
+            c = *w >> 63;
+            *w = nw;
+        }
+        let mut carry = 0u64;
+        for i in 0..l {
+            let sq = u128::from(a[i]) * u128::from(a[i]);
+            let s0 = u128::from(t[2 * i]) + u128::from(sq as u64) + u128::from(carry);
+            t[2 * i] = s0 as u64;
+            let s1 = u128::from(t[2 * i + 1]) + (sq >> 64) + (s0 >> 64);
+            t[2 * i + 1] = s1 as u64;
+            carry = (s1 >> 64) as u64;
+        }
+    }
+
+    /// `out = t·R^{−1} mod N` for `t < N·R` held in `t[0..2L]` (destroyed).
+    #[inline(always)]
+    fn redc<K: Kernel>(&self, k: K, out: &mut [u64], t: &mut [u64]) {
+        let l = self.n.len();
+        for i in 0..l {
+            let q = t[i].wrapping_mul(self.n0);
+            let c = k.addmul_1(&mut t[i..i + l], &self.n, q);
+            t[i] = c;
+        }
+        let mut carry = 0u64;
+        for i in 0..l {
+            let s = u128::from(t[l + i]) + u128::from(t[i]) + u128::from(carry);
+            out[i] = s as u64;
+            carry = (s >> 64) as u64;
+        }
+        // out + carry·R < 2N: subtract N once unless out < N (and no carry), by masks.
+        let mut borrow = 0u64;
+        for i in 0..l {
+            let (d, b1) = out[i].overflowing_sub(self.n[i]);
+            let (d, b2) = d.overflowing_sub(borrow);
+            t[i] = d;
+            borrow = u64::from(b1 | b2);
+        }
+        let keep = 0u64.wrapping_sub((carry ^ 1) & borrow);
+        for i in 0..l {
+            out[i] = (out[i] & keep) | (t[i] & !keep);
+        }
+    }
+
+    /// `out = a·b·R^{−1} mod N` for `a, b < N` (`t`: scratch of `2L` limbs).
+    #[inline(always)]
+    fn mont_mul<K: Kernel>(&self, k: K, out: &mut [u64], a: &[u64], b: &[u64], t: &mut [u64]) {
+        Self::mul_full(k, t, a, b);
+        self.redc(k, out, t);
+    }
+
+    /// `out = a²·R^{−1} mod N` for `a < N`.
+    #[inline(always)]
+    fn mont_sqr<K: Kernel>(&self, k: K, out: &mut [u64], a: &[u64], t: &mut [u64]) {
+        Self::sqr_full(k, t, a);
+        self.redc(k, out, t);
+    }
+
+    /// `base^e mod N` for `base < N` (`L` limbs) and the low `e_bits` bits of `e`.
+    #[inline(always)]
+    pub(crate) fn pow_with<K: Kernel>(&self, k: K, base: &[u64], e: &[u64], e_bits: u32) -> Vec<u64> {
+        let l = self.n.len();
+        let per = 1usize << WINDOW;
+        let mut t = vec![0u64; 2 * l];
+        let mut table = vec![0u64; per * l];
+        table[..l].copy_from_slice(&self.one);
+        {
+            let (first, rest) = table.split_at_mut(l);
+            let _ = first;
+            self.mont_mul(k, &mut rest[..l], base, &self.r2, &mut t);
+        }
+        for j in 2..per {
+            let (done, rest) = table.split_at_mut(j * l);
+            self.mont_mul(k, &mut rest[..l], &done[(j - 1) * l..], &done[l..2 * l], &mut t);
+        }
+        let windows = e_bits.div_ceil(WINDOW).max(1);
+        let mut acc = vec![0u64; l];
+        let mut tmp = vec![0u64; l];
+        let mut sel = vec![0u64; l];
+        ct_select(&mut acc, &table, window_digit(e, (windows - 1) * WINDOW));
+        for w in (0..windows - 1).rev() {
+            for _ in 0..WINDOW {
+                self.mont_sqr(k, &mut tmp, &acc, &mut t);
+                core::mem::swap(&mut acc, &mut tmp);
+            }
+            ct_select(&mut sel, &table, window_digit(e, w * WINDOW));
+            self.mont_mul(k, &mut tmp, &acc, &sel, &mut t);
+            core::mem::swap(&mut acc, &mut tmp);
+        }
+        // Out of Montgomery form: REDC(acc).
+        t.fill(0);
+        t[..l].copy_from_slice(&acc);
+        self.redc(k, &mut tmp, &mut t);
+        table.zeroize();
+        t.zeroize();
+        acc.zeroize();
+        sel.zeroize();
+        tmp
+    }
+
+    /// `a·b mod N` for `a, b < N`: two Montgomery multiplications (`a·b·R^{−1}`, then by `R²`).
+    #[inline(always)]
+    pub(crate) fn mul_plain_with<K: Kernel>(&self, k: K, a: &[u64], b: &[u64]) -> Vec<u64> {
+        let l = self.n.len();
+        let mut t = vec![0u64; 2 * l];
+        let mut x = vec![0u64; l];
+        let mut out = vec![0u64; l];
+        self.mont_mul(k, &mut x, a, b, &mut t);
+        self.mont_mul(k, &mut out, &x, &self.r2, &mut t);
+        t.zeroize();
+        x.zeroize();
+        out
+    }
+
+    /// `x mod N` for any non-negative `x`, in time that depends on the length of `x` only:
+    /// Horner over `L`-limb chunks from the top, `acc ← (acc·R + chunk) mod N` as
+    /// `REDC(acc·R + chunk)·R² · R^{−1}`.
+    #[inline(always)]
+    pub(crate) fn reduce_with<K: Kernel>(&self, k: K, x: &Integer) -> Vec<u64> {
+        let l = self.n.len();
+        let chunks = x.as_limbs().len().div_ceil(l).max(1);
+        let xs = limbs_of(x, chunks * l);
+        let mut acc = vec![0u64; l];
+        let mut tmp = vec![0u64; l];
+        let mut t = vec![0u64; 2 * l];
+        for c in (0..chunks).rev() {
+            t[..l].copy_from_slice(&xs[c * l..(c + 1) * l]);
+            t[l..].copy_from_slice(&acc);
+            self.redc(k, &mut tmp, &mut t);
+            self.mont_mul(k, &mut acc, &tmp, &self.r2, &mut t);
+        }
+        let mut xs = xs;
+        xs.zeroize();
+        tmp.zeroize();
+        t.zeroize();
+        acc
+    }
+
+    // --- Integer-level entry points, dispatched once per call -----------------------------------
+
+    /// `base^e mod N` in constant time for a fixed `e_bits` (higher bits of `e` are ignored;
+    /// `base` is reduced first, in time depending on its length only).
+    pub(crate) fn pow(&self, base: &Integer, e: &Integer, e_bits: u32) -> Integer {
+        let b = self.reduce_limbs(base);
+        let mut el = limbs_of(e, e_bits.div_ceil(64).max(1) as usize);
+        if e_bits % 64 != 0
+            && let Some(top) = el.last_mut()
+        {
+            *top &= (1u64 << (e_bits % 64)) - 1;
+        }
+        let mut r = match self.backend {
+            Backend::Portable => self.pow_with(Portable, &b, &el, e_bits),
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            // SAFETY: an `Adx` value exists only after the run-time check of every feature
+            // that `adx::pow` enables.
+            Backend::Adx(k) => unsafe { adx::pow(self, k, &b, &el, e_bits) },
+        };
+        el.zeroize();
+        let out = Integer::from_limbs(&r);
+        r.zeroize();
+        out
+    }
+
+    fn reduce_limbs(&self, x: &Integer) -> Vec<u64> {
+        match self.backend {
+            Backend::Portable => self.reduce_with(Portable, x),
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            // SAFETY: as in `pow`.
+            Backend::Adx(k) => unsafe { adx::reduce(self, k, x) },
+        }
+    }
+
+    /// `x mod N` in time that depends on the length of `x` only.
+    pub(crate) fn reduce(&self, x: &Integer) -> Integer {
+        let mut r = self.reduce_limbs(x);
+        let out = Integer::from_limbs(&r);
+        r.zeroize();
+        out
+    }
+
+    /// `a·b mod N` in constant time (`a`, `b` reduced first).
+    pub(crate) fn mul_mod(&self, a: &Integer, b: &Integer) -> Integer {
+        let mut a = self.reduce_limbs(a);
+        let mut b = self.reduce_limbs(b);
+        let mut r = match self.backend {
+            Backend::Portable => self.mul_plain_with(Portable, &a, &b),
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            // SAFETY: as in `pow`.
+            Backend::Adx(k) => unsafe { adx::mul_plain(self, k, &a, &b) },
+        };
+        a.zeroize();
+        b.zeroize();
+        let out = Integer::from_limbs(&r);
+        r.zeroize();
+        out
+    }
+
+    /// `a·b mod N` in constant time for `a < R` (at most `L` limbs) and `b < N`, without
+    /// reducing them first (cheaper than [`Self::mul_mod`]).
+    pub(crate) fn mul_mod_lt(&self, a: &Integer, b: &Integer) -> Integer {
+        let l = self.n.len();
+        debug_assert!(a.as_limbs().len() <= l);
+        debug_assert!(super::integer::cmp_mag(b.as_limbs(), &self.n) == core::cmp::Ordering::Less);
+        let (mut a, mut b) = (limbs_of(a, l), limbs_of(b, l));
+        let mut r = match self.backend {
+            Backend::Portable => self.mul_plain_with(Portable, &a, &b),
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            // SAFETY: as in `pow`.
+            Backend::Adx(k) => unsafe { adx::mul_plain(self, k, &a, &b) },
+        };
+        a.zeroize();
+        b.zeroize();
+        let out = Integer::from_limbs(&r);
+        r.zeroize();
+        out
+    }
+
+    /// `(a − b) mod N` in constant time for `a, b < N`.
+    pub(crate) fn sub_mod(&self, a: &Integer, b: &Integer) -> Integer {
+        let l = self.n.len();
+        let (mut a, mut b) = (limbs_of(a, l), limbs_of(b, l));
+        let mut borrow = 0u64;
+        for i in 0..l {
+            let (d, b1) = a[i].overflowing_sub(b[i]);
+            let (d, b2) = d.overflowing_sub(borrow);
+            a[i] = d;
+            borrow = u64::from(b1 | b2);
+        }
+        // Add N back under the mask of the borrow.
+        let mask = 0u64.wrapping_sub(borrow);
+        let mut carry = 0u64;
+        for i in 0..l {
+            let s = u128::from(a[i]) + u128::from(self.n[i] & mask) + u128::from(carry);
+            a[i] = s as u64;
+            carry = (s >> 64) as u64;
+        }
+        let out = Integer::from_limbs(&a);
+        a.zeroize();
+        b.zeroize();
+        out
+    }
+}
+
+/// Fixed-base exponentiation modulo an odd `N` with every window precomputed in Montgomery
+/// form (Brickell–Gordon–McCurley–Wilson, HAC 14.109): one Montgomery multiplication per
+/// window, each entry chosen by a masked scan of its window's `2^w` entries.
+pub(crate) struct MontFixedBase {
+    ctx: Monty,
+    window: u32,
+    windows: u32,
+    /// `windows · 2^window` entries of `L` limbs, `base^(j·2^(w·i))·R mod N`, window-major.
+    table: Vec<u64>,
+}
+
+impl MontFixedBase {
+    /// The table for `base` modulo odd `m > 1` and exponents below `2^exp_bits`.
+    pub(crate) fn new(base: &Integer, m: &Integer, exp_bits: u32, window: u32) -> Option<Self> {
+        let ctx = Monty::new(m)?;
+        let l = ctx.limbs();
+        let windows = exp_bits.div_ceil(window).max(1);
+        let per = 1usize << window;
+        let mut table = vec![0u64; windows as usize * per * l];
+        // The base is public (h_s, g, y): the table is built with plain arithmetic.
+        let r = Integer::from(1u32) << u32::try_from(64 * l).ok()?;
+        let mut b = base.modulo(m);
+        for i in 0..windows as usize {
+            let mut cur = r.modulo(m);
+            for j in 0..per {
+                let off = (i * per + j) * l;
+                table[off..off + l].copy_from_slice(&limbs_of(&cur, l));
+                if j + 1 < per {
+                    cur = (&cur * &b).modulo(m);
+                }
+            }
+            for _ in 0..window {
+                b = b.square().modulo(m);
+            }
+        }
+        Some(Self {
+            ctx,
+            window,
+            windows,
+            table,
+        })
+    }
+
+    /// Bytes held by the table.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.table.len() * 8
+    }
+
+    #[inline(always)]
+    fn pow_with<K: Kernel>(&self, k: K, e: &[u64]) -> Vec<u64> {
+        let l = self.ctx.limbs();
+        let per = 1usize << self.window;
+        let mut t = vec![0u64; 2 * l];
+        let mut acc = self.ctx.one.clone();
+        let mut tmp = vec![0u64; l];
+        let mut sel = vec![0u64; l];
+        for i in 0..self.windows {
+            let d = (0..self.window).fold(0u32, |d, b| {
+                let pos = (i * self.window + b) as usize;
+                let bit = e.get(pos / 64).map_or(0, |w| ((w >> (pos % 64)) & 1) as u32);
+                d | (bit << b)
+            });
+            let start = i as usize * per * l;
+            ct_select(&mut sel, &self.table[start..start + per * l], d);
+            self.ctx.mont_mul(k, &mut tmp, &acc, &sel, &mut t);
+            core::mem::swap(&mut acc, &mut tmp);
+        }
+        t.fill(0);
+        t[..l].copy_from_slice(&acc);
+        self.ctx.redc(k, &mut tmp, &mut t);
+        t.zeroize();
+        acc.zeroize();
+        sel.zeroize();
+        tmp
+    }
+
+    /// `base^e mod N` for `0 ≤ e < 2^(w·windows)` (higher bits ignored), constant time in `e`.
+    pub(crate) fn pow(&self, e: &Integer) -> Integer {
+        let bits = self.window * self.windows;
+        let mut el = limbs_of(e, bits.div_ceil(64) as usize);
+        let mut r = match self.ctx.backend {
+            Backend::Portable => self.pow_with(Portable, &el),
+            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            // SAFETY: an `Adx` value exists only after the run-time feature check.
+            Backend::Adx(k) => unsafe { adx::fixed_pow(self, k, &el) },
+        };
+        el.zeroize();
+        let out = Integer::from_limbs(&r);
+        r.zeroize();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bigint::random_bits;
+    use rand_core::Rng as RngCore;
+
+    /// Plain reference: schoolbook product, Knuth division.
+    fn reference_mul(a: &Integer, b: &Integer, m: &Integer) -> Integer {
+        (a * b).modulo(m)
+    }
+
+    fn reference_pow(b: &Integer, e: &Integer, m: &Integer) -> Integer {
+        let mut acc = Integer::from(1u32).modulo(m);
+        for i in (0..e.significant_bits()).rev() {
+            acc = acc.square().modulo(m);
+            if e.get_bit(i) {
+                acc = (&acc * b).modulo(m);
+            }
+        }
+        acc
+    }
+
+    fn random_odd_modulus(rng: &mut (impl RngCore + rand_core::CryptoRng), limbs: usize) -> Integer {
+        let mut m = random_bits(rng, u32::try_from(64 * limbs).expect("small"));
+        m.set_bit(u32::try_from(64 * limbs - 1).expect("small"), true);
+        m.set_bit(0, true);
+        // Every third modulus has an all-ones top limb, every other a top limb of 1.
+        let mut v = m.as_limbs().to_vec();
+        match rng.next_u32() % 3 {
+            0 => v[limbs - 1] = u64::MAX,
+            1 => v[limbs - 1] = 1,
+            _ => {}
+        }
+        Integer::from_limbs(&v)
+    }
+
+    fn backends() -> Vec<Backend> {
+        let mut v = vec![Backend::Portable];
+        #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+        if let Some(k) = Adx::detect() {
+            v.push(Backend::Adx(k));
+        }
+        v
+    }
+
+    #[test]
+    fn kernels_agree_on_rows() {
+        let mut rng = rand::rng();
+        for n in 1..=40usize {
+            for _ in 0..8 {
+                let a: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
+                let r0: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
+                for b in [0u64, 1, u64::MAX, rng.next_u64()] {
+                    let mut want = r0.clone();
+                    let cw = addmul_1(&mut want, &a, b);
+                    // Reference through Integer arithmetic.
+                    let full = &Integer::from_limbs(&r0) + &(&Integer::from_limbs(&a) * b);
+                    let mut w2 = want.clone();
+                    w2.push(cw);
+                    assert_eq!(Integer::from_limbs(&w2), full);
+                    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+                    if let Some(k) = Adx::detect() {
+                        let mut got = r0.clone();
+                        let cg = k.addmul_1(&mut got, &a, b);
+                        assert_eq!((got, cg), (want.clone(), cw), "n = {n}");
+                    }
+                    // All-ones rows: maximal carries.
+                    let ones = vec![u64::MAX; n];
+                    let mut w = ones.clone();
+                    let c = addmul_1(&mut w, &ones, u64::MAX);
+                    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+                    if let Some(k) = Adx::detect() {
+                        let mut g = ones.clone();
+                        assert_eq!(k.addmul_1(&mut g, &ones, u64::MAX), c);
+                        assert_eq!(g, w);
+                    }
+                    let _ = c;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn montgomery_matches_reference_every_size() {
+        let mut rng = rand::rng();
+        for limbs in 1..=34usize {
+            let m = random_odd_modulus(&mut rng, limbs);
+            let m1 = &m - 1u32;
+            for backend in backends() {
+                let ctx = Monty::with_backend(&m, backend).expect("odd");
+                assert_eq!(ctx.limbs(), limbs);
+                let mut vals = vec![Integer::new(), Integer::from(1u32), m1.clone()];
+                for _ in 0..4 {
+                    vals.push(random_bits(&mut rng, m.significant_bits()).modulo(&m));
+                }
+                for a in &vals {
+                    for b in &vals {
+                        assert_eq!(ctx.mul_mod(a, b), reference_mul(a, b, &m), "{limbs}");
+                    }
+                    assert_eq!(ctx.sub_mod(a, &m1), (a - &m1).modulo(&m));
+                }
+                // Wide reduction against Knuth division.
+                for wide in 0..3 * limbs as u32 {
+                    let x = random_bits(&mut rng, 64 * wide + 7);
+                    assert_eq!(ctx.reduce(&x), x.modulo(&m));
+                }
+                for e_bits in [1u32, 5, 6, 64, 65, 130] {
+                    let b = vals[vals.len() - 1].clone();
+                    let e = random_bits(&mut rng, e_bits);
+                    assert_eq!(ctx.pow(&b, &e, e_bits), reference_pow(&b, &e, &m));
+                }
+                for b in &vals[..3] {
+                    let e = Integer::from(65_537u32);
+                    assert_eq!(ctx.pow(b, &e, 17), reference_pow(b, &e, &m));
+                }
+                assert_eq!(ctx.pow(&m1, &Integer::new(), 7), 1u32);
+            }
+        }
+    }
+
+    #[test]
+    fn portable_and_adx_agree_at_key_sizes() {
+        let mut rng = rand::rng();
+        for bits in [1024u32, 2048, 3072, 4096, 6144, 8192] {
+            let mut m = random_bits(&mut rng, bits);
+            m.set_bit(bits - 1, true);
+            m.set_bit(0, true);
+            let ctxs: Vec<Monty> = backends()
+                .into_iter()
+                .map(|b| Monty::with_backend(&m, b).expect("odd"))
+                .collect();
+            let b = random_bits(&mut rng, bits).modulo(&m);
+            let e = random_bits(&mut rng, 200);
+            let want = reference_pow(&b, &e, &m);
+            for c in &ctxs {
+                assert_eq!(c.pow(&b, &e, 200), want, "{bits} {:?}", c.backend());
+                let x = random_bits(&mut rng, bits).modulo(&m);
+                assert_eq!(c.mul_mod(&b, &x), reference_mul(&b, &x, &m));
+            }
+        }
+        if adx_available() {
+            assert!(Backend::detect().is_adx());
+        }
+    }
+
+    #[test]
+    fn fixed_base_matches_reference() {
+        let mut rng = rand::rng();
+        for bits in [64u32, 521, 1030, 2048] {
+            let mut m = random_bits(&mut rng, bits);
+            m.set_bit(bits - 1, true);
+            m.set_bit(0, true);
+            let b = random_bits(&mut rng, bits).modulo(&m);
+            for w in [1u32, 4, 5] {
+                let t = MontFixedBase::new(&b, &m, 100, w).expect("odd");
+                for _ in 0..4 {
+                    let e = random_bits(&mut rng, 100);
+                    assert_eq!(t.pow(&e), reference_pow(&b, &e, &m));
+                }
+                assert_eq!(t.pow(&Integer::new()), 1u32);
+            }
+        }
+    }
+}
