@@ -32,10 +32,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::bigint::Integer;
 use crate::bigint::monty::Monty;
 
-#[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
-pub(crate) use imp::{IfmaFixedBase, IfmaModulus};
 #[cfg(all(test, target_arch = "x86_64", not(obliv_portable)))]
 pub(crate) use imp::available;
+#[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+pub(crate) use imp::{IfmaFixedBase, IfmaModulus};
 
 /// Set by [`disable`]: contexts and tables created afterwards do not use IFMA.
 static DISABLED: AtomicBool = AtomicBool::new(false);
@@ -192,7 +192,9 @@ mod imp {
             // its length.
             let mut el = e
                 .to_limbs_padded((windows * WINDOW).div_ceil(64) as usize)
-                .unwrap_or_else(|| e.as_limbs()[..(windows * WINDOW).div_ceil(64) as usize].to_vec());
+                .unwrap_or_else(|| {
+                    e.as_limbs()[..(windows * WINDOW).div_ceil(64) as usize].to_vec()
+                });
             let digit = |w: u32| -> u32 { digit_of(&el, w * WINDOW, WINDOW) };
             let mut acc = self.select(&table, digit(windows - 1));
             for w in (0..windows - 1).rev() {

@@ -23,9 +23,9 @@
 //! conversions run on rayon; [`Agent::split`] gives a second agent over the same keys so two
 //! agents can serve in parallel.
 
+use crate::bigint::Integer;
 use rand_core::CryptoRng;
 use rayon::prelude::*;
-use crate::bigint::Integer;
 
 use crate::elgamal::modp;
 use crate::error::{Error, Result};

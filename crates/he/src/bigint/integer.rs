@@ -361,7 +361,9 @@ impl Integer {
     #[must_use]
     pub fn get_bit(&self, i: u32) -> bool {
         let i = i as usize;
-        self.mag.get(i / 64).is_some_and(|w| (w >> (i % 64)) & 1 == 1)
+        self.mag
+            .get(i / 64)
+            .is_some_and(|w| (w >> (i % 64)) & 1 == 1)
     }
 
     /// Sets or clears bit `i` of the magnitude.
@@ -787,21 +789,39 @@ impl PartialOrd for Integer {
     }
 }
 
+impl Integer {
+    /// Compares with the small value `(−1)^neg · mag` without allocating.
+    fn cmp_small(&self, neg: bool, mag: u64) -> Ordering {
+        let m = [mag];
+        let other: &[u64] = if mag == 0 { &[] } else { &m };
+        match (self.neg, neg && mag != 0) {
+            (false, true) => Ordering::Greater,
+            (true, false) => Ordering::Less,
+            (false, false) => cmp_mag(&self.mag, other),
+            (true, true) => cmp_mag(other, &self.mag),
+        }
+    }
+}
+
 macro_rules! cmp_prim {
     ($($t:ty),*) => {$(
         impl PartialEq<$t> for Integer {
             fn eq(&self, o: &$t) -> bool {
-                *self == Integer::from(*o)
+                #[allow(unused_comparisons)]
+                let neg = *o < 0;
+                self.cmp_small(neg, i128::from(*o).unsigned_abs() as u64) == Ordering::Equal
             }
         }
         impl PartialEq<Integer> for $t {
             fn eq(&self, o: &Integer) -> bool {
-                Integer::from(*self) == *o
+                o == self
             }
         }
         impl PartialOrd<$t> for Integer {
             fn partial_cmp(&self, o: &$t) -> Option<Ordering> {
-                Some(self.cmp(&Integer::from(*o)))
+                #[allow(unused_comparisons)]
+                let neg = *o < 0;
+                Some(self.cmp_small(neg, i128::from(*o).unsigned_abs() as u64))
             }
         }
     )*};
@@ -979,10 +999,10 @@ mod tests {
     fn rand_int(rng: &mut impl RngCore, limbs: usize) -> Integer {
         let mut v: Vec<u64> = (0..limbs).map(|_| rng.next_u64()).collect();
         // Sprinkle edge limbs.
-        if limbs > 0 && rng.next_u32() % 4 == 0 {
+        if limbs > 0 && rng.next_u32().is_multiple_of(4) {
             v[0] = u64::MAX;
         }
-        if limbs > 1 && rng.next_u32() % 4 == 0 {
+        if limbs > 1 && rng.next_u32().is_multiple_of(4) {
             v[limbs - 1] = 1;
         }
         Integer::from_limbs(&v)
@@ -1031,11 +1051,10 @@ mod tests {
         assert_eq!(a.to_i64(), Some(-17));
         assert_eq!(Integer::from(i64::MIN).to_i64(), Some(i64::MIN));
         assert_eq!((Integer::from(i64::MAX) + 1u32).to_i64(), None);
-        let big: Integer = "-123456789012345678901234567890123456789".parse().expect("ok");
-        assert_eq!(
-            big.to_string(),
-            "-123456789012345678901234567890123456789"
-        );
+        let big: Integer = "-123456789012345678901234567890123456789"
+            .parse()
+            .expect("ok");
+        assert_eq!(big.to_string(), "-123456789012345678901234567890123456789");
         let h = Integer::from_str_radix("DEADbeef0123456789abcdef0123456789", 16).expect("ok");
         assert_eq!(h.to_string_radix(16), "deadbeef0123456789abcdef0123456789");
         assert_eq!(Integer::new().to_string_radix(16), "0");
@@ -1043,7 +1062,10 @@ mod tests {
         assert!(Integer::from_str_radix("", 16).is_err());
         assert!(Integer::from_str_radix("12g", 16).is_err());
         assert!(Integer::from_str_radix("-", 10).is_err());
-        assert_eq!(Integer::from_be_bytes(&[1, 2, 3]).to_be_bytes(), vec![1, 2, 3]);
+        assert_eq!(
+            Integer::from_be_bytes(&[1, 2, 3]).to_be_bytes(),
+            vec![1, 2, 3]
+        );
         assert_eq!(Integer::from_be_bytes(&[0, 0]), 0);
         assert_eq!((Integer::from(1u32) << 200u32) >> 199u32, 2);
         assert_eq!(Integer::from(12u32).gcd(&Integer::from(18u32)), 6);

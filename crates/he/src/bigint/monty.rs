@@ -18,7 +18,8 @@
 //! entry is chosen by reading all 32 entries and keeping one by masks. [`MontFixedBase`] is the
 //! fixed-base variant (every window precomputed, one multiplication per window).
 #![allow(clippy::cast_possible_truncation)] // limb arithmetic: truncation to 64 bits intended
-#![allow(clippy::needless_range_loop)] // several arrays indexed in lock-step
+#![allow(clippy::needless_range_loop)]
+// several arrays indexed in lock-step
 // The dispatch to the ADX entry points is `unsafe` (target features); each block says why the
 // features are present. All other code here is safe.
 #![allow(unsafe_code)]
@@ -28,8 +29,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
-use super::{Integer, limbs_of};
 use super::integer::addmul_1;
+use super::{Integer, limbs_of};
 
 const WINDOW: u32 = 5;
 
@@ -37,6 +38,28 @@ const WINDOW: u32 = 5;
 /// Implementations are constant time. A value of the type is the proof that the CPU can run it.
 pub(crate) trait Kernel: Copy {
     fn addmul_1(self, r: &mut [u64], a: &[u64], b: u64) -> u64;
+
+    /// `t[0..2L] = a·b` for `a`, `b` of `L` limbs (`t` zeroed first).
+    #[inline(always)]
+    fn mul_rows(self, t: &mut [u64], a: &[u64], b: &[u64]) {
+        let l = a.len();
+        t.fill(0);
+        for i in 0..l {
+            t[i + l] = self.addmul_1(&mut t[i..i + l], a, b[i]);
+        }
+    }
+
+    /// The REDC rows: for each `i < L`, `t += q·N·2^(64i)` with `q = t[i]·n0 mod 2^64`, the
+    /// row's carry parked in `t[i]` (which the row made zero).
+    #[inline(always)]
+    fn redc_rows(self, t: &mut [u64], n: &[u64], n0: u64) {
+        let l = n.len();
+        for i in 0..l {
+            let q = t[i].wrapping_mul(n0);
+            let c = self.addmul_1(&mut t[i..i + l], n, q);
+            t[i] = c;
+        }
+    }
 }
 
 /// The `u128` kernel.
@@ -112,39 +135,187 @@ mod adx {
         #[inline(always)]
         fn addmul_1(self, r: &mut [u64], a: &[u64], b: u64) -> u64 {
             assert_eq!(r.len(), a.len());
-            if a.is_empty() {
-                return 0;
+            // The assembly takes multiples of four limbs; the last 0–3 continue in u128 with
+            // its carry (same value, one carry chain).
+            let n4 = a.len() & !3;
+            let mut carry = 0u64;
+            if n4 > 0 {
+                // SAFETY: `self` exists only when `detected()` confirmed BMI2 (mulx) and ADX
+                // (adcx, adox); both pointers are valid for `n4 ≤ len` limbs and the loop
+                // touches exactly indices 0..n4 of each.
+                carry = unsafe { addmul_4k_asm(r.as_mut_ptr(), a.as_ptr(), n4, b) };
             }
-            // SAFETY: `self` exists only when `detected()` confirmed BMI2 (mulx) and ADX
-            // (adcx, adox); both pointers are valid for `a.len()` limbs (checked equal above)
-            // and the loop touches exactly indices 0..len of each.
-            unsafe { addmul_1_asm(r.as_mut_ptr(), a.as_ptr(), a.len(), b) }
+            for (ri, &ai) in r[n4..].iter_mut().zip(&a[n4..]) {
+                let t = u128::from(ai) * u128::from(b) + u128::from(*ri) + u128::from(carry);
+                *ri = t as u64;
+                carry = (t >> 64) as u64;
+            }
+            carry
+        }
+
+        #[inline(always)]
+        fn mul_rows(self, t: &mut [u64], a: &[u64], b: &[u64]) {
+            let l = a.len();
+            assert!(b.len() == l && t.len() == 2 * l);
+            t.fill(0);
+            if l == 0 || !l.is_multiple_of(4) {
+                for i in 0..l {
+                    t[i + l] = self.addmul_1(&mut t[i..i + l], a, b[i]);
+                }
+                return;
+            }
+            // SAFETY: BMI2 and ADX are present (`self` exists); `t` has 2L limbs, `a` and `b`
+            // L, with L a positive multiple of 4: row i touches t[i..=i+L], a[0..L], b[i].
+            unsafe { mul_rows_asm(t.as_mut_ptr(), a.as_ptr(), b.as_ptr(), l) }
+        }
+
+        #[inline(always)]
+        fn redc_rows(self, t: &mut [u64], n: &[u64], n0: u64) {
+            let l = n.len();
+            assert!(t.len() == 2 * l);
+            if l == 0 || !l.is_multiple_of(4) {
+                for i in 0..l {
+                    let q = t[i].wrapping_mul(n0);
+                    let c = self.addmul_1(&mut t[i..i + l], n, q);
+                    t[i] = c;
+                }
+                return;
+            }
+            // SAFETY: as in `mul_rows`: row i touches t[i..i+L] and n[0..L].
+            unsafe { redc_rows_asm(t.as_mut_ptr(), n.as_ptr(), l, n0) }
         }
     }
 
-    /// `r[0..n] += a[0..n]·b`, returns the carry; `n ≥ 1`. Two carry chains: CF (adcx) adds
-    /// the previous high word to the low word, OF (adox) adds the old `r[j]`; the index counts
-    /// from `−n` up to 0 with `lea` and `jrcxz`, which leave both flags alone.
+    /// The rows of a full product: for `i < l`, `t[i..i+l] += a·b[i]` and `t[i+l] = carry`
+    /// (`t` zero on entry, `l` a positive multiple of 4). The row loop uses `dec`/`jnz`
+    /// between rows, where no carry is live; the inner loop is `addmul_4k_asm`'s.
     #[inline(always)]
-    unsafe fn addmul_1_asm(r: *mut u64, a: *const u64, n: usize, b: u64) -> u64 {
+    unsafe fn mul_rows_asm(t: *mut u64, a: *const u64, b: *const u64, l: usize) {
+        // SAFETY: the caller guarantees the CPU features and the buffer sizes.
+        unsafe {
+            core::arch::asm!(
+                "2:",
+                "mov rdx, qword ptr [{bp}]",
+                "lea {rend}, [{tp} + {lbytes}]",
+                "mov rcx, {lbytes}",
+                "shr rcx, 3",
+                "neg rcx",
+                "xor {hi:e}, {hi:e}",
+                "3:",
+                "mulx {h2}, {lo}, qword ptr [{aend} + 8*rcx]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{rend} + 8*rcx]",
+                "mov qword ptr [{rend} + 8*rcx], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{aend} + 8*rcx + 8]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{rend} + 8*rcx + 8]",
+                "mov qword ptr [{rend} + 8*rcx + 8], {lo}",
+                "mulx {h2}, {lo}, qword ptr [{aend} + 8*rcx + 16]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{rend} + 8*rcx + 16]",
+                "mov qword ptr [{rend} + 8*rcx + 16], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{aend} + 8*rcx + 24]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{rend} + 8*rcx + 24]",
+                "mov qword ptr [{rend} + 8*rcx + 24], {lo}",
+                "lea rcx, [rcx + 4]",
+                "jrcxz 4f",
+                "jmp 3b",
+                "4:",
+                "mov {lo:e}, 0",
+                "adcx {hi}, {lo}",
+                "adox {hi}, {lo}",
+                "mov qword ptr [{rend}], {hi}",
+                "lea {tp}, [{tp} + 8]",
+                "lea {bp}, [{bp} + 8]",
+                "dec {cnt}",
+                "jnz 2b",
+                tp = inout(reg) t => _,
+                bp = inout(reg) b => _,
+                aend = in(reg) a.add(l),
+                lbytes = in(reg) 8 * l,
+                cnt = inout(reg) l => _,
+                rend = out(reg) _,
+                hi = out(reg) _,
+                h2 = out(reg) _,
+                lo = out(reg) _,
+                out("rcx") _,
+                out("rdx") _,
+                options(nostack),
+            );
+        }
+    }
+
+    /// The REDC rows (see [`Kernel::redc_rows`]) for `l` a positive multiple of 4.
+    #[inline(always)]
+    unsafe fn redc_rows_asm(t: *mut u64, n: *const u64, l: usize, n0: u64) {
+        // SAFETY: the caller guarantees the CPU features and the buffer sizes.
+        unsafe {
+            core::arch::asm!(
+                "2:",
+                "mov rdx, qword ptr [{tp}]",
+                "imul rdx, {n0}",
+                "lea {rend}, [{tp} + {lbytes}]",
+                "mov rcx, {lbytes}",
+                "shr rcx, 3",
+                "neg rcx",
+                "xor {hi:e}, {hi:e}",
+                "3:",
+                "mulx {h2}, {lo}, qword ptr [{nend} + 8*rcx]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{rend} + 8*rcx]",
+                "mov qword ptr [{rend} + 8*rcx], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{nend} + 8*rcx + 8]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{rend} + 8*rcx + 8]",
+                "mov qword ptr [{rend} + 8*rcx + 8], {lo}",
+                "mulx {h2}, {lo}, qword ptr [{nend} + 8*rcx + 16]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{rend} + 8*rcx + 16]",
+                "mov qword ptr [{rend} + 8*rcx + 16], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{nend} + 8*rcx + 24]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{rend} + 8*rcx + 24]",
+                "mov qword ptr [{rend} + 8*rcx + 24], {lo}",
+                "lea rcx, [rcx + 4]",
+                "jrcxz 4f",
+                "jmp 3b",
+                "4:",
+                "mov {lo:e}, 0",
+                "adcx {hi}, {lo}",
+                "adox {hi}, {lo}",
+                "mov qword ptr [{tp}], {hi}",
+                "lea {tp}, [{tp} + 8]",
+                "dec {cnt}",
+                "jnz 2b",
+                tp = inout(reg) t => _,
+                nend = in(reg) n.add(l),
+                lbytes = in(reg) 8 * l,
+                n0 = in(reg) n0,
+                cnt = inout(reg) l => _,
+                rend = out(reg) _,
+                hi = out(reg) _,
+                h2 = out(reg) _,
+                lo = out(reg) _,
+                out("rcx") _,
+                out("rdx") _,
+                options(nostack),
+            );
+        }
+    }
+
+    /// `r[0..n] += a[0..n]·b`, returns the carry; `n` a positive multiple of 4. Two carry
+    /// chains: CF (adcx) adds the previous high word to the low word, OF (adox) adds the old
+    /// `r[j]`; the index counts from `−n` up to 0 with `lea` and `jrcxz`, which leave both flags
+    /// alone.
+    #[inline(always)]
+    unsafe fn addmul_4k_asm(r: *mut u64, a: *const u64, n: usize, b: u64) -> u64 {
         let carry: u64;
         // SAFETY: the caller guarantees the CPU features and `n` valid limbs behind each
         // pointer; the pointers passed point one past the end and every access is at
         // `end + 8·i` for `i ∈ [−n, −1]`.
         unsafe {
             core::arch::asm!(
-                "test cl, 1",
-                "jz 4f",
-                // Odd n: one limb first, then pairs.
-                "xor {hi:e}, {hi:e}",
-                "mulx {h2}, {lo}, qword ptr [{ap} + 8*rcx]",
-                "adox {lo}, qword ptr [{rp} + 8*rcx]",
-                "mov qword ptr [{rp} + 8*rcx], {lo}",
-                "mov {hi}, {h2}",
-                "lea rcx, [rcx + 1]",
-                "jrcxz 3f",
-                "jmp 2f",
-                "4:",
                 "xor {hi:e}, {hi:e}",
                 "2:",
                 "mulx {h2}, {lo}, qword ptr [{ap} + 8*rcx]",
@@ -155,7 +326,15 @@ mod adx {
                 "adcx {lo}, {h2}",
                 "adox {lo}, qword ptr [{rp} + 8*rcx + 8]",
                 "mov qword ptr [{rp} + 8*rcx + 8], {lo}",
-                "lea rcx, [rcx + 2]",
+                "mulx {h2}, {lo}, qword ptr [{ap} + 8*rcx + 16]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{rp} + 8*rcx + 16]",
+                "mov qword ptr [{rp} + 8*rcx + 16], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{ap} + 8*rcx + 24]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{rp} + 8*rcx + 24]",
+                "mov qword ptr [{rp} + 8*rcx + 24], {lo}",
+                "lea rcx, [rcx + 4]",
                 "jrcxz 3f",
                 "jmp 2b",
                 "3:",
@@ -324,11 +503,7 @@ impl Monty {
     /// `t[0..2L] = a·b` (`a`, `b` of `L` limbs).
     #[inline(always)]
     fn mul_full<K: Kernel>(k: K, t: &mut [u64], a: &[u64], b: &[u64]) {
-        let l = a.len();
-        t.fill(0);
-        for i in 0..l {
-            t[i + l] = k.addmul_1(&mut t[i..i + l], a, b[i]);
-        }
+        k.mul_rows(t, a, b);
     }
 
     /// `t[0..2L] = a²`: off-diagonal products once, doubled, plus the squares.
@@ -360,11 +535,7 @@ impl Monty {
     #[inline(always)]
     fn redc<K: Kernel>(&self, k: K, out: &mut [u64], t: &mut [u64]) {
         let l = self.n.len();
-        for i in 0..l {
-            let q = t[i].wrapping_mul(self.n0);
-            let c = k.addmul_1(&mut t[i..i + l], &self.n, q);
-            t[i] = c;
-        }
+        k.redc_rows(t, &self.n, self.n0);
         let mut carry = 0u64;
         for i in 0..l {
             let s = u128::from(t[l + i]) + u128::from(t[i]) + u128::from(carry);
@@ -401,7 +572,13 @@ impl Monty {
 
     /// `base^e mod N` for `base < N` (`L` limbs) and the low `e_bits` bits of `e`.
     #[inline(always)]
-    pub(crate) fn pow_with<K: Kernel>(&self, k: K, base: &[u64], e: &[u64], e_bits: u32) -> Vec<u64> {
+    pub(crate) fn pow_with<K: Kernel>(
+        &self,
+        k: K,
+        base: &[u64],
+        e: &[u64],
+        e_bits: u32,
+    ) -> Vec<u64> {
         let l = self.n.len();
         let per = 1usize << WINDOW;
         let mut t = vec![0u64; 2 * l];
@@ -414,7 +591,13 @@ impl Monty {
         }
         for j in 2..per {
             let (done, rest) = table.split_at_mut(j * l);
-            self.mont_mul(k, &mut rest[..l], &done[(j - 1) * l..], &done[l..2 * l], &mut t);
+            self.mont_mul(
+                k,
+                &mut rest[..l],
+                &done[(j - 1) * l..],
+                &done[l..2 * l],
+                &mut t,
+            );
         }
         let windows = e_bits.div_ceil(WINDOW).max(1);
         let mut acc = vec![0u64; l];
@@ -486,7 +669,7 @@ impl Monty {
     pub(crate) fn pow(&self, base: &Integer, e: &Integer, e_bits: u32) -> Integer {
         let b = self.reduce_limbs(base);
         let mut el = limbs_of(e, e_bits.div_ceil(64).max(1) as usize);
-        if e_bits % 64 != 0
+        if !e_bits.is_multiple_of(64)
             && let Some(top) = el.last_mut()
         {
             *top &= (1u64 << (e_bits % 64)) - 1;
@@ -643,7 +826,9 @@ impl MontFixedBase {
         for i in 0..self.windows {
             let d = (0..self.window).fold(0u32, |d, b| {
                 let pos = (i * self.window + b) as usize;
-                let bit = e.get(pos / 64).map_or(0, |w| ((w >> (pos % 64)) & 1) as u32);
+                let bit = e
+                    .get(pos / 64)
+                    .map_or(0, |w| ((w >> (pos % 64)) & 1) as u32);
                 d | (bit << b)
             });
             let start = i as usize * per * l;
@@ -699,7 +884,7 @@ mod tests {
         acc
     }
 
-    fn random_odd_modulus(rng: &mut (impl RngCore + rand_core::CryptoRng), limbs: usize) -> Integer {
+    fn random_odd_modulus(rng: &mut impl rand_core::CryptoRng, limbs: usize) -> Integer {
         let mut m = random_bits(rng, u32::try_from(64 * limbs).expect("small"));
         m.set_bit(u32::try_from(64 * limbs - 1).expect("small"), true);
         m.set_bit(0, true);

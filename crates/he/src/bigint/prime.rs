@@ -83,7 +83,7 @@ fn has_small_factor(n: &Integer) -> bool {
     for (prod, ps) in prime_groups() {
         let r = n.mod_u64(*prod);
         for &p in ps {
-            if r % p == 0 && *n != p {
+            if r.is_multiple_of(p) && *n != p {
                 return true;
             }
         }
@@ -193,7 +193,13 @@ mod tests {
             &mut rng
         ));
         // Carmichael numbers and a strong pseudoprime to several small bases.
-        for c in [561u64, 41041, 825_265, 321_197_185, 3_825_123_056_546_413_051] {
+        for c in [
+            561u64,
+            41041,
+            825_265,
+            321_197_185,
+            3_825_123_056_546_413_051,
+        ] {
             assert!(!is_probable_prime(&Integer::from(c), 16, &mut rng), "{c}");
         }
         // A product of two 200-bit primes.

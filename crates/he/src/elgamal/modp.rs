@@ -27,9 +27,9 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
+use crate::bigint::Integer;
 use rand_core::CryptoRng;
 use rayon::prelude::*;
-use crate::bigint::Integer;
 use serde::{Deserialize, Deserializer, Serialize, Serializer, de::Error as _};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
@@ -113,7 +113,7 @@ impl Group {
         cell.get_or_init(|| {
             // The constants are valid hexadecimal (checked by the tests).
             let p = Integer::from_str_radix(hex, 16).unwrap_or_default();
-            let q = Integer::from(&p - 1u32) >> 1u32;
+            let q = (&p - 1u32) >> 1u32;
             // p is an odd prime: both contexts exist.
             let ct = CtPow::new(&p).expect("odd modulus");
             let mont = Monty::new(&p).expect("odd modulus");
@@ -166,7 +166,7 @@ impl Group {
         Ok(if v.jacobi(&self.p) == 1 {
             v.clone()
         } else {
-            Integer::from(&self.p - v)
+            &self.p - v
         })
     }
 
@@ -178,11 +178,7 @@ impl Group {
         if *m < 1u32 || *m >= self.p {
             return Err(Error::PlaintextOutOfRange);
         }
-        Ok(if *m <= self.q {
-            m.clone()
-        } else {
-            Integer::from(&self.p - m)
-        })
+        Ok(if *m <= self.q { m.clone() } else { &self.p - m })
     }
 }
 
@@ -309,8 +305,8 @@ impl PublicKey {
     pub fn mul(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
         let p = &self.group.p;
         Ciphertext {
-            c1: Integer::from(&a.c1 * &b.c1) % p,
-            c2: Integer::from(&a.c2 * &b.c2) % p,
+            c1: (&a.c1 * &b.c1) % p,
+            c2: (&a.c2 * &b.c2) % p,
         }
     }
 
@@ -324,7 +320,7 @@ impl PublicKey {
         }
         Ok(Ciphertext {
             c1: a.c1.clone(),
-            c2: Integer::from(&a.c2 * k) % &self.group.p,
+            c2: (&a.c2 * k) % &self.group.p,
         })
     }
 
@@ -527,8 +523,8 @@ impl SecretKey {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
     use crate::bigint::prime::is_probable_prime;
+    use proptest::prelude::*;
 
     fn key() -> &'static SecretKey {
         static K: OnceLock<SecretKey> = OnceLock::new();
@@ -571,12 +567,9 @@ mod tests {
         let c = pk.encrypt_value(&q, &mut rng).expect("ok");
         assert_eq!(sk.decrypt_value(&c).expect("ok"), q);
         assert!(pk.encrypt_value(&Integer::new(), &mut rng).is_err());
-        assert!(
-            pk.encrypt_value(&Integer::from(&q + 1u32), &mut rng)
-                .is_err()
-        );
+        assert!(pk.encrypt_value(&(&q + 1u32), &mut rng).is_err());
         // A non-residue is refused by encrypt and by decrypt.
-        let nr = Integer::from(g.p() - 1u32);
+        let nr = g.p() - 1u32;
         assert!(pk.encrypt(&nr, &mut rng).is_err());
         let bad = Ciphertext {
             c1: nr.clone(),
@@ -613,7 +606,7 @@ mod tests {
         let sq = pk.mul_batch(&cs, &cs).expect("ok");
         let js = serde_json::to_string(&sq).expect("ser");
         let sq: Vec<Ciphertext> = serde_json::from_str(&js).expect("de");
-        let want: Vec<Integer> = vs.iter().map(|v| Integer::from(v * v)).collect();
+        let want: Vec<Integer> = vs.iter().map(|v| v * v).collect();
         assert_eq!(sk2.decrypt_value_batch(&sq).expect("ok"), want);
         let enc: Vec<Integer> = vs
             .iter()
@@ -622,7 +615,7 @@ mod tests {
         let cubes = pk
             .mul_plain_batch(&pk.rerandomize_batch(&sq).expect("ok"), &enc)
             .expect("ok");
-        let want: Vec<Integer> = vs.iter().map(|v| Integer::from(v * v) * v).collect();
+        let want: Vec<Integer> = vs.iter().map(|v| (v * v) * v).collect();
         assert_eq!(sk2.decrypt_value_batch(&cubes).expect("ok"), want);
         assert!(serde_json::from_str::<PublicKey>(r#"{"group":"Modp2048","y":"1"}"#).is_err());
         assert!(!format!("{sk:?}").contains(&sk.x.to_string_radix(16)));

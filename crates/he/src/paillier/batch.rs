@@ -2,8 +2,8 @@
 //! worker thread draws its randomness from its own thread-local CSPRNG. Results keep the
 //! order of the inputs; the first error (in input order) is returned.
 
-use rayon::prelude::*;
 use crate::bigint::Integer;
+use rayon::prelude::*;
 
 use super::{Ciphertext, EncodedNumber, EncryptedNumber, PublicKey, SecretKey};
 use crate::error::{Error, Result};

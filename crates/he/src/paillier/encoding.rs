@@ -57,8 +57,8 @@ fn check_exponent(e: i32) -> Result<()> {
 fn div_pow2_round_half_even(a: &Integer, k: u32) -> Integer {
     let neg = *a < 0u32;
     let abs = a.abs();
-    let mut q = Integer::from(&abs >> k);
-    let rem = abs - Integer::from(&q << k);
+    let mut q = &abs >> k;
+    let rem = abs - (&q << k);
     let half = Integer::from(1u32) << (k - 1);
     if rem > half || (rem == half && q.is_odd()) {
         q += 1u32;

@@ -480,7 +480,7 @@ struct CrtTables {
 }
 
 /// A Paillier secret key: the primes `p`, `q` and the CRT constants derived from them.
-/// Zeroized on drop (see the `bigint` module's note on GMP buffers); `Debug` prints no value.
+/// Zeroized on drop (every limb buffer it owns is overwritten); `Debug` prints no value.
 pub struct SecretKey {
     pk: PublicKey,
     p: Integer,
@@ -843,8 +843,26 @@ impl SecretKey {
         // The two half-size exponentiations are independent: on an idle pool they run on two
         // cores (rayon::join costs about a microsecond; inside a batch it just queues work).
         let (mp, mq) = rayon::join(
-            || self.half(&self.ct_p, &self.mont_p, &cp, &self.p_minus_1, &self.p_inv_word, &self.hp),
-            || self.half(&self.ct_q, &self.mont_q, &cq, &self.q_minus_1, &self.q_inv_word, &self.hq),
+            || {
+                self.half(
+                    &self.ct_p,
+                    &self.mont_p,
+                    &cp,
+                    &self.p_minus_1,
+                    &self.p_inv_word,
+                    &self.hp,
+                )
+            },
+            || {
+                self.half(
+                    &self.ct_q,
+                    &self.mont_q,
+                    &cq,
+                    &self.q_minus_1,
+                    &self.q_inv_word,
+                    &self.hq,
+                )
+            },
         );
         Ok(self.recombine(&mp, &mq))
     }

@@ -3,8 +3,8 @@
 
 use std::sync::OnceLock;
 
-use proptest::prelude::*;
 use crate::bigint::Integer;
+use proptest::prelude::*;
 
 use super::*;
 
@@ -28,7 +28,7 @@ fn keygen_shape() {
     assert_eq!(q.significant_bits(), 1024);
     assert_eq!(p.mod_u64(4), 3);
     assert_eq!(q.mod_u64(4), 3);
-    assert_eq!(Integer::from(p * q), *k.public.n());
+    assert_eq!((p * q), *k.public.n());
     assert_eq!(k.public.randomness_bits(), 224);
     assert!(Keypair::generate(1024).is_err());
     assert!(Keypair::generate(2047).is_err());
@@ -42,8 +42,8 @@ fn roundtrip_edges_2048() {
     for m in [
         Integer::new(),
         Integer::from(1u32),
-        Integer::from(&n - 1u32),
-        Integer::from(&n >> 1u32),
+        (&n - 1u32),
+        (&n >> 1u32),
     ] {
         let c = k.public.encrypt(&m).expect("in range");
         assert_eq!(k.secret.decrypt(&c).expect("valid"), m);
@@ -78,7 +78,7 @@ fn matches_textbook_paillier() {
     let n2 = k.public.n_squared();
     let m = Integer::from(123_456_789u32);
     let r = Integer::from(987_654_321u32);
-    let c = (Integer::from(&m * n) + 1u32) * r.pow_mod(n, n2).expect("odd") % n2;
+    let c = ((&m * n) + 1u32) * r.pow_mod(n, n2).expect("odd") % n2;
     assert_eq!(
         k.secret.decrypt(&Ciphertext::from_integer(c)).expect("ok"),
         m
@@ -93,7 +93,7 @@ fn malformed_ciphertexts_are_rejected() {
     for bad in [
         Integer::new(),
         n2.clone(),
-        Integer::from(&n2 + 5u32),
+        (&n2 + 5u32),
         p.clone(),
         Integer::from(-3),
     ] {
@@ -120,14 +120,14 @@ fn signed_and_overflow() {
         assert_eq!(k.secret.decrypt_i64(&c).expect("ok"), v);
     }
     // A value in the overflow band is an error, not a wrapped number.
-    let band = Integer::from(k.public.n() >> 1u32);
+    let band = k.public.n() >> 1u32;
     let c = k.public.encrypt(&band).expect("ok");
     assert!(matches!(k.secret.decrypt_i64(&c), Err(Error::Overflow(_))));
     // i64 overflow of a valid signed value is an error too.
     let big = Integer::from(i64::MAX) + 1u32;
     let c = k.public.encrypt(&big).expect("ok");
     assert!(matches!(k.secret.decrypt_i64(&c), Err(Error::Overflow(_))));
-    let too_big = Integer::from(k.public.max_int() + 1u32);
+    let too_big = k.public.max_int() + 1u32;
     assert!(k.public.encode_signed(&too_big).is_err());
 }
 
@@ -236,7 +236,7 @@ fn from_primes_rejects_bad_input() {
     let c = k.public.encrypt_i64(5).expect("ok");
     assert_eq!(sk.decrypt_i64(&c).expect("ok"), 5);
     assert!(SecretKey::from_primes(p, p).is_err());
-    assert!(SecretKey::from_primes(p, &Integer::from(q + 2u32)).is_err());
+    assert!(SecretKey::from_primes(p, &(q + 2u32)).is_err());
     let k1 = key1024();
     let (p1, q1) = k1.secret.primes();
     assert!(SecretKey::from_primes(p1, q1).is_err());
