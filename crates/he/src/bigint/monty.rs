@@ -888,13 +888,15 @@ mod tests {
         let mut m = random_bits(rng, u32::try_from(64 * limbs).expect("small"));
         m.set_bit(u32::try_from(64 * limbs - 1).expect("small"), true);
         m.set_bit(0, true);
-        // Every third modulus has an all-ones top limb, every other a top limb of 1.
+        // One modulus in three has an all-ones top limb, one in three (of two limbs or more) a
+        // top limb of 1.
         let mut v = m.as_limbs().to_vec();
         match rng.next_u32() % 3 {
             0 => v[limbs - 1] = u64::MAX,
-            1 => v[limbs - 1] = 1,
+            1 if limbs > 1 => v[limbs - 1] = 1,
             _ => {}
         }
+        v[0] |= 1;
         Integer::from_limbs(&v)
     }
 
