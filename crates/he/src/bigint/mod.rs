@@ -202,7 +202,7 @@ impl FixedBaseTable {
     }
 
     /// Whether the IFMA variant is in use.
-    #[cfg(test)]
+    #[cfg(all(test, target_arch = "x86_64", not(obliv_portable)))]
     pub(crate) fn is_ifma(&self) -> bool {
         !matches!(self, Self::Mont(_))
     }

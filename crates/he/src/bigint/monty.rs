@@ -901,6 +901,7 @@ mod tests {
     }
 
     fn backends() -> Vec<Backend> {
+        #[allow(unused_mut)] // only x86-64 adds the ADX kernel
         let mut v = vec![Backend::Portable];
         #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
         if let Some(k) = Adx::detect() {
