@@ -5,26 +5,28 @@
 pub(crate) mod aes_dm;
 pub(crate) mod blake3x16;
 
-cpufeatures::new!(has_pclmul, "pclmulqdq", "sse2");
+obliv_cpu::feature_set! {
+    /// The carry-less multiplication kernels (GF(2^128)).
+    pub(crate) mod pclmul = ["pclmulqdq", "sse2"];
+}
 
-/// Whether the PCLMULQDQ kernels can run (checked once, then cached).
+obliv_cpu::feature_set! {
+    /// The SSE2 kernels (bit-plane masks of the transpose): the x86-64 baseline, detected all
+    /// the same so that it can be switched off like any other set.
+    pub(crate) mod sse2 = ["sse2"];
+}
+
+/// Whether the PCLMULQDQ kernels can run.
 #[inline]
 fn pclmul_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        has_pclmul::get()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    pclmul::detected()
 }
 
 /// Carry-less 64×64 → 128-bit product, PCLMULQDQ when available.
 #[inline]
 #[cfg_attr(not(test), allow(dead_code))] // the 128-bit kernels below are what the field uses
 pub(crate) fn clmul64(a: u64, b: u64) -> u128 {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(obliv_x86_simd)]
     if pclmul_available() {
         // SAFETY: `pclmul_available()` confirmed at run time that the CPU supports
         // PCLMULQDQ and SSE2, the features `clmul64_pclmul` is compiled for.
@@ -37,7 +39,7 @@ pub(crate) fn clmul64(a: u64, b: u64) -> u128 {
 /// products, PCLMULQDQ when available.
 #[inline]
 pub(crate) fn clmul128(a: u128, b: u128) -> (u128, u128) {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(obliv_x86_simd)]
     if pclmul_available() {
         // SAFETY: PCLMULQDQ and SSE2 were confirmed at run time (see `clmul64`).
         return unsafe { x86::clmul128_pclmul(a, b) };
@@ -48,7 +50,7 @@ pub(crate) fn clmul128(a: u128, b: u128) -> (u128, u128) {
 /// `Σ a[i]·b[i]` unreduced, as `(lo, hi)`. The slices have equal length (checked by the caller).
 #[inline]
 pub(crate) fn clmul_dot(a: &[u128], b: &[u128]) -> (u128, u128) {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(obliv_x86_simd)]
     if pclmul_available() {
         // SAFETY: PCLMULQDQ and SSE2 were confirmed at run time (see `clmul64`).
         return unsafe { x86::clmul_dot_pclmul(a, b) };
@@ -72,7 +74,7 @@ pub(crate) fn reduce(lo: u128, hi: u128) -> u128 {
 /// `a·b` reduced in GF(2^128): one call into the PCLMULQDQ kernel when the CPU has it.
 #[inline]
 pub(crate) fn gf_mul(a: u128, b: u128) -> u128 {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(obliv_x86_simd)]
     if pclmul_available() {
         // SAFETY: PCLMULQDQ and SSE2 were confirmed at run time (see `clmul64`).
         return unsafe { x86::gf_mul_pclmul(a, b) };
@@ -83,7 +85,7 @@ pub(crate) fn gf_mul(a: u128, b: u128) -> u128 {
 
 /// `out[i] = a[i]·b[i]` reduced (equal lengths checked by the caller).
 pub(crate) fn gf_mul_slices(a: &[u128], b: &[u128], out: &mut [u128]) {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(obliv_x86_simd)]
     if pclmul_available() {
         // SAFETY: PCLMULQDQ and SSE2 were confirmed at run time (see `clmul64`).
         return unsafe { x86::gf_mul_slices_pclmul(a, b, out) };
@@ -96,7 +98,7 @@ pub(crate) fn gf_mul_slices(a: &[u128], b: &[u128], out: &mut [u128]) {
 
 /// `out[i] = a[i]·s` reduced (equal lengths checked by the caller).
 pub(crate) fn gf_scale(a: &[u128], s: u128, out: &mut [u128]) {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(obliv_x86_simd)]
     if pclmul_available() {
         // SAFETY: PCLMULQDQ and SSE2 were confirmed at run time (see `clmul64`).
         return unsafe { x86::gf_scale_pclmul(a, s, out) };
@@ -150,7 +152,6 @@ pub(crate) fn clmul64_portable(a: u64, b: u64) -> u128 {
 /// Gathers the top bit of each of the 16 bytes of `v` into a 16-bit mask (bit `i` = byte `i`),
 /// like SSE2's `pmovmskb`, portably.
 #[inline]
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))] // the fallback off x86-64; tested everywhere
 pub(crate) fn movemask_portable(v: u128) -> u16 {
     // For 8 bytes in a u64: isolate the top bits and gather them with one multiplication.
     const MAGIC: u64 = 0x0002_0408_1020_4081;
@@ -162,7 +163,7 @@ pub(crate) fn movemask_portable(v: u128) -> u16 {
     lo | (hi << 8)
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(obliv_x86_simd)]
 pub(crate) mod x86 {
     use core::arch::x86_64::{
         __m128i, _mm_clmulepi64_si128, _mm_cvtsi128_si64, _mm_movemask_epi8, _mm_set_epi64x,
@@ -170,123 +171,135 @@ pub(crate) mod x86 {
         _mm_xor_si128,
     };
 
-    #[inline]
-    #[target_feature(enable = "sse2")]
-    #[allow(clippy::cast_possible_wrap)] // bit-for-bit reinterpretation of the halves
-    fn to_m128(v: u128) -> __m128i {
-        #[allow(clippy::cast_possible_truncation)] // taking the halves
-        let (lo, hi) = (v as u64 as i64, (v >> 64) as u64 as i64);
-        _mm_set_epi64x(hi, lo)
-    }
-
-    #[inline]
-    #[target_feature(enable = "sse2")]
-    #[allow(clippy::cast_sign_loss)] // bit-for-bit reinterpretation of the halves
-    fn from_m128(v: __m128i) -> u128 {
-        let lo = _mm_cvtsi128_si64(v) as u64;
-        let hi = _mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v)) as u64;
-        u128::from(lo) | (u128::from(hi) << 64)
-    }
-
-    /// Carry-less product by PCLMULQDQ.
-    #[inline]
-    #[target_feature(enable = "pclmulqdq,sse2")]
-    pub(crate) fn clmul64_pclmul(a: u64, b: u64) -> u128 {
-        let p = _mm_clmulepi64_si128::<0x00>(to_m128(u128::from(a)), to_m128(u128::from(b)));
-        from_m128(p)
-    }
-
-    /// The 256-bit product of two 128-bit operands by four PCLMULQDQs (schoolbook: on this
-    /// hardware one more multiply beats Karatsuba's extra XORs and shuffles).
-    #[inline]
-    #[target_feature(enable = "pclmulqdq,sse2")]
-    fn clmul128_m(a: __m128i, b: __m128i) -> (__m128i, __m128i, __m128i) {
-        let lo = _mm_clmulepi64_si128::<0x00>(a, b);
-        let hi = _mm_clmulepi64_si128::<0x11>(a, b);
-        let m1 = _mm_clmulepi64_si128::<0x10>(a, b);
-        let m2 = _mm_clmulepi64_si128::<0x01>(a, b);
-        (lo, _mm_xor_si128(m1, m2), hi)
-    }
-
-    /// Folds `(lo, mid, hi)` (mid at x^64) into `(lo, hi)` 128-bit halves.
-    #[inline]
-    #[target_feature(enable = "sse2")]
-    fn fold(lo: __m128i, mid: __m128i, hi: __m128i) -> (u128, u128) {
-        let lo = _mm_xor_si128(lo, _mm_slli_si128::<8>(mid));
-        let hi = _mm_xor_si128(hi, _mm_srli_si128::<8>(mid));
-        (from_m128(lo), from_m128(hi))
-    }
-
-    /// Unreduced 128×128 carry-less product.
-    #[inline]
-    #[target_feature(enable = "pclmulqdq,sse2")]
-    pub(crate) fn clmul128_pclmul(a: u128, b: u128) -> (u128, u128) {
-        let (lo, mid, hi) = clmul128_m(to_m128(a), to_m128(b));
-        fold(lo, mid, hi)
-    }
-
-    /// Reduced product in GF(2^128) (modulus x^128 + x^7 + x^2 + x + 1), all in one
-    /// function so that the caller pays one call, not one per step.
-    #[inline]
-    #[target_feature(enable = "pclmulqdq,sse2")]
-    pub(crate) fn gf_mul_pclmul(a: u128, b: u128) -> u128 {
-        let (lo, hi) = clmul128_pclmul(a, b);
-        super::reduce(lo, hi)
-    }
-
-    /// `out[i] = a[i]·b[i]` reduced, the loop inside the feature-enabled function.
-    #[target_feature(enable = "pclmulqdq,sse2")]
-    pub(crate) fn gf_mul_slices_pclmul(a: &[u128], b: &[u128], out: &mut [u128]) {
-        for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
-            *o = gf_mul_pclmul(*x, *y);
+    crate::backend::sse2::enable! {
+        #[inline]
+        #[allow(clippy::cast_possible_wrap)] // bit-for-bit reinterpretation of the halves
+        fn to_m128(v: u128) -> __m128i {
+            #[allow(clippy::cast_possible_truncation)] // taking the halves
+            let (lo, hi) = (v as u64 as i64, (v >> 64) as u64 as i64);
+            _mm_set_epi64x(hi, lo)
         }
     }
 
-    /// `out[i] = a[i]·s` reduced.
-    #[target_feature(enable = "pclmulqdq,sse2")]
-    pub(crate) fn gf_scale_pclmul(a: &[u128], s: u128, out: &mut [u128]) {
-        for (o, x) in out.iter_mut().zip(a) {
-            *o = gf_mul_pclmul(*x, s);
+    crate::backend::sse2::enable! {
+        #[inline]
+        #[allow(clippy::cast_sign_loss)] // bit-for-bit reinterpretation of the halves
+        fn from_m128(v: __m128i) -> u128 {
+            let lo = _mm_cvtsi128_si64(v) as u64;
+            let hi = _mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v)) as u64;
+            u128::from(lo) | (u128::from(hi) << 64)
         }
     }
 
-    /// Unreduced inner product: the products are XORed before the single fold.
-    #[target_feature(enable = "pclmulqdq,sse2")]
-    pub(crate) fn clmul_dot_pclmul(a: &[u128], b: &[u128]) -> (u128, u128) {
-        let (mut lo, mut mid, mut hi) = (
-            _mm_setzero_si128(),
-            _mm_setzero_si128(),
-            _mm_setzero_si128(),
-        );
-        for (x, y) in a.iter().zip(b) {
-            let (l, m, h) = clmul128_m(to_m128(*x), to_m128(*y));
-            lo = _mm_xor_si128(lo, l);
-            mid = _mm_xor_si128(mid, m);
-            hi = _mm_xor_si128(hi, h);
+    crate::backend::pclmul::enable! {
+        /// Carry-less product by PCLMULQDQ.
+        #[inline]
+        pub(crate) fn clmul64_pclmul(a: u64, b: u64) -> u128 {
+            let p = _mm_clmulepi64_si128::<0x00>(to_m128(u128::from(a)), to_m128(u128::from(b)));
+            from_m128(p)
         }
-        fold(lo, mid, hi)
     }
 
-    /// [`super::transpose_tiles_with`] compiled with SSE2 so the intrinsics inline.
-    #[target_feature(enable = "sse2")]
-    pub(crate) fn transpose_tiles_sse2(input: &[u8], rows: usize, cols: usize, out: &mut [u8]) {
-        super::transpose_tiles_with(input, rows, cols, out, |v| movemask_planes(v));
+    crate::backend::pclmul::enable! {
+        /// The 256-bit product of two 128-bit operands by four PCLMULQDQs (schoolbook: on this
+        /// hardware one more multiply beats Karatsuba's extra XORs and shuffles).
+        #[inline]
+        fn clmul128_m(a: __m128i, b: __m128i) -> (__m128i, __m128i, __m128i) {
+            let lo = _mm_clmulepi64_si128::<0x00>(a, b);
+            let hi = _mm_clmulepi64_si128::<0x11>(a, b);
+            let m1 = _mm_clmulepi64_si128::<0x10>(a, b);
+            let m2 = _mm_clmulepi64_si128::<0x01>(a, b);
+            (lo, _mm_xor_si128(m1, m2), hi)
+        }
     }
 
-    /// The 8 masks of bit planes 7, 6, …, 0 of the 16 bytes of `v`: `out[k]` gathers bit
-    /// `7 − k` of every byte (SSE2 `pmovmskb` after `k` left shifts). SSE2 is part of the
-    /// x86-64 baseline, so no run-time check is needed.
-    #[inline]
-    #[target_feature(enable = "sse2")]
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // pmovmskb fills 16 bits
-    pub(crate) fn movemask_planes(v: u128) -> [u16; 8] {
-        let mut x = to_m128(v);
-        let mut out = [0u16; 8];
-        for o in out.iter_mut() {
-            *o = _mm_movemask_epi8(x) as u16;
-            x = _mm_slli_epi64::<1>(x);
+    crate::backend::sse2::enable! {
+        /// Folds `(lo, mid, hi)` (mid at x^64) into `(lo, hi)` 128-bit halves.
+        #[inline]
+        fn fold(lo: __m128i, mid: __m128i, hi: __m128i) -> (u128, u128) {
+            let lo = _mm_xor_si128(lo, _mm_slli_si128::<8>(mid));
+            let hi = _mm_xor_si128(hi, _mm_srli_si128::<8>(mid));
+            (from_m128(lo), from_m128(hi))
         }
-        out
+    }
+
+    crate::backend::pclmul::enable! {
+        /// Unreduced 128×128 carry-less product.
+        #[inline]
+        pub(crate) fn clmul128_pclmul(a: u128, b: u128) -> (u128, u128) {
+            let (lo, mid, hi) = clmul128_m(to_m128(a), to_m128(b));
+            fold(lo, mid, hi)
+        }
+    }
+
+    crate::backend::pclmul::enable! {
+        /// Reduced product in GF(2^128) (modulus x^128 + x^7 + x^2 + x + 1), all in one
+        /// function so that the caller pays one call, not one per step.
+        #[inline]
+        pub(crate) fn gf_mul_pclmul(a: u128, b: u128) -> u128 {
+            let (lo, hi) = clmul128_pclmul(a, b);
+            super::reduce(lo, hi)
+        }
+    }
+
+    crate::backend::pclmul::enable! {
+        /// `out[i] = a[i]·b[i]` reduced, the loop inside the feature-enabled function.
+        pub(crate) fn gf_mul_slices_pclmul(a: &[u128], b: &[u128], out: &mut [u128]) {
+            for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
+                *o = gf_mul_pclmul(*x, *y);
+            }
+        }
+    }
+
+    crate::backend::pclmul::enable! {
+        /// `out[i] = a[i]·s` reduced.
+        pub(crate) fn gf_scale_pclmul(a: &[u128], s: u128, out: &mut [u128]) {
+            for (o, x) in out.iter_mut().zip(a) {
+                *o = gf_mul_pclmul(*x, s);
+            }
+        }
+    }
+
+    crate::backend::pclmul::enable! {
+        /// Unreduced inner product: the products are XORed before the single fold.
+        pub(crate) fn clmul_dot_pclmul(a: &[u128], b: &[u128]) -> (u128, u128) {
+            let (mut lo, mut mid, mut hi) = (
+                _mm_setzero_si128(),
+                _mm_setzero_si128(),
+                _mm_setzero_si128(),
+            );
+            for (x, y) in a.iter().zip(b) {
+                let (l, m, h) = clmul128_m(to_m128(*x), to_m128(*y));
+                lo = _mm_xor_si128(lo, l);
+                mid = _mm_xor_si128(mid, m);
+                hi = _mm_xor_si128(hi, h);
+            }
+            fold(lo, mid, hi)
+        }
+    }
+
+    crate::backend::sse2::enable! {
+        /// [`super::transpose_tiles_with`] compiled with SSE2 so the intrinsics inline.
+        pub(crate) fn transpose_tiles_sse2(input: &[u8], rows: usize, cols: usize, out: &mut [u8]) {
+            super::transpose_tiles_with(input, rows, cols, out, |v| movemask_planes(v));
+        }
+    }
+
+    crate::backend::sse2::enable! {
+        /// The 8 masks of bit planes 7, 6, …, 0 of the 16 bytes of `v`: `out[k]` gathers bit
+        /// `7 − k` of every byte (SSE2 `pmovmskb` after `k` left shifts). SSE2 is part of the
+        /// x86-64 baseline, so no run-time check is needed.
+        #[inline]
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // pmovmskb fills 16 bits
+        pub(crate) fn movemask_planes(v: u128) -> [u16; 8] {
+            let mut x = to_m128(v);
+            let mut out = [0u16; 8];
+            for o in out.iter_mut() {
+                *o = _mm_movemask_epi8(x) as u16;
+                x = _mm_slli_epi64::<1>(x);
+            }
+            out
+        }
     }
 }
 
@@ -294,21 +307,17 @@ pub(crate) mod x86 {
 /// kernels through it).
 #[cfg(test)]
 fn movemask_planes(v: u128) -> [u16; 8] {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: SSE2 is part of the x86-64 baseline: every x86-64 CPU has it, so the
-        // feature `x86::movemask_planes` is compiled for is always present.
-        unsafe { x86::movemask_planes(v) }
+    #[cfg(obliv_x86_simd)]
+    if sse2::detected() {
+        // SAFETY: `sse2::detected()` confirmed the feature `x86::movemask_planes` is compiled
+        // for.
+        return unsafe { x86::movemask_planes(v) };
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        movemask_planes_portable(v)
-    }
+    movemask_planes_portable(v)
 }
 
 /// Portable [`movemask_planes`].
 #[inline]
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))] // the fallback off x86-64; tested everywhere
 pub(crate) fn movemask_planes_portable(v: u128) -> [u16; 8] {
     let mut out = [0u16; 8];
     let mut x = v;
@@ -327,13 +336,11 @@ pub(crate) fn movemask_planes_portable(v: u128) -> [u16; 8] {
 /// The transpose kernel (see `crate::transpose`): shapes were checked by the caller
 /// (`rows % 16 == 0`, `cols % 8 == 0`, both buffers `rows * cols / 8` bytes).
 pub(crate) fn transpose_tiles(input: &[u8], rows: usize, cols: usize, out: &mut [u8]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: SSE2 is part of the x86-64 baseline, so the feature the kernel is compiled
-        // for is always present.
-        unsafe { x86::transpose_tiles_sse2(input, rows, cols, out) }
+    #[cfg(obliv_x86_simd)]
+    if sse2::detected() {
+        // SAFETY: `sse2::detected()` confirmed the feature the kernel is compiled for.
+        return unsafe { x86::transpose_tiles_sse2(input, rows, cols, out) };
     }
-    #[cfg(not(target_arch = "x86_64"))]
     transpose_tiles_with(input, rows, cols, out, movemask_planes_portable)
 }
 

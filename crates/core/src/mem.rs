@@ -63,18 +63,18 @@ fn advise_huge(start: usize, bytes: usize) {
 /// ≈ 104 instead of ≈ 140 ms against T0; NTA was as slow as T0, T2 as fast as T1.)
 #[inline(always)]
 pub fn prefetch_l2<T>(slice: &[T], i: usize) {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(obliv_x86_simd)]
     if let Some(x) = slice.get(i) {
         prefetch_t1(core::ptr::from_ref(x).cast::<i8>());
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(not(obliv_x86_simd))]
     {
         let _ = (slice, i);
     }
 }
 
 /// PREFETCHT1 of the line holding `p`.
-#[cfg(target_arch = "x86_64")]
+#[cfg(obliv_x86_simd)]
 #[inline(always)]
 #[allow(unsafe_code)]
 fn prefetch_t1(p: *const i8) {

@@ -213,14 +213,8 @@ pub fn allowed(mask: u64) -> bool {
 
 /// The body of the build script of a crate with x86 SIMD code: declares the `obliv_portable`
 /// and `obliv_x86_simd` cfgs and sets `obliv_x86_simd` when compiling for `x86_64` without
-/// `--cfg obliv_portable`.
-///
-/// ```no_run
-/// // build.rs
-/// fn main() {
-///     obliv_cpu::build_script();
-/// }
-/// ```
+/// `--cfg obliv_portable`. Such a crate's `build.rs` is `fn main() { obliv_cpu::build_script(); }`
+/// and it lists `obliv-cpu` under both `[dependencies]` and `[build-dependencies]`.
 pub fn build_script() {
     build_cfg::emit();
 }

@@ -66,14 +66,21 @@ impl Point {
     }
 
     /// The backend the batch operations use on this CPU: `"avx512ifma"` (eight lanes) or
-    /// `"serial"` (no IFMA, another architecture, or `OBLIV_FOURQ_BACKEND=serial` in the
-    /// environment when first asked).
+    /// `"serial"` (no IFMA, another architecture, a portable build, or the set switched off
+    /// with `obliv_cpu::disable(&["avx512ifma"])` / `OBLIV_CPU_DISABLE=avx512ifma`).
     pub fn batch_backend() -> &'static str {
         if use_vector(Backend::Auto) {
             "avx512ifma"
         } else {
             "serial"
         }
+    }
+
+    /// The compiled copy of the serial code that [`Point::mul`] and the inversion of
+    /// [`Point::to_bytes`] run on this CPU: `"avx512"` (BMI2, ADX, AVX2 and AVX-512F/VL/BW/DQ),
+    /// `"avx2"` (BMI2, ADX, AVX2) or `"portable"`.
+    pub fn serial_backend() -> &'static str {
+        crate::backend::serial::x86::serial_backend()
     }
 
     /// Decode peer encodings, project each onto the order-`N` subgroup and multiply by `k`:
@@ -219,14 +226,10 @@ enum Backend {
 }
 
 /// Is the vector backend used by default? Yes when the CPU has it (it measured 3.5× faster
-/// than the serial code on the project machine), unless the environment variable
-/// `OBLIV_FOURQ_BACKEND` is `serial` when first read (to test or time the fallback).
+/// than the serial code on an AVX-512 IFMA machine) and it is not switched off through
+/// `obliv-cpu` (asked on every batch call, which costs a few relaxed loads).
 fn vector_by_default() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        std::env::var("OBLIV_FOURQ_BACKEND").map_or(true, |v| v != "serial")
-            && crate::backend::vector::ifma_available()
-    })
+    crate::backend::vector::ifma_available()
 }
 
 fn use_vector(b: Backend) -> bool {
@@ -409,13 +412,16 @@ mod tests {
 
     #[test]
     fn backend_reported() {
-        let forced = std::env::var("OBLIV_FOURQ_BACKEND").is_ok_and(|v| v == "serial");
-        let want = if crate::backend::vector::ifma_available() && !forced {
+        let want = if crate::backend::vector::ifma_available() {
             "avx512ifma"
         } else {
             "serial"
         };
         assert_eq!(Point::batch_backend(), want);
+        eprintln!(
+            "obliv-fourq on this CPU: batch backend {want}, serial copy {}",
+            Point::serial_backend()
+        );
     }
 
     proptest! {

@@ -32,9 +32,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::bigint::Integer;
 use crate::bigint::monty::Monty;
 
-#[cfg(all(test, target_arch = "x86_64", not(obliv_portable)))]
+#[cfg(all(test, obliv_x86_simd))]
 pub(crate) use imp::available;
-#[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+
+obliv_cpu::feature_set! {
+    /// The 52-bit-limb Montgomery kernels (every function of `imp` that uses vectors).
+    pub(crate) mod ifma_set = ["avx512f", "avx512ifma"];
+}
+
+#[cfg(obliv_x86_simd)]
 pub(crate) use imp::{IfmaFixedBase, IfmaModulus};
 
 /// Set by [`disable`]: contexts and tables created afterwards do not use IFMA.
@@ -46,7 +52,7 @@ pub(crate) fn disable(on: bool) {
     DISABLED.store(on, Ordering::Relaxed);
 }
 
-#[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+#[cfg(obliv_x86_simd)]
 mod imp {
     use core::arch::x86_64::{
         __m512i, _mm_cvtsi128_si64, _mm512_add_epi64, _mm512_alignr_epi64, _mm512_and_si512,
@@ -138,9 +144,7 @@ mod imp {
     /// Whether the running CPU has the instructions this module needs (and IFMA has not been
     /// switched off by [`super::disable`]).
     pub(crate) fn available() -> bool {
-        !DISABLED.load(Ordering::Relaxed)
-            && std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512ifma")
+        !DISABLED.load(Ordering::Relaxed) && super::ifma_set::detected()
     }
 
     impl<const N: usize> IfmaModulus<N> {
@@ -174,64 +178,66 @@ mod imp {
             unsafe { self.pow_impl(base, e, e_bits) }
         }
 
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn pow_impl(&self, base: &Integer, e: &Integer, e_bits: u32) -> Integer {
-            let one = {
-                let mut o = Num::<N>::ZERO;
-                o.0[0][0] = 1;
-                o
-            };
-            let mut table = [Num::<N>::ZERO; 1 << WINDOW];
-            table[0] = self.amm(&one, &self.r2); // R mod M (Montgomery one), < 2M
-            table[1] = self.amm(&Num::from_integer(base), &self.r2);
-            for k in 2..table.len() {
-                table[k] = self.amm(&table[k - 1], &table[1]);
-            }
-            let windows = e_bits.div_ceil(WINDOW).max(1);
-            // The exponent as a fixed number of limbs, so that reading a bit never depends on
-            // its length.
-            let mut el = e
-                .to_limbs_padded((windows * WINDOW).div_ceil(64) as usize)
-                .unwrap_or_else(|| {
-                    e.as_limbs()[..(windows * WINDOW).div_ceil(64) as usize].to_vec()
-                });
-            let digit = |w: u32| -> u32 { digit_of(&el, w * WINDOW, WINDOW) };
-            let mut acc = self.select(&table, digit(windows - 1));
-            for w in (0..windows - 1).rev() {
-                for _ in 0..WINDOW {
-                    acc = self.amm(&acc, &acc);
+        crate::ifma::ifma_set::enable! {
+            fn pow_impl(&self, base: &Integer, e: &Integer, e_bits: u32) -> Integer {
+                let one = {
+                    let mut o = Num::<N>::ZERO;
+                    o.0[0][0] = 1;
+                    o
+                };
+                let mut table = [Num::<N>::ZERO; 1 << WINDOW];
+                table[0] = self.amm(&one, &self.r2); // R mod M (Montgomery one), < 2M
+                table[1] = self.amm(&Num::from_integer(base), &self.r2);
+                for k in 2..table.len() {
+                    table[k] = self.amm(&table[k - 1], &table[1]);
                 }
-                let t = self.select(&table, digit(w));
-                acc = self.amm(&acc, &t);
+                let windows = e_bits.div_ceil(WINDOW).max(1);
+                // The exponent as a fixed number of limbs, so that reading a bit never depends on
+                // its length.
+                let mut el = e
+                    .to_limbs_padded((windows * WINDOW).div_ceil(64) as usize)
+                    .unwrap_or_else(|| {
+                        e.as_limbs()[..(windows * WINDOW).div_ceil(64) as usize].to_vec()
+                    });
+                let digit = |w: u32| -> u32 { digit_of(&el, w * WINDOW, WINDOW) };
+                let mut acc = self.select(&table, digit(windows - 1));
+                for w in (0..windows - 1).rev() {
+                    for _ in 0..WINDOW {
+                        acc = self.amm(&acc, &acc);
+                    }
+                    let t = self.select(&table, digit(w));
+                    acc = self.amm(&acc, &t);
+                }
+                // Out of Montgomery form: AMM(acc, 1) ≤ M, then a masked subtraction of M.
+                let mut r = self.amm(&acc, &one);
+                self.reduce_once(&mut r);
+                let out = r.value();
+                el.zeroize();
+                for t in table.iter_mut() {
+                    t.zeroize();
+                }
+                acc.zeroize();
+                r.zeroize();
+                out
             }
-            // Out of Montgomery form: AMM(acc, 1) ≤ M, then a masked subtraction of M.
-            let mut r = self.amm(&acc, &one);
-            self.reduce_once(&mut r);
-            let out = r.value();
-            el.zeroize();
-            for t in table.iter_mut() {
-                t.zeroize();
-            }
-            acc.zeroize();
-            r.zeroize();
-            out
         }
 
-        /// The table entry `table[d]`, reading every entry.
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn select(&self, table: &[Num<N>], d: u32) -> Num<N> {
-            let mut acc = [_mm512_setzero_si512(); N];
-            for (e, entry) in (0u32..).zip(table.iter()) {
-                let mask = _mm512_set1_epi64(0i64.wrapping_sub(i64::from(e.ct_eq(&d).unwrap_u8())));
-                for (j, a) in acc.iter_mut().enumerate() {
-                    *a = _mm512_or_si512(*a, _mm512_and_si512(load(&entry.0[j]), mask));
+        crate::ifma::ifma_set::enable! {
+            /// The table entry `table[d]`, reading every entry.
+            fn select(&self, table: &[Num<N>], d: u32) -> Num<N> {
+                let mut acc = [_mm512_setzero_si512(); N];
+                for (e, entry) in (0u32..).zip(table.iter()) {
+                    let mask = _mm512_set1_epi64(0i64.wrapping_sub(i64::from(e.ct_eq(&d).unwrap_u8())));
+                    for (j, a) in acc.iter_mut().enumerate() {
+                        *a = _mm512_or_si512(*a, _mm512_and_si512(load(&entry.0[j]), mask));
+                    }
                 }
+                let mut out = Num::ZERO;
+                for (j, a) in acc.iter().enumerate() {
+                    store(&mut out.0[j], *a);
+                }
+                out
             }
-            let mut out = Num::ZERO;
-            for (j, a) in acc.iter().enumerate() {
-                store(&mut out.0[j], *a);
-            }
-            out
         }
 
         /// `r − M` if `r ≥ M`, else `r`, without branching on `r` (limbs normalised).
@@ -252,51 +258,52 @@ mod imp {
             t.zeroize();
         }
 
-        /// Almost Montgomery multiplication: `a·b·R^{−1} mod M`, `< 2M` for `a, b < 2M`.
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn amm(&self, a: &Num<N>, b: &Num<N>) -> Num<N> {
-            let mut bv = [_mm512_setzero_si512(); N];
-            let mut mv = [_mm512_setzero_si512(); N];
-            for j in 0..N {
-                bv[j] = load(&b.0[j]);
-                mv[j] = load(&self.m.0[j]);
-            }
-            let zero = _mm512_setzero_si512();
-            let mut x = [zero; N];
-            for i in 0..8 * N {
-                let ai = _mm512_set1_epi64(a.limb(i) as i64);
+        crate::ifma::ifma_set::enable! {
+            /// Almost Montgomery multiplication: `a·b·R^{−1} mod M`, `< 2M` for `a, b < 2M`.
+            fn amm(&self, a: &Num<N>, b: &Num<N>) -> Num<N> {
+                let mut bv = [_mm512_setzero_si512(); N];
+                let mut mv = [_mm512_setzero_si512(); N];
                 for j in 0..N {
-                    x[j] = _mm512_madd52lo_epu64(x[j], ai, bv[j]);
+                    bv[j] = load(&b.0[j]);
+                    mv[j] = load(&self.m.0[j]);
                 }
-                let x0 = _mm_cvtsi128_si64(_mm512_castsi512_si128(x[0])) as u64;
-                let y = x0.wrapping_mul(self.k0) & MASK52;
-                let yv = _mm512_set1_epi64(y as i64);
+                let zero = _mm512_setzero_si512();
+                let mut x = [zero; N];
+                for i in 0..8 * N {
+                    let ai = _mm512_set1_epi64(a.limb(i) as i64);
+                    for j in 0..N {
+                        x[j] = _mm512_madd52lo_epu64(x[j], ai, bv[j]);
+                    }
+                    let x0 = _mm_cvtsi128_si64(_mm512_castsi512_si128(x[0])) as u64;
+                    let y = x0.wrapping_mul(self.k0) & MASK52;
+                    let yv = _mm512_set1_epi64(y as i64);
+                    for j in 0..N {
+                        x[j] = _mm512_madd52lo_epu64(x[j], yv, mv[j]);
+                    }
+                    // Lane 0 is now ≡ 0 mod 2^52; its high bits carry into the next limb.
+                    let carry = (_mm_cvtsi128_si64(_mm512_castsi512_si128(x[0])) as u64) >> 52;
+                    for j in 0..N - 1 {
+                        x[j] = _mm512_alignr_epi64::<1>(x[j + 1], x[j]);
+                    }
+                    x[N - 1] = _mm512_alignr_epi64::<1>(zero, x[N - 1]);
+                    x[0] = _mm512_add_epi64(x[0], _mm512_maskz_set1_epi64(1, carry as i64));
+                    for j in 0..N {
+                        x[j] = _mm512_madd52hi_epu64(x[j], ai, bv[j]);
+                        x[j] = _mm512_madd52hi_epu64(x[j], yv, mv[j]);
+                    }
+                }
+                let mut out = Num::ZERO;
                 for j in 0..N {
-                    x[j] = _mm512_madd52lo_epu64(x[j], yv, mv[j]);
+                    store(&mut out.0[j], x[j]);
                 }
-                // Lane 0 is now ≡ 0 mod 2^52; its high bits carry into the next limb.
-                let carry = (_mm_cvtsi128_si64(_mm512_castsi512_si128(x[0])) as u64) >> 52;
-                for j in 0..N - 1 {
-                    x[j] = _mm512_alignr_epi64::<1>(x[j + 1], x[j]);
+                let mut carry = 0u64;
+                for i in 0..8 * N {
+                    let v = out.limb(i) + carry;
+                    *out.limb_mut(i) = v & MASK52;
+                    carry = v >> 52;
                 }
-                x[N - 1] = _mm512_alignr_epi64::<1>(zero, x[N - 1]);
-                x[0] = _mm512_add_epi64(x[0], _mm512_maskz_set1_epi64(1, carry as i64));
-                for j in 0..N {
-                    x[j] = _mm512_madd52hi_epu64(x[j], ai, bv[j]);
-                    x[j] = _mm512_madd52hi_epu64(x[j], yv, mv[j]);
-                }
+                out
             }
-            let mut out = Num::ZERO;
-            for j in 0..N {
-                store(&mut out.0[j], x[j]);
-            }
-            let mut carry = 0u64;
-            for i in 0..8 * N {
-                let v = out.limb(i) + carry;
-                *out.limb_mut(i) = v & MASK52;
-                carry = v >> 52;
-            }
-            out
         }
     }
 
@@ -355,31 +362,32 @@ mod imp {
             unsafe { self.pow_impl(e) }
         }
 
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn pow_impl(&self, e: &Integer) -> Integer {
-            let per = 1usize << self.window;
-            let mut one = Num::<N>::ZERO;
-            one.0[0][0] = 1;
-            // Montgomery one: AMM(R² mod M, 1) = R mod M.
-            let mut acc = self.ctx.amm(&self.ctx.r2, &one);
-            let len = (self.window * self.windows).div_ceil(64) as usize;
-            let mut el = e
-                .to_limbs_padded(len)
-                .unwrap_or_else(|| e.as_limbs()[..len].to_vec());
-            for i in 0..self.windows {
-                let digit = digit_of(&el, i * self.window, self.window);
-                let start = i as usize * per;
-                let mut t = self.ctx.select(&self.table[start..start + per], digit);
-                acc = self.ctx.amm(&acc, &t);
-                t.zeroize();
+        crate::ifma::ifma_set::enable! {
+            fn pow_impl(&self, e: &Integer) -> Integer {
+                let per = 1usize << self.window;
+                let mut one = Num::<N>::ZERO;
+                one.0[0][0] = 1;
+                // Montgomery one: AMM(R² mod M, 1) = R mod M.
+                let mut acc = self.ctx.amm(&self.ctx.r2, &one);
+                let len = (self.window * self.windows).div_ceil(64) as usize;
+                let mut el = e
+                    .to_limbs_padded(len)
+                    .unwrap_or_else(|| e.as_limbs()[..len].to_vec());
+                for i in 0..self.windows {
+                    let digit = digit_of(&el, i * self.window, self.window);
+                    let start = i as usize * per;
+                    let mut t = self.ctx.select(&self.table[start..start + per], digit);
+                    acc = self.ctx.amm(&acc, &t);
+                    t.zeroize();
+                }
+                let mut r = self.ctx.amm(&acc, &one);
+                self.ctx.reduce_once(&mut r);
+                let out = r.value();
+                el.zeroize();
+                acc.zeroize();
+                r.zeroize();
+                out
             }
-            let mut r = self.ctx.amm(&acc, &one);
-            self.ctx.reduce_once(&mut r);
-            let out = r.value();
-            el.zeroize();
-            acc.zeroize();
-            r.zeroize();
-            out
         }
     }
 
@@ -395,16 +403,18 @@ mod imp {
         d
     }
 
-    #[target_feature(enable = "avx512f")]
-    fn load(a: &[u64; 8]) -> __m512i {
-        // SAFETY: `a` is a valid, readable 64-byte array; the load is unaligned-tolerant.
-        unsafe { _mm512_loadu_si512(a.as_ptr().cast()) }
+    crate::ifma::ifma_set::enable! {
+        fn load(a: &[u64; 8]) -> __m512i {
+            // SAFETY: `a` is a valid, readable 64-byte array; the load is unaligned-tolerant.
+            unsafe { _mm512_loadu_si512(a.as_ptr().cast()) }
+        }
     }
 
-    #[target_feature(enable = "avx512f")]
-    fn store(a: &mut [u64; 8], v: __m512i) {
-        // SAFETY: `a` is a valid, writable 64-byte array; the store is unaligned-tolerant.
-        unsafe { _mm512_storeu_si512(a.as_mut_ptr().cast(), v) }
+    crate::ifma::ifma_set::enable! {
+        fn store(a: &mut [u64; 8], v: __m512i) {
+            // SAFETY: `a` is a valid, writable 64-byte array; the store is unaligned-tolerant.
+            unsafe { _mm512_storeu_si512(a.as_mut_ptr().cast(), v) }
+        }
     }
 }
 
@@ -413,13 +423,13 @@ mod imp {
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum CtPow {
     /// Up to 2078-bit moduli.
-    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+    #[cfg(obliv_x86_simd)]
     Ifma5(Box<IfmaModulus<5>>),
     /// Up to 3326-bit moduli.
-    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+    #[cfg(obliv_x86_simd)]
     Ifma8(Box<IfmaModulus<8>>),
     /// Up to 4158-bit moduli.
-    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+    #[cfg(obliv_x86_simd)]
     Ifma10(Box<IfmaModulus<10>>),
     /// 64-bit Montgomery (ADX or portable kernel).
     Mont(Box<Monty>),
@@ -428,7 +438,7 @@ pub(crate) enum CtPow {
 impl CtPow {
     /// The context for an odd `m > 1`; `None` for any other `m`.
     pub(crate) fn new(m: &Integer) -> Option<Self> {
-        #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+        #[cfg(obliv_x86_simd)]
         {
             let bits = m.significant_bits();
             let ctx = if bits + 2 <= 52 * 40 {
@@ -450,11 +460,11 @@ impl CtPow {
     /// `base^e mod m` in constant time for `0 ≤ base < m`, `e ≥ 0` of at most `e_bits` bits.
     pub(crate) fn pow(&self, base: &Integer, e: &Integer, e_bits: u32) -> Integer {
         match self {
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             Self::Ifma5(c) => c.pow(base, e, e_bits),
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             Self::Ifma8(c) => c.pow(base, e, e_bits),
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             Self::Ifma10(c) => c.pow(base, e, e_bits),
             Self::Mont(c) => c.pow(base, e, e_bits),
         }
@@ -480,7 +490,7 @@ mod tests {
             m.set_bit(bits - 1, true);
             m.set_bit(0, true);
             let ctx = CtPow::new(&m).expect("odd");
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             if imp::available() {
                 assert!(ctx.is_ifma(), "{bits}");
             }

@@ -10,54 +10,30 @@ use obliv_core::Block;
 
 use crate::code::BlockPair;
 
-/// Whether the AVX-512 convolution kernels for blocks and block pairs can run on this CPU
-/// (AVX-512F/BW, BMI2, VPCLMULQDQ; checked once).
-#[cfg(target_arch = "x86_64")]
-fn have_avx512_blocks() -> bool {
-    use std::sync::OnceLock;
-    static HAVE: OnceLock<bool> = OnceLock::new();
-    *HAVE.get_or_init(|| {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512bw")
-            && std::arch::is_x86_feature_detected!("bmi2")
-            && std::arch::is_x86_feature_detected!("vpclmulqdq")
-    })
+obliv_cpu::feature_set! {
+    /// The convolution kernels for blocks and block pairs: AVX-512F/BW, BMI2 (`pdep`) and
+    /// VPCLMULQDQ (the `μ` mix).
+    mod avx512_blocks = ["avx512f", "avx512bw", "bmi2", "vpclmulqdq"];
 }
 
-/// Whether the AVX-512 convolution kernel for bytes can run on this CPU (checked once).
-#[cfg(target_arch = "x86_64")]
-fn have_avx512_bytes() -> bool {
-    use std::sync::OnceLock;
-    static HAVE: OnceLock<bool> = OnceLock::new();
-    *HAVE.get_or_init(|| {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512bw")
-            && std::arch::is_x86_feature_detected!("avx512vbmi")
-    })
+obliv_cpu::feature_set! {
+    /// The convolution kernel for bytes: AVX-512F/BW and VBMI (byte permutes).
+    mod avx512_bytes = ["avx512f", "avx512bw", "avx512vbmi"];
+}
+
+obliv_cpu::feature_set! {
+    /// The 64-byte loads and stores both kernels share (a subset of both sets above).
+    mod avx512_loads = ["avx512f"];
 }
 
 /// Whether [`acc_blocks`] and [`acc_pairs`] run a vectorised kernel on this CPU.
 pub(crate) fn have_fast_blocks() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        have_avx512_blocks()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    avx512_blocks::detected()
 }
 
 /// Whether [`acc_bytes`] runs a vectorised kernel on this CPU.
 pub(crate) fn have_fast_bytes() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        have_avx512_bytes()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    avx512_bytes::detected()
 }
 
 /// Runs rows `start, start + 1, …` of one convolution pass over blocks — row `i`:
@@ -67,9 +43,9 @@ pub(crate) fn have_fast_bytes() -> bool {
 /// first row it did not run. Same results as the scalar rows; runs none (returns `start`)
 /// without the CPU features.
 pub(crate) fn acc_blocks(x: &mut [Block], start: usize, coeffs: &[u32], mix: bool) -> usize {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(obliv_x86_simd)]
     {
-        if have_avx512_blocks() {
+        if avx512_blocks::detected() {
             // SAFETY: the CPU supports every target feature of the kernel (checked at run
             // time just above), the only requirement of calling it.
             return unsafe {
@@ -87,9 +63,9 @@ pub(crate) fn acc_blocks(x: &mut [Block], start: usize, coeffs: &[u32], mix: boo
 
 /// As [`acc_blocks`] for block pairs (both halves transformed alike).
 pub(crate) fn acc_pairs(x: &mut [BlockPair], start: usize, coeffs: &[u32], mix: bool) -> usize {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(obliv_x86_simd)]
     {
-        if have_avx512_blocks() {
+        if avx512_blocks::detected() {
             // SAFETY: as in `acc_blocks`: the target features were detected at run time.
             return unsafe {
                 if mix {
@@ -107,9 +83,9 @@ pub(crate) fn acc_pairs(x: &mut [BlockPair], start: usize, coeffs: &[u32], mix: 
 /// As [`acc_blocks`] for byte elements (each byte a GF(2)^8 vector, e.g. one bit 0/1), for
 /// the binary code (`μ` acts as the identity on bytes, so `mix` changes nothing).
 pub(crate) fn acc_bytes(x: &mut [u8], start: usize, coeffs: &[u32]) -> usize {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(obliv_x86_simd)]
     {
-        if have_avx512_bytes() {
+        if avx512_bytes::detected() {
             // SAFETY: the CPU supports AVX-512F, AVX-512BW and AVX-512VBMI (checked at run
             // time just above), the only requirement of calling a function with these
             // target features.
@@ -120,7 +96,7 @@ pub(crate) fn acc_bytes(x: &mut [u8], start: usize, coeffs: &[u32]) -> usize {
     start
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(obliv_x86_simd)]
 mod avx512 {
     //! The convolution with the band held in registers: a window of 32 elements (8 ZMM
     //! registers of 4 blocks, or 16 of 2 block pairs) slides over `x`, one register's worth
@@ -142,8 +118,8 @@ mod avx512 {
 
     use crate::code::{BlockPair, GF128_MIX};
 
+    crate::arch::avx512_loads::enable! {
     #[inline]
-    #[target_feature(enable = "avx512f")]
     fn load64(s: &[u8]) -> __m512i {
         let s: &[u8; 64] = s
             .try_into()
@@ -153,7 +129,6 @@ mod avx512 {
     }
 
     #[inline]
-    #[target_feature(enable = "avx512f")]
     fn store64(d: &mut [u8], v: __m512i) {
         let d: &mut [u8; 64] = d
             .try_into()
@@ -163,12 +138,13 @@ mod avx512 {
         // (blocks, block pairs, bytes).
         unsafe { _mm512_storeu_si512(d.as_mut_ptr().cast(), v) }
     }
+    }
 
+    crate::arch::avx512_blocks::enable! {
     /// `μ·v` in every 128-bit lane (GF(2^128), `x^128 + x^7 + x^2 + x + 1`). `μ` has 32
     /// bits, so `v_hi·μ` overflows `x^128` by at most 31 bits, reduced by one more product
     /// with `0x87` (at most 39 bits: no second overflow).
     #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq")]
     fn mul_mix(v: __m512i) -> __m512i {
         // The single reduction step below needs μ < 2^32.
         const _: () = assert!(GF128_MIX.0 < 1 << 32);
@@ -180,6 +156,7 @@ mod avx512 {
         let res = _mm512_xor_si512(lo, _mm512_bslli_epi128::<8>(hi));
         let over = _mm512_bsrli_epi128::<8>(hi);
         _mm512_xor_si512(res, _mm512_clmulepi64_epi128::<0x00>(over, poly))
+    }
     }
 
     /// The kernel for elements of `$lanes` 64-bit lanes (`$per` per register, `$regs`
@@ -207,9 +184,9 @@ mod avx512 {
                 const FIRST_MIXED: usize = 25 / PER;
                 const _: () = assert!((24 + PER) / PER <= FIRST_MIXED + 1); // the last row
 
+                crate::arch::avx512_blocks::enable! {
                 /// Row `R` of the current group (see the module documentation above).
                 #[inline]
-                #[target_feature(enable = "avx512f,avx512bw,bmi2,vpclmulqdq")]
                 #[allow(clippy::cast_possible_truncation)] // 8-bit slices of the lane mask
                 fn row<const R: usize, const MIX: bool>(
                     w: &mut [__m512i; REGS],
@@ -240,7 +217,6 @@ mod avx512 {
                     }
                 }
 
-                #[target_feature(enable = "avx512f,avx512bw,bmi2,vpclmulqdq")]
                 #[allow(clippy::cast_possible_wrap)] // lane indices < 8
                 pub(in crate::arch) fn run<const MIX: bool>(
                     x: &mut [$elem],
@@ -292,6 +268,7 @@ mod avx512 {
                     }
                     i
                 }
+                }
             }
         };
     }
@@ -317,10 +294,10 @@ mod avx512 {
         [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
     );
 
+    crate::arch::avx512_bytes::enable! {
     /// The byte version: a window of 128 bytes (`x[i..i+128]`, two registers) slides 64
     /// rows at a time; row `i + r` broadcasts byte `r` of the window (a VBMI permute) and
     /// XORs it into the bytes its 25-bit mask, shifted by `r + 1`, selects.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
     #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)] // mask halves, r < 64
     pub(super) fn acc_bytes(x: &mut [u8], start: usize, coeffs: &[u32]) -> usize {
         let size = x.len();
@@ -347,5 +324,6 @@ mod avx512 {
         store64(&mut x[i..i + 64], w0);
         store64(&mut x[i + 64..i + 128], w1);
         i
+    }
     }
 }

@@ -822,6 +822,16 @@ mod tests {
     /// around the kernels' window sizes (and run at all where the CPU has them).
     #[test]
     fn fast_convolution_rows_match_scalar() {
+        for (what, has) in [
+            ("blocks and pairs", crate::arch::have_fast_blocks()),
+            ("bytes", crate::arch::have_fast_bytes()),
+        ] {
+            if !has {
+                eprintln!(
+                    "fast_convolution_rows_match_scalar: no vectorised kernel for {what} on this CPU (or switched off): only the fallback is checked"
+                );
+            }
+        }
         fn check<E: CodeElement + PartialEq + core::fmt::Debug>(
             x0: &[E],
             coeffs: &[u32],

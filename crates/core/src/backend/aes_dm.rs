@@ -10,26 +10,22 @@
 use crate::aes::Aes;
 use crate::block::Block;
 
-cpufeatures::new!(has_aesni, "aes", "sse2");
+obliv_cpu::feature_set! {
+    /// The eight-key AES-NI kernel.
+    pub(crate) mod aesni = ["aes", "sse2"];
+}
 
-/// Whether the AES-NI kernel can run (checked once, then cached).
+/// Whether the AES-NI kernel can run.
 #[inline]
 fn aesni_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        has_aesni::get()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    aesni::detected()
 }
 
 /// `out[i] = AES-128_{keys[i]}(msgs[i]) ⊕ msgs[i]`, AES-NI when available. The slices have
 /// equal length (checked by the caller).
 pub(crate) fn davies_meyer_many(keys: &[Block], msgs: &[Block], out: &mut [Block]) {
     debug_assert!(keys.len() == msgs.len() && msgs.len() == out.len());
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(obliv_x86_simd)]
     if aesni_available() {
         // SAFETY: `aesni_available()` confirmed at run time that the CPU supports AES-NI and
         // SSE2, the features `x86::davies_meyer_aesni` is compiled for.
@@ -46,7 +42,7 @@ pub(crate) fn davies_meyer_portable(keys: &[Block], msgs: &[Block], out: &mut [B
     }
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(obliv_x86_simd)]
 pub(crate) mod x86 {
     use core::arch::x86_64::{
         __m128i, _mm_aesenc_si128, _mm_aesenclast_si128, _mm_aeskeygenassist_si128,
@@ -61,113 +57,118 @@ pub(crate) mod x86 {
     /// Keys processed side by side.
     const LANES: usize = 8;
 
-    /// One step of the AES-128 key expansion (FIPS-197 §5.2): `w[4i..4i+4]` from the previous
-    /// round key `k`, with `SubWord(RotWord(w[4i-1])) ⊕ Rcon` from `aeskeygenassist`.
-    #[inline]
-    #[target_feature(enable = "aes,sse2")]
-    fn expand<const RCON: i32>(k: __m128i) -> __m128i {
-        let t = _mm_shuffle_epi32::<0xff>(_mm_aeskeygenassist_si128::<RCON>(k));
-        let k = _mm_xor_si128(k, _mm_slli_si128::<4>(k));
-        let k = _mm_xor_si128(k, _mm_slli_si128::<4>(k));
-        let k = _mm_xor_si128(k, _mm_slli_si128::<4>(k));
-        _mm_xor_si128(k, t)
-    }
-
-    /// Eight Davies–Meyer compressions: each key's schedule is expanded round by round and
-    /// used at once; the eight chains are independent, so their latencies overlap.
-    #[inline]
-    #[target_feature(enable = "aes,sse2")]
-    fn dm_x8(k: &mut [__m128i; LANES], m: &[__m128i; LANES]) -> [__m128i; LANES] {
-        let mut s = [_mm_setzero_si128(); LANES];
-        for i in 0..LANES {
-            s[i] = _mm_xor_si128(m[i], k[i]);
-        }
-        macro_rules! round {
-            ($rc:literal) => {
-                for i in 0..LANES {
-                    k[i] = expand::<$rc>(k[i]);
-                    s[i] = _mm_aesenc_si128(s[i], k[i]);
-                }
-            };
-        }
-        round!(0x01);
-        round!(0x02);
-        round!(0x04);
-        round!(0x08);
-        round!(0x10);
-        round!(0x20);
-        round!(0x40);
-        round!(0x80);
-        round!(0x1b);
-        for i in 0..LANES {
-            k[i] = expand::<0x36>(k[i]);
-            s[i] = _mm_xor_si128(_mm_aesenclast_si128(s[i], k[i]), m[i]);
-        }
-        s
-    }
-
-    /// Loads eight blocks.
-    #[inline]
-    #[target_feature(enable = "sse2")]
-    fn load8(b: &[Block; LANES]) -> [__m128i; LANES] {
-        let mut r = [_mm_setzero_si128(); LANES];
-        for (r, b) in r.iter_mut().zip(b) {
-            // SAFETY: `b` is a valid, readable 16-byte `Block` (`repr(transparent)` over
-            // `u128`, little-endian bytes = the AES byte order of `Block::to_bytes`); the
-            // unaligned load has no alignment requirement.
-            *r = unsafe { _mm_loadu_si128(core::ptr::from_ref(b).cast::<__m128i>()) };
-        }
-        r
-    }
-
-    /// Stores eight blocks.
-    #[inline]
-    #[target_feature(enable = "sse2")]
-    fn store8(v: &[__m128i; LANES], out: &mut [Block; LANES]) {
-        for (o, v) in out.iter_mut().zip(v) {
-            // SAFETY: `o` is a valid, writable 16-byte `Block` (any bit pattern is a valid
-            // `u128`); the unaligned store has no alignment requirement.
-            unsafe { _mm_storeu_si128(core::ptr::from_mut(o).cast::<__m128i>(), *v) };
+    crate::backend::aes_dm::aesni::enable! {
+        /// One step of the AES-128 key expansion (FIPS-197 §5.2): `w[4i..4i+4]` from the previous
+        /// round key `k`, with `SubWord(RotWord(w[4i-1])) ⊕ Rcon` from `aeskeygenassist`.
+        #[inline]
+        fn expand<const RCON: i32>(k: __m128i) -> __m128i {
+            let t = _mm_shuffle_epi32::<0xff>(_mm_aeskeygenassist_si128::<RCON>(k));
+            let k = _mm_xor_si128(k, _mm_slli_si128::<4>(k));
+            let k = _mm_xor_si128(k, _mm_slli_si128::<4>(k));
+            let k = _mm_xor_si128(k, _mm_slli_si128::<4>(k));
+            _mm_xor_si128(k, t)
         }
     }
 
-    /// `out[i] = AES-128_{keys[i]}(msgs[i]) ⊕ msgs[i]`, eight keys at a time (the tail padded
-    /// with zero blocks whose outputs are dropped).
-    #[target_feature(enable = "aes,sse2")]
-    pub(crate) fn davies_meyer_aesni(keys: &[Block], msgs: &[Block], out: &mut [Block]) {
-        let n = keys.len().min(msgs.len()).min(out.len());
-        let whole = n / LANES * LANES;
-        for ((k, m), o) in keys[..whole]
-            .chunks_exact(LANES)
-            .zip(msgs[..whole].chunks_exact(LANES))
-            .zip(out[..whole].chunks_exact_mut(LANES))
-        {
-            // The `chunks_exact` pieces have exactly `LANES` elements.
-            let (Ok(k), Ok(m), Ok(o)) = (
-                <&[Block; LANES]>::try_from(k),
-                <&[Block; LANES]>::try_from(m),
-                <&mut [Block; LANES]>::try_from(o),
-            ) else {
-                continue;
-            };
-            let mut kv = load8(k);
-            let r = dm_x8(&mut kv, &load8(m));
-            store8(&r, o);
+    crate::backend::aes_dm::aesni::enable! {
+        /// Eight Davies–Meyer compressions: each key's schedule is expanded round by round and
+        /// used at once; the eight chains are independent, so their latencies overlap.
+        #[inline]
+        fn dm_x8(k: &mut [__m128i; LANES], m: &[__m128i; LANES]) -> [__m128i; LANES] {
+            let mut s = [_mm_setzero_si128(); LANES];
+            for i in 0..LANES {
+                s[i] = _mm_xor_si128(m[i], k[i]);
+            }
+            macro_rules! round {
+                ($rc:literal) => {
+                    for i in 0..LANES {
+                        k[i] = expand::<$rc>(k[i]);
+                        s[i] = _mm_aesenc_si128(s[i], k[i]);
+                    }
+                };
+            }
+            round!(0x01);
+            round!(0x02);
+            round!(0x04);
+            round!(0x08);
+            round!(0x10);
+            round!(0x20);
+            round!(0x40);
+            round!(0x80);
+            round!(0x1b);
+            for i in 0..LANES {
+                k[i] = expand::<0x36>(k[i]);
+                s[i] = _mm_xor_si128(_mm_aesenclast_si128(s[i], k[i]), m[i]);
+            }
+            s
         }
-        let rest = n - whole;
-        if rest > 0 {
-            let mut k = [Block::ZERO; LANES];
-            let mut m = [Block::ZERO; LANES];
-            let mut o = [Block::ZERO; LANES];
-            k[..rest].copy_from_slice(&keys[whole..n]);
-            m[..rest].copy_from_slice(&msgs[whole..n]);
-            let mut kv = load8(&k);
-            let r = dm_x8(&mut kv, &load8(&m));
-            store8(&r, &mut o);
-            out[whole..n].copy_from_slice(&o[..rest]);
-            k.zeroize();
-            m.zeroize();
-            o.zeroize();
+    }
+
+    crate::backend::sse2::enable! {
+        /// Loads eight blocks.
+        #[inline]
+        fn load8(b: &[Block; LANES]) -> [__m128i; LANES] {
+            let mut r = [_mm_setzero_si128(); LANES];
+            for (r, b) in r.iter_mut().zip(b) {
+                // SAFETY: `b` is a valid, readable 16-byte `Block` (`repr(transparent)` over
+                // `u128`, little-endian bytes = the AES byte order of `Block::to_bytes`); the
+                // unaligned load has no alignment requirement.
+                *r = unsafe { _mm_loadu_si128(core::ptr::from_ref(b).cast::<__m128i>()) };
+            }
+            r
+        }
+    }
+
+    crate::backend::sse2::enable! {
+        /// Stores eight blocks.
+        #[inline]
+        fn store8(v: &[__m128i; LANES], out: &mut [Block; LANES]) {
+            for (o, v) in out.iter_mut().zip(v) {
+                // SAFETY: `o` is a valid, writable 16-byte `Block` (any bit pattern is a valid
+                // `u128`); the unaligned store has no alignment requirement.
+                unsafe { _mm_storeu_si128(core::ptr::from_mut(o).cast::<__m128i>(), *v) };
+            }
+        }
+    }
+
+    crate::backend::aes_dm::aesni::enable! {
+        /// `out[i] = AES-128_{keys[i]}(msgs[i]) ⊕ msgs[i]`, eight keys at a time (the tail padded
+        /// with zero blocks whose outputs are dropped).
+        pub(crate) fn davies_meyer_aesni(keys: &[Block], msgs: &[Block], out: &mut [Block]) {
+            let n = keys.len().min(msgs.len()).min(out.len());
+            let whole = n / LANES * LANES;
+            for ((k, m), o) in keys[..whole]
+                .chunks_exact(LANES)
+                .zip(msgs[..whole].chunks_exact(LANES))
+                .zip(out[..whole].chunks_exact_mut(LANES))
+            {
+                // The `chunks_exact` pieces have exactly `LANES` elements.
+                let (Ok(k), Ok(m), Ok(o)) = (
+                    <&[Block; LANES]>::try_from(k),
+                    <&[Block; LANES]>::try_from(m),
+                    <&mut [Block; LANES]>::try_from(o),
+                ) else {
+                    continue;
+                };
+                let mut kv = load8(k);
+                let r = dm_x8(&mut kv, &load8(m));
+                store8(&r, o);
+            }
+            let rest = n - whole;
+            if rest > 0 {
+                let mut k = [Block::ZERO; LANES];
+                let mut m = [Block::ZERO; LANES];
+                let mut o = [Block::ZERO; LANES];
+                k[..rest].copy_from_slice(&keys[whole..n]);
+                m[..rest].copy_from_slice(&msgs[whole..n]);
+                let mut kv = load8(&k);
+                let r = dm_x8(&mut kv, &load8(&m));
+                store8(&r, &mut o);
+                out[whole..n].copy_from_slice(&o[..rest]);
+                k.zeroize();
+                m.zeroize();
+                o.zeroize();
+            }
         }
     }
 }
@@ -202,7 +203,7 @@ mod tests {
             let mut out = vec![Block::ZERO; n];
             davies_meyer_many(&keys, &msgs, &mut out);
             assert!(out.iter().all(|&o| o == expect));
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(obliv_x86_simd)]
             if aesni_available() {
                 let mut out = vec![Block::ZERO; n];
                 // SAFETY: AES-NI and SSE2 were confirmed at run time just above.
@@ -223,7 +224,7 @@ mod tests {
             let mut got = vec![Block::ZERO; raw.len()];
             davies_meyer_many(&keys, &msgs, &mut got);
             prop_assert_eq!(&got, &want);
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(obliv_x86_simd)]
             if aesni_available() {
                 let mut got = vec![Block::ZERO; raw.len()];
                 // SAFETY: AES-NI and SSE2 were confirmed at run time just above.

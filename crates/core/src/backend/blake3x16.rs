@@ -139,13 +139,16 @@ pub(crate) fn hash_short(key: &[u32; 8], mode: u32, msg: &[u8]) -> [u8; 16] {
     b
 }
 
-cpufeatures::new!(has_avx512, "avx512f", "avx512bw");
+obliv_cpu::feature_set! {
+    /// The sixteen-lane kernel.
+    pub(crate) mod avx512 = ["avx512f", "avx512bw"];
+}
 
 /// [`hash_short`] of sixteen messages of at most 64 bytes each, in AVX-512 lanes when the CPU
 /// has AVX-512F.
 pub(crate) fn hash_short16(key: &[u32; 8], mode: u32, msgs: [&[u8]; 16]) -> [[u8; 16]; 16] {
-    #[cfg(target_arch = "x86_64")]
-    if has_avx512::get() {
+    #[cfg(obliv_x86_simd)]
+    if avx512::detected() {
         // SAFETY: AVX-512F and AVX-512BW were confirmed at run time, the features the kernel
         // is compiled for; every message is at most 64 bytes (checked by the callers, asserted
         // inside).
@@ -154,7 +157,7 @@ pub(crate) fn hash_short16(key: &[u32; 8], mode: u32, msgs: [&[u8]; 16]) -> [[u8
     msgs.map(|m| hash_short(key, mode, m))
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(obliv_x86_simd)]
 mod x86 {
     use core::arch::x86_64::*;
 
@@ -190,78 +193,79 @@ mod x86 {
         }
     }
 
-    /// Sixteen single-block BLAKE3 compressions, lane `l` hashing `msgs[l]`.
-    #[target_feature(enable = "avx512f,avx512bw")]
-    #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)] // lengths ≤ 64; bit patterns
-    pub(super) unsafe fn hash_short16_avx512(
-        key: &[u32; 8],
-        mode: u32,
-        msgs: [&[u8]; 16],
-    ) -> [[u8; 16]; 16] {
-        // Each message as one zero-padded 64-byte row by a masked load (no copy call inside
-        // this AVX-512 function: a `memcpy` per message cost more than the compression), then
-        // transposed: words[w] holds word w of every lane.
-        let mut rows = [[0u32; 16]; 16];
-        let mut lens = [0u32; 16];
-        for (l, msg) in msgs.iter().enumerate() {
-            assert!(msg.len() <= 64, "a single-block message");
-            let mask: u64 = if msg.len() == 64 {
-                u64::MAX
-            } else {
-                (1u64 << msg.len()) - 1
-            };
-            // SAFETY: AVX-512F/BW are enabled for this function; the mask selects exactly the
-            // `msg.len()` bytes of the slice (masked-out bytes are neither read nor faulted on),
-            // and the store writes the 64 bytes of `rows[l]`.
-            unsafe {
-                let v = _mm512_maskz_loadu_epi8(mask, msg.as_ptr().cast());
-                _mm512_storeu_si512(rows[l].as_mut_ptr().cast(), v);
+    super::avx512::enable! {
+        /// Sixteen single-block BLAKE3 compressions, lane `l` hashing `msgs[l]`.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)] // lengths ≤ 64; bit patterns
+        pub(super) unsafe fn hash_short16_avx512(
+            key: &[u32; 8],
+            mode: u32,
+            msgs: [&[u8]; 16],
+        ) -> [[u8; 16]; 16] {
+            // Each message as one zero-padded 64-byte row by a masked load (no copy call inside
+            // this AVX-512 function: a `memcpy` per message cost more than the compression), then
+            // transposed: words[w] holds word w of every lane.
+            let mut rows = [[0u32; 16]; 16];
+            let mut lens = [0u32; 16];
+            for (l, msg) in msgs.iter().enumerate() {
+                assert!(msg.len() <= 64, "a single-block message");
+                let mask: u64 = if msg.len() == 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << msg.len()) - 1
+                };
+                // SAFETY: AVX-512F/BW are enabled for this function; the mask selects exactly the
+                // `msg.len()` bytes of the slice (masked-out bytes are neither read nor faulted on),
+                // and the store writes the 64 bytes of `rows[l]`.
+                unsafe {
+                    let v = _mm512_maskz_loadu_epi8(mask, msg.as_ptr().cast());
+                    _mm512_storeu_si512(rows[l].as_mut_ptr().cast(), v);
+                }
+                lens[l] = msg.len() as u32;
             }
-            lens[l] = msg.len() as u32;
-        }
-        let mut words = [[0u32; 16]; 16];
-        for (l, row) in rows.iter().enumerate() {
-            for (i, x) in row.iter().enumerate() {
-                words[i][l] = *x;
-            }
-        }
-        // SAFETY: AVX-512F is enabled for this function; every load reads a 64-byte array.
-        unsafe {
-            let mut m = [_mm512_setzero_si512(); 16];
-            for (v, w) in m.iter_mut().zip(&words) {
-                *v = _mm512_loadu_si512(w.as_ptr().cast());
-            }
-            let splat = |x: u32| _mm512_set1_epi32(x as i32);
-            let mut v = [
-                splat(key[0]),
-                splat(key[1]),
-                splat(key[2]),
-                splat(key[3]),
-                splat(key[4]),
-                splat(key[5]),
-                splat(key[6]),
-                splat(key[7]),
-                splat(IV[0]),
-                splat(IV[1]),
-                splat(IV[2]),
-                splat(IV[3]),
-                _mm512_setzero_si512(),
-                _mm512_setzero_si512(),
-                _mm512_loadu_si512(lens.as_ptr().cast()),
-                splat(mode | CHUNK_START | CHUNK_END | ROOT),
-            ];
-            rounds!(g, v, m);
-            let mut outw = [[0u32; 16]; 4];
-            for (i, o) in outw.iter_mut().enumerate() {
-                _mm512_storeu_si512(o.as_mut_ptr().cast(), _mm512_xor_si512(v[i], v[i + 8]));
-            }
-            let mut out = [[0u8; 16]; 16];
-            for (l, o) in out.iter_mut().enumerate() {
-                for (i, w) in outw.iter().enumerate() {
-                    o[4 * i..4 * i + 4].copy_from_slice(&w[l].to_le_bytes());
+            let mut words = [[0u32; 16]; 16];
+            for (l, row) in rows.iter().enumerate() {
+                for (i, x) in row.iter().enumerate() {
+                    words[i][l] = *x;
                 }
             }
-            out
+            // SAFETY: AVX-512F is enabled for this function; every load reads a 64-byte array.
+            unsafe {
+                let mut m = [_mm512_setzero_si512(); 16];
+                for (v, w) in m.iter_mut().zip(&words) {
+                    *v = _mm512_loadu_si512(w.as_ptr().cast());
+                }
+                let splat = |x: u32| _mm512_set1_epi32(x as i32);
+                let mut v = [
+                    splat(key[0]),
+                    splat(key[1]),
+                    splat(key[2]),
+                    splat(key[3]),
+                    splat(key[4]),
+                    splat(key[5]),
+                    splat(key[6]),
+                    splat(key[7]),
+                    splat(IV[0]),
+                    splat(IV[1]),
+                    splat(IV[2]),
+                    splat(IV[3]),
+                    _mm512_setzero_si512(),
+                    _mm512_setzero_si512(),
+                    _mm512_loadu_si512(lens.as_ptr().cast()),
+                    splat(mode | CHUNK_START | CHUNK_END | ROOT),
+                ];
+                rounds!(g, v, m);
+                let mut outw = [[0u32; 16]; 4];
+                for (i, o) in outw.iter_mut().enumerate() {
+                    _mm512_storeu_si512(o.as_mut_ptr().cast(), _mm512_xor_si512(v[i], v[i + 8]));
+                }
+                let mut out = [[0u8; 16]; 16];
+                for (l, o) in out.iter_mut().enumerate() {
+                    for (i, w) in outw.iter().enumerate() {
+                        o[4 * i..4 * i + 4].copy_from_slice(&w[l].to_le_bytes());
+                    }
+                }
+                out
+            }
         }
     }
 }

@@ -140,16 +140,16 @@ pub(crate) enum FixedBaseTable {
     /// 64-bit Montgomery.
     Mont(monty::MontFixedBase),
     /// IFMA, moduli up to 2078 bits.
-    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+    #[cfg(obliv_x86_simd)]
     Ifma5(Box<crate::ifma::IfmaFixedBase<5>>),
     /// IFMA, moduli up to 4158 bits.
-    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+    #[cfg(obliv_x86_simd)]
     Ifma10(Box<crate::ifma::IfmaFixedBase<10>>),
     /// IFMA, moduli up to 6238 bits (`n²` of 3072-bit keys).
-    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+    #[cfg(obliv_x86_simd)]
     Ifma15(Box<crate::ifma::IfmaFixedBase<15>>),
     /// IFMA, moduli up to 8318 bits (`n²` of 4096-bit keys).
-    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+    #[cfg(obliv_x86_simd)]
     Ifma20(Box<crate::ifma::IfmaFixedBase<20>>),
 }
 
@@ -157,7 +157,7 @@ impl FixedBaseTable {
     /// Builds the table (`windows · 2^w` modular multiplications), on IFMA when available.
     /// `modulus` must be odd and greater than 1 (every caller's is).
     pub(crate) fn new(base: &Integer, modulus: &Integer, exp_bits: u32, window: u32) -> Self {
-        #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+        #[cfg(obliv_x86_simd)]
         {
             let bits = modulus.significant_bits();
             if bits + 2 <= 52 * 40 {
@@ -202,7 +202,7 @@ impl FixedBaseTable {
     }
 
     /// Whether the IFMA variant is in use.
-    #[cfg(all(test, target_arch = "x86_64", not(obliv_portable)))]
+    #[cfg(all(test, obliv_x86_simd))]
     pub(crate) fn is_ifma(&self) -> bool {
         !matches!(self, Self::Mont(_))
     }
@@ -211,13 +211,13 @@ impl FixedBaseTable {
     pub(crate) fn memory_bytes(&self) -> usize {
         match self {
             Self::Mont(t) => t.memory_bytes(),
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             Self::Ifma5(t) => t.memory_bytes(),
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             Self::Ifma10(t) => t.memory_bytes(),
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             Self::Ifma15(t) => t.memory_bytes(),
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             Self::Ifma20(t) => t.memory_bytes(),
         }
     }
@@ -226,13 +226,13 @@ impl FixedBaseTable {
     pub(crate) fn pow(&self, e: &Integer) -> Integer {
         match self {
             Self::Mont(t) => t.pow(e),
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             Self::Ifma5(t) => t.pow(e),
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             Self::Ifma10(t) => t.pow(e),
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             Self::Ifma15(t) => t.pow(e),
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             Self::Ifma20(t) => t.pow(e),
         }
     }
@@ -267,7 +267,7 @@ mod tests {
                 FixedBaseTable::new(&b, &m, 130, w)
             };
             assert!(t.memory_bytes() > 0);
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             if crate::ifma::available() && bits + 2 <= 52 * 160 {
                 assert_eq!(t.is_ifma(), !mont);
             }

@@ -73,35 +73,21 @@ impl Kernel for Portable {
     }
 }
 
-#[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+obliv_cpu::feature_set! {
+    /// The `mulx`/`adcx`/`adox` kernel's entry points.
+    pub(crate) mod adx_set = ["bmi2", "adx"];
+}
+
+#[cfg(obliv_x86_simd)]
 pub(crate) use adx::Adx;
 
-#[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+#[cfg(obliv_x86_simd)]
 mod adx {
     #![allow(unsafe_code)]
     use super::{Kernel, MontFixedBase, Monty};
     use crate::bigint::Integer;
 
-    /// Declares the ADX entry points with `#[target_feature(enable = F)]` for every feature `F`
-    /// of the list, and `detected()`, which checks exactly those features at run time: the
-    /// list is written once.
-    macro_rules! adx_features {
-        (@items [$($f:tt),+]) => {};
-        (@items [$($f:tt),+] $item:item $($rest:item)*) => {
-            $(#[target_feature(enable = $f)])+
-            $item
-            adx_features!(@items [$($f),+] $($rest)*);
-        };
-        ([$($f:tt),+] $($item:item)*) => {
-            /// Whether the running CPU has every feature the ADX entry points enable.
-            pub(super) fn detected() -> bool {
-                true $(&& std::arch::is_x86_feature_detected!($f))+
-            }
-            adx_features!(@items [$($f),+] $($item)*);
-        };
-    }
-
-    adx_features! { ["bmi2", "adx"]
+    crate::bigint::monty::adx_set::enable! {
         /// [`Monty::pow_with`] compiled for BMI2 + ADX.
         pub(super) unsafe fn pow(m: &Monty, k: Adx, base: &[u64], e: &[u64], e_bits: u32) -> Vec<u64> {
             m.pow_with(k, base, e, e_bits)
@@ -127,7 +113,7 @@ mod adx {
     impl Adx {
         /// The kernel, if the CPU has BMI2 and ADX.
         pub(crate) fn detect() -> Option<Self> {
-            detected().then_some(Self(()))
+            super::adx_set::detected().then_some(Self(()))
         }
     }
 
@@ -353,9 +339,6 @@ mod adx {
         }
         carry
     }
-
-    #[cfg(test)]
-    pub(super) use detected as adx_detected;
 }
 
 /// Set by [`force_portable`]: new contexts use the `u128` kernel even when ADX is present.
@@ -373,14 +356,14 @@ pub(crate) enum Backend {
     /// `u128` multiply-accumulate.
     Portable,
     /// BMI2 + ADX assembly.
-    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+    #[cfg(obliv_x86_simd)]
     Adx(Adx),
 }
 
 impl Backend {
     /// The best kernel for this CPU (unless [`force_portable`] is on).
     pub(crate) fn detect() -> Self {
-        #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+        #[cfg(obliv_x86_simd)]
         if !FORCE_PORTABLE.load(Ordering::Relaxed)
             && let Some(k) = Adx::detect()
         {
@@ -399,14 +382,7 @@ impl Backend {
 /// Whether the CPU has what the ADX kernel needs (always false when it is compiled out).
 #[cfg(test)]
 pub(crate) fn adx_available() -> bool {
-    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
-    {
-        adx::adx_detected()
-    }
-    #[cfg(not(all(target_arch = "x86_64", not(obliv_portable))))]
-    {
-        false
-    }
+    adx_set::detected()
 }
 
 /// Montgomery context for one odd modulus `N > 1`.
@@ -676,7 +652,7 @@ impl Monty {
         }
         let mut r = match self.backend {
             Backend::Portable => self.pow_with(Portable, &b, &el, e_bits),
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             // SAFETY: an `Adx` value exists only after the run-time check of every feature
             // that `adx::pow` enables.
             Backend::Adx(k) => unsafe { adx::pow(self, k, &b, &el, e_bits) },
@@ -690,7 +666,7 @@ impl Monty {
     fn reduce_limbs(&self, x: &Integer) -> Vec<u64> {
         match self.backend {
             Backend::Portable => self.reduce_with(Portable, x),
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             // SAFETY: as in `pow`.
             Backend::Adx(k) => unsafe { adx::reduce(self, k, x) },
         }
@@ -710,7 +686,7 @@ impl Monty {
         let mut b = self.reduce_limbs(b);
         let mut r = match self.backend {
             Backend::Portable => self.mul_plain_with(Portable, &a, &b),
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             // SAFETY: as in `pow`.
             Backend::Adx(k) => unsafe { adx::mul_plain(self, k, &a, &b) },
         };
@@ -730,7 +706,7 @@ impl Monty {
         let (mut a, mut b) = (limbs_of(a, l), limbs_of(b, l));
         let mut r = match self.backend {
             Backend::Portable => self.mul_plain_with(Portable, &a, &b),
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             // SAFETY: as in `pow`.
             Backend::Adx(k) => unsafe { adx::mul_plain(self, k, &a, &b) },
         };
@@ -851,7 +827,7 @@ impl MontFixedBase {
         let mut el = limbs_of(e, bits.div_ceil(64) as usize);
         let mut r = match self.ctx.backend {
             Backend::Portable => self.pow_with(Portable, &el),
-            #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+            #[cfg(obliv_x86_simd)]
             // SAFETY: an `Adx` value exists only after the run-time feature check.
             Backend::Adx(k) => unsafe { adx::fixed_pow(self, k, &el) },
         };
@@ -903,7 +879,7 @@ mod tests {
     fn backends() -> Vec<Backend> {
         #[allow(unused_mut)] // only x86-64 adds the ADX kernel
         let mut v = vec![Backend::Portable];
-        #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+        #[cfg(obliv_x86_simd)]
         if let Some(k) = Adx::detect() {
             v.push(Backend::Adx(k));
         }
@@ -925,7 +901,7 @@ mod tests {
                     let mut w2 = want.clone();
                     w2.push(cw);
                     assert_eq!(Integer::from_limbs(&w2), full);
-                    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+                    #[cfg(obliv_x86_simd)]
                     if let Some(k) = Adx::detect() {
                         let mut got = r0.clone();
                         let cg = k.addmul_1(&mut got, &a, b);
@@ -935,7 +911,7 @@ mod tests {
                     let ones = vec![u64::MAX; n];
                     let mut w = ones.clone();
                     let c = addmul_1(&mut w, &ones, u64::MAX);
-                    #[cfg(all(target_arch = "x86_64", not(obliv_portable)))]
+                    #[cfg(obliv_x86_simd)]
                     if let Some(k) = Adx::detect() {
                         let mut g = ones.clone();
                         assert_eq!(k.addmul_1(&mut g, &ones, u64::MAX), c);

@@ -2,25 +2,21 @@
 //! registers ([`ifma`]), chosen at run time, with the portable serial code as the fallback.
 #![allow(unsafe_code)]
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(obliv_x86_simd)]
 pub(crate) mod ifma;
 
 use crate::field::Fp2;
 use crate::point::Point;
 use crate::scalar_mul::Recoded;
 
-/// Does this CPU run the IFMA backend (`avx512f` and `avx512ifma`)? The result is cached by
-/// the standard library's feature detection.
+obliv_cpu::feature_set! {
+    /// The eight-lane kernels of [`ifma`].
+    pub(crate) mod ifma_set = ["avx512f", "avx512ifma"];
+}
+
+/// Does this CPU run the IFMA backend (every feature of [`ifma_set`], none switched off)?
 pub(crate) fn ifma_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512ifma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    ifma_set::detected()
 }
 
 /// `[k]P_i` (or `[k]([392]P_i)` with `clear_cofactor`) for every point with the IFMA backend,
@@ -30,7 +26,7 @@ pub(crate) fn mul_many_recoded(
     points: &[Point],
     clear_cofactor: bool,
 ) -> Option<Vec<Point>> {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(obliv_x86_simd)]
     if ifma_available() {
         let mut out = Vec::with_capacity(points.len());
         for group in points.chunks(ifma::LANES) {
@@ -50,7 +46,7 @@ pub(crate) fn mul_many_recoded(
 /// `[392]·M(r_i)` (the hash to the curve after SHA-512) for every field element with the IFMA
 /// backend, eight at a time; `None` when the CPU lacks it.
 pub(crate) fn map_and_clear_many(r: &[Fp2]) -> Option<Vec<Point>> {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(obliv_x86_simd)]
     if ifma_available() {
         let mut out = Vec::with_capacity(r.len());
         for group in r.chunks(ifma::LANES) {
@@ -71,7 +67,7 @@ pub(crate) fn map_and_clear_many(r: &[Fp2]) -> Option<Vec<Point>> {
 /// backend, eight at a time; per encoding the point and whether it decoded (the point of an
 /// invalid encoding is meaningless). `None` when the CPU lacks the backend.
 pub(crate) fn decode_mul_many(rec: &Recoded, enc: &[[u8; 32]]) -> Option<Vec<(Point, bool)>> {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(obliv_x86_simd)]
     if ifma_available() {
         let mut out = Vec::with_capacity(enc.len());
         for group in enc.chunks(ifma::LANES) {

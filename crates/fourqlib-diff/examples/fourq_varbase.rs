@@ -1,7 +1,7 @@
 //! Variable-base `[k]P` + encode beside FourQlib and curve25519-dalek, interleaved in one run:
 //! best of 61 rounds of 200 calls each (wall clock; the minimum is the unpreempted round).
 //!
-//! `cargo run -p obliv-fourq --release --example fourq_varbase`
+//! `cargo run -p obliv-fourqlib-diff --features fourqlib --release --example fourq_varbase`
 
 use curve25519_dalek::{constants::RISTRETTO_BASEPOINT_POINT, scalar::Scalar as DScalar};
 use obliv_fourq::{Point, Scalar};

@@ -1,7 +1,7 @@
 //! Criterion benches: obliv-fourq beside FourQlib (through the `fourq` crate, a binding of
 //! Microsoft's C library) and curve25519-dalek, in one run.
 //!
-//! `cargo bench -p obliv-fourq --bench fourq -- --quick` for a short run.
+//! `cargo bench -p obliv-fourqlib-diff --features fourqlib --bench fourq -- --quick` for a short run.
 //!
 //! Groups: variable-base multiplication (with and without the final encoding, since FourQlib's
 //! `ecc_mul` returns affine coordinates), fixed-base multiplication, hash to the curve,

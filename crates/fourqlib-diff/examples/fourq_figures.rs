@@ -2,7 +2,7 @@
 //! curve25519-dalek: best of 41 short runs (and the median), so that other processes on a
 //! shared machine inflate the figures as little as possible.
 //!
-//! `cargo run -p obliv-fourq --release --example fourq_figures`
+//! `cargo run -p obliv-fourqlib-diff --features fourqlib --release --example fourq_figures`
 
 use curve25519_dalek::{
     constants::RISTRETTO_BASEPOINT_POINT,
