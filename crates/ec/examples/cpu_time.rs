@@ -5,7 +5,9 @@
 //! Batch figures are CPU time per point on one rayon thread, i.e. "µs per point per
 //! core"; an all-core run scales by the number of idle cores.
 //!
-//! Run: `cargo run --release -p obliv-ec --example cpu_time [n]` (default n = 4096).
+//! Run: `cargo run --release -p obliv-ec --example cpu_time [n]` (default n = 4096). With
+//! `OBLIV_CPU_DISABLE=avx512ifma` the batches run on the paths of a CPU without AVX-512 IFMA
+//! (dalek, `fastmul`, k256).
 
 #![allow(clippy::unwrap_used)] // an example: failing setup aborts the run
 

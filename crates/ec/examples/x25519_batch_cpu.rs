@@ -8,7 +8,8 @@
 //! [step] [chunk]` (defaults 64 chunks, 7 repeats, both groups, all steps, and each
 //! group's own [`PrimeGroup::CHUNK`] points per call, which its batch API uses; `group`
 //! is `x25519` or `ristretto255`, `step` one of `decode`, `hash`, `mul`, `batch`: for `perf stat` of one
-//! step of one group).
+//! step of one group). With `OBLIV_CPU_DISABLE=avx512ifma` both groups run on dalek, as on a CPU
+//! without AVX-512 IFMA (the header line names the backends).
 
 #![allow(clippy::unwrap_used)] // an example: failing setup aborts the run
 

@@ -39,18 +39,22 @@ pub(crate) trait Params: Copy + Send + Sync + 'static {
     const C1: [u64; 4];
     /// `c2 = sqrt(−Z)`, big-endian bytes.
     const C2: [u8; 32];
-    /// The group order `n` (prime), little-endian limbs.
+    /// The group order `n` (prime), little-endian limbs (for the eight-lane kernel's recoding).
+    #[cfg(obliv_x86_simd)]
     const N: [u64; 4];
     /// `true` for a curve `y² = x³ + b` (`a = 0`, secp256k1), whose points only the
     /// eight-lane kernel (`ifma_weierstrass`) handles: the formulas and the map to the curve of
     /// this module are for `a = −3` and must not be used with it; `Z_NEG`, `C2` then describe
     /// the SSWU map of the isogenous curve (RFC 9380 §8.7).
+    #[cfg(obliv_x86_simd)]
     const A_IS_ZERO: bool = false;
 }
 
 /// secp256k1 (SEC 2), for the field arithmetic and the eight-lane kernel only (`a = 0`).
+#[cfg(obliv_x86_simd)]
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Secp256k1Params;
+#[cfg(obliv_x86_simd)]
 impl Params for Secp256k1Params {
     const P: [u64; 4] = [
         0xfffffffefffffc2f,
@@ -75,12 +79,14 @@ impl Params for Secp256k1Params {
         0xfe, 0xec, 0x18, 0x4f, 0x00, 0xa7, 0x47, 0x89, 0xdd, 0x28, 0x67, 0x29, 0xc8, 0x30, 0x3c,
         0x4a, 0x59,
     ];
+    #[cfg(obliv_x86_simd)]
     const N: [u64; 4] = [
         0xbfd25e8cd0364141,
         0xbaaedce6af48a03b,
         0xfffffffffffffffe,
         0xffffffffffffffff,
     ];
+    #[cfg(obliv_x86_simd)]
     const A_IS_ZERO: bool = true;
 }
 
@@ -110,6 +116,7 @@ impl Params for P256Params {
         0xb2, 0x7b, 0x8d, 0x1f, 0xf8, 0x4c, 0x55, 0xd5, 0xb6, 0x2c, 0xcd, 0x34, 0x27, 0xe4, 0x33,
         0xc4, 0x7f,
     ];
+    #[cfg(obliv_x86_simd)]
     const N: [u64; 4] = [
         0xf3b9cac2fc632551,
         0xbce6faada7179e84,
@@ -149,6 +156,7 @@ impl Params for Sm2Params {
         c[31] = 3;
         c
     };
+    #[cfg(obliv_x86_simd)]
     const N: [u64; 4] = [
         0x53bbf40939d54123,
         0x7203df6b21c6052b,
@@ -305,7 +313,8 @@ impl<C: Params> Fe<C> {
         out
     }
 
-    /// The canonical plain value, little-endian limbs.
+    /// The canonical plain value, little-endian limbs (the eight-lane kernel's input).
+    #[cfg(obliv_x86_simd)]
     pub(crate) fn to_le_limbs(self) -> [u64; 4] {
         self.mul(&Fe([1, 0, 0, 0], PhantomData)).0
     }

@@ -44,19 +44,21 @@
 //! let hba = Ristretto255::mul_encoded_batch(&hb, &a).unwrap();
 //! assert_eq!(hab, hba);
 //! ```
-#![deny(unsafe_code)] // allowed only in `ifma25519` (AVX-512 intrinsics), with SAFETY comments
+#![deny(unsafe_code)] // allowed only in `ifma25519` and `ifma_weierstrass` (AVX-512), with SAFETY comments
 
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+mod cpu;
 mod dynamic;
 mod error;
 mod fastmul;
 mod fourq;
-#[cfg(target_arch = "x86_64")]
+#[cfg(obliv_x86_simd)]
 mod ifma25519;
+#[cfg(obliv_x86_simd)]
 mod ifma_weierstrass;
 mod ristretto;
 mod scalar25519;

@@ -58,37 +58,35 @@ macro_rules! impl_weierstrass {
             k: &SecretScalar<Self::ScalarInner>,
             out: &mut [[u8; 33]],
         ) -> Result<(), Error> {
-            let mut repr = ff::PrimeField::to_repr(&k.0);
-            let r = $crate::ifma_weierstrass::decode_mul_batch::<$fast, E>(
-                encodings,
-                repr.as_slice(),
-                out,
-            );
-            zeroize::Zeroize::zeroize(repr.as_mut_slice());
-            match r {
-                Some(Ok(())) => Ok(()),
-                // The lanes found the first rejected encoding: the serial decoder gives the
-                // same error (the lanes check the length, the tag, x < p and the square root,
-                // which is all SEC1 decoding checks on a cofactor-1 curve).
-                Some(Err(i)) => match encodings.get(i).map(|e| Self::decode(e.as_ref())) {
-                    Some(Err(source)) => Err(Error::Batch {
-                        index: first_index + i,
-                        source: Box::new(source),
-                    }),
-                    _ => $crate::weierstrass::decode_chunk_serial::<Self, E>(
-                        encodings,
-                        first_index,
-                        k,
-                        out,
-                    ),
-                },
-                None => $crate::weierstrass::decode_chunk_serial::<Self, E>(
+            #[cfg(obliv_x86_simd)]
+            {
+                let mut repr = ff::PrimeField::to_repr(&k.0);
+                let r = $crate::ifma_weierstrass::decode_mul_batch::<$fast, E>(
                     encodings,
-                    first_index,
-                    k,
+                    repr.as_slice(),
                     out,
-                ),
+                );
+                zeroize::Zeroize::zeroize(repr.as_mut_slice());
+                match r {
+                    Some(Ok(())) => return Ok(()),
+                    // The lanes found the first rejected encoding: the serial decoder gives the
+                    // same error (the lanes check the length, the tag, x < p and the square
+                    // root, which is all SEC1 decoding checks on a cofactor-1 curve).
+                    Some(Err(i)) => {
+                        if let Some(Err(source)) = encodings.get(i).map(|e| Self::decode(e.as_ref()))
+                        {
+                            return Err(Error::Batch {
+                                index: first_index + i,
+                                source: Box::new(source),
+                            });
+                        }
+                    }
+                    None => {}
+                }
             }
+            // No lanes (or, should the lanes and the decoder ever disagree, the decoder's
+            // verdict): the serial path.
+            $crate::weierstrass::decode_chunk_serial::<Self, E>(encodings, first_index, k, out)
         }
     };
     (@chunk $krate:ident $fast:ty, mul_only) => {
@@ -99,18 +97,25 @@ macro_rules! impl_weierstrass {
         ) {
             // Eight IFMA lanes (`ifma_weierstrass`) with the scalar recoded once; without
             // them the crate's own multiplication and one normalisation for the chunk.
-            let coords = $crate::weierstrass::impl_weierstrass!(@coords $krate, points);
-            let mut repr = ff::PrimeField::to_repr(&k.0);
-            let done =
-                $crate::ifma_weierstrass::mul_affine_batch::<$fast>(&coords, repr.as_slice(), out);
-            zeroize::Zeroize::zeroize(repr.as_mut_slice());
-            if !done {
-                let prod: Vec<Self::Point> = points.iter().map(|p| p * &k.0).collect();
-                let mut aff = vec![<$krate::AffinePoint as Default>::default(); prod.len()];
-                <$krate::ProjectivePoint as group::Curve>::batch_normalize(&prod, &mut aff);
-                for (o, a) in out.iter_mut().zip(&aff) {
-                    *o = $crate::weierstrass::encode_affine::<$krate::AffinePoint>(a);
+            #[cfg(obliv_x86_simd)]
+            if $crate::ifma_weierstrass::available() {
+                let coords = $crate::weierstrass::impl_weierstrass!(@coords $krate, points);
+                let mut repr = ff::PrimeField::to_repr(&k.0);
+                let done = $crate::ifma_weierstrass::mul_affine_batch::<$fast>(
+                    &coords,
+                    repr.as_slice(),
+                    out,
+                );
+                zeroize::Zeroize::zeroize(repr.as_mut_slice());
+                if done {
+                    return;
                 }
+            }
+            let prod: Vec<Self::Point> = points.iter().map(|p| p * &k.0).collect();
+            let mut aff = vec![<$krate::AffinePoint as Default>::default(); prod.len()];
+            <$krate::ProjectivePoint as group::Curve>::batch_normalize(&prod, &mut aff);
+            for (o, a) in out.iter_mut().zip(&aff) {
+                *o = $crate::weierstrass::encode_affine::<$krate::AffinePoint>(a);
             }
         }
 
@@ -126,7 +131,12 @@ macro_rules! impl_weierstrass {
             // (`ifma_weierstrass`) or, without them, in `fastmul`, with the scalar recoded once.
             let coords = $crate::weierstrass::impl_weierstrass!(@coords $krate, points);
             let mut repr = ff::PrimeField::to_repr(&k.0);
-            if !$crate::ifma_weierstrass::mul_affine_batch::<$fast>(&coords, repr.as_slice(), out) {
+            #[cfg(obliv_x86_simd)]
+            let done =
+                $crate::ifma_weierstrass::mul_affine_batch::<$fast>(&coords, repr.as_slice(), out);
+            #[cfg(not(obliv_x86_simd))]
+            let done = false;
+            if !done {
                 let digits = $crate::fastmul::nibbles(repr.as_slice());
                 $crate::fastmul::mul_affine_batch::<$fast>(&coords, &digits, out);
             }
@@ -138,21 +148,25 @@ macro_rules! impl_weierstrass {
             k: &SecretScalar<$krate::Scalar>,
             out: &mut [[u8; 33]],
         ) {
-            let mut repr = ff::PrimeField::to_repr(&k.0);
-            let done = $crate::ifma_weierstrass::hash_mul_batch::<$fast, $xmd, T>(
-                items,
-                Self::DEFAULT_DST,
-                repr.as_slice(),
-                out,
-            );
-            zeroize::Zeroize::zeroize(repr.as_mut_slice());
-            if !done {
-                let pts: Vec<Self::Point> = items
-                    .iter()
-                    .map(|x| Self::hash_to_point(x.as_ref()))
-                    .collect();
-                Self::mul_and_encode_chunk(&pts, k, out);
+            #[cfg(obliv_x86_simd)]
+            {
+                let mut repr = ff::PrimeField::to_repr(&k.0);
+                let done = $crate::ifma_weierstrass::hash_mul_batch::<$fast, $xmd, T>(
+                    items,
+                    Self::DEFAULT_DST,
+                    repr.as_slice(),
+                    out,
+                );
+                zeroize::Zeroize::zeroize(repr.as_mut_slice());
+                if done {
+                    return;
+                }
             }
+            let pts: Vec<Self::Point> = items
+                .iter()
+                .map(|x| Self::hash_to_point(x.as_ref()))
+                .collect();
+            Self::mul_and_encode_chunk(&pts, k, out);
         }
 
         $crate::weierstrass::impl_weierstrass!(@decode $fast);

@@ -70,7 +70,8 @@
 //!
 //! # Batch paths: eight AVX-512 IFMA lanes, dalek as the fallback
 //!
-//! With AVX-512 IFMA (detected at run time, `OBLIV_EC_NO_SIMD` unset), the batch steps run
+//! With AVX-512 IFMA (detected at run time on every call, not switched off by
+//! `OBLIV_CPU_DISABLE=avx512ifma` or `obliv_cpu::disable`), the batch steps run
 //! the RFC 7748 ladder on eight points per 64-bit lane (`ifma25519::ladder`): the scalar `s'`
 //! once per chunk, one shared inversion per chunk, and the on-curve test batched over the
 //! chunk (below). The hash-and-multiply step computes `expand_message_xmd` with SHA-512 on eight
@@ -138,7 +139,8 @@ const ORDER_EIGHT_U: [[u8; 32]; 2] = [
     ],
 ];
 
-/// `t = k·8⁻¹ mod ℓ` (little-endian), so that `s' = 8t`.
+/// `t = k·8⁻¹ mod ℓ` (little-endian), so that `s' = 8t` (the lanes' ladder scalar).
+#[cfg(obliv_x86_simd)]
 fn torsion_free_t(k: &Scalar) -> Zeroizing<[u8; 32]> {
     Zeroizing::new(torsion_free_scalar(k).to_bytes())
 }
@@ -212,17 +214,19 @@ fn is_canonical(u: &[u8; 32]) -> bool {
     !(u[31] == 0x7f && u[1..31].iter().all(|&b| b == 0xff) && u[0] >= 0xed)
 }
 
-/// The eight-lane AVX-512 IFMA backend, if this CPU has it and `OBLIV_EC_NO_SIMD` is unset.
-#[cfg(target_arch = "x86_64")]
+/// The eight-lane AVX-512 IFMA backend, if this CPU has it and it is not switched off.
+#[cfg(obliv_x86_simd)]
 fn ifma() -> Option<crate::ifma25519::Ifma> {
     crate::ristretto::ifma()
 }
 
 impl X25519 {
     /// Which backend the batch paths use on this machine: `"avx512ifma-8way"` or `"dalek"`
-    /// (curve25519-dalek's serial ladder; also forced by `OBLIV_EC_NO_SIMD`).
+    /// (curve25519-dalek's serial ladder: on CPUs without AVX-512 IFMA, in builds with
+    /// `--cfg obliv_portable`, and when the kernel is switched off with
+    /// `OBLIV_CPU_DISABLE=avx512ifma` or `obliv_cpu::disable`).
     pub fn batch_backend() -> &'static str {
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(obliv_x86_simd)]
         if ifma().is_some() {
             return "avx512ifma-8way";
         }
@@ -294,7 +298,7 @@ impl X25519 {
     /// `t = clamp(k)/8 < 2^252`, exactly the ladder-then-three-doublings the lanes compute),
     /// otherwise dalek's `MontgomeryPoint::mul_clamped`; the RFC 7748 vectors test both.
     pub fn x25519_rfc7748(k: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(obliv_x86_simd)]
         if let Some(ifma) = ifma() {
             let mut c = Zeroizing::new(*k);
             c[0] &= 248;
@@ -349,7 +353,7 @@ fn effective_dst(dst: &[u8]) -> Result<Vec<u8>, Error> {
 /// for one DST of at most 255 bytes, with the SHA-512 state after `Z_pad` computed once; then
 /// `hash_to_field` with `L = 48`: the two field elements as reduced radix-2^51 limbs. The
 /// serial reference of the eight-lane expander the batch path uses (the tests compare them).
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(all(test, obliv_x86_simd))]
 struct HashToField<'a> {
     /// SHA-512 after absorbing `Z_pad = I2OSP(0, 128)`.
     after_zpad: Sha512,
@@ -358,7 +362,7 @@ struct HashToField<'a> {
     dst_len: u8,
 }
 
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(all(test, obliv_x86_simd))]
 impl<'a> HashToField<'a> {
     /// The expander for `dst` (1 to 255 bytes).
     fn new(dst: &'a [u8]) -> Self {
@@ -405,14 +409,14 @@ impl<'a> HashToField<'a> {
 
 /// RFC 9380 §5.2 `hash_to_field` with `count = 2`, `L = 48` from the 96 bytes of
 /// `expand_message_xmd`: each 48-byte half as a big-endian integer reduced mod p, in limbs.
-#[cfg(target_arch = "x86_64")]
+#[cfg(obliv_x86_simd)]
 fn field_elements(uniform: &[u8; 96]) -> [[u64; 5]; 2] {
     [reduce48(&uniform[..48]), reduce48(&uniform[48..])]
 }
 
 /// A 48-byte big-endian integer (`< 2^384`) mod `p = 2^255 − 19`, as five limbs below
 /// `2^51 + 2^11`: eight 51-bit limbs, the top three folded with `2^255 ≡ 19`, one carry pass.
-#[cfg(target_arch = "x86_64")]
+#[cfg(obliv_x86_simd)]
 #[allow(clippy::cast_possible_truncation)] // 51-bit limb extraction
 fn reduce48(be: &[u8]) -> [u64; 5] {
     const M: u64 = (1 << 51) - 1;
@@ -528,7 +532,7 @@ impl PrimeGroup for X25519 {
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) {
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(obliv_x86_simd)]
         if let Some(ifma) = ifma() {
             let us: Vec<[u8; 32]> = points.iter().map(|p| p.0).collect();
             let t = torsion_free_t(&k.0);
@@ -545,7 +549,7 @@ impl PrimeGroup for X25519 {
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) {
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(obliv_x86_simd)]
         if let Some(ifma) = ifma() {
             // expand_message_xmd (SHA-512, eight items per AVX-512F lane group) and
             // hash_to_field per item, then the two Elligator 2 maps, the sum and the ladder in
@@ -567,7 +571,7 @@ impl PrimeGroup for X25519 {
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) -> Result<(), Error> {
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(obliv_x86_simd)]
         if let Some(ifma) = ifma() {
             // The byte checks serially (public data), the on-curve test in lanes; any
             // failure sends the chunk to the serial path, which names the first bad index.
@@ -748,10 +752,12 @@ mod tests {
     /// The lanes' hash with the RFC 9380 Appendix J.7.1 DST (the eight-lane
     /// `expand_message_xmd`, `hash_to_field`, the maps and the ladder), multiplied by 1, gives
     /// `P.x`; the field elements equal the serial expander's.
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(obliv_x86_simd)]
     #[test]
     fn hash_lanes_rfc9380_vectors() {
-        let Some(ifma) = ifma() else { return };
+        let Some(ifma) = crate::ifma25519::lanes_for_test("hash_lanes_rfc9380_vectors") else {
+            return;
+        };
         let dst = b"QUUX-V01-CS02-with-curve25519_XMD:SHA-512_ELL2_RO_";
         let h2f = HashToField::new(dst);
         let msgs: Vec<Vec<u8>> = vec![
@@ -785,10 +791,13 @@ mod tests {
     /// The eight-lane expander against the serial midstate one ([`HashToField`]) with the
     /// group's DST, for every message length from 0 to 300 bytes (groups of eight different
     /// lengths crossing the block boundaries, and a last group of five).
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(obliv_x86_simd)]
     #[test]
     fn hash_to_field_lanes_match_serial() {
-        let Some(ifma) = ifma() else { return };
+        let Some(ifma) = crate::ifma25519::lanes_for_test("hash_to_field_lanes_match_serial")
+        else {
+            return;
+        };
         let h2f = HashToField::new(X25519::DEFAULT_DST);
         let msgs: Vec<Vec<u8>> = (0..=300usize)
             .map(|len| {
@@ -801,6 +810,76 @@ mod tests {
         ifma.expand_message_xmd_sha512(&msgs, X25519::DEFAULT_DST, &mut uniform);
         for (m, u) in msgs.iter().zip(&uniform) {
             assert_eq!(field_elements(u), h2f.hash(m), "len {}", m.len());
+        }
+    }
+
+    /// The lanes' ladder itself (not the dispatch) against the serial paths, lane for lane:
+    /// without the on-curve check on curve and twist `u`s (the lanes, like dalek's ladder,
+    /// compute on the twist), with it on valid chunks of every size around the vector width and
+    /// the batched test's threshold, and the check failing when one `u` is on the twist.
+    #[cfg(obliv_x86_simd)]
+    #[test]
+    fn ladder_kernel_matches_serial() {
+        let Some(ifma) = crate::ifma25519::lanes_for_test("ladder_kernel_matches_serial") else {
+            return;
+        };
+        for n in [1usize, 7, 8, 9, 17, 63, 64, 65, 130] {
+            let mut us: Vec<[u8; 32]> = points(n, 500 + n as u64).iter().map(|p| p.0).collect();
+            for k in &scalars() {
+                let t = torsion_free_t(&k.0);
+                let want: Vec<[u8; 32]> = us
+                    .iter()
+                    .map(|u| mul_any(u, &torsion_free_scalar(&k.0)))
+                    .collect();
+                let mut got = vec![[0u8; 32]; n];
+                assert!(ifma.x25519_mul(&us, &t, &mut got, true), "n = {n}");
+                assert_eq!(got, want, "checked, n = {n}");
+                let mut got = vec![[0u8; 32]; n];
+                assert!(ifma.x25519_mul(&us, &t, &mut got, false));
+                assert_eq!(got, want, "unchecked, n = {n}");
+            }
+            // A twist point: unchecked, the lanes compute on the twist as dalek's ladder does;
+            // checked, the chunk is rejected.
+            us[n / 2] = twist_u(n as u64);
+            let k = &scalars()[6];
+            let t = torsion_free_t(&k.0);
+            let want: Vec<[u8; 32]> = us
+                .iter()
+                .map(|u| mul_any(u, &torsion_free_scalar(&k.0)))
+                .collect();
+            let mut got = vec![[0u8; 32]; n];
+            assert!(ifma.x25519_mul(&us, &t, &mut got, false));
+            assert_eq!(got, want, "twist, n = {n}");
+            assert!(
+                !ifma.x25519_mul(&us, &t, &mut got, true),
+                "twist caught, n = {n}"
+            );
+        }
+    }
+
+    /// The lanes' hash-and-multiply itself (eight-lane `expand_message_xmd`,
+    /// `hash_to_field`, both Elligator 2 maps, the sum, the shared inversion and the ladder)
+    /// against dalek's RFC 9380 hash times `k`, lane for lane.
+    #[cfg(obliv_x86_simd)]
+    #[test]
+    fn hash_kernel_matches_serial() {
+        let Some(ifma) = crate::ifma25519::lanes_for_test("hash_kernel_matches_serial") else {
+            return;
+        };
+        for n in [1usize, 7, 8, 9, 16, 17, 100] {
+            let items: Vec<Vec<u8>> = (0..n)
+                .map(|i| format!("kernel item {i} of {n}").into_bytes())
+                .collect();
+            for k in &scalars() {
+                let mut uniform = vec![[0u8; 96]; n];
+                ifma.expand_message_xmd_sha512(&items, X25519::DEFAULT_DST, &mut uniform);
+                let fe: Vec<[[u64; 5]; 2]> = uniform.iter().map(field_elements).collect();
+                let mut got = vec![[0u8; 32]; n];
+                ifma.x25519_hash_mul(&fe, &Zeroizing::new(k.0.to_bytes()), &mut got);
+                let mut want = vec![[0u8; 32]; n];
+                X25519::hash_mul_and_encode_chunk_serial(&items, k, &mut want);
+                assert_eq!(got, want, "n = {n}");
+            }
         }
     }
 

@@ -32,9 +32,12 @@
 //! (`vpblendmq`) for every data-dependent choice; the only branch is the rejection of a chunk
 //! that contains an invalid encoding, which depends on public data.
 //!
-//! Only compiled on x86-64 and only used after `is_x86_feature_detected!` has confirmed
-//! `avx512f` and `avx512ifma` at run time ([`Ifma::detect`]); the callers fall back to
-//! curve25519-dalek otherwise. Every output is tested to be byte-identical to dalek's.
+//! Only compiled with `cfg(obliv_x86_simd)` (x86-64 without `--cfg obliv_portable`). Every
+//! kernel function is compiled with the feature set `crate::cpu::ifma25519` (`avx512f`,
+//! `avx512dq`, `avx512ifma`) and only entered through an [`Ifma`] token, which exists only
+//! after `cpu::ifma25519::detected()` confirmed exactly those features at run time (and that
+//! none is switched off by `OBLIV_CPU_DISABLE` or `obliv_cpu::disable`); the callers fall back
+//! to curve25519-dalek otherwise. Every output is tested to be byte-identical to dalek's.
 #![allow(unsafe_code)]
 
 pub(crate) mod field;
@@ -50,17 +53,17 @@ use field::{
 use subtle::ConstantTimeEq;
 use zeroize::{Zeroize, Zeroizing};
 
-/// Proof that the running CPU has AVX-512F and AVX-512 IFMA (only [`Ifma::detect`] makes one).
+/// Proof that the running CPU has every feature of `crate::cpu::ifma25519` (`avx512f`,
+/// `avx512dq`, `avx512ifma`), none switched off: only [`Ifma::detect`] makes one.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Ifma(());
 
 impl Ifma {
-    /// `Some` if the CPU supports the instructions this module uses.
+    /// `Some` if `cpu::ifma25519::detected()`: the CPU has the features this module's kernels
+    /// are compiled with and none is switched off. Asked on every batch call (cheap: cached
+    /// CPUID bits and an atomic load), so `obliv_cpu::disable` takes effect at any time.
     pub(crate) fn detect() -> Option<Self> {
-        (std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512dq")
-            && std::arch::is_x86_feature_detected!("avx512ifma"))
-        .then_some(Ifma(()))
+        crate::cpu::ifma25519::detected().then_some(Ifma(()))
     }
 
     /// For each 32-byte Ristretto encoding, decode it, multiply by `k` and write the encoding
@@ -80,8 +83,8 @@ impl Ifma {
         // [k]P = [2]([k/2]P): the doubled points are encoded with one shared inversion.
         let half = Zeroizing::new(k * Scalar::from_bytes_mod_order(INV_TWO));
         let digits = radix16(&half);
-        // SAFETY: an `Ifma` value exists only after `detect` confirmed avx512f, avx512dq and
-        // avx512ifma on this CPU, which is everything the target-feature function needs.
+        // SAFETY: an `Ifma` value exists only after `cpu::ifma25519::detected()`, which checks
+        // every feature the `cpu::ifma25519::enable!` function is compiled with.
         unsafe { decode_mul_encode(encodings, &digits, out, reject_identity) }
     }
 }
@@ -94,8 +97,8 @@ impl Ifma {
     pub(crate) fn uniform_mul_encode(self, uniform: &[[u8; 64]], k: &Scalar, out: &mut [[u8; 32]]) {
         let half = Zeroizing::new(k * Scalar::from_bytes_mod_order(INV_TWO));
         let digits = radix16(&half);
-        // SAFETY: an `Ifma` value exists only after `detect` confirmed avx512f, avx512dq and
-        // avx512ifma on this CPU, which is everything the target-feature function needs.
+        // SAFETY: an `Ifma` value exists only after `cpu::ifma25519::detected()`, which checks
+        // every feature the `cpu::ifma25519::enable!` function is compiled with.
         unsafe { uniform_mul_encode(uniform, &digits, out) }
     }
 }
@@ -113,8 +116,8 @@ impl Ifma {
         out: &mut [[u8; 32]],
         check: bool,
     ) -> bool {
-        // SAFETY: an `Ifma` value exists only after `detect` confirmed avx512f, avx512dq and
-        // avx512ifma on this CPU, which is everything the target-feature function needs.
+        // SAFETY: an `Ifma` value exists only after `cpu::ifma25519::detected()`, which checks
+        // every feature the `cpu::ifma25519::enable!` function is compiled with.
         unsafe { ladder::mul_u(us, t, out, check) }
     }
 
@@ -124,8 +127,8 @@ impl Ifma {
     /// `u` (one shared inversion) and the ladder on `8k` (which clears the cofactor), all in
     /// lanes. `out.len()` must equal `fe.len()`.
     pub(crate) fn x25519_hash_mul(self, fe: &[[[u64; 5]; 2]], k: &[u8; 32], out: &mut [[u8; 32]]) {
-        // SAFETY: an `Ifma` value exists only after `detect` confirmed avx512f, avx512dq and
-        // avx512ifma on this CPU, which is everything the target-feature function needs.
+        // SAFETY: an `Ifma` value exists only after `cpu::ifma25519::detected()`, which checks
+        // every feature the `cpu::ifma25519::enable!` function is compiled with.
         unsafe { ladder::hash_mul_u(fe, k, out) }
     }
 }
@@ -193,96 +196,97 @@ struct Niels8 {
 }
 
 impl Ext8 {
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    fn to_niels(self) -> Niels8 {
-        Niels8 {
-            y_plus_x: self.y.add(&self.x),
-            y_minus_x: self.y.sub(&self.x),
-            z: self.z,
-            t2d: self.t.mul(&F8::splat(EDWARDS_D2)),
+    crate::cpu::ifma25519::enable! {
+        #[inline]
+        fn to_niels(self) -> Niels8 {
+            Niels8 {
+                y_plus_x: self.y.add(&self.x),
+                y_minus_x: self.y.sub(&self.x),
+                z: self.z,
+                t2d: self.t.mul(&F8::splat(EDWARDS_D2)),
+            }
         }
-    }
 
-    /// `P + Q` [HWCD08, §3.1, `add-2008-hwcd-3` with `k = 2d`], `Q` in Niels form.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    fn add_niels(&self, q: &Niels8) -> Completed8 {
-        let pp = self.y.add(&self.x).mul_nc(&q.y_plus_x);
-        let mm = self.y.sub(&self.x).mul_nc(&q.y_minus_x);
-        let tt2d = self.t.mul_nc(&q.t2d);
-        let zz = self.z.mul_nc(&q.z);
-        Completed8 {
-            x: U8::combine(&[&pp], &[&mm]),
-            y: U8::combine(&[&pp, &mm], &[]),
-            z: U8::combine(&[&zz, &zz, &tt2d], &[]),
-            t: U8::combine(&[&zz, &zz], &[&tt2d]),
+        /// `P + Q` [HWCD08, §3.1, `add-2008-hwcd-3` with `k = 2d`], `Q` in Niels form.
+        #[inline]
+        fn add_niels(&self, q: &Niels8) -> Completed8 {
+            let pp = self.y.add(&self.x).mul_nc(&q.y_plus_x);
+            let mm = self.y.sub(&self.x).mul_nc(&q.y_minus_x);
+            let tt2d = self.t.mul_nc(&q.t2d);
+            let zz = self.z.mul_nc(&q.z);
+            Completed8 {
+                x: U8::combine(&[&pp], &[&mm]),
+                y: U8::combine(&[&pp, &mm], &[]),
+                z: U8::combine(&[&zz, &zz, &tt2d], &[]),
+                t: U8::combine(&[&zz, &zz], &[&tt2d]),
+            }
         }
     }
 }
 
 impl Proj8 {
-    /// `2P` [HWCD08, §3.3, `dbl-2008-hwcd`, `a = −1`], into completed coordinates.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    fn double(&self) -> Completed8 {
-        let xx = self.x.square_nc();
-        let yy = self.y.square_nc();
-        let zz = self.z.square_nc();
-        let x_plus_y_sq = self.x.add(&self.y).square_nc();
-        Completed8 {
-            x: U8::combine(&[&x_plus_y_sq], &[&yy, &xx]),
-            y: U8::combine(&[&yy, &xx], &[]),
-            z: U8::combine(&[&yy], &[&xx]),
-            t: U8::combine(&[&zz, &zz, &xx], &[&yy]),
+    crate::cpu::ifma25519::enable! {
+        /// `2P` [HWCD08, §3.3, `dbl-2008-hwcd`, `a = −1`], into completed coordinates.
+        #[inline]
+        fn double(&self) -> Completed8 {
+            let xx = self.x.square_nc();
+            let yy = self.y.square_nc();
+            let zz = self.z.square_nc();
+            let x_plus_y_sq = self.x.add(&self.y).square_nc();
+            Completed8 {
+                x: U8::combine(&[&x_plus_y_sq], &[&yy, &xx]),
+                y: U8::combine(&[&yy, &xx], &[]),
+                z: U8::combine(&[&yy], &[&xx]),
+                t: U8::combine(&[&zz, &zz, &xx], &[&yy]),
+            }
         }
     }
 }
 
 impl Completed8 {
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    fn to_proj(self) -> Proj8 {
-        Proj8 {
-            x: self.x.mul(&self.t),
-            y: self.y.mul(&self.z),
-            z: self.z.mul(&self.t),
+    crate::cpu::ifma25519::enable! {
+        #[inline]
+        fn to_proj(self) -> Proj8 {
+            Proj8 {
+                x: self.x.mul(&self.t),
+                y: self.y.mul(&self.z),
+                z: self.z.mul(&self.t),
+            }
         }
-    }
 
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    fn to_ext(self) -> Ext8 {
-        Ext8 {
-            x: self.x.mul(&self.t),
-            y: self.y.mul(&self.z),
-            z: self.z.mul(&self.t),
-            t: self.x.mul(&self.y),
+        #[inline]
+        fn to_ext(self) -> Ext8 {
+            Ext8 {
+                x: self.x.mul(&self.t),
+                y: self.y.mul(&self.z),
+                z: self.z.mul(&self.t),
+                t: self.x.mul(&self.y),
+            }
         }
     }
 }
 
 impl Niels8 {
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    fn identity() -> Self {
-        Niels8 {
-            y_plus_x: F8::one(),
-            y_minus_x: F8::one(),
-            z: F8::one(),
-            t2d: F8::zero(),
+    crate::cpu::ifma25519::enable! {
+        #[inline]
+        fn identity() -> Self {
+            Niels8 {
+                y_plus_x: F8::one(),
+                y_minus_x: F8::one(),
+                z: F8::one(),
+                t2d: F8::zero(),
+            }
         }
-    }
 
-    /// `−P` where `mask` is set: swap `Y + X` and `Y − X`, negate `2dT`.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    fn cond_neg(&self, mask: __mmask8) -> Self {
-        Niels8 {
-            y_plus_x: F8::select(&self.y_plus_x, &self.y_minus_x, mask),
-            y_minus_x: F8::select(&self.y_minus_x, &self.y_plus_x, mask),
-            z: self.z,
-            t2d: self.t2d.cond_neg(mask),
+        /// `−P` where `mask` is set: swap `Y + X` and `Y − X`, negate `2dT`.
+        #[inline]
+        fn cond_neg(&self, mask: __mmask8) -> Self {
+            Niels8 {
+                y_plus_x: F8::select(&self.y_plus_x, &self.y_minus_x, mask),
+                y_minus_x: F8::select(&self.y_minus_x, &self.y_plus_x, mask),
+                z: self.z,
+                t2d: self.t2d.cond_neg(mask),
+            }
         }
     }
 }
@@ -306,65 +310,65 @@ fn digit_masks(d: i8) -> ([__mmask8; 8], __mmask8) {
     (masks, neg)
 }
 
-/// `[d]P` from the table `[1..8]P` given the masks of `d` ([`digit_masks`]): all eight
-/// entries are read and blended under the broadcast masks (no secret index), then negated
-/// under the sign mask.
-#[inline]
-#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-fn select(table: &[Niels8; 8], masks: &[__mmask8; 8], neg: __mmask8) -> Niels8 {
-    // One coordinate at a time over all entries, so that only five accumulators are live
-    // (and each mask is loaded into a mask register once per coordinate).
-    let scan = |get: fn(&Niels8) -> &F8, init: F8| {
-        let mut out = init;
-        for (e, &m) in table.iter().zip(masks.iter()) {
-            for (o, l) in out.0.iter_mut().zip(get(e).0) {
-                *o = _mm512_mask_blend_epi64(m, *o, l);
+crate::cpu::ifma25519::enable! {
+    /// `[d]P` from the table `[1..8]P` given the masks of `d` ([`digit_masks`]): all eight
+    /// entries are read and blended under the broadcast masks (no secret index), then negated
+    /// under the sign mask.
+    #[inline]
+    fn select(table: &[Niels8; 8], masks: &[__mmask8; 8], neg: __mmask8) -> Niels8 {
+        // One coordinate at a time over all entries, so that only five accumulators are live
+        // (and each mask is loaded into a mask register once per coordinate).
+        let scan = |get: fn(&Niels8) -> &F8, init: F8| {
+            let mut out = init;
+            for (e, &m) in table.iter().zip(masks.iter()) {
+                for (o, l) in out.0.iter_mut().zip(get(e).0) {
+                    *o = _mm512_mask_blend_epi64(m, *o, l);
+                }
             }
-        }
-        out
-    };
-    let id = Niels8::identity();
-    let t = Niels8 {
-        y_plus_x: scan(|e| &e.y_plus_x, id.y_plus_x),
-        y_minus_x: scan(|e| &e.y_minus_x, id.y_minus_x),
-        z: scan(|e| &e.z, id.z),
-        t2d: scan(|e| &e.t2d, id.t2d),
-    };
-    t.cond_neg(neg)
-}
+            out
+        };
+        let id = Niels8::identity();
+        let t = Niels8 {
+            y_plus_x: scan(|e| &e.y_plus_x, id.y_plus_x),
+            y_minus_x: scan(|e| &e.y_minus_x, id.y_minus_x),
+            z: scan(|e| &e.z, id.z),
+            t2d: scan(|e| &e.t2d, id.t2d),
+        };
+        t.cond_neg(neg)
+    }
 
-/// `[k]P` in every lane for the digits of `k` (dalek's serial `variable_base::mul`: per
-/// digit from the top, four doublings and one addition of a table entry).
-///
-/// Per point: table `[1..8]P` 64 multiplications; per digit 20 multiplications and 16
-/// squarings (4 × (4S + 3M) doublings with the last one to extended coordinates, +1M; the
-/// addition 4M and its conversion to projective 3M).
-#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-fn mul8(p: &Ext8, digits: &[i8; 64]) -> Ext8 {
-    let mut table = [p.to_niels(); 8];
-    for j in 1..8 {
-        table[j] = p.add_niels(&table[j - 1]).to_ext().to_niels();
+    /// `[k]P` in every lane for the digits of `k` (dalek's serial `variable_base::mul`: per
+    /// digit from the top, four doublings and one addition of a table entry).
+    ///
+    /// Per point: table `[1..8]P` 64 multiplications; per digit 20 multiplications and 16
+    /// squarings (4 × (4S + 3M) doublings with the last one to extended coordinates, +1M; the
+    /// addition 4M and its conversion to projective 3M).
+    fn mul8(p: &Ext8, digits: &[i8; 64]) -> Ext8 {
+        let mut table = [p.to_niels(); 8];
+        for j in 1..8 {
+            table[j] = p.add_niels(&table[j - 1]).to_ext().to_niels();
+        }
+        let identity = Ext8 {
+            x: F8::zero(),
+            y: F8::one(),
+            z: F8::one(),
+            t: F8::zero(),
+        };
+        let (mut masks, mut neg) = digit_masks(digits[63]);
+        let mut acc = identity.add_niels(&select(&table, &masks, neg));
+        for i in (0..63).rev() {
+            let mut q = acc.to_proj();
+            q = q.double().to_proj();
+            q = q.double().to_proj();
+            q = q.double().to_proj();
+            let e = q.double().to_ext();
+            (masks, neg) = digit_masks(digits[i]);
+            acc = e.add_niels(&select(&table, &masks, neg));
+        }
+        masks.zeroize();
+        neg.zeroize();
+        acc.to_ext()
     }
-    let identity = Ext8 {
-        x: F8::zero(),
-        y: F8::one(),
-        z: F8::one(),
-        t: F8::zero(),
-    };
-    let (mut masks, mut neg) = digit_masks(digits[63]);
-    let mut acc = identity.add_niels(&select(&table, &masks, neg));
-    for i in (0..63).rev() {
-        let mut q = acc.to_proj();
-        q = q.double().to_proj();
-        q = q.double().to_proj();
-        q = q.double().to_proj();
-        let e = q.double().to_ext();
-        (masks, neg) = digit_masks(digits[i]);
-        acc = e.add_niels(&select(&table, &masks, neg));
-    }
-    masks.zeroize();
-    neg.zeroize();
-    acc.to_ext()
 }
 
 /// Whether 32 little-endian bytes are below `p = 2^255 − 19` (public data: branches allowed).
@@ -376,81 +380,81 @@ fn is_canonical(b: &[u8; 32]) -> bool {
     !(b[31] == 0x7f && b[1..31].iter().all(|&x| x == 0xff) && b[0] >= 0xed)
 }
 
-/// RFC 9496 §4.3.1 decoding of `N` groups of eight encodings (dalek's
-/// `CompressedRistretto::decompress`), the `N` inverse square roots interleaved: per group the
-/// lanes that hold valid encodings, and the decoded points (meaningless in the others).
-///
-/// Per point: 3 squarings and 8 multiplications around one `SQRT_RATIO_M1` (254S + 19M).
-#[allow(clippy::needless_range_loop)] // parallel per-group arrays, indexed together
-#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-fn decode_n<const N: usize>(bytes: &[[[u8; 32]; 8]; N]) -> ([__mmask8; N], [Ext8; N]) {
-    let one = F8::one();
-    let neg_d = F8::splat(EDWARDS_D).neg();
-    let mut s = [one; N];
-    let mut u1 = [one; N];
-    let mut u2 = [one; N];
-    let mut v = [one; N];
-    let mut vu2 = [one; N];
-    for j in 0..N {
-        s[j] = F8::from_bytes(&bytes[j]);
-        let ss = s[j].square();
-        u1[j] = one.sub(&ss);
-        u2[j] = one.add(&ss);
-        let u2_sqr = u2[j].square();
-        v[j] = neg_d.mul(&u1[j].square()).sub(&u2_sqr);
-        vu2[j] = v[j].mul(&u2_sqr);
-    }
-    let (ok, inv) = field::sqrt_ratio_i_n(&[one; N], &vu2);
-    let mut valid = [0; N];
-    let mut pts = [Ext8 {
-        x: one,
-        y: one,
-        z: one,
-        t: one,
-    }; N];
-    for j in 0..N {
-        let mut byte_ok: __mmask8 = 0;
-        for (lane, b) in bytes[j].iter().enumerate() {
-            // Canonical and non-negative (the low bit of a canonical value is its sign).
-            let ok = is_canonical(b) && b[0] & 1 == 0;
-            byte_ok |= u8::from(ok) << lane;
+crate::cpu::ifma25519::enable! {
+    /// RFC 9496 §4.3.1 decoding of `N` groups of eight encodings (dalek's
+    /// `CompressedRistretto::decompress`), the `N` inverse square roots interleaved: per group the
+    /// lanes that hold valid encodings, and the decoded points (meaningless in the others).
+    ///
+    /// Per point: 3 squarings and 8 multiplications around one `SQRT_RATIO_M1` (254S + 19M).
+    #[allow(clippy::needless_range_loop)] // parallel per-group arrays, indexed together
+    fn decode_n<const N: usize>(bytes: &[[[u8; 32]; 8]; N]) -> ([__mmask8; N], [Ext8; N]) {
+        let one = F8::one();
+        let neg_d = F8::splat(EDWARDS_D).neg();
+        let mut s = [one; N];
+        let mut u1 = [one; N];
+        let mut u2 = [one; N];
+        let mut v = [one; N];
+        let mut vu2 = [one; N];
+        for j in 0..N {
+            s[j] = F8::from_bytes(&bytes[j]);
+            let ss = s[j].square();
+            u1[j] = one.sub(&ss);
+            u2[j] = one.add(&ss);
+            let u2_sqr = u2[j].square();
+            v[j] = neg_d.mul(&u1[j].square()).sub(&u2_sqr);
+            vu2[j] = v[j].mul(&u2_sqr);
         }
-        let dx = inv[j].mul(&u2[j]);
-        let dy = inv[j].mul(&dx.mul(&v[j]));
-        let x = s[j].add(&s[j]).mul(&dx);
-        let x = x.cond_neg(x.is_negative());
-        let y = u1[j].mul(&dy);
-        let t = x.mul(&y);
-        valid[j] = byte_ok & ok[j] & !t.is_negative() & !y.is_zero();
-        pts[j] = Ext8 { x, y, z: one, t };
+        let (ok, inv) = field::sqrt_ratio_i_n(&[one; N], &vu2);
+        let mut valid = [0; N];
+        let mut pts = [Ext8 {
+            x: one,
+            y: one,
+            z: one,
+            t: one,
+        }; N];
+        for j in 0..N {
+            let mut byte_ok: __mmask8 = 0;
+            for (lane, b) in bytes[j].iter().enumerate() {
+                // Canonical and non-negative (the low bit of a canonical value is its sign).
+                let ok = is_canonical(b) && b[0] & 1 == 0;
+                byte_ok |= u8::from(ok) << lane;
+            }
+            let dx = inv[j].mul(&u2[j]);
+            let dy = inv[j].mul(&dx.mul(&v[j]));
+            let x = s[j].add(&s[j]).mul(&dx);
+            let x = x.cond_neg(x.is_negative());
+            let y = u1[j].mul(&dy);
+            let t = x.mul(&y);
+            valid[j] = byte_ok & ok[j] & !t.is_negative() & !y.is_zero();
+            pts[j] = Ext8 { x, y, z: one, t };
+        }
+        (valid, pts)
     }
-    (valid, pts)
-}
 
-/// RFC 9496 §4.3.2 encoding of eight points (dalek's `RistrettoPoint::compress`); the batch
-/// path uses [`DoubleEncode`] instead, this one checks the decoder in the tests.
-#[cfg(test)]
-#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-fn encode8(p: &Ext8) -> [[u8; 32]; 8] {
-    let (x, y, z, t) = (&p.x, &p.y, &p.z, &p.t);
-    let u1 = z.add(y).mul(&z.sub(y));
-    let u2 = x.mul(y);
-    let (_, invsqrt) = F8::sqrt_ratio_i(&F8::one(), &u1.mul(&u2.square()));
-    let i1 = invsqrt.mul(&u1);
-    let i2 = invsqrt.mul(&u2);
-    let z_inv = i1.mul(&i2.mul(t));
-    let sqrt_m1 = F8::splat(SQRT_M1);
-    let ix = x.mul(&sqrt_m1);
-    let iy = y.mul(&sqrt_m1);
-    let enchanted = i1.mul(&F8::splat(INVSQRT_A_MINUS_D));
-    let rotate = t.mul(&z_inv).is_negative();
-    let x = F8::select(x, &iy, rotate);
-    let y = F8::select(y, &ix, rotate);
-    let den_inv = F8::select(&i2, &enchanted, rotate);
-    let y = y.cond_neg(x.mul(&z_inv).is_negative());
-    let s = den_inv.mul(&z.sub(&y));
-    let s = s.cond_neg(s.is_negative());
-    s.to_bytes()
+    /// RFC 9496 §4.3.2 encoding of eight points (dalek's `RistrettoPoint::compress`); the batch
+    /// path uses [`DoubleEncode`] instead, this one checks the decoder in the tests.
+    #[cfg(test)]
+    fn encode8(p: &Ext8) -> [[u8; 32]; 8] {
+        let (x, y, z, t) = (&p.x, &p.y, &p.z, &p.t);
+        let u1 = z.add(y).mul(&z.sub(y));
+        let u2 = x.mul(y);
+        let (_, invsqrt) = F8::sqrt_ratio_i(&F8::one(), &u1.mul(&u2.square()));
+        let i1 = invsqrt.mul(&u1);
+        let i2 = invsqrt.mul(&u2);
+        let z_inv = i1.mul(&i2.mul(t));
+        let sqrt_m1 = F8::splat(SQRT_M1);
+        let ix = x.mul(&sqrt_m1);
+        let iy = y.mul(&sqrt_m1);
+        let enchanted = i1.mul(&F8::splat(INVSQRT_A_MINUS_D));
+        let rotate = t.mul(&z_inv).is_negative();
+        let x = F8::select(x, &iy, rotate);
+        let y = F8::select(y, &ix, rotate);
+        let den_inv = F8::select(&i2, &enchanted, rotate);
+        let y = y.cond_neg(x.mul(&z_inv).is_negative());
+        let s = den_inv.mul(&z.sub(&y));
+        let s = s.cond_neg(s.is_negative());
+        s.to_bytes()
+    }
 }
 
 /// The per-point state of dalek's `double_and_compress_batch` for `2Q`, `Q = (X : Y : Z : T)`:
@@ -472,172 +476,185 @@ struct DoubleEncode {
 }
 
 impl DoubleEncode {
-    /// 4 squarings and 5 multiplications per point.
-    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    fn new(q: &Ext8) -> Self {
-        let xx = q.x.square();
-        let yy = q.y.square();
-        let zz = q.z.square();
-        let dtt = q.t.square().mul(&F8::splat(EDWARDS_D));
-        let e = q.x.mul(&q.y.add(&q.y));
-        let f = zz.add(&dtt);
-        let g = yy.add(&xx);
-        let h = zz.sub(&dtt);
-        let eg = e.mul(&g);
-        let fh = f.mul(&h);
-        let efgh = eg.mul(&fh);
-        let zero = efgh.is_zero();
-        DoubleEncode {
-            e,
-            f,
-            g,
-            h,
-            eg,
-            fh,
-            factor: F8::select(&efgh, &F8::one(), zero),
-            zero,
-        }
-    }
-
-    /// The encodings of `2Q` given `inv = 1/efgh` (dalek's `double_and_compress_batch`;
-    /// 10 multiplications per point).
-    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    fn finish(&self, inv: &F8) -> [[u8; 32]; 8] {
-        let z_inv = self.eg.mul(inv);
-        let t_inv = self.fh.mul(inv);
-        let sqrt_m1 = F8::splat(SQRT_M1);
-        let negcheck1 = self.eg.mul(&z_inv).is_negative();
-        let e = F8::select(&self.e, &self.g, negcheck1);
-        let g = F8::select(&self.g, &self.e.neg(), negcheck1);
-        let h = F8::select(&self.h, &self.f.mul(&sqrt_m1), negcheck1);
-        let magic = F8::select(&F8::splat(INVSQRT_A_MINUS_D), &sqrt_m1, negcheck1);
-        let negcheck2 = h.mul(&e).mul(&z_inv).is_negative();
-        let g = g.cond_neg(negcheck2);
-        let s = h.sub(&g).mul(&magic.mul(&g.mul(&t_inv)));
-        let s = s.cond_neg(s.is_negative());
-        F8::select(&s, &F8::zero(), self.zero).to_bytes()
-    }
-}
-
-/// The body of [`Ifma::decode_mul_encode`], with the digits of `k/2`: per group of eight,
-/// decode and `Q = [k/2]P`; then the encodings of `2Q = [k]P` for the whole slice with one
-/// eight-lane inversion (Montgomery's trick across the groups).
-#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-fn decode_mul_encode(
-    encodings: &[[u8; 32]],
-    half_digits: &[i8; 64],
-    out: &mut [[u8; 32]],
-    reject_identity: bool,
-) -> bool {
-    // Padding lanes hold the generator (a valid, non-identity encoding); their results are
-    // dropped.
-    let pad = curve25519_dalek::constants::RISTRETTO_BASEPOINT_COMPRESSED.to_bytes();
-    let mut states = Vec::with_capacity(encodings.len().div_ceil(8));
-    for chunk in encodings.chunks(8) {
-        let mut lanes = [pad; 8];
-        lanes[..chunk.len()].copy_from_slice(chunk);
-        let (valid, p) = decode_n(&[lanes]);
-        let mut valid = valid[0];
-        if reject_identity {
-            for (lane, b) in lanes.iter().enumerate() {
-                valid &= !(u8::from(*b == [0u8; 32]) << lane);
+    crate::cpu::ifma25519::enable! {
+        /// 4 squarings and 5 multiplications per point.
+        fn new(q: &Ext8) -> Self {
+            let xx = q.x.square();
+            let yy = q.y.square();
+            let zz = q.z.square();
+            let dtt = q.t.square().mul(&F8::splat(EDWARDS_D));
+            let e = q.x.mul(&q.y.add(&q.y));
+            let f = zz.add(&dtt);
+            let g = yy.add(&xx);
+            let h = zz.sub(&dtt);
+            let eg = e.mul(&g);
+            let fh = f.mul(&h);
+            let efgh = eg.mul(&fh);
+            let zero = efgh.is_zero();
+            DoubleEncode {
+                e,
+                f,
+                g,
+                h,
+                eg,
+                fh,
+                factor: F8::select(&efgh, &F8::one(), zero),
+                zero,
             }
         }
-        if valid != 0xff {
-            return false;
+
+        /// The encodings of `2Q` given `inv = 1/efgh` (dalek's `double_and_compress_batch`;
+        /// 10 multiplications per point).
+        fn finish(&self, inv: &F8) -> [[u8; 32]; 8] {
+            let z_inv = self.eg.mul(inv);
+            let t_inv = self.fh.mul(inv);
+            let sqrt_m1 = F8::splat(SQRT_M1);
+            let negcheck1 = self.eg.mul(&z_inv).is_negative();
+            let e = F8::select(&self.e, &self.g, negcheck1);
+            let g = F8::select(&self.g, &self.e.neg(), negcheck1);
+            let h = F8::select(&self.h, &self.f.mul(&sqrt_m1), negcheck1);
+            let magic = F8::select(&F8::splat(INVSQRT_A_MINUS_D), &sqrt_m1, negcheck1);
+            let negcheck2 = h.mul(&e).mul(&z_inv).is_negative();
+            let g = g.cond_neg(negcheck2);
+            let s = h.sub(&g).mul(&magic.mul(&g.mul(&t_inv)));
+            let s = s.cond_neg(s.is_negative());
+            F8::select(&s, &F8::zero(), self.zero).to_bytes()
         }
-        states.push(DoubleEncode::new(&mul8(&p[0], half_digits)));
     }
-    encode_doubled(&states, out);
-    true
 }
 
-/// Ristretto255 element derivation in lanes (RFC 9496 §4.3.4; dalek's `from_uniform_bytes`),
-/// then `Q = [k/2]H`, then the batched encoding of `2Q`.
-#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-fn uniform_mul_encode(uniform: &[[u8; 64]], half_digits: &[i8; 64], out: &mut [[u8; 32]]) {
-    let mut states = Vec::with_capacity(uniform.len().div_ceil(8));
-    for chunk in uniform.chunks(8) {
-        let mut r1 = [[0u8; 32]; 8];
-        let mut r2 = [[0u8; 32]; 8];
-        for (lane, b) in chunk.iter().enumerate() {
-            r1[lane].copy_from_slice(&b[..32]);
-            r2[lane].copy_from_slice(&b[32..]);
+crate::cpu::ifma25519::enable! {
+    /// The body of [`Ifma::decode_mul_encode`], with the digits of `k/2`: per group of eight,
+    /// decode and `Q = [k/2]P`; then the encodings of `2Q = [k]P` for the whole slice with one
+    /// eight-lane inversion (Montgomery's trick across the groups).
+    fn decode_mul_encode(
+        encodings: &[[u8; 32]],
+        half_digits: &[i8; 64],
+        out: &mut [[u8; 32]],
+        reject_identity: bool,
+    ) -> bool {
+        // Padding lanes hold the generator (a valid, non-identity encoding); their results are
+        // dropped.
+        let pad = curve25519_dalek::constants::RISTRETTO_BASEPOINT_COMPRESSED.to_bytes();
+        let mut states = Vec::with_capacity(encodings.len().div_ceil(8));
+        for chunk in encodings.chunks(8) {
+            let mut lanes = [pad; 8];
+            lanes[..chunk.len()].copy_from_slice(chunk);
+            let (valid, p) = decode_n(&[lanes]);
+            let mut valid = valid[0];
+            if reject_identity {
+                for (lane, b) in lanes.iter().enumerate() {
+                    valid &= !(u8::from(*b == [0u8; 32]) << lane);
+                }
+            }
+            if valid != 0xff {
+                return false;
+            }
+            states.push(DoubleEncode::new(&mul8(&p[0], half_digits)));
         }
-        let m = elligator_n(&[F8::from_bytes(&r1), F8::from_bytes(&r2)]);
-        let h = m[0].add_niels(&m[1].to_niels()).to_ext();
-        states.push(DoubleEncode::new(&mul8(&h, half_digits)));
+        encode_doubled(&states, out);
+        true
     }
-    encode_doubled(&states, out);
+
+    /// Ristretto255 element derivation in lanes (RFC 9496 §4.3.4; dalek's `from_uniform_bytes`),
+    /// then `Q = [k/2]H`, then the batched encoding of `2Q`.
+    fn uniform_mul_encode(uniform: &[[u8; 64]], half_digits: &[i8; 64], out: &mut [[u8; 32]]) {
+        let mut states = Vec::with_capacity(uniform.len().div_ceil(8));
+        for chunk in uniform.chunks(8) {
+            let mut r1 = [[0u8; 32]; 8];
+            let mut r2 = [[0u8; 32]; 8];
+            for (lane, b) in chunk.iter().enumerate() {
+                r1[lane].copy_from_slice(&b[..32]);
+                r2[lane].copy_from_slice(&b[32..]);
+            }
+            let m = elligator_n(&[F8::from_bytes(&r1), F8::from_bytes(&r2)]);
+            let h = m[0].add_niels(&m[1].to_niels()).to_ext();
+            states.push(DoubleEncode::new(&mul8(&h, half_digits)));
+        }
+        encode_doubled(&states, out);
+    }
+
+    /// The ristretto255 Elligator map on `N` vectors of eight field elements (RFC 9496 §4.3.4
+    /// `MAP`; dalek's `elligator_ristretto_flavor`), constant time: one `SQRT_RATIO_M1` per lane
+    /// (the `N` exponentiations interleaved) and masked selects.
+    ///
+    /// Per map: 2 squarings and 9 multiplications around the `SQRT_RATIO_M1`, and the 4
+    /// multiplications of the conversion to extended coordinates.
+    #[allow(clippy::needless_range_loop)] // parallel per-group arrays, indexed together
+    fn elligator_n<const N: usize>(r0: &[F8; N]) -> [Ext8; N] {
+        let one = F8::one();
+        let d = F8::splat(EDWARDS_D);
+        let mut r = [one; N];
+        let mut n_s = [one; N];
+        let mut den = [one; N];
+        for j in 0..N {
+            r[j] = F8::splat(SQRT_M1).mul(&r0[j].square());
+            n_s[j] = r[j].add(&one).mul(&F8::splat(ONE_MINUS_D_SQ));
+            den[j] = one.neg().sub(&d.mul(&r[j])).mul(&r[j].add(&d));
+        }
+        let (ns_d_is_sq, s) = field::sqrt_ratio_i_n(&n_s, &den);
+        let mut out = [Ext8 {
+            x: one,
+            y: one,
+            z: one,
+            t: one,
+        }; N];
+        for j in 0..N {
+            let s_prime = s[j].mul(&r0[j]);
+            let s_prime = s_prime.cond_neg(!s_prime.is_negative());
+            let sj = F8::select(&s[j], &s_prime, !ns_d_is_sq[j]);
+            let c = F8::select(&one.neg(), &r[j], !ns_d_is_sq[j]);
+            let n_t = c
+                .mul(&r[j].sub(&one))
+                .mul(&F8::splat(D_MINUS_ONE_SQ))
+                .sub(&den[j]);
+            let s_sq = sj.square();
+            out[j] = Completed8 {
+                x: sj.add(&sj).mul(&den[j]),
+                z: n_t.mul(&F8::splat(SQRT_AD_MINUS_ONE)),
+                y: one.sub(&s_sq),
+                t: one.add(&s_sq),
+            }
+            .to_ext();
+        }
+        out
+    }
+
+    /// Writes the encodings of `2Q` for every group of [`DoubleEncode`] states (eight points
+    /// each, the last one possibly partial in `out`), with one eight-lane inversion for all.
+    fn encode_doubled(states: &[DoubleEncode], out: &mut [[u8; 32]]) {
+        // Montgomery's trick, lane by lane: prefix products, one inversion, back.
+        let mut prefix = Vec::with_capacity(states.len());
+        let mut acc = F8::one();
+        for st in states {
+            prefix.push(acc);
+            acc = acc.mul(&st.factor);
+        }
+        let mut inv = acc.invert();
+        for (i, st) in states.iter().enumerate().rev() {
+            let enc = st.finish(&inv.mul(&prefix[i]));
+            inv = inv.mul(&st.factor);
+            let (start, end) = (8 * i, (8 * i + 8).min(out.len()));
+            if start < end {
+                out[start..end].copy_from_slice(&enc[..end - start]);
+            }
+        }
+    }
 }
 
-/// The ristretto255 Elligator map on `N` vectors of eight field elements (RFC 9496 §4.3.4
-/// `MAP`; dalek's `elligator_ristretto_flavor`), constant time: one `SQRT_RATIO_M1` per lane
-/// (the `N` exponentiations interleaved) and masked selects.
-///
-/// Per map: 2 squarings and 9 multiplications around the `SQRT_RATIO_M1`, and the 4
-/// multiplications of the conversion to extended coordinates.
-#[allow(clippy::needless_range_loop)] // parallel per-group arrays, indexed together
-#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-fn elligator_n<const N: usize>(r0: &[F8; N]) -> [Ext8; N] {
-    let one = F8::one();
-    let d = F8::splat(EDWARDS_D);
-    let mut r = [one; N];
-    let mut n_s = [one; N];
-    let mut den = [one; N];
-    for j in 0..N {
-        r[j] = F8::splat(SQRT_M1).mul(&r0[j].square());
-        n_s[j] = r[j].add(&one).mul(&F8::splat(ONE_MINUS_D_SQ));
-        den[j] = one.neg().sub(&d.mul(&r[j])).mul(&r[j].add(&d));
+/// For the lanes' tests: the token, or `None` after printing that `test` is skipped because
+/// this CPU lacks a feature of `cpu::ifma25519` or one is switched off (`OBLIV_CPU_DISABLE`).
+#[cfg(test)]
+pub(crate) fn lanes_for_test(test: &str) -> Option<Ifma> {
+    let t = Ifma::detect();
+    if t.is_none() {
+        eprintln!(
+            "{test}: skipped, the AVX-512 IFMA lanes ({}) are not available here \
+             (missing on this CPU or switched off by OBLIV_CPU_DISABLE)",
+            crate::cpu::ifma25519::FEATURES.join(", ")
+        );
     }
-    let (ns_d_is_sq, s) = field::sqrt_ratio_i_n(&n_s, &den);
-    let mut out = [Ext8 {
-        x: one,
-        y: one,
-        z: one,
-        t: one,
-    }; N];
-    for j in 0..N {
-        let s_prime = s[j].mul(&r0[j]);
-        let s_prime = s_prime.cond_neg(!s_prime.is_negative());
-        let sj = F8::select(&s[j], &s_prime, !ns_d_is_sq[j]);
-        let c = F8::select(&one.neg(), &r[j], !ns_d_is_sq[j]);
-        let n_t = c
-            .mul(&r[j].sub(&one))
-            .mul(&F8::splat(D_MINUS_ONE_SQ))
-            .sub(&den[j]);
-        let s_sq = sj.square();
-        out[j] = Completed8 {
-            x: sj.add(&sj).mul(&den[j]),
-            z: n_t.mul(&F8::splat(SQRT_AD_MINUS_ONE)),
-            y: one.sub(&s_sq),
-            t: one.add(&s_sq),
-        }
-        .to_ext();
-    }
-    out
-}
-
-/// Writes the encodings of `2Q` for every group of [`DoubleEncode`] states (eight points
-/// each, the last one possibly partial in `out`), with one eight-lane inversion for all.
-#[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-fn encode_doubled(states: &[DoubleEncode], out: &mut [[u8; 32]]) {
-    // Montgomery's trick, lane by lane: prefix products, one inversion, back.
-    let mut prefix = Vec::with_capacity(states.len());
-    let mut acc = F8::one();
-    for st in states {
-        prefix.push(acc);
-        acc = acc.mul(&st.factor);
-    }
-    let mut inv = acc.invert();
-    for (i, st) in states.iter().enumerate().rev() {
-        let enc = st.finish(&inv.mul(&prefix[i]));
-        inv = inv.mul(&st.factor);
-        let (start, end) = (8 * i, (8 * i + 8).min(out.len()));
-        if start < end {
-            out[start..end].copy_from_slice(&enc[..end - start]);
-        }
-    }
+    t
 }
 
 #[cfg(test)]
@@ -650,8 +667,9 @@ mod tests {
     use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
     use proptest::prelude::*;
 
-    fn ifma() -> Ifma {
-        Ifma::detect().expect("this test machine has AVX-512 IFMA")
+    /// The lanes' token, or `None` after printing that `test` is skipped.
+    fn ifma(test: &str) -> Option<Ifma> {
+        super::lanes_for_test(test)
     }
 
     /// Reference GF(p) on four u64 words (schoolbook, reduction by 2^256 ≡ 38).
@@ -785,22 +803,22 @@ mod tests {
         l
     }
 
-    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    fn lane_ops(a: &[[u8; 32]; 8], b: &[[u8; 32]; 8]) -> [[[u8; 32]; 8]; 6] {
-        let (fa, fb) = (F8::from_bytes(a), F8::from_bytes(b));
-        [
-            fa.add(&fb).to_bytes(),
-            fa.sub(&fb).to_bytes(),
-            fa.mul(&fb).to_bytes(),
-            fa.square().to_bytes(),
-            fa.invert().to_bytes(),
-            fa.neg().to_bytes(),
-        ]
+    crate::cpu::ifma25519::enable! {
+        fn lane_ops(a: &[[u8; 32]; 8], b: &[[u8; 32]; 8]) -> [[[u8; 32]; 8]; 6] {
+            let (fa, fb) = (F8::from_bytes(a), F8::from_bytes(b));
+            [
+                fa.add(&fb).to_bytes(),
+                fa.sub(&fb).to_bytes(),
+                fa.mul(&fb).to_bytes(),
+                fa.square().to_bytes(),
+                fa.invert().to_bytes(),
+                fa.neg().to_bytes(),
+            ]
+        }
     }
 
-    fn check_field(a: &[[u8; 32]; 8], b: &[[u8; 32]; 8]) {
-        let _ = ifma();
-        // SAFETY: `ifma()` confirmed the CPU features.
+    fn check_field(_: Ifma, a: &[[u8; 32]; 8], b: &[[u8; 32]; 8]) {
+        // SAFETY: the `Ifma` token proves the CPU features.
         let r = unsafe { lane_ops(a, b) };
         for lane in 0..8 {
             let (x, y) = (&a[lane], &b[lane]);
@@ -845,42 +863,57 @@ mod tests {
 
     #[test]
     fn field_edge_values() {
+        let Some(ifma) = ifma("field_edge_values") else {
+            return;
+        };
         let e = edge_values();
         for a in e.chunks(8) {
             for b in e.chunks(8) {
-                check_field(&lanes_of(a), &lanes_of(b));
+                check_field(ifma, &lanes_of(a), &lanes_of(b));
                 let rb: Vec<[u8; 32]> = b.iter().rev().copied().collect();
-                check_field(&lanes_of(a), &lanes_of(&rb));
+                check_field(ifma, &lanes_of(a), &lanes_of(&rb));
             }
         }
     }
 
-    #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    fn lane_sqrt_ratio(u: &[[u8; 32]; 8], v: &[[u8; 32]; 8]) -> (u8, [[u8; 32]; 8]) {
-        let (m, r) = F8::sqrt_ratio_i(&F8::from_bytes(u), &F8::from_bytes(v));
-        (m, r.to_bytes())
+    crate::cpu::ifma25519::enable! {
+        fn lane_sqrt_ratio(u: &[[u8; 32]; 8], v: &[[u8; 32]; 8]) -> (u8, [[u8; 32]; 8]) {
+            let (m, r) = F8::sqrt_ratio_i(&F8::from_bytes(u), &F8::from_bytes(v));
+            (m, r.to_bytes())
+        }
     }
 
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
-        #[test]
-        fn field_random(a in proptest::array::uniform8(any::<[u8; 32]>()),
-                        b in proptest::array::uniform8(any::<[u8; 32]>())) {
-            check_field(&lanes_of(&a), &lanes_of(&b));
-        }
+    #[test]
+    fn field_random() {
+        let Some(ifma) = ifma("field_random") else {
+            return;
+        };
+        proptest!(ProptestConfig::with_cases(64), |(
+            a in proptest::array::uniform8(any::<[u8; 32]>()),
+            b in proptest::array::uniform8(any::<[u8; 32]>()),
+        )| {
+            check_field(ifma, &lanes_of(&a), &lanes_of(&b));
+        });
+    }
 
-        /// `sqrt_ratio_i` against dalek's through the Ristretto decoder: a random 32-byte
-        /// string decodes in lanes exactly when dalek accepts it, to the same point.
-        #[test]
-        fn decode_matches_dalek(enc in proptest::array::uniform8(any::<[u8; 32]>()), seed: u64) {
-            let _ = ifma();
+    /// `sqrt_ratio_i` against dalek's through the Ristretto decoder: a random 32-byte
+    /// string decodes in lanes exactly when dalek accepts it, to the same point.
+    #[test]
+    fn decode_matches_dalek() {
+        let Some(_ifma) = ifma("decode_matches_dalek") else {
+            return;
+        };
+        proptest!(ProptestConfig::with_cases(64), |(
+            enc in proptest::array::uniform8(any::<[u8; 32]>()),
+            seed: u64,
+        )| {
             // Half the lanes: valid encodings of random points.
             let mut lanes = enc;
             let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(seed);
             for l in lanes.iter_mut().step_by(2) {
                 *l = RistrettoPoint::random(&mut rng).compress().to_bytes();
             }
-            // SAFETY: `ifma()` confirmed the CPU features.
+            // SAFETY: the `Ifma` token above proves the CPU features.
             let (valid, p) = unsafe { decode_n(&[lanes]) };
             let (valid, p) = (valid[0], p[0]);
             // SAFETY: as above.
@@ -892,14 +925,20 @@ mod tests {
                     prop_assert_eq!(re[lane], *b);
                 }
             }
-        }
+        });
+    }
 
-        #[test]
-        fn sqrt_ratio_matches_dalek(u in proptest::array::uniform8(any::<[u8; 32]>()),
-                                    v in proptest::array::uniform8(any::<[u8; 32]>())) {
-            let _ = ifma();
+    #[test]
+    fn sqrt_ratio_matches_dalek() {
+        let Some(_ifma) = ifma("sqrt_ratio_matches_dalek") else {
+            return;
+        };
+        proptest!(ProptestConfig::with_cases(64), |(
+            u in proptest::array::uniform8(any::<[u8; 32]>()),
+            v in proptest::array::uniform8(any::<[u8; 32]>()),
+        )| {
             let (u, v) = (lanes_of(&u), lanes_of(&v));
-            // SAFETY: `ifma()` confirmed the CPU features.
+            // SAFETY: the `Ifma` token above proves the CPU features.
             let (mask, r) = unsafe { lane_sqrt_ratio(&u, &v) };
             for lane in 0..8 {
                 // r² · v = u or i·u (when u/v is a non-square), r non-negative.
@@ -914,7 +953,7 @@ mod tests {
                 }
                 prop_assert_eq!(r[lane][0] & 1, 0);
             }
-        }
+        });
     }
 
     fn from_words_limbs(l: [u64; 5]) -> [u8; 32] {
@@ -928,10 +967,10 @@ mod tests {
             .collect()
     }
 
-    fn lane_batch(points: &[RistrettoPoint], k: &Scalar) -> Vec<[u8; 32]> {
+    fn lane_batch(ifma: Ifma, points: &[RistrettoPoint], k: &Scalar) -> Vec<[u8; 32]> {
         let enc: Vec<[u8; 32]> = points.iter().map(|p| p.compress().to_bytes()).collect();
         let mut out = vec![[0u8; 32]; points.len()];
-        assert!(ifma().decode_mul_encode(&enc, k, &mut out, false));
+        assert!(ifma.decode_mul_encode(&enc, k, &mut out, false));
         out
     }
 
@@ -959,6 +998,9 @@ mod tests {
 
     #[test]
     fn mul_matches_dalek_edge_scalars() {
+        let Some(ifma) = ifma("mul_matches_dalek_edge_scalars") else {
+            return;
+        };
         let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(1);
         let mut pts: Vec<RistrettoPoint> =
             (0..13).map(|_| RistrettoPoint::random(&mut rng)).collect();
@@ -974,16 +1016,22 @@ mod tests {
             Scalar::random(&mut rng),
         ];
         for k in &ks {
-            assert_eq!(lane_batch(&pts, k), dalek_batch(&pts, k));
+            assert_eq!(lane_batch(ifma, &pts, k), dalek_batch(&pts, k));
         }
     }
 
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(16))]
-        /// The lane element derivation + multiplication against dalek's
-        /// `from_uniform_bytes` and `*`, for random strings and the all-0 / all-1 strings.
-        #[test]
-        fn uniform_matches_dalek(seed: u64, n in 0usize..19, k_small in 0u8..3) {
+    /// The lane element derivation + multiplication against dalek's
+    /// `from_uniform_bytes` and `*`, for random strings and the all-0 / all-1 strings.
+    #[test]
+    fn uniform_matches_dalek() {
+        let Some(ifma) = ifma("uniform_matches_dalek") else {
+            return;
+        };
+        proptest!(ProptestConfig::with_cases(16), |(
+            seed: u64,
+            n in 0usize..19,
+            k_small in 0u8..3,
+        )| {
             let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(seed);
             let mut uniform: Vec<[u8; 64]> = (0..n)
                 .map(|_| {
@@ -1002,19 +1050,22 @@ mod tests {
                 _ => Scalar::random(&mut rng),
             };
             let mut out = vec![[0u8; 32]; n];
-            ifma().uniform_mul_encode(&uniform, &k, &mut out);
+            ifma.uniform_mul_encode(&uniform, &k, &mut out);
             let want: Vec<[u8; 32]> = uniform
                 .iter()
                 .map(|b| (RistrettoPoint::from_uniform_bytes(b) * k).compress().to_bytes())
                 .collect();
             prop_assert_eq!(out, want);
-        }
+        });
     }
 
     /// RFC 9496 Appendix A.3 (element derivation; the last four are the edge cases with
     /// non-canonical field inputs) through the lane hash path with `k = 1`.
     #[test]
     fn rfc9496_a3_in_lanes() {
+        let Some(ifma) = ifma("rfc9496_a3_in_lanes") else {
+            return;
+        };
         let v = [
             (
                 "5d1be09e3d0c82fc538112490e35701979d99e06ca3e2b5b54bffe8b4dc772c14d98b696a1bbfb5ca32c436cc61c16563790306c79eaca7705668b47dffe5bb6",
@@ -1056,7 +1107,7 @@ mod tests {
             .collect();
         uniform.push(uniform[0]);
         let mut out = vec![[0u8; 32]; uniform.len()];
-        ifma().uniform_mul_encode(&uniform, &Scalar::ONE, &mut out);
+        ifma.uniform_mul_encode(&uniform, &Scalar::ONE, &mut out);
         for (o, (_, want)) in out.iter().zip(v.iter().chain([&v[0]])) {
             assert_eq!(hex::encode(o), *want);
         }
@@ -1064,22 +1115,28 @@ mod tests {
 
     #[test]
     fn identity_rejected_when_asked() {
+        let Some(ifma) = ifma("identity_rejected_when_asked") else {
+            return;
+        };
         let mut out = [[0u8; 32]; 3];
         let g = curve25519_dalek::constants::RISTRETTO_BASEPOINT_COMPRESSED.to_bytes();
         let d = Scalar::ONE;
-        assert!(ifma().decode_mul_encode(&[g, [0; 32], g], &d, &mut out, false));
+        assert!(ifma.decode_mul_encode(&[g, [0; 32], g], &d, &mut out, false));
         assert_eq!(out[1], [0u8; 32]);
-        assert!(!ifma().decode_mul_encode(&[g, [0; 32], g], &d, &mut out, true));
+        assert!(!ifma.decode_mul_encode(&[g, [0; 32], g], &d, &mut out, true));
     }
 
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(24))]
-        #[test]
-        fn mul_matches_dalek(seed: u64, n in 0usize..20) {
+    #[test]
+    fn mul_matches_dalek() {
+        let Some(ifma) = ifma("mul_matches_dalek") else {
+            return;
+        };
+        proptest!(ProptestConfig::with_cases(24), |(seed: u64, n in 0usize..20)| {
             let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(seed);
-            let pts: Vec<RistrettoPoint> = (0..n).map(|_| RistrettoPoint::random(&mut rng)).collect();
+            let pts: Vec<RistrettoPoint> =
+                (0..n).map(|_| RistrettoPoint::random(&mut rng)).collect();
             let k = Scalar::random(&mut rng);
-            prop_assert_eq!(lane_batch(&pts, &k), dalek_batch(&pts, &k));
-        }
+            prop_assert_eq!(lane_batch(ifma, &pts, &k), dalek_batch(&pts, &k));
+        });
     }
 }

@@ -166,97 +166,89 @@ type State8 = [__m512i; 8];
 /// `l` of vector `i`.
 type Block8 = [__m512i; 16];
 
-/// `x` in all eight lanes.
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn splat(x: u64) -> __m512i {
-    // The lane holds the same 64 bits; the signed type is only the intrinsic's signature.
-    _mm512_set1_epi64(i64::from_ne_bytes(x.to_ne_bytes()))
-}
+crate::cpu::ifma25519::enable! {
+    /// `x` in all eight lanes.
+    #[inline]
+    fn splat(x: u64) -> __m512i {
+        // The lane holds the same 64 bits; the signed type is only the intrinsic's signature.
+        _mm512_set1_epi64(i64::from_ne_bytes(x.to_ne_bytes()))
+    }
 
-/// Eight lanes from eight words (lane `l` = `w[l]`).
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn load(w: &[u64; 8]) -> __m512i {
-    // SAFETY: `w` is 64 readable bytes and `loadu` has no alignment requirement.
-    unsafe { _mm512_loadu_si512(w.as_ptr().cast()) }
-}
+    /// Eight lanes from eight words (lane `l` = `w[l]`).
+    #[inline]
+    fn load(w: &[u64; 8]) -> __m512i {
+        // SAFETY: `w` is 64 readable bytes and `loadu` has no alignment requirement.
+        unsafe { _mm512_loadu_si512(w.as_ptr().cast()) }
+    }
 
-/// The eight lanes of `v` (lane `l` at index `l`).
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn store(v: __m512i) -> [u64; 8] {
-    let mut w = [0u64; 8];
-    // SAFETY: `w` is 64 writable bytes and `storeu` has no alignment requirement.
-    unsafe { _mm512_storeu_si512(w.as_mut_ptr().cast(), v) };
-    w
-}
+    /// The eight lanes of `v` (lane `l` at index `l`).
+    #[inline]
+    fn store(v: __m512i) -> [u64; 8] {
+        let mut w = [0u64; 8];
+        // SAFETY: `w` is 64 writable bytes and `storeu` has no alignment requirement.
+        unsafe { _mm512_storeu_si512(w.as_mut_ptr().cast(), v) };
+        w
+    }
 
-/// `x ⊕ y ⊕ z` (`vpternlogq` with truth table `0x96`).
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn xor3(x: __m512i, y: __m512i, z: __m512i) -> __m512i {
-    _mm512_ternarylogic_epi64::<0x96>(x, y, z)
-}
+    /// `x ⊕ y ⊕ z` (`vpternlogq` with truth table `0x96`).
+    #[inline]
+    fn xor3(x: __m512i, y: __m512i, z: __m512i) -> __m512i {
+        _mm512_ternarylogic_epi64::<0x96>(x, y, z)
+    }
 
-/// `Σ₀⁵¹²(x) = ROTR²⁸(x) ⊕ ROTR³⁴(x) ⊕ ROTR³⁹(x)` (FIPS 180-4 (4.10)).
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn big_sigma0(x: __m512i) -> __m512i {
-    xor3(
-        _mm512_ror_epi64::<28>(x),
-        _mm512_ror_epi64::<34>(x),
-        _mm512_ror_epi64::<39>(x),
-    )
-}
+    /// `Σ₀⁵¹²(x) = ROTR²⁸(x) ⊕ ROTR³⁴(x) ⊕ ROTR³⁹(x)` (FIPS 180-4 (4.10)).
+    #[inline]
+    fn big_sigma0(x: __m512i) -> __m512i {
+        xor3(
+            _mm512_ror_epi64::<28>(x),
+            _mm512_ror_epi64::<34>(x),
+            _mm512_ror_epi64::<39>(x),
+        )
+    }
 
-/// `Σ₁⁵¹²(x) = ROTR¹⁴(x) ⊕ ROTR¹⁸(x) ⊕ ROTR⁴¹(x)` (FIPS 180-4 (4.11)).
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn big_sigma1(x: __m512i) -> __m512i {
-    xor3(
-        _mm512_ror_epi64::<14>(x),
-        _mm512_ror_epi64::<18>(x),
-        _mm512_ror_epi64::<41>(x),
-    )
-}
+    /// `Σ₁⁵¹²(x) = ROTR¹⁴(x) ⊕ ROTR¹⁸(x) ⊕ ROTR⁴¹(x)` (FIPS 180-4 (4.11)).
+    #[inline]
+    fn big_sigma1(x: __m512i) -> __m512i {
+        xor3(
+            _mm512_ror_epi64::<14>(x),
+            _mm512_ror_epi64::<18>(x),
+            _mm512_ror_epi64::<41>(x),
+        )
+    }
 
-/// `σ₀⁵¹²(x) = ROTR¹(x) ⊕ ROTR⁸(x) ⊕ SHR⁷(x)` (FIPS 180-4 (4.12)).
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn small_sigma0(x: __m512i) -> __m512i {
-    xor3(
-        _mm512_ror_epi64::<1>(x),
-        _mm512_ror_epi64::<8>(x),
-        _mm512_srli_epi64::<7>(x),
-    )
-}
+    /// `σ₀⁵¹²(x) = ROTR¹(x) ⊕ ROTR⁸(x) ⊕ SHR⁷(x)` (FIPS 180-4 (4.12)).
+    #[inline]
+    fn small_sigma0(x: __m512i) -> __m512i {
+        xor3(
+            _mm512_ror_epi64::<1>(x),
+            _mm512_ror_epi64::<8>(x),
+            _mm512_srli_epi64::<7>(x),
+        )
+    }
 
-/// `σ₁⁵¹²(x) = ROTR¹⁹(x) ⊕ ROTR⁶¹(x) ⊕ SHR⁶(x)` (FIPS 180-4 (4.13)).
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn small_sigma1(x: __m512i) -> __m512i {
-    xor3(
-        _mm512_ror_epi64::<19>(x),
-        _mm512_ror_epi64::<61>(x),
-        _mm512_srli_epi64::<6>(x),
-    )
-}
+    /// `σ₁⁵¹²(x) = ROTR¹⁹(x) ⊕ ROTR⁶¹(x) ⊕ SHR⁶(x)` (FIPS 180-4 (4.13)).
+    #[inline]
+    fn small_sigma1(x: __m512i) -> __m512i {
+        xor3(
+            _mm512_ror_epi64::<19>(x),
+            _mm512_ror_epi64::<61>(x),
+            _mm512_srli_epi64::<6>(x),
+        )
+    }
 
-/// `Ch(x, y, z) = (x ∧ y) ⊕ (¬x ∧ z)` (FIPS 180-4 (4.8)): bitwise `x ? y : z`, truth table
-/// `0xca`.
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn ch(x: __m512i, y: __m512i, z: __m512i) -> __m512i {
-    _mm512_ternarylogic_epi64::<0xca>(x, y, z)
-}
+    /// `Ch(x, y, z) = (x ∧ y) ⊕ (¬x ∧ z)` (FIPS 180-4 (4.8)): bitwise `x ? y : z`, truth table
+    /// `0xca`.
+    #[inline]
+    fn ch(x: __m512i, y: __m512i, z: __m512i) -> __m512i {
+        _mm512_ternarylogic_epi64::<0xca>(x, y, z)
+    }
 
-/// `Maj(x, y, z) = (x ∧ y) ⊕ (x ∧ z) ⊕ (y ∧ z)` (FIPS 180-4 (4.9)): bitwise majority,
-/// truth table `0xe8`.
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn maj(x: __m512i, y: __m512i, z: __m512i) -> __m512i {
-    _mm512_ternarylogic_epi64::<0xe8>(x, y, z)
+    /// `Maj(x, y, z) = (x ∧ y) ⊕ (x ∧ z) ⊕ (y ∧ z)` (FIPS 180-4 (4.9)): bitwise majority,
+    /// truth table `0xe8`.
+    #[inline]
+    fn maj(x: __m512i, y: __m512i, z: __m512i) -> __m512i {
+        _mm512_ternarylogic_epi64::<0xe8>(x, y, z)
+    }
 }
 
 /// One SHA-512 round (FIPS 180-4 §6.4.2 step 3) with the variables renamed instead of moved:
@@ -284,53 +276,54 @@ macro_rules! schedule {
     };
 }
 
-/// The SHA-512 compression function (FIPS 180-4 §6.4.2) on eight lanes: for every lane in
-/// `mask`, `state ← state + F(state, block)` (word-wise mod 2⁶⁴); the other lanes of `state`
-/// are left as they are.
-#[target_feature(enable = "avx512f")]
-fn compress(state: &mut State8, block: &Block8, mask: __mmask8) {
-    let mut w = *block;
-    let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = *state;
-    for j in 0..5 {
-        if j > 0 {
-            schedule!(w, 0);
-            schedule!(w, 1);
-            schedule!(w, 2);
-            schedule!(w, 3);
-            schedule!(w, 4);
-            schedule!(w, 5);
-            schedule!(w, 6);
-            schedule!(w, 7);
-            schedule!(w, 8);
-            schedule!(w, 9);
-            schedule!(w, 10);
-            schedule!(w, 11);
-            schedule!(w, 12);
-            schedule!(w, 13);
-            schedule!(w, 14);
-            schedule!(w, 15);
+crate::cpu::ifma25519::enable! {
+    /// The SHA-512 compression function (FIPS 180-4 §6.4.2) on eight lanes: for every lane in
+    /// `mask`, `state ← state + F(state, block)` (word-wise mod 2⁶⁴); the other lanes of `state`
+    /// are left as they are.
+    fn compress(state: &mut State8, block: &Block8, mask: __mmask8) {
+        let mut w = *block;
+        let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = *state;
+        for j in 0..5 {
+            if j > 0 {
+                schedule!(w, 0);
+                schedule!(w, 1);
+                schedule!(w, 2);
+                schedule!(w, 3);
+                schedule!(w, 4);
+                schedule!(w, 5);
+                schedule!(w, 6);
+                schedule!(w, 7);
+                schedule!(w, 8);
+                schedule!(w, 9);
+                schedule!(w, 10);
+                schedule!(w, 11);
+                schedule!(w, 12);
+                schedule!(w, 13);
+                schedule!(w, 14);
+                schedule!(w, 15);
+            }
+            let k = &K[16 * j..16 * j + 16];
+            let kw = |i: usize| _mm512_add_epi64(splat(k[i]), w[i]);
+            round!(a, b, c, d, e, f, g, h, kw(0));
+            round!(h, a, b, c, d, e, f, g, kw(1));
+            round!(g, h, a, b, c, d, e, f, kw(2));
+            round!(f, g, h, a, b, c, d, e, kw(3));
+            round!(e, f, g, h, a, b, c, d, kw(4));
+            round!(d, e, f, g, h, a, b, c, kw(5));
+            round!(c, d, e, f, g, h, a, b, kw(6));
+            round!(b, c, d, e, f, g, h, a, kw(7));
+            round!(a, b, c, d, e, f, g, h, kw(8));
+            round!(h, a, b, c, d, e, f, g, kw(9));
+            round!(g, h, a, b, c, d, e, f, kw(10));
+            round!(f, g, h, a, b, c, d, e, kw(11));
+            round!(e, f, g, h, a, b, c, d, kw(12));
+            round!(d, e, f, g, h, a, b, c, kw(13));
+            round!(c, d, e, f, g, h, a, b, kw(14));
+            round!(b, c, d, e, f, g, h, a, kw(15));
         }
-        let k = &K[16 * j..16 * j + 16];
-        let kw = |i: usize| _mm512_add_epi64(splat(k[i]), w[i]);
-        round!(a, b, c, d, e, f, g, h, kw(0));
-        round!(h, a, b, c, d, e, f, g, kw(1));
-        round!(g, h, a, b, c, d, e, f, kw(2));
-        round!(f, g, h, a, b, c, d, e, kw(3));
-        round!(e, f, g, h, a, b, c, d, kw(4));
-        round!(d, e, f, g, h, a, b, c, kw(5));
-        round!(c, d, e, f, g, h, a, b, kw(6));
-        round!(b, c, d, e, f, g, h, a, kw(7));
-        round!(a, b, c, d, e, f, g, h, kw(8));
-        round!(h, a, b, c, d, e, f, g, kw(9));
-        round!(g, h, a, b, c, d, e, f, kw(10));
-        round!(f, g, h, a, b, c, d, e, kw(11));
-        round!(e, f, g, h, a, b, c, d, kw(12));
-        round!(d, e, f, g, h, a, b, c, kw(13));
-        round!(c, d, e, f, g, h, a, b, kw(14));
-        round!(b, c, d, e, f, g, h, a, kw(15));
-    }
-    for (s, x) in state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
-        *s = _mm512_mask_add_epi64(*s, mask, *s, x);
+        for (s, x) in state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
+            *s = _mm512_mask_add_epi64(*s, mask, *s, x);
+        }
     }
 }
 
@@ -440,61 +433,62 @@ impl<const N: usize> Xmd<N> {
         out
     }
 
-    /// `expand_message_xmd(msgs[l], DST, N)` for up to eight messages, written to `out[l]`
-    /// (`out.len()` must equal `msgs.len()`, at most 8). `zpad` is the SHA-512 state after
-    /// the block `Z_pad`.
-    #[target_feature(enable = "avx512f")]
-    fn expand8<T: AsRef<[u8]>>(&self, zpad: &State8, msgs: &[T], out: &mut [[u8; N]]) {
-        debug_assert!(msgs.len() <= 8 && out.len() == msgs.len());
-        let mut nblocks = [0usize; 8];
-        for (n, m) in nblocks.iter_mut().zip(msgs) {
-            *n = self.b0_blocks(m.as_ref().len());
-        }
-        // b₀: the blocks after Z_pad, each lane masked out once its message is done.
-        let mut b0 = *zpad;
-        let most = nblocks.iter().copied().max().unwrap_or(0);
-        for j in 0..most {
-            let mut cols = [[0u64; 8]; 16];
-            let mut mask: __mmask8 = 0;
-            for (l, (m, &n)) in msgs.iter().zip(&nblocks).enumerate() {
-                if j < n {
-                    mask |= 1 << l;
-                    for (col, w) in cols.iter_mut().zip(words(&self.b0_block(m.as_ref(), j))) {
-                        col[l] = w;
+    crate::cpu::ifma25519::enable! {
+        /// `expand_message_xmd(msgs[l], DST, N)` for up to eight messages, written to `out[l]`
+        /// (`out.len()` must equal `msgs.len()`, at most 8). `zpad` is the SHA-512 state after
+        /// the block `Z_pad`.
+        fn expand8<T: AsRef<[u8]>>(&self, zpad: &State8, msgs: &[T], out: &mut [[u8; N]]) {
+            debug_assert!(msgs.len() <= 8 && out.len() == msgs.len());
+            let mut nblocks = [0usize; 8];
+            for (n, m) in nblocks.iter_mut().zip(msgs) {
+                *n = self.b0_blocks(m.as_ref().len());
+            }
+            // b₀: the blocks after Z_pad, each lane masked out once its message is done.
+            let mut b0 = *zpad;
+            let most = nblocks.iter().copied().max().unwrap_or(0);
+            for j in 0..most {
+                let mut cols = [[0u64; 8]; 16];
+                let mut mask: __mmask8 = 0;
+                for (l, (m, &n)) in msgs.iter().zip(&nblocks).enumerate() {
+                    if j < n {
+                        mask |= 1 << l;
+                        for (col, w) in cols.iter_mut().zip(words(&self.b0_block(m.as_ref(), j))) {
+                            col[l] = w;
+                        }
                     }
                 }
+                compress(&mut b0, &cols.map(|c| load(&c)), mask);
             }
-            compress(&mut b0, &cols.map(|c| load(&c)), mask);
-        }
-        // bᵢ = H((b₀ ⊕ bᵢ₋₁) ‖ i ‖ DST′), b₀ itself for i = 1.
-        let mut prev = b0;
-        for (i, blocks) in self.bi_blocks.iter().enumerate() {
-            let mut chain = b0;
-            if i > 0 {
-                for (c, p) in chain.iter_mut().zip(&prev) {
-                    *c = _mm512_xor_si512(*c, *p);
+            // bᵢ = H((b₀ ⊕ bᵢ₋₁) ‖ i ‖ DST′), b₀ itself for i = 1.
+            let mut prev = b0;
+            for (i, blocks) in self.bi_blocks.iter().enumerate() {
+                let mut chain = b0;
+                if i > 0 {
+                    for (c, p) in chain.iter_mut().zip(&prev) {
+                        *c = _mm512_xor_si512(*c, *p);
+                    }
                 }
-            }
-            let mut st = IV.map(|x| splat(x));
-            for (j, block) in blocks.iter().enumerate() {
-                let mut v = block.map(|x| splat(x));
-                if j == 0 {
-                    v[..8].copy_from_slice(&chain);
+                let mut st = IV.map(|x| splat(x));
+                for (j, block) in blocks.iter().enumerate() {
+                    let mut v = block.map(|x| splat(x));
+                    if j == 0 {
+                        v[..8].copy_from_slice(&chain);
+                    }
+                    compress(&mut st, &v, 0xff);
                 }
-                compress(&mut st, &v, 0xff);
-            }
-            // Output bytes 64·i … 64·i + 63 (the last bᵢ cut at N).
-            let lo = 64 * i;
-            let hi = (lo + 64).min(N);
-            let cols = st.map(|v| store(v));
-            for (l, o) in out.iter_mut().enumerate() {
-                let mut bytes = [0u8; 64];
-                for (b, col) in bytes.chunks_exact_mut(8).zip(&cols) {
-                    b.copy_from_slice(&col[l].to_be_bytes());
+                // Output bytes 64·i … 64·i + 63 (the last bᵢ cut at N).
+                let lo = 64 * i;
+                let hi = (lo + 64).min(N);
+                let cols = st.map(|v| store(v));
+                for (l, o) in out.iter_mut().enumerate() {
+                    let mut bytes = [0u8; 64];
+                    for (b, col) in bytes.chunks_exact_mut(8).zip(&cols) {
+                        b.copy_from_slice(&col[l].to_be_bytes());
+                    }
+                    o[lo..hi].copy_from_slice(&bytes[..hi - lo]);
                 }
-                o[lo..hi].copy_from_slice(&bytes[..hi - lo]);
+                prev = st;
             }
-            prev = st;
         }
     }
 }
@@ -513,8 +507,8 @@ impl Ifma {
         out: &mut [[u8; N]],
     ) {
         let xmd = Xmd::<N>::new(dst);
-        // SAFETY: an `Ifma` value exists only after `detect` confirmed avx512f on this CPU,
-        // which is all the target-feature functions below need.
+        // SAFETY: an `Ifma` value exists only after `cpu::ifma25519::detected()`, which checks
+        // every feature the `cpu::ifma25519::enable!` functions below are compiled with.
         unsafe {
             // The state after Z_pad = I2OSP(0, 128), one block, the same in every lane.
             let mut zpad = IV.map(|x| splat(x));
@@ -539,7 +533,9 @@ mod tests {
     /// against `sha2::block_api::compress512`, lane by lane.
     #[test]
     fn compress_matches_sha2() {
-        let Some(_ifma) = Ifma::detect() else { return };
+        let Some(_ifma) = super::super::lanes_for_test("compress_matches_sha2") else {
+            return;
+        };
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
         for round in 0..64 {
             let states: [[u64; 8]; 8] = core::array::from_fn(|_| rng.random());
@@ -565,7 +561,7 @@ mod tests {
                 core::array::from_fn(|i| core::array::from_fn(|l| states[l][i]));
             let wrows: [[u64; 8]; 16] =
                 core::array::from_fn(|i| core::array::from_fn(|l| words(&blocks[l])[i]));
-            // SAFETY: `detect` confirmed avx512f above.
+            // SAFETY: the `Ifma` token above proves the CPU features.
             let got = unsafe {
                 let mut st = rows.map(|r| load(&r));
                 compress(&mut st, &wrows.map(|r| load(&r)), mask);
@@ -590,7 +586,9 @@ mod tests {
     /// and 300 (oversize) bytes (one, two and three blocks for `bᵢ`), `N` = 64 and 96.
     #[test]
     fn expand_matches_generic_expander() {
-        let Some(ifma) = Ifma::detect() else { return };
+        let Some(ifma) = super::super::lanes_for_test("expand_matches_generic_expander") else {
+            return;
+        };
         let mut rng = rand::rngs::StdRng::seed_from_u64(2);
         let msgs: Vec<Vec<u8>> = (0..=300usize)
             .map(|len| {
@@ -636,7 +634,10 @@ mod tests {
     /// Appendix K.3 `expand_message_xmd(SHA-512)` vectors (`len_in_bytes = 0x20`, `0x80`).
     #[test]
     fn expand_other_lengths_and_rfc9380_vectors() {
-        let Some(ifma) = Ifma::detect() else { return };
+        let Some(ifma) = super::super::lanes_for_test("expand_other_lengths_and_rfc9380_vectors")
+        else {
+            return;
+        };
         let dst = b"QUUX-V01-CS02-with-expander-SHA512-256";
         let msgs: Vec<&[u8]> = vec![b"", b"abc", b"abcdef0123456789"];
         let mut o32 = vec![[0u8; 32]; 3];

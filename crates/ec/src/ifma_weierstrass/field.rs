@@ -163,73 +163,68 @@ impl<C: Params> Field52 for C {}
 /// A lane mask: bit `i` for lane `i`.
 pub(crate) type Mask = __mmask8;
 
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn splat(x: u64) -> __m512i {
-    _mm512_set1_epi64(x as i64)
-}
-
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-fn add64(a: __m512i, b: __m512i) -> __m512i {
-    _mm512_add_epi64(a, b)
-}
-
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-fn lo(z: __m512i, x: __m512i, y: __m512i) -> __m512i {
-    _mm512_madd52lo_epu64(z, x, y)
-}
-
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-fn hi(z: __m512i, x: __m512i, y: __m512i) -> __m512i {
-    _mm512_madd52hi_epu64(z, x, y)
-}
-
-/// Carry limbs 0..3 into the next (signed shifts: limbs may be negative, the value must not).
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-fn carry_signed(mut t: [__m512i; 5]) -> [__m512i; 5] {
-    let mask = splat(M52);
-    for i in 0..4 {
-        let c = _mm512_srai_epi64::<52>(t[i]);
-        t[i] = _mm512_and_si512(t[i], mask);
-        t[i + 1] = add64(t[i + 1], c);
+crate::cpu::ifma_weierstrass::enable! {
+    #[inline]
+    pub(crate) fn splat(x: u64) -> __m512i {
+        _mm512_set1_epi64(x as i64)
     }
-    t
-}
 
-/// Carry unsigned limbs (below `2^63`).
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-fn carry_unsigned(mut t: [__m512i; 5]) -> [__m512i; 5] {
-    let mask = splat(M52);
-    for i in 0..4 {
-        let c = _mm512_srli_epi64::<52>(t[i]);
-        t[i] = _mm512_and_si512(t[i], mask);
-        t[i + 1] = add64(t[i + 1], c);
+    #[inline]
+    fn add64(a: __m512i, b: __m512i) -> __m512i {
+        _mm512_add_epi64(a, b)
     }
-    t
-}
 
-/// Value `v ∈ [0, 2q)` with arbitrary signed limbs → normalised `v mod q`... precisely: `v − q`
-/// if that is non-negative, else `v`, normalised.
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-fn reduce_below(s: [__m512i; 5], q: &[u64; 5]) -> [__m512i; 5] {
-    let n = carry_signed(s);
-    let mut d = n;
-    for i in 0..5 {
-        d[i] = _mm512_sub_epi64(d[i], splat(q[i]));
+    #[inline]
+    fn lo(z: __m512i, x: __m512i, y: __m512i) -> __m512i {
+        _mm512_madd52lo_epu64(z, x, y)
     }
-    let d = carry_signed(d);
-    let neg = _mm512_cmplt_epi64_mask(d[4], _mm512_setzero_si512());
-    let mut r = d;
-    for i in 0..5 {
-        r[i] = _mm512_mask_blend_epi64(neg, d[i], n[i]);
+
+    #[inline]
+    fn hi(z: __m512i, x: __m512i, y: __m512i) -> __m512i {
+        _mm512_madd52hi_epu64(z, x, y)
     }
-    r
+
+    /// Carry limbs 0..3 into the next (signed shifts: limbs may be negative, the value must not).
+    #[inline]
+    fn carry_signed(mut t: [__m512i; 5]) -> [__m512i; 5] {
+        let mask = splat(M52);
+        for i in 0..4 {
+            let c = _mm512_srai_epi64::<52>(t[i]);
+            t[i] = _mm512_and_si512(t[i], mask);
+            t[i + 1] = add64(t[i + 1], c);
+        }
+        t
+    }
+
+    /// Carry unsigned limbs (below `2^63`).
+    #[inline]
+    fn carry_unsigned(mut t: [__m512i; 5]) -> [__m512i; 5] {
+        let mask = splat(M52);
+        for i in 0..4 {
+            let c = _mm512_srli_epi64::<52>(t[i]);
+            t[i] = _mm512_and_si512(t[i], mask);
+            t[i + 1] = add64(t[i + 1], c);
+        }
+        t
+    }
+
+    /// Value `v ∈ [0, 2q)` with arbitrary signed limbs → normalised `v mod q`... precisely: `v − q`
+    /// if that is non-negative, else `v`, normalised.
+    #[inline]
+    fn reduce_below(s: [__m512i; 5], q: &[u64; 5]) -> [__m512i; 5] {
+        let n = carry_signed(s);
+        let mut d = n;
+        for i in 0..5 {
+            d[i] = _mm512_sub_epi64(d[i], splat(q[i]));
+        }
+        let d = carry_signed(d);
+        let neg = _mm512_cmplt_epi64_mask(d[4], _mm512_setzero_si512());
+        let mut r = d;
+        for i in 0..5 {
+            r[i] = _mm512_mask_blend_epi64(neg, d[i], n[i]);
+        }
+        r
+    }
 }
 
 /// Eight elements of `GF(p)`, Montgomery form (`R = 2^260`), normalised limbs, value `< 2p`.
@@ -237,285 +232,268 @@ fn reduce_below(s: [__m512i; 5], q: &[u64; 5]) -> [__m512i; 5] {
 pub(crate) struct F8<C>(pub(crate) [__m512i; 5], PhantomData<C>);
 
 impl<C: Params> F8<C> {
-    /// All lanes `x` (already in the internal form: normalised limbs, `< 2p`).
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn splat_raw(x: [u64; 5]) -> Self {
-        F8(
-            [
-                splat(x[0]),
-                splat(x[1]),
-                splat(x[2]),
-                splat(x[3]),
-                splat(x[4]),
-            ],
-            PhantomData,
-        )
-    }
+    crate::cpu::ifma_weierstrass::enable! {
+        /// All lanes `x` (already in the internal form: normalised limbs, `< 2p`).
+        #[inline]
+        pub(crate) fn splat_raw(x: [u64; 5]) -> Self {
+            F8(
+                [
+                    splat(x[0]),
+                    splat(x[1]),
+                    splat(x[2]),
+                    splat(x[3]),
+                    splat(x[4]),
+                ],
+                PhantomData,
+            )
+        }
 
-    /// Zero in every lane.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn zero() -> Self {
-        Self::splat_raw([0; 5])
-    }
+        /// Zero in every lane.
+        #[inline]
+        pub(crate) fn zero() -> Self {
+            Self::splat_raw([0; 5])
+        }
 
-    /// One in every lane.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn one() -> Self {
-        Self::splat_raw(C::K.one)
-    }
+        /// One in every lane.
+        #[inline]
+        pub(crate) fn one() -> Self {
+            Self::splat_raw(C::K.one)
+        }
 
-    /// The plain value `x < 2^256` (little-endian 64-bit limbs) in every lane, to Montgomery
-    /// form.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn constant(x: [u64; 4]) -> Self {
-        Self::splat_raw(to52(x)).mul(&Self::splat_raw(C::K.r2))
-    }
+        /// The plain value `x < 2^256` (little-endian 64-bit limbs) in every lane, to Montgomery
+        /// form.
+        #[inline]
+        pub(crate) fn constant(x: [u64; 4]) -> Self {
+            Self::splat_raw(to52(x)).mul(&Self::splat_raw(C::K.r2))
+        }
 
-    /// Eight plain values `< 2^256` (little-endian 64-bit limbs), one per lane, to Montgomery
-    /// form.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn from_lanes(lanes: &[[u64; 4]; 8]) -> Self {
-        let mut limbs = [[0u64; 8]; 5];
-        for (l, x) in lanes.iter().enumerate() {
-            for (i, v) in to52(*x).into_iter().enumerate() {
-                limbs[i][l] = v;
+        /// Eight plain values `< 2^256` (little-endian 64-bit limbs), one per lane, to Montgomery
+        /// form.
+        #[inline]
+        pub(crate) fn from_lanes(lanes: &[[u64; 4]; 8]) -> Self {
+            let mut limbs = [[0u64; 8]; 5];
+            for (l, x) in lanes.iter().enumerate() {
+                for (i, v) in to52(*x).into_iter().enumerate() {
+                    limbs[i][l] = v;
+                }
             }
+            // SAFETY: each `limbs[i]` is 64 readable bytes; `loadu` has no alignment requirement.
+            let v = limbs.map(|a| unsafe { _mm512_loadu_si512(a.as_ptr().cast()) });
+            F8(v, PhantomData).mul(&Self::splat_raw(C::K.r2))
         }
-        // SAFETY: each `limbs[i]` is 64 readable bytes; `loadu` has no alignment requirement.
-        let v = limbs.map(|a| unsafe { _mm512_loadu_si512(a.as_ptr().cast()) });
-        F8(v, PhantomData).mul(&Self::splat_raw(C::K.r2))
-    }
 
-    /// The canonical plain values (`< p`, little-endian 64-bit limbs) of the eight lanes.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn to_lanes(self) -> [[u64; 4]; 8] {
-        let plain = self.mul(&Self::splat_raw([1, 0, 0, 0, 0])).freeze();
-        let mut limbs = [[0u64; 8]; 5];
-        for (i, a) in limbs.iter_mut().enumerate() {
-            // SAFETY: `a` is 64 writable bytes; `storeu` has no alignment requirement.
-            unsafe { _mm512_storeu_si512(a.as_mut_ptr().cast(), plain.0[i]) };
-        }
-        let mut out = [[0u64; 4]; 8];
-        for (l, o) in out.iter_mut().enumerate() {
-            *o = from52([
-                limbs[0][l],
-                limbs[1][l],
-                limbs[2][l],
-                limbs[3][l],
-                limbs[4][l],
-            ]);
-        }
-        out
-    }
-
-    /// Montgomery product `a·b·2^{-260} mod p` (see the module docs for the bounds).
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn mul(&self, rhs: &Self) -> Self {
-        let k = &C::K;
-        let (a, b) = (&self.0, &rhs.0);
-        let p = [
-            splat(k.p[0]),
-            splat(k.p[1]),
-            splat(k.p[2]),
-            splat(k.p[3]),
-            splat(k.p[4]),
-        ];
-        let z = _mm512_setzero_si512();
-        let mut t = [z; 6];
-        for &bi in b {
-            for j in 0..5 {
-                t[j] = lo(t[j], a[j], bi);
+        /// The canonical plain values (`< p`, little-endian 64-bit limbs) of the eight lanes.
+        #[inline]
+        pub(crate) fn to_lanes(self) -> [[u64; 4]; 8] {
+            let plain = self.mul(&Self::splat_raw([1, 0, 0, 0, 0])).freeze();
+            let mut limbs = [[0u64; 8]; 5];
+            for (i, a) in limbs.iter_mut().enumerate() {
+                // SAFETY: `a` is 64 writable bytes; `storeu` has no alignment requirement.
+                unsafe { _mm512_storeu_si512(a.as_mut_ptr().cast(), plain.0[i]) };
             }
-            for j in 0..5 {
-                t[j + 1] = hi(t[j + 1], a[j], bi);
+            let mut out = [[0u64; 4]; 8];
+            for (l, o) in out.iter_mut().enumerate() {
+                *o = from52([
+                    limbs[0][l],
+                    limbs[1][l],
+                    limbs[2][l],
+                    limbs[3][l],
+                    limbs[4][l],
+                ]);
             }
-            let m = if k.pinv == 1 {
-                _mm512_and_si512(t[0], splat(M52))
-            } else {
-                lo(z, t[0], splat(k.pinv))
-            };
-            for j in 0..5 {
-                t[j] = lo(t[j], m, p[j]);
+            out
+        }
+
+        /// Montgomery product `a·b·2^{-260} mod p` (see the module docs for the bounds).
+        #[inline]
+        pub(crate) fn mul(&self, rhs: &Self) -> Self {
+            let k = &C::K;
+            let (a, b) = (&self.0, &rhs.0);
+            let p = [
+                splat(k.p[0]),
+                splat(k.p[1]),
+                splat(k.p[2]),
+                splat(k.p[3]),
+                splat(k.p[4]),
+            ];
+            let z = _mm512_setzero_si512();
+            let mut t = [z; 6];
+            for &bi in b {
+                for j in 0..5 {
+                    t[j] = lo(t[j], a[j], bi);
+                }
+                for j in 0..5 {
+                    t[j + 1] = hi(t[j + 1], a[j], bi);
+                }
+                let m = if k.pinv == 1 {
+                    _mm512_and_si512(t[0], splat(M52))
+                } else {
+                    lo(z, t[0], splat(k.pinv))
+                };
+                for j in 0..5 {
+                    t[j] = lo(t[j], m, p[j]);
+                }
+                for j in 0..5 {
+                    t[j + 1] = hi(t[j + 1], m, p[j]);
+                }
+                // t_0 ≡ 0 (mod 2^52): shift down one limb, carrying its high part.
+                let c = _mm512_srli_epi64::<52>(t[0]);
+                t = [add64(t[1], c), t[2], t[3], t[4], t[5], z];
             }
-            for j in 0..5 {
-                t[j + 1] = hi(t[j + 1], m, p[j]);
+            F8(carry_unsigned([t[0], t[1], t[2], t[3], t[4]]), PhantomData)
+        }
+
+        /// `a²`: product scanning with each cross product `a_i·a_j` (`i < j`) computed once and
+        /// doubled (15 instead of 25 limb products), then five Montgomery reduction rounds on the
+        /// ten columns. Same bounds as [`F8::mul`]: columns below `2·10·2^52 + 2^57 < 2^58`.
+        #[inline]
+        pub(crate) fn square(&self) -> Self {
+            let k = &C::K;
+            let a = &self.0;
+            let z = _mm512_setzero_si512();
+            // Cross products into `c`, squares into `s`; column `i + j` gets the low half and
+            // column `i + j + 1` the high half.
+            let mut c = [z; 10];
+            let mut s = [z; 10];
+            for i in 0..5 {
+                s[2 * i] = lo(s[2 * i], a[i], a[i]);
+                s[2 * i + 1] = hi(s[2 * i + 1], a[i], a[i]);
+                for j in i + 1..5 {
+                    c[i + j] = lo(c[i + j], a[i], a[j]);
+                    c[i + j + 1] = hi(c[i + j + 1], a[i], a[j]);
+                }
             }
-            // t_0 ≡ 0 (mod 2^52): shift down one limb, carrying its high part.
-            let c = _mm512_srli_epi64::<52>(t[0]);
-            t = [add64(t[1], c), t[2], t[3], t[4], t[5], z];
-        }
-        F8(carry_unsigned([t[0], t[1], t[2], t[3], t[4]]), PhantomData)
-    }
-
-    /// `a²`: product scanning with each cross product `a_i·a_j` (`i < j`) computed once and
-    /// doubled (15 instead of 25 limb products), then five Montgomery reduction rounds on the
-    /// ten columns. Same bounds as [`F8::mul`]: columns below `2·10·2^52 + 2^57 < 2^58`.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn square(&self) -> Self {
-        let k = &C::K;
-        let a = &self.0;
-        let z = _mm512_setzero_si512();
-        // Cross products into `c`, squares into `s`; column `i + j` gets the low half and
-        // column `i + j + 1` the high half.
-        let mut c = [z; 10];
-        let mut s = [z; 10];
-        for i in 0..5 {
-            s[2 * i] = lo(s[2 * i], a[i], a[i]);
-            s[2 * i + 1] = hi(s[2 * i + 1], a[i], a[i]);
-            for j in i + 1..5 {
-                c[i + j] = lo(c[i + j], a[i], a[j]);
-                c[i + j + 1] = hi(c[i + j + 1], a[i], a[j]);
+            let mut t = [z; 10];
+            for i in 0..10 {
+                t[i] = add64(add64(c[i], c[i]), s[i]);
             }
-        }
-        let mut t = [z; 10];
-        for i in 0..10 {
-            t[i] = add64(add64(c[i], c[i]), s[i]);
-        }
-        let p = [
-            splat(k.p[0]),
-            splat(k.p[1]),
-            splat(k.p[2]),
-            splat(k.p[3]),
-            splat(k.p[4]),
-        ];
-        for i in 0..5 {
-            let m = if k.pinv == 1 {
-                _mm512_and_si512(t[i], splat(M52))
-            } else {
-                lo(z, t[i], splat(k.pinv))
-            };
-            for j in 0..5 {
-                t[i + j] = lo(t[i + j], m, p[j]);
+            let p = [
+                splat(k.p[0]),
+                splat(k.p[1]),
+                splat(k.p[2]),
+                splat(k.p[3]),
+                splat(k.p[4]),
+            ];
+            for i in 0..5 {
+                let m = if k.pinv == 1 {
+                    _mm512_and_si512(t[i], splat(M52))
+                } else {
+                    lo(z, t[i], splat(k.pinv))
+                };
+                for j in 0..5 {
+                    t[i + j] = lo(t[i + j], m, p[j]);
+                }
+                for j in 0..5 {
+                    t[i + j + 1] = hi(t[i + j + 1], m, p[j]);
+                }
+                // t_i ≡ 0 (mod 2^52): carry its high part into the next column.
+                let cy = _mm512_srli_epi64::<52>(t[i]);
+                t[i + 1] = add64(t[i + 1], cy);
             }
-            for j in 0..5 {
-                t[i + j + 1] = hi(t[i + j + 1], m, p[j]);
+            F8(carry_unsigned([t[5], t[6], t[7], t[8], t[9]]), PhantomData)
+        }
+
+        /// `a + b`.
+        #[inline]
+        pub(crate) fn add(&self, rhs: &Self) -> Self {
+            let mut s = self.0;
+            for (si, r) in s.iter_mut().zip(rhs.0) {
+                *si = add64(*si, r);
             }
-            // t_i ≡ 0 (mod 2^52): carry its high part into the next column.
-            let cy = _mm512_srli_epi64::<52>(t[i]);
-            t[i + 1] = add64(t[i + 1], cy);
+            F8(reduce_below(s, &C::K.two_p), PhantomData)
         }
-        F8(carry_unsigned([t[5], t[6], t[7], t[8], t[9]]), PhantomData)
-    }
 
-    /// `a + b`.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn add(&self, rhs: &Self) -> Self {
-        let mut s = self.0;
-        for (si, r) in s.iter_mut().zip(rhs.0) {
-            *si = add64(*si, r);
-        }
-        F8(reduce_below(s, &C::K.two_p), PhantomData)
-    }
-
-    /// `a − b` (computed as `a + 2p − b ∈ (0, 4p)`).
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn sub(&self, rhs: &Self) -> Self {
-        let mut s = self.0;
-        for (i, si) in s.iter_mut().enumerate() {
-            *si = _mm512_sub_epi64(add64(*si, splat(C::K.two_p[i])), rhs.0[i]);
-        }
-        F8(reduce_below(s, &C::K.two_p), PhantomData)
-    }
-
-    /// `2a`.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn double(&self) -> Self {
-        self.add(self)
-    }
-
-    /// `−a`.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn neg(&self) -> Self {
-        Self::zero().sub(self)
-    }
-
-    /// The canonical representative (`< p`) of the Montgomery value.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn freeze(&self) -> Self {
-        F8(reduce_below(self.0, &C::K.p), PhantomData)
-    }
-
-    /// Lanes equal to zero.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn is_zero(&self) -> Mask {
-        let f = self.freeze().0;
-        let o = _mm512_or_si512(
-            _mm512_or_si512(f[0], f[1]),
-            _mm512_or_si512(_mm512_or_si512(f[2], f[3]), f[4]),
-        );
-        _mm512_cmpeq_epi64_mask(o, _mm512_setzero_si512())
-    }
-
-    /// Lanes where `a = b`.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn eq(&self, rhs: &Self) -> Mask {
-        self.sub(rhs).is_zero()
-    }
-
-    /// Lanes whose canonical plain value is odd (`sgn0` of RFC 9380 §4.1).
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn sgn0(&self) -> Mask {
-        let plain = self.mul(&Self::splat_raw([1, 0, 0, 0, 0])).freeze();
-        let one = splat(1);
-        _mm512_cmpeq_epi64_mask(_mm512_and_si512(plain.0[0], one), one)
-    }
-
-    /// Lane-wise `if m { b } else { a }`.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn select(m: Mask, a: &Self, b: &Self) -> Self {
-        let mut r = a.0;
-        for (i, ri) in r.iter_mut().enumerate() {
-            *ri = _mm512_mask_blend_epi64(m, a.0[i], b.0[i]);
-        }
-        F8(r, PhantomData)
-    }
-
-    /// `a^e` for a public exponent `e` (little-endian limbs): fixed 4-bit window.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn pow_public(&self, e: &[u64; 4]) -> Self {
-        let mut table = [Self::one(); 16];
-        table[1] = *self;
-        for i in 2..16 {
-            table[i] = table[i - 1].mul(self);
-        }
-        let mut r = Self::one();
-        for i in (0..64).rev() {
-            if i != 63 {
-                r = r.square().square().square().square();
+        /// `a − b` (computed as `a + 2p − b ∈ (0, 4p)`).
+        #[inline]
+        pub(crate) fn sub(&self, rhs: &Self) -> Self {
+            let mut s = self.0;
+            for (i, si) in s.iter_mut().enumerate() {
+                *si = _mm512_sub_epi64(add64(*si, splat(C::K.two_p[i])), rhs.0[i]);
             }
-            // A nibble of the public exponent.
-            let nib = ((e[i / 16] >> (4 * (i % 16))) & 15) as usize;
-            if nib != 0 {
-                r = r.mul(&table[nib]);
-            }
+            F8(reduce_below(s, &C::K.two_p), PhantomData)
         }
-        r
-    }
 
-    /// `a^{-1}` (`a^{p−2}`; zero maps to zero).
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(crate) fn invert(&self) -> Self {
-        let mut e = C::P;
-        e[0] -= 2; // p odd and > 2: no borrow
-        self.pow_public(&e)
+        /// `2a`.
+        #[inline]
+        pub(crate) fn double(&self) -> Self {
+            self.add(self)
+        }
+
+        /// `−a`.
+        #[inline]
+        pub(crate) fn neg(&self) -> Self {
+            Self::zero().sub(self)
+        }
+
+        /// The canonical representative (`< p`) of the Montgomery value.
+        #[inline]
+        pub(crate) fn freeze(&self) -> Self {
+            F8(reduce_below(self.0, &C::K.p), PhantomData)
+        }
+
+        /// Lanes equal to zero.
+        #[inline]
+        pub(crate) fn is_zero(&self) -> Mask {
+            let f = self.freeze().0;
+            let o = _mm512_or_si512(
+                _mm512_or_si512(f[0], f[1]),
+                _mm512_or_si512(_mm512_or_si512(f[2], f[3]), f[4]),
+            );
+            _mm512_cmpeq_epi64_mask(o, _mm512_setzero_si512())
+        }
+
+        /// Lanes where `a = b`.
+        #[inline]
+        pub(crate) fn eq(&self, rhs: &Self) -> Mask {
+            self.sub(rhs).is_zero()
+        }
+
+        /// Lanes whose canonical plain value is odd (`sgn0` of RFC 9380 §4.1).
+        #[inline]
+        pub(crate) fn sgn0(&self) -> Mask {
+            let plain = self.mul(&Self::splat_raw([1, 0, 0, 0, 0])).freeze();
+            let one = splat(1);
+            _mm512_cmpeq_epi64_mask(_mm512_and_si512(plain.0[0], one), one)
+        }
+
+        /// Lane-wise `if m { b } else { a }`.
+        #[inline]
+        pub(crate) fn select(m: Mask, a: &Self, b: &Self) -> Self {
+            let mut r = a.0;
+            for (i, ri) in r.iter_mut().enumerate() {
+                *ri = _mm512_mask_blend_epi64(m, a.0[i], b.0[i]);
+            }
+            F8(r, PhantomData)
+        }
+
+        /// `a^e` for a public exponent `e` (little-endian limbs): fixed 4-bit window.
+        #[inline]
+        pub(crate) fn pow_public(&self, e: &[u64; 4]) -> Self {
+            let mut table = [Self::one(); 16];
+            table[1] = *self;
+            for i in 2..16 {
+                table[i] = table[i - 1].mul(self);
+            }
+            let mut r = Self::one();
+            for i in (0..64).rev() {
+                if i != 63 {
+                    r = r.square().square().square().square();
+                }
+                // A nibble of the public exponent.
+                let nib = ((e[i / 16] >> (4 * (i % 16))) & 15) as usize;
+                if nib != 0 {
+                    r = r.mul(&table[nib]);
+                }
+            }
+            r
+        }
+
+        /// `a^{-1}` (`a^{p−2}`; zero maps to zero).
+        #[inline]
+        pub(crate) fn invert(&self) -> Self {
+            let mut e = C::P;
+            e[0] -= 2; // p odd and > 2: no borrow
+            self.pow_public(&e)
+        }
     }
 }

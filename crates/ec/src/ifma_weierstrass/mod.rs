@@ -40,32 +40,24 @@
 //! Constant time: the digits select table entries with masks (no secret index or branch);
 //! the scalar's copies (bytes, limbs, digits) are zeroized ([`Recoded`] on drop).
 //!
-//! Used only after run-time detection of `avx512f` and `avx512ifma` ([`available`]); the
-//! environment variable `OBLIV_EC_NO_SIMD` forces the serial `fastmul` path. Every public
-//! function here returns `false`/`None` when the lanes are not available, and the callers
-//! then run the serial code, whose outputs the tests compare with these.
+//! The module is compiled only with `cfg(obliv_x86_simd)` (x86-64 without `--cfg
+//! obliv_portable`; the callers in `weierstrass` skip it otherwise), its kernels with the
+//! feature set `crate::cpu::ifma_weierstrass` (`avx512f`, `avx512ifma`), and they are entered
+//! only after [`available`] (that set's detector) said yes; `OBLIV_CPU_DISABLE=avx512ifma` (or
+//! `obliv_cpu::disable`) forces the serial `fastmul` path. Every public function here returns
+//! `false`/`None` when the lanes are not available, and the callers then run the serial code,
+//! whose outputs the tests compare with these.
 #![allow(unsafe_code)] // AVX-512 intrinsics behind run-time detection; each block has SAFETY
 
-#[cfg(target_arch = "x86_64")]
 mod field;
 
 use crate::fastmul::{AffineXy, Params};
 
-/// Whether the eight-lane kernel can run here (detected once).
+/// Whether the eight-lane kernel can run here: `cpu::ifma_weierstrass::detected()`, i.e. x86
+/// SIMD compiled in, the CPU has every feature the kernels are compiled with (`avx512f`,
+/// `avx512ifma`) and none is switched off. Asked on every batch call.
 pub(crate) fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        static A: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *A.get_or_init(|| {
-            std::env::var_os("OBLIV_EC_NO_SIMD").is_none()
-                && std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("avx512ifma")
-        })
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::cpu::ifma_weierstrass::detected()
 }
 
 /// Number of window digits: 51 of width 5 and the top one.
@@ -199,18 +191,11 @@ pub(crate) fn mul_affine_batch<C: Params>(
     if !available() {
         return false;
     }
-    #[cfg(target_arch = "x86_64")]
-    {
-        let rec = Recoded::new::<C>(k_be);
-        // SAFETY: `available()` confirmed avx512f and avx512ifma on this CPU.
-        unsafe { lanes::mul_affine::<C>(points, &rec, out) };
-        true
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (points, k_be, out);
-        false
-    }
+    let rec = Recoded::new::<C>(k_be);
+    // SAFETY: `available()` is `cpu::ifma_weierstrass::detected()`, which checks every
+    // feature the `cpu::ifma_weierstrass::enable!` kernels are compiled with.
+    unsafe { lanes::mul_affine::<C>(points, &rec, out) };
+    true
 }
 
 /// `[k]H(x_i)` with RFC 9380 `hash_to_curve` (SSWU, expander `X`, tag `dst`), SEC1
@@ -230,29 +215,22 @@ where
     if !available() {
         return false;
     }
-    #[cfg(target_arch = "x86_64")]
-    {
-        let mut us = Vec::with_capacity(items.len());
-        let mut uniform = [0u8; 96];
-        for it in items {
-            if crate::sswu::expand::<X>(it.as_ref(), dst, &mut uniform).is_err() {
-                return false;
-            }
-            us.push([
-                crate::fastmul::Fe::<C>::reduce_be48(&uniform[..48]).to_le_limbs(),
-                crate::fastmul::Fe::<C>::reduce_be48(&uniform[48..]).to_le_limbs(),
-            ]);
+    let mut us = Vec::with_capacity(items.len());
+    let mut uniform = [0u8; 96];
+    for it in items {
+        if crate::sswu::expand::<X>(it.as_ref(), dst, &mut uniform).is_err() {
+            return false;
         }
-        let rec = Recoded::new::<C>(k_be);
-        // SAFETY: `available()` confirmed avx512f and avx512ifma on this CPU.
-        unsafe { lanes::hash_mul::<C>(&us, &rec, out) };
-        true
+        us.push([
+            crate::fastmul::Fe::<C>::reduce_be48(&uniform[..48]).to_le_limbs(),
+            crate::fastmul::Fe::<C>::reduce_be48(&uniform[48..]).to_le_limbs(),
+        ]);
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (items, dst, k_be, out);
-        false
-    }
+    let rec = Recoded::new::<C>(k_be);
+    // SAFETY: `available()` is `cpu::ifma_weierstrass::detected()`, which checks every
+    // feature the `cpu::ifma_weierstrass::enable!` kernels are compiled with.
+    unsafe { lanes::hash_mul::<C>(&us, &rec, out) };
+    true
 }
 
 /// Decode SEC1 compressed encodings, multiply by `k`, encode into `out`. `None` when the
@@ -267,39 +245,31 @@ pub(crate) fn decode_mul_batch<C: Params, E: AsRef<[u8]>>(
     if !available() {
         return None;
     }
-    #[cfg(target_arch = "x86_64")]
-    {
-        // The format checks, per item; the square roots in lanes on the prefix before the
-        // first malformed item.
-        let mut xs = Vec::with_capacity(encodings.len());
-        let mut bad = None;
-        for (i, e) in encodings.iter().enumerate() {
-            let e = e.as_ref();
-            let ok = e.len() == 33 && (e[0] == 0x02 || e[0] == 0x03);
-            let x = if ok { le_limbs(&e[1..]) } else { [0; 4] };
-            if !ok || !below_p::<C>(&x) {
-                bad = Some(i);
-                break;
-            }
-            xs.push((x, e[0] & 1));
+    // The format checks, per item; the square roots in lanes on the prefix before the
+    // first malformed item.
+    let mut xs = Vec::with_capacity(encodings.len());
+    let mut bad = None;
+    for (i, e) in encodings.iter().enumerate() {
+        let e = e.as_ref();
+        let ok = e.len() == 33 && (e[0] == 0x02 || e[0] == 0x03);
+        let x = if ok { le_limbs(&e[1..]) } else { [0; 4] };
+        if !ok || !below_p::<C>(&x) {
+            bad = Some(i);
+            break;
         }
-        let rec = Recoded::new::<C>(k_be);
-        // SAFETY: `available()` confirmed avx512f and avx512ifma on this CPU.
-        let r = unsafe { lanes::decode_mul::<C>(&xs, bad.is_none(), &rec, out) };
-        Some(match (r, bad) {
-            (Err(i), _) => Err(i),
-            (Ok(()), Some(i)) => Err(i),
-            (Ok(()), None) => Ok(()),
-        })
+        xs.push((x, e[0] & 1));
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (encodings, k_be, out);
-        None
-    }
+    let rec = Recoded::new::<C>(k_be);
+    // SAFETY: `available()` is `cpu::ifma_weierstrass::detected()`, which checks every
+    // feature the `cpu::ifma_weierstrass::enable!` kernels are compiled with.
+    let r = unsafe { lanes::decode_mul::<C>(&xs, bad.is_none(), &rec, out) };
+    Some(match (r, bad) {
+        (Err(i), _) => Err(i),
+        (Ok(()), Some(i)) => Err(i),
+        (Ok(()), None) => Ok(()),
+    })
 }
 
-#[cfg(target_arch = "x86_64")]
 mod lanes {
     //! The kernels; every function needs avx512f and avx512ifma.
     use super::field::{F8, Mask};
@@ -321,204 +291,199 @@ mod lanes {
     }
 
     impl<C: Params> P8<C> {
-        #[inline]
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn select(m: Mask, a: &Self, b: &Self) -> Self {
-            P8 {
-                x: F8::select(m, &a.x, &b.x),
-                y: F8::select(m, &a.y, &b.y),
-                z: F8::select(m, &a.z, &b.z),
+        crate::cpu::ifma_weierstrass::enable! {
+            #[inline]
+            fn select(m: Mask, a: &Self, b: &Self) -> Self {
+                P8 {
+                    x: F8::select(m, &a.x, &b.x),
+                    y: F8::select(m, &a.y, &b.y),
+                    z: F8::select(m, &a.z, &b.z),
+                }
             }
-        }
 
-        /// `2P`: `dbl-2001-b` (`a = −3`, 3M + 5S) or, for `a = 0`, `dbl-2009-l` (2M + 5S).
-        #[inline]
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn dbl(&self) -> Self {
-            if C::A_IS_ZERO {
-                let a = self.x.square();
-                let b = self.y.square();
-                let c = b.square();
-                let d = self.x.add(&b).square().sub(&a).sub(&c).double();
-                let e = a.double().add(&a);
-                let x3 = e.square().sub(&d.double());
-                let y3 = e.mul(&d.sub(&x3)).sub(&c.double().double().double());
-                let z3 = self.y.mul(&self.z).double();
-                return P8 {
-                    x: x3,
-                    y: y3,
-                    z: z3,
-                };
-            }
-            let delta = self.z.square();
-            let gamma = self.y.square();
-            let beta = self.x.mul(&gamma);
-            let alpha = self.x.sub(&delta).mul(&self.x.add(&delta));
-            let alpha = alpha.double().add(&alpha);
-            let beta4 = beta.double().double();
-            let x3 = alpha.square().sub(&beta4.double());
-            let z3 = self.y.add(&self.z).square().sub(&gamma).sub(&delta);
-            let g2 = gamma.square().double().double().double();
-            let y3 = alpha.mul(&beta4.sub(&x3)).sub(&g2);
-            P8 {
-                x: x3,
-                y: y3,
-                z: z3,
-            }
-        }
-
-        /// `P + Q`, `add-2007-bl`: 11M + 5S; also returns `H` and `r` (both zero iff
-        /// `P = Q` for non-identity inputs).
-        #[inline]
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn add_hr(&self, q: &Self) -> (Self, F8<C>, F8<C>) {
-            let z1z1 = self.z.square();
-            let z2z2 = q.z.square();
-            let u1 = self.x.mul(&z2z2);
-            let u2 = q.x.mul(&z1z1);
-            let s1 = self.y.mul(&q.z).mul(&z2z2);
-            let s2 = q.y.mul(&self.z).mul(&z1z1);
-            let h = u2.sub(&u1);
-            let i = h.double().square();
-            let j = h.mul(&i);
-            let r = s2.sub(&s1).double();
-            let v = u1.mul(&i);
-            let x3 = r.square().sub(&j).sub(&v.double());
-            let y3 = r.mul(&v.sub(&x3)).sub(&s1.mul(&j).double());
-            let z3 = self.z.add(&q.z).square().sub(&z1z1).sub(&z2z2).mul(&h);
-            (
+            /// `2P`: `dbl-2001-b` (`a = −3`, 3M + 5S) or, for `a = 0`, `dbl-2009-l` (2M + 5S).
+            #[inline]
+            fn dbl(&self) -> Self {
+                if C::A_IS_ZERO {
+                    let a = self.x.square();
+                    let b = self.y.square();
+                    let c = b.square();
+                    let d = self.x.add(&b).square().sub(&a).sub(&c).double();
+                    let e = a.double().add(&a);
+                    let x3 = e.square().sub(&d.double());
+                    let y3 = e.mul(&d.sub(&x3)).sub(&c.double().double().double());
+                    let z3 = self.y.mul(&self.z).double();
+                    return P8 {
+                        x: x3,
+                        y: y3,
+                        z: z3,
+                    };
+                }
+                let delta = self.z.square();
+                let gamma = self.y.square();
+                let beta = self.x.mul(&gamma);
+                let alpha = self.x.sub(&delta).mul(&self.x.add(&delta));
+                let alpha = alpha.double().add(&alpha);
+                let beta4 = beta.double().double();
+                let x3 = alpha.square().sub(&beta4.double());
+                let z3 = self.y.add(&self.z).square().sub(&gamma).sub(&delta);
+                let g2 = gamma.square().double().double().double();
+                let y3 = alpha.mul(&beta4.sub(&x3)).sub(&g2);
                 P8 {
                     x: x3,
                     y: y3,
                     z: z3,
-                },
-                h,
-                r,
-            )
-        }
-
-        /// `P + Q` for `P ≠ ±Q`, neither the identity (see the module docs).
-        #[inline]
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn add(&self, q: &Self) -> Self {
-            self.add_hr(q).0
-        }
-
-        /// `P + Q` with the doubling selected in the lanes where `P = Q`.
-        #[inline]
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn add_or_double(&self, q: &Self) -> Self {
-            let (s, h, r) = self.add_hr(q);
-            let d = self.dbl();
-            Self::select(h.is_zero() & r.is_zero(), &s, &d)
-        }
-
-        /// `T[idx]` with `Y` negated if `neg = 1`, by a scan of the whole table.
-        #[inline]
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        #[allow(clippy::cast_possible_truncation)] // j < 16
-        fn lookup(table: &[Self; 16], idx: u8, neg: u8) -> Self {
-            let mut r = table[0];
-            for (j, e) in table.iter().enumerate().skip(1) {
-                r = Self::select(mask_of(idx.ct_eq(&(j as u8))), &r, e);
-            }
-            let ny = r.y.neg();
-            r.y = F8::select(mask_of(neg.ct_eq(&1)), &r.y, &ny);
-            r
-        }
-
-        /// `[k]P` for the recoded `k`.
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn mul(&self, rec: &Recoded) -> Self {
-            let p2 = self.dbl();
-            let mut table = [*self; 16];
-            for i in 1..16 {
-                table[i] = table[i - 1].add(&p2);
-            }
-            let mut acc = Self::lookup(&table, rec.idx[DIGITS - 1], rec.neg[DIGITS - 1]);
-            for j in (0..DIGITS - 1).rev() {
-                acc = acc.dbl().dbl().dbl().dbl().dbl();
-                let t = Self::lookup(&table, rec.idx[j], rec.neg[j]);
-                acc = if j == 0 {
-                    acc.add_or_double(&t)
-                } else {
-                    acc.add(&t)
-                };
-            }
-            let ny = acc.y.neg();
-            acc.y = F8::select(mask_of(rec.negate.ct_eq(&1)), &acc.y, &ny);
-            acc
-        }
-    }
-
-    /// Normalise and SEC1-compress `pts` into `out` (`out.len() ≤ 8·pts.len()`), one
-    /// inversion for all (Montgomery's trick across the vectors, lane-wise).
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    #[allow(clippy::cast_possible_truncation)] // a parity bit
-    fn encode<C: Params>(pts: &[P8<C>], out: &mut [[u8; 33]]) {
-        let one = F8::<C>::one();
-        let zs: Vec<(F8<C>, Mask)> = pts
-            .iter()
-            .map(|p| {
-                let m = p.z.is_zero();
-                (F8::select(m, &p.z, &one), m)
-            })
-            .collect();
-        let mut prefix = Vec::with_capacity(zs.len());
-        let mut acc = one;
-        for (z, _) in &zs {
-            prefix.push(acc);
-            acc = acc.mul(z);
-        }
-        let mut inv = acc.invert();
-        for i in (0..pts.len()).rev() {
-            let zi = inv.mul(&prefix[i]);
-            inv = inv.mul(&zs[i].0);
-            let zi2 = zi.square();
-            let zi3 = zi2.mul(&zi);
-            let x = pts[i].x.mul(&zi2).to_lanes();
-            let y = pts[i].y.mul(&zi3).to_lanes();
-            for l in 0..8 {
-                let Some(o) = out.get_mut(8 * i + l) else {
-                    break;
-                };
-                // Identity lanes (public: only identity inputs give identity outputs).
-                if zs[i].1 & (1 << l) != 0 {
-                    *o = [0u8; 33];
-                } else {
-                    o[0] = 0x02 | (y[l][0] & 1) as u8;
-                    o[1..].copy_from_slice(&be_bytes(&x[l]));
                 }
             }
+
+            /// `P + Q`, `add-2007-bl`: 11M + 5S; also returns `H` and `r` (both zero iff
+            /// `P = Q` for non-identity inputs).
+            #[inline]
+            fn add_hr(&self, q: &Self) -> (Self, F8<C>, F8<C>) {
+                let z1z1 = self.z.square();
+                let z2z2 = q.z.square();
+                let u1 = self.x.mul(&z2z2);
+                let u2 = q.x.mul(&z1z1);
+                let s1 = self.y.mul(&q.z).mul(&z2z2);
+                let s2 = q.y.mul(&self.z).mul(&z1z1);
+                let h = u2.sub(&u1);
+                let i = h.double().square();
+                let j = h.mul(&i);
+                let r = s2.sub(&s1).double();
+                let v = u1.mul(&i);
+                let x3 = r.square().sub(&j).sub(&v.double());
+                let y3 = r.mul(&v.sub(&x3)).sub(&s1.mul(&j).double());
+                let z3 = self.z.add(&q.z).square().sub(&z1z1).sub(&z2z2).mul(&h);
+                (
+                    P8 {
+                        x: x3,
+                        y: y3,
+                        z: z3,
+                    },
+                    h,
+                    r,
+                )
+            }
+
+            /// `P + Q` for `P ≠ ±Q`, neither the identity (see the module docs).
+            #[inline]
+            fn add(&self, q: &Self) -> Self {
+                self.add_hr(q).0
+            }
+
+            /// `P + Q` with the doubling selected in the lanes where `P = Q`.
+            #[inline]
+            fn add_or_double(&self, q: &Self) -> Self {
+                let (s, h, r) = self.add_hr(q);
+                let d = self.dbl();
+                Self::select(h.is_zero() & r.is_zero(), &s, &d)
+            }
+
+            /// `T[idx]` with `Y` negated if `neg = 1`, by a scan of the whole table.
+            #[inline]
+            #[allow(clippy::cast_possible_truncation)] // j < 16
+            fn lookup(table: &[Self; 16], idx: u8, neg: u8) -> Self {
+                let mut r = table[0];
+                for (j, e) in table.iter().enumerate().skip(1) {
+                    r = Self::select(mask_of(idx.ct_eq(&(j as u8))), &r, e);
+                }
+                let ny = r.y.neg();
+                r.y = F8::select(mask_of(neg.ct_eq(&1)), &r.y, &ny);
+                r
+            }
+
+            /// `[k]P` for the recoded `k`.
+            fn mul(&self, rec: &Recoded) -> Self {
+                let p2 = self.dbl();
+                let mut table = [*self; 16];
+                for i in 1..16 {
+                    table[i] = table[i - 1].add(&p2);
+                }
+                let mut acc = Self::lookup(&table, rec.idx[DIGITS - 1], rec.neg[DIGITS - 1]);
+                for j in (0..DIGITS - 1).rev() {
+                    acc = acc.dbl().dbl().dbl().dbl().dbl();
+                    let t = Self::lookup(&table, rec.idx[j], rec.neg[j]);
+                    acc = if j == 0 {
+                        acc.add_or_double(&t)
+                    } else {
+                        acc.add(&t)
+                    };
+                }
+                let ny = acc.y.neg();
+                acc.y = F8::select(mask_of(rec.negate.ct_eq(&1)), &acc.y, &ny);
+                acc
+            }
         }
     }
 
-    /// See [`super::mul_affine_batch`].
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(super) fn mul_affine<C: Params>(points: &[AffineXy], rec: &Recoded, out: &mut [[u8; 33]]) {
-        let mut prods: Vec<P8<C>> = Vec::with_capacity(points.len().div_ceil(8));
-        for group in points.chunks(8) {
-            let mut xs = [[0u64; 4]; 8];
-            let mut ys = [[1u64, 0, 0, 0]; 8];
-            let mut id: Mask = 0;
-            for (l, p) in group.iter().enumerate() {
-                match p {
-                    Some((x, y)) => {
-                        xs[l] = super::le_limbs(x);
-                        ys[l] = super::le_limbs(y);
+    crate::cpu::ifma_weierstrass::enable! {
+        /// Normalise and SEC1-compress `pts` into `out` (`out.len() ≤ 8·pts.len()`), one
+        /// inversion for all (Montgomery's trick across the vectors, lane-wise).
+        #[allow(clippy::cast_possible_truncation)] // a parity bit
+        fn encode<C: Params>(pts: &[P8<C>], out: &mut [[u8; 33]]) {
+            let one = F8::<C>::one();
+            let zs: Vec<(F8<C>, Mask)> = pts
+                .iter()
+                .map(|p| {
+                    let m = p.z.is_zero();
+                    (F8::select(m, &p.z, &one), m)
+                })
+                .collect();
+            let mut prefix = Vec::with_capacity(zs.len());
+            let mut acc = one;
+            for (z, _) in &zs {
+                prefix.push(acc);
+                acc = acc.mul(z);
+            }
+            let mut inv = acc.invert();
+            for i in (0..pts.len()).rev() {
+                let zi = inv.mul(&prefix[i]);
+                inv = inv.mul(&zs[i].0);
+                let zi2 = zi.square();
+                let zi3 = zi2.mul(&zi);
+                let x = pts[i].x.mul(&zi2).to_lanes();
+                let y = pts[i].y.mul(&zi3).to_lanes();
+                for l in 0..8 {
+                    let Some(o) = out.get_mut(8 * i + l) else {
+                        break;
+                    };
+                    // Identity lanes (public: only identity inputs give identity outputs).
+                    if zs[i].1 & (1 << l) != 0 {
+                        *o = [0u8; 33];
+                    } else {
+                        o[0] = 0x02 | (y[l][0] & 1) as u8;
+                        o[1..].copy_from_slice(&be_bytes(&x[l]));
                     }
-                    None => id |= 1 << l,
                 }
             }
-            let z = F8::<C>::select(id, &F8::one(), &F8::zero());
-            let p = P8 {
-                x: F8::from_lanes(&xs),
-                y: F8::from_lanes(&ys),
-                z,
-            };
-            prods.push(p.mul(rec));
         }
-        encode(&prods, out);
+
+        /// See [`super::mul_affine_batch`].
+        pub(super) fn mul_affine<C: Params>(points: &[AffineXy], rec: &Recoded, out: &mut [[u8; 33]]) {
+            let mut prods: Vec<P8<C>> = Vec::with_capacity(points.len().div_ceil(8));
+            for group in points.chunks(8) {
+                let mut xs = [[0u64; 4]; 8];
+                let mut ys = [[1u64, 0, 0, 0]; 8];
+                let mut id: Mask = 0;
+                for (l, p) in group.iter().enumerate() {
+                    match p {
+                        Some((x, y)) => {
+                            xs[l] = super::le_limbs(x);
+                            ys[l] = super::le_limbs(y);
+                        }
+                        None => id |= 1 << l,
+                    }
+                }
+                let z = F8::<C>::select(id, &F8::one(), &F8::zero());
+                let p = P8 {
+                    x: F8::from_lanes(&xs),
+                    y: F8::from_lanes(&ys),
+                    z,
+                };
+                prods.push(p.mul(rec));
+            }
+            encode(&prods, out);
+        }
     }
 
     /// The SSWU constants of a curve, in lanes.
@@ -531,81 +496,81 @@ mod lanes {
     }
 
     impl<C: Params> Sswu<C> {
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn new() -> Self {
-            Sswu {
-                z: F8::constant([C::Z_NEG, 0, 0, 0]).neg(),
-                a: F8::constant([3, 0, 0, 0]).neg(),
-                b: F8::constant(crate::fastmul::Fe::<C>::b().to_le_limbs()),
-                c2: F8::constant(super::le_limbs(&C::C2)),
-                one: F8::one(),
+        crate::cpu::ifma_weierstrass::enable! {
+            fn new() -> Self {
+                Sswu {
+                    z: F8::constant([C::Z_NEG, 0, 0, 0]).neg(),
+                    a: F8::constant([3, 0, 0, 0]).neg(),
+                    b: F8::constant(crate::fastmul::Fe::<C>::b().to_le_limbs()),
+                    c2: F8::constant(super::le_limbs(&C::C2)),
+                    one: F8::one(),
+                }
             }
-        }
 
-        /// `sqrt_ratio(u, v)` for `p ≡ 3 (mod 4)` (RFC 9380 App. F.2.1.2).
-        #[inline]
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn sqrt_ratio(&self, u: &F8<C>, v: &F8<C>) -> (Mask, F8<C>) {
-            let tv1 = v.square();
-            let tv2 = u.mul(v);
-            let tv1 = tv1.mul(&tv2);
-            let y1 = tv1.pow_public(&C::C1).mul(&tv2);
-            let y2 = y1.mul(&self.c2);
-            let tv3 = y1.square().mul(v);
-            let is_qr = tv3.eq(u);
-            (is_qr, F8::select(is_qr, &y2, &y1))
-        }
+            /// `sqrt_ratio(u, v)` for `p ≡ 3 (mod 4)` (RFC 9380 App. F.2.1.2).
+            #[inline]
+            fn sqrt_ratio(&self, u: &F8<C>, v: &F8<C>) -> (Mask, F8<C>) {
+                let tv1 = v.square();
+                let tv2 = u.mul(v);
+                let tv1 = tv1.mul(&tv2);
+                let y1 = tv1.pow_public(&C::C1).mul(&tv2);
+                let y2 = y1.mul(&self.c2);
+                let tv3 = y1.square().mul(v);
+                let is_qr = tv3.eq(u);
+                (is_qr, F8::select(is_qr, &y2, &y1))
+            }
 
-        /// `map_to_curve_simple_swu(u)` (RFC 9380 §6.6.2, `A = −3`), in Jacobian form
-        /// `(x·d : y·d³ : d)` with `d = x_d` (no inversion); the same steps as
-        /// `fastmul::map_to_curve`.
-        #[inline]
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn map(&self, u: &F8<C>) -> P8<C> {
-            let tv1 = self.z.mul(&u.square());
-            let tv2 = tv1.square().add(&tv1);
-            let tv3 = self.b.mul(&tv2.add(&self.one));
-            let tv4 = F8::select(tv2.is_zero(), &tv2.neg(), &self.z);
-            let tv4 = self.a.mul(&tv4);
-            let tv2 = tv3.square();
-            let tv6 = tv4.square();
-            let tv5 = self.a.mul(&tv6);
-            let tv2 = tv2.add(&tv5).mul(&tv3);
-            let tv6 = tv6.mul(&tv4);
-            let tv2 = tv2.add(&self.b.mul(&tv6));
-            let x = tv1.mul(&tv3);
-            let (is_qr, y1) = self.sqrt_ratio(&tv2, &tv6);
-            let y = tv1.mul(u).mul(&y1);
-            let x = F8::select(is_qr, &x, &tv3);
-            let y = F8::select(is_qr, &y, &y1);
-            let differ = u.sgn0() ^ y.sgn0();
-            let y = F8::select(differ, &y, &y.neg());
-            let d2 = tv4.square();
-            P8 {
-                x: x.mul(&tv4),
-                y: y.mul(&d2).mul(&tv4),
-                z: tv4,
+            /// `map_to_curve_simple_swu(u)` (RFC 9380 §6.6.2, `A = −3`), in Jacobian form
+            /// `(x·d : y·d³ : d)` with `d = x_d` (no inversion); the same steps as
+            /// `fastmul::map_to_curve`.
+            #[inline]
+            fn map(&self, u: &F8<C>) -> P8<C> {
+                let tv1 = self.z.mul(&u.square());
+                let tv2 = tv1.square().add(&tv1);
+                let tv3 = self.b.mul(&tv2.add(&self.one));
+                let tv4 = F8::select(tv2.is_zero(), &tv2.neg(), &self.z);
+                let tv4 = self.a.mul(&tv4);
+                let tv2 = tv3.square();
+                let tv6 = tv4.square();
+                let tv5 = self.a.mul(&tv6);
+                let tv2 = tv2.add(&tv5).mul(&tv3);
+                let tv6 = tv6.mul(&tv4);
+                let tv2 = tv2.add(&self.b.mul(&tv6));
+                let x = tv1.mul(&tv3);
+                let (is_qr, y1) = self.sqrt_ratio(&tv2, &tv6);
+                let y = tv1.mul(u).mul(&y1);
+                let x = F8::select(is_qr, &x, &tv3);
+                let y = F8::select(is_qr, &y, &y1);
+                let differ = u.sgn0() ^ y.sgn0();
+                let y = F8::select(differ, &y, &y.neg());
+                let d2 = tv4.square();
+                P8 {
+                    x: x.mul(&tv4),
+                    y: y.mul(&d2).mul(&tv4),
+                    z: tv4,
+                }
             }
         }
     }
 
-    /// See [`super::hash_mul_batch`]: `us` holds `(u0, u1)` per item, plain canonical.
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(super) fn hash_mul<C: Params>(us: &[[[u64; 4]; 2]], rec: &Recoded, out: &mut [[u8; 33]]) {
-        let sswu = Sswu::<C>::new();
-        let mut prods: Vec<P8<C>> = Vec::with_capacity(us.len().div_ceil(8));
-        for group in us.chunks(8) {
-            let mut u0 = [[0u64; 4]; 8];
-            let mut u1 = [[0u64; 4]; 8];
-            for (l, u) in group.iter().enumerate() {
-                u0[l] = u[0];
-                u1[l] = u[1];
+    crate::cpu::ifma_weierstrass::enable! {
+        /// See [`super::hash_mul_batch`]: `us` holds `(u0, u1)` per item, plain canonical.
+        pub(super) fn hash_mul<C: Params>(us: &[[[u64; 4]; 2]], rec: &Recoded, out: &mut [[u8; 33]]) {
+            let sswu = Sswu::<C>::new();
+            let mut prods: Vec<P8<C>> = Vec::with_capacity(us.len().div_ceil(8));
+            for group in us.chunks(8) {
+                let mut u0 = [[0u64; 4]; 8];
+                let mut u1 = [[0u64; 4]; 8];
+                for (l, u) in group.iter().enumerate() {
+                    u0[l] = u[0];
+                    u1[l] = u[1];
+                }
+                let q0 = sswu.map(&F8::from_lanes(&u0));
+                let q1 = sswu.map(&F8::from_lanes(&u1));
+                prods.push(q0.add_or_double(&q1).mul(rec));
             }
-            let q0 = sswu.map(&F8::from_lanes(&u0));
-            let q1 = sswu.map(&F8::from_lanes(&u1));
-            prods.push(q0.add_or_double(&q1).mul(rec));
+            encode(&prods, out);
         }
-        encode(&prods, out);
     }
 
     /// `(p + 1)/4` for `p ≡ 3 (mod 4)`: `⌊p/4⌋ + 1`.
@@ -627,54 +592,55 @@ mod lanes {
         e
     }
 
-    /// See [`super::decode_mul_batch`]: `xs` holds `(x, y parity)` of well-formed
-    /// encodings; when `multiply` is false only the square roots are checked.
-    #[target_feature(enable = "avx512f,avx512ifma")]
-    pub(super) fn decode_mul<C: Params>(
-        xs: &[([u64; 4], u8)],
-        multiply: bool,
-        rec: &Recoded,
-        out: &mut [[u8; 33]],
-    ) -> Result<(), usize> {
-        let sswu = Sswu::<C>::new();
-        let e = sqrt_exp::<C>();
-        let three = F8::<C>::constant([3, 0, 0, 0]);
-        let mut pts = Vec::with_capacity(xs.len().div_ceil(8));
-        for (g, group) in xs.chunks(8).enumerate() {
-            let mut xl = [[0u64; 4]; 8];
-            let mut odd: Mask = 0;
-            for (l, (x, s)) in group.iter().enumerate() {
-                xl[l] = *x;
-                odd |= s << l;
+    crate::cpu::ifma_weierstrass::enable! {
+        /// See [`super::decode_mul_batch`]: `xs` holds `(x, y parity)` of well-formed
+        /// encodings; when `multiply` is false only the square roots are checked.
+        pub(super) fn decode_mul<C: Params>(
+            xs: &[([u64; 4], u8)],
+            multiply: bool,
+            rec: &Recoded,
+            out: &mut [[u8; 33]],
+        ) -> Result<(), usize> {
+            let sswu = Sswu::<C>::new();
+            let e = sqrt_exp::<C>();
+            let three = F8::<C>::constant([3, 0, 0, 0]);
+            let mut pts = Vec::with_capacity(xs.len().div_ceil(8));
+            for (g, group) in xs.chunks(8).enumerate() {
+                let mut xl = [[0u64; 4]; 8];
+                let mut odd: Mask = 0;
+                for (l, (x, s)) in group.iter().enumerate() {
+                    xl[l] = *x;
+                    odd |= s << l;
+                }
+                let x = F8::from_lanes(&xl);
+                let x2 = if C::A_IS_ZERO {
+                    x.square()
+                } else {
+                    x.square().sub(&three)
+                };
+                let rhs = x2.mul(&x).add(&sswu.b);
+                let y = rhs.pow_public(&e);
+                let ok = y.square().eq(&rhs);
+                // Lanes past the end of the input are not checked.
+                let used: Mask = if group.len() == 8 {
+                    0xff
+                } else {
+                    (1u8 << group.len()) - 1
+                };
+                let bad = !ok & used;
+                if bad != 0 {
+                    return Err(8 * g + bad.trailing_zeros() as usize);
+                }
+                let flip = y.sgn0() ^ odd;
+                let y = F8::select(flip, &y, &y.neg());
+                pts.push(P8 { x, y, z: sswu.one });
             }
-            let x = F8::from_lanes(&xl);
-            let x2 = if C::A_IS_ZERO {
-                x.square()
-            } else {
-                x.square().sub(&three)
-            };
-            let rhs = x2.mul(&x).add(&sswu.b);
-            let y = rhs.pow_public(&e);
-            let ok = y.square().eq(&rhs);
-            // Lanes past the end of the input are not checked.
-            let used: Mask = if group.len() == 8 {
-                0xff
-            } else {
-                (1u8 << group.len()) - 1
-            };
-            let bad = !ok & used;
-            if bad != 0 {
-                return Err(8 * g + bad.trailing_zeros() as usize);
+            if multiply {
+                let prods: Vec<P8<C>> = pts.iter().map(|p| p.mul(rec)).collect();
+                encode(&prods, out);
             }
-            let flip = y.sgn0() ^ odd;
-            let y = F8::select(flip, &y, &y.neg());
-            pts.push(P8 { x, y, z: sswu.one });
+            Ok(())
         }
-        if multiply {
-            let prods: Vec<P8<C>> = pts.iter().map(|p| p.mul(rec)).collect();
-            encode(&prods, out);
-        }
-        Ok(())
     }
 
     #[cfg(test)]
@@ -705,23 +671,24 @@ mod lanes {
             assert_eq!(got, want);
         }
 
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn lane_ops<C: Params>(a: [u64; 4], b: [u64; 4]) -> [[u64; 4]; 6] {
-            let x = F8::<C>::from_lanes(&[a; 8]);
-            let y = F8::<C>::from_lanes(&[b; 8]);
-            let r = [
-                x.mul(&y),
-                x.add(&y),
-                x.sub(&y),
-                x.neg(),
-                x.invert(),
-                x.square().mul(&y).sub(&y).add(&x),
-            ]
-            .map(|v| v.to_lanes());
-            for v in &r {
-                assert!(v.iter().all(|l| l == &v[0]), "lanes differ");
+        crate::cpu::ifma_weierstrass::enable! {
+            fn lane_ops<C: Params>(a: [u64; 4], b: [u64; 4]) -> [[u64; 4]; 6] {
+                let x = F8::<C>::from_lanes(&[a; 8]);
+                let y = F8::<C>::from_lanes(&[b; 8]);
+                let r = [
+                    x.mul(&y),
+                    x.add(&y),
+                    x.sub(&y),
+                    x.neg(),
+                    x.invert(),
+                    x.square().mul(&y).sub(&y).add(&x),
+                ]
+                .map(|v| v.to_lanes());
+                for v in &r {
+                    assert!(v.iter().all(|l| l == &v[0]), "lanes differ");
+                }
+                r.map(|v| v[0])
             }
-            r.map(|v| v[0])
         }
 
         fn edge<C: Params>() -> Vec<[u64; 4]> {
@@ -737,8 +704,7 @@ mod lanes {
 
         #[test]
         fn field_edges_match_serial() {
-            if !super::super::available() {
-                eprintln!("no AVX-512 IFMA: lanes not tested");
+            if !super::super::lanes_for_test("field_edges_match_serial") {
                 return;
             }
             for a in edge::<Sm2Params>() {
@@ -758,18 +724,33 @@ mod lanes {
             }
         }
 
-        proptest! {
-            #![proptest_config(ProptestConfig::with_cases(200))]
-            #[test]
-            fn field_random_match_serial(a: [u64; 4], b: [u64; 4]) {
-                if super::super::available() {
-                    field_ops::<Sm2Params>(a, b);
-                    field_ops::<P256Params>(a, b);
-                    field_ops::<Secp256k1Params>(a, b);
-                }
+        #[test]
+        fn field_random_match_serial() {
+            if !super::super::lanes_for_test("field_random_match_serial") {
+                return;
             }
+            proptest!(ProptestConfig::with_cases(200), |(a: [u64; 4], b: [u64; 4])| {
+                field_ops::<Sm2Params>(a, b);
+                field_ops::<P256Params>(a, b);
+                field_ops::<Secp256k1Params>(a, b);
+            });
         }
     }
+}
+
+/// For the lanes' tests: whether the kernels can run, after printing that `test` is skipped
+/// if not (a CPU without a feature of `cpu::ifma_weierstrass`, or one switched off).
+#[cfg(test)]
+fn lanes_for_test(test: &str) -> bool {
+    let ok = available();
+    if !ok {
+        eprintln!(
+            "{test}: skipped, the AVX-512 IFMA lanes ({}) are not available here \
+             (missing on this CPU or switched off by OBLIV_CPU_DISABLE)",
+            crate::cpu::ifma_weierstrass::FEATURES.join(", ")
+        );
+    }
+    ok
 }
 
 #[cfg(test)]
@@ -894,8 +875,7 @@ mod tests {
 
     #[test]
     fn lanes_match_serial_sm2() {
-        if !available() {
-            eprintln!("no AVX-512 IFMA: lanes not tested");
+        if !lanes_for_test("lanes_match_serial_sm2") {
             return;
         }
         check_curve::<Sm2Params, ExpandMsgXmd<sm3::Sm3>>();
@@ -903,8 +883,7 @@ mod tests {
 
     #[test]
     fn lanes_match_serial_p256() {
-        if !available() {
-            eprintln!("no AVX-512 IFMA: lanes not tested");
+        if !lanes_for_test("lanes_match_serial_p256") {
             return;
         }
         check_curve::<P256Params, ExpandMsgXmd<sha2::Sha256>>();
@@ -931,8 +910,7 @@ mod tests {
     fn lanes_match_k256() {
         use ff::PrimeField;
         use k256::hash2curve::hash_from_bytes;
-        if !available() {
-            eprintln!("no AVX-512 IFMA: lanes not tested");
+        if !lanes_for_test("lanes_match_k256") {
             return;
         }
         let mut rng = rand::rngs::StdRng::seed_from_u64(11);
