@@ -16,19 +16,13 @@ obliv_cpu::feature_set! {
     pub(crate) mod sse2 = ["sse2"];
 }
 
-/// Whether the PCLMULQDQ kernels can run.
-#[inline]
-fn pclmul_available() -> bool {
-    pclmul::detected()
-}
-
 /// Carry-less 64×64 → 128-bit product, PCLMULQDQ when available.
 #[inline]
 #[cfg_attr(not(test), allow(dead_code))] // the 128-bit kernels below are what the field uses
 pub(crate) fn clmul64(a: u64, b: u64) -> u128 {
     #[cfg(obliv_x86_simd)]
-    if pclmul_available() {
-        // SAFETY: `pclmul_available()` confirmed at run time that the CPU supports
+    if pclmul::detected() {
+        // SAFETY: `pclmul::detected()` confirmed at run time that the CPU supports
         // PCLMULQDQ and SSE2, the features `clmul64_pclmul` is compiled for.
         return unsafe { x86::clmul64_pclmul(a, b) };
     }
@@ -40,7 +34,7 @@ pub(crate) fn clmul64(a: u64, b: u64) -> u128 {
 #[inline]
 pub(crate) fn clmul128(a: u128, b: u128) -> (u128, u128) {
     #[cfg(obliv_x86_simd)]
-    if pclmul_available() {
+    if pclmul::detected() {
         // SAFETY: PCLMULQDQ and SSE2 were confirmed at run time (see `clmul64`).
         return unsafe { x86::clmul128_pclmul(a, b) };
     }
@@ -51,7 +45,7 @@ pub(crate) fn clmul128(a: u128, b: u128) -> (u128, u128) {
 #[inline]
 pub(crate) fn clmul_dot(a: &[u128], b: &[u128]) -> (u128, u128) {
     #[cfg(obliv_x86_simd)]
-    if pclmul_available() {
+    if pclmul::detected() {
         // SAFETY: PCLMULQDQ and SSE2 were confirmed at run time (see `clmul64`).
         return unsafe { x86::clmul_dot_pclmul(a, b) };
     }
@@ -75,7 +69,7 @@ pub(crate) fn reduce(lo: u128, hi: u128) -> u128 {
 #[inline]
 pub(crate) fn gf_mul(a: u128, b: u128) -> u128 {
     #[cfg(obliv_x86_simd)]
-    if pclmul_available() {
+    if pclmul::detected() {
         // SAFETY: PCLMULQDQ and SSE2 were confirmed at run time (see `clmul64`).
         return unsafe { x86::gf_mul_pclmul(a, b) };
     }
@@ -86,7 +80,7 @@ pub(crate) fn gf_mul(a: u128, b: u128) -> u128 {
 /// `out[i] = a[i]·b[i]` reduced (equal lengths checked by the caller).
 pub(crate) fn gf_mul_slices(a: &[u128], b: &[u128], out: &mut [u128]) {
     #[cfg(obliv_x86_simd)]
-    if pclmul_available() {
+    if pclmul::detected() {
         // SAFETY: PCLMULQDQ and SSE2 were confirmed at run time (see `clmul64`).
         return unsafe { x86::gf_mul_slices_pclmul(a, b, out) };
     }
@@ -99,7 +93,7 @@ pub(crate) fn gf_mul_slices(a: &[u128], b: &[u128], out: &mut [u128]) {
 /// `out[i] = a[i]·s` reduced (equal lengths checked by the caller).
 pub(crate) fn gf_scale(a: &[u128], s: u128, out: &mut [u128]) {
     #[cfg(obliv_x86_simd)]
-    if pclmul_available() {
+    if pclmul::detected() {
         // SAFETY: PCLMULQDQ and SSE2 were confirmed at run time (see `clmul64`).
         return unsafe { x86::gf_scale_pclmul(a, s, out) };
     }

@@ -15,19 +15,13 @@ obliv_cpu::feature_set! {
     pub(crate) mod aesni = ["aes", "sse2"];
 }
 
-/// Whether the AES-NI kernel can run.
-#[inline]
-fn aesni_available() -> bool {
-    aesni::detected()
-}
-
 /// `out[i] = AES-128_{keys[i]}(msgs[i]) ⊕ msgs[i]`, AES-NI when available. The slices have
 /// equal length (checked by the caller).
 pub(crate) fn davies_meyer_many(keys: &[Block], msgs: &[Block], out: &mut [Block]) {
     debug_assert!(keys.len() == msgs.len() && msgs.len() == out.len());
     #[cfg(obliv_x86_simd)]
-    if aesni_available() {
-        // SAFETY: `aesni_available()` confirmed at run time that the CPU supports AES-NI and
+    if aesni::detected() {
+        // SAFETY: `aesni::detected()` confirmed at run time that the CPU supports AES-NI and
         // SSE2, the features `x86::davies_meyer_aesni` is compiled for.
         unsafe { x86::davies_meyer_aesni(keys, msgs, out) };
         return;
@@ -204,7 +198,7 @@ mod tests {
             davies_meyer_many(&keys, &msgs, &mut out);
             assert!(out.iter().all(|&o| o == expect));
             #[cfg(obliv_x86_simd)]
-            if aesni_available() {
+            if aesni::detected() {
                 let mut out = vec![Block::ZERO; n];
                 // SAFETY: AES-NI and SSE2 were confirmed at run time just above.
                 unsafe { x86::davies_meyer_aesni(&keys, &msgs, &mut out) };
@@ -225,7 +219,7 @@ mod tests {
             davies_meyer_many(&keys, &msgs, &mut got);
             prop_assert_eq!(&got, &want);
             #[cfg(obliv_x86_simd)]
-            if aesni_available() {
+            if aesni::detected() {
                 let mut got = vec![Block::ZERO; raw.len()];
                 // SAFETY: AES-NI and SSE2 were confirmed at run time just above.
                 unsafe { x86::davies_meyer_aesni(&keys, &msgs, &mut got) };
