@@ -77,8 +77,8 @@ impl Point {
     }
 
     /// The compiled copy of the serial code that [`Point::mul`] and the inversion of
-    /// [`Point::to_bytes`] run on this CPU: `"avx512"` (BMI2, ADX, AVX2 and AVX-512F/VL/BW/DQ),
-    /// `"avx2"` (BMI2, ADX, AVX2) or `"portable"`.
+    /// [`Point::to_bytes`] run on this CPU: `"avx2"` (compiled with BMI2, ADX and AVX2) or
+    /// `"portable"`.
     pub fn serial_backend() -> &'static str {
         crate::backend::serial::x86::serial_backend()
     }

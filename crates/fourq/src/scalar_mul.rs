@@ -101,6 +101,8 @@ pub(crate) struct Recoded {
 
 impl Recoded {
     /// The 65 digits and 65 negation flags (secret: read them only in constant-time code).
+    /// Only the vector backend reads them this way.
+    #[cfg(obliv_x86_simd)]
     pub(crate) fn digits(&self) -> (&[u8; 65], &[u8; 65]) {
         (&self.digits, &self.negate)
     }

@@ -1,9 +1,10 @@
 //! Run-time dispatch of the serial variable-base multiplication and of the encoding's
-//! inversion to copies of the same portable code compiled with more CPU features enabled (as
-//! curve25519-dalek selects its AVX2 backend at run time): one copy with `bmi2`, `adx` and
-//! `avx2` (every x86-64 CPU since Haswell/Zen), and one that adds AVX-512F/VL/BW/DQ (Skylake
-//! servers, Ice Lake and later, Zen 4), each entered only after its own feature set was
-//! detected in full.
+//! inversion to a copy of the same portable code compiled with `bmi2`, `adx` and `avx2`
+//! enabled (every x86-64 CPU since Broadwell/Zen; as curve25519-dalek selects its AVX2 backend
+//! at run time), entered only after all three were detected. (An earlier copy also enabled
+//! AVX-512F/VL/BW/DQ after checking only these three: undefined behaviour on AVX2-only CPUs.
+//! One copy is kept, not a second one with AVX-512: each copy is another fully inlined
+//! multiplication to compile, and what the copy gains is mostly the `mulx`/`adcx` products.)
 //!
 //! Nothing changes in the arithmetic: the functions below call the very same
 //! `#[inline(always)]` code as the portable path, so LLVM may use `mulx`/`adcx` for the
@@ -20,11 +21,6 @@ obliv_cpu::feature_set! {
     pub(crate) mod avx2 = ["bmi2", "adx", "avx2"];
 }
 
-obliv_cpu::feature_set! {
-    /// The serial copy for AVX-512 CPUs (wider registers for the table scan).
-    pub(crate) mod avx512 = ["bmi2", "adx", "avx2", "avx512f", "avx512vl", "avx512bw", "avx512dq"];
-}
-
 #[cfg(obliv_x86_simd)]
 mod copies {
     use crate::field::Fp2;
@@ -39,43 +35,21 @@ mod copies {
             a.invert_portable()
         }
     }
-
-    crate::backend::serial::x86::avx512::enable! {
-        pub(super) fn mul_endo_avx512(p: &Point, k: &[u64; 4]) -> Point {
-            crate::scalar_mul::mul_endo_portable(p, k)
-        }
-
-        pub(super) fn invert_avx512(a: &Fp2) -> Fp2 {
-            a.invert_portable()
-        }
-    }
 }
 
 /// Which compiled copy of the serial code [`mul_endo`] and [`invert`] run on this CPU:
-/// `"avx512"`, `"avx2"` or `"portable"`.
+/// `"avx2"` (BMI2, ADX, AVX2) or `"portable"`.
 pub(crate) fn serial_backend() -> &'static str {
-    if avx512::detected() {
-        "avx512"
-    } else if avx2::detected() {
-        "avx2"
-    } else {
-        "portable"
-    }
+    if avx2::detected() { "avx2" } else { "portable" }
 }
 
 /// `[k]P` with the CL15 method ([`crate::scalar_mul::mul_endo_portable`]), on the fastest
 /// compiled copy this CPU runs.
 pub(crate) fn mul_endo(p: &Point, k: &[u64; 4]) -> Point {
     #[cfg(obliv_x86_simd)]
-    {
-        if avx512::detected() {
-            // SAFETY: `avx512::detected()` confirmed every feature the copy is compiled with.
-            return unsafe { copies::mul_endo_avx512(p, k) };
-        }
-        if avx2::detected() {
-            // SAFETY: `avx2::detected()` confirmed every feature the copy is compiled with.
-            return unsafe { copies::mul_endo_avx2(p, k) };
-        }
+    if avx2::detected() {
+        // SAFETY: `avx2::detected()` confirmed every feature the copy is compiled with.
+        return unsafe { copies::mul_endo_avx2(p, k) };
     }
     crate::scalar_mul::mul_endo_portable(p, k)
 }
@@ -83,15 +57,9 @@ pub(crate) fn mul_endo(p: &Point, k: &[u64; 4]) -> Point {
 /// `a^−1` in GF(p²) (0 for 0), on the fastest compiled copy this CPU runs.
 pub(crate) fn invert(a: &Fp2) -> Fp2 {
     #[cfg(obliv_x86_simd)]
-    {
-        if avx512::detected() {
-            // SAFETY: `avx512::detected()` confirmed every feature the copy is compiled with.
-            return unsafe { copies::invert_avx512(a) };
-        }
-        if avx2::detected() {
-            // SAFETY: `avx2::detected()` confirmed every feature the copy is compiled with.
-            return unsafe { copies::invert_avx2(a) };
-        }
+    if avx2::detected() {
+        // SAFETY: `avx2::detected()` confirmed every feature the copy is compiled with.
+        return unsafe { copies::invert_avx2(a) };
     }
     a.invert_portable()
 }
@@ -118,21 +86,12 @@ mod tests {
             let want_inv = limbs(&z.invert_portable());
             prop_assert_eq!(limbs(&invert(&z)), want_inv);
             #[cfg(obliv_x86_simd)]
-            {
-                if avx2::detected() {
-                    // SAFETY: detected just above.
-                    let got = unsafe { copies::mul_endo_avx2(&p, &k) };
-                    prop_assert_eq!(got.to_bytes(), want);
-                    // SAFETY: detected just above.
-                    prop_assert_eq!(limbs(&unsafe { copies::invert_avx2(&z) }), want_inv);
-                }
-                if avx512::detected() {
-                    // SAFETY: detected just above.
-                    let got = unsafe { copies::mul_endo_avx512(&p, &k) };
-                    prop_assert_eq!(got.to_bytes(), want);
-                    // SAFETY: detected just above.
-                    prop_assert_eq!(limbs(&unsafe { copies::invert_avx512(&z) }), want_inv);
-                }
+            if avx2::detected() {
+                // SAFETY: detected just above.
+                let got = unsafe { copies::mul_endo_avx2(&p, &k) };
+                prop_assert_eq!(got.to_bytes(), want);
+                // SAFETY: detected just above.
+                prop_assert_eq!(limbs(&unsafe { copies::invert_avx2(&z) }), want_inv);
             }
         }
     }
@@ -141,6 +100,6 @@ mod tests {
     fn reports_a_backend() {
         let b = serial_backend();
         eprintln!("obliv-fourq serial copy on this CPU: {b}");
-        assert!(["avx512", "avx2", "portable"].contains(&b));
+        assert!(["avx2", "portable"].contains(&b));
     }
 }
