@@ -5,6 +5,8 @@
 //! | example | module | run it |
 //! |---|---|---|
 //! | two-party ECDH PSI over TCP | [`psi_tcp`] | `cargo run --release -p obliv-examples --example psi_tcp` (or two processes, see the module) |
+//! | RR22 PSI in buckets over TCP | [`psi_buckets`] | `cargo run --release -p obliv-examples --example rr22` |
+//! | KKRT16 PSI in buckets over TCP | [`psi_buckets`] | `cargo run --release -p obliv-examples --example kkrt` |
 //! | three-party ECDH PSI | [`psi3`] | `cargo run --release -p obliv-examples --example psi3` |
 //! | unbalanced PSI offline / online | [`unbalanced`] | `cargo run --release -p obliv-examples --example unbalanced` |
 //! | Paillier private sum | [`paillier_sum`] | `cargo run --release -p obliv-examples --example paillier_sum` |
@@ -93,6 +95,94 @@ pub mod psi_tcp {
         std::thread::scope(|s| {
             let t = s.spawn(|| sender(addr, &theirs));
             let found = receiver(&listener, &mine);
+            crate::join(t)?;
+            found
+        })
+    }
+}
+
+pub mod psi_buckets {
+    //! RR22 or KKRT16 PSI on sets split into buckets, through the bucket driver, over TCP.
+    //!
+    //! Both parties split their items into `buckets` by a public hash of the item (the same
+    //! function on both sides, so equal items meet in the same bucket), make one session of
+    //! the protocol (every protocol is an [`obliv_psi::PsiSession`]) and hand the driver the
+    //! buckets in order. With `workers > 1` the driver runs that many buckets side by side on
+    //! one connection. The receiver maps each bucket's result back to its items.
+    //!
+    //! Bucket sizes are announced in each bucket's handshake: with a public split function
+    //! they reveal how many of a party's items hash into each bucket, which says nothing
+    //! about the items when the hash is uniform and the bucket count small (the `obliv` CLI
+    //! fixes the count from public data for that reason).
+
+    use std::time::Duration;
+
+    use obliv_core::AesRng;
+    use obliv_net::{ConnectOptions, TcpChannel, TcpOptions};
+    use obliv_psi::{PsiSession, Role, driver};
+
+    use crate::Result;
+
+    /// Which bucket an item goes to: the first 8 bytes of its BLAKE3 hash (keyed by a public
+    /// domain string), reduced.
+    pub fn bucket_of(item: &[u8], buckets: usize) -> usize {
+        let h = blake3::derive_key("obliv-examples psi_buckets v1 bucket", item);
+        let v = u64::from_le_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]]);
+        usize::try_from(v % buckets as u64).unwrap_or(0)
+    }
+
+    /// `items` split into `buckets` buckets (the items' byte strings, in input order).
+    pub fn split(items: &[String], buckets: usize) -> Vec<Vec<Vec<u8>>> {
+        let mut out = vec![Vec::new(); buckets];
+        for it in items {
+            out[bucket_of(it.as_bytes(), buckets)].push(it.as_bytes().to_vec());
+        }
+        out
+    }
+
+    /// One party over `ch`: runs `session` on the buckets of `items` and returns, for the
+    /// receiver, the items in the intersection (sorted); nothing for the sender.
+    pub fn party<P: PsiSession + 'static>(
+        ch: TcpChannel,
+        session: P,
+        items: &[String],
+        buckets: usize,
+        workers: usize,
+    ) -> Result<Vec<String>> {
+        let mut rng = AesRng::from_entropy();
+        let mut found = Vec::new();
+        for out in driver::run_buckets(ch, session, workers, split(items, buckets), &mut rng)? {
+            let out = out?;
+            for i in out.result.unwrap_or_default() {
+                found.push(String::from_utf8_lossy(&out.bucket[i]).into_owned());
+            }
+        }
+        found.sort();
+        Ok(found)
+    }
+
+    /// Both parties on two threads over loopback TCP, with sessions from `make` (called
+    /// with each role): receiver `user-0..n`, sender `user-n/2..3n/2`. Returns the
+    /// receiver's result.
+    pub fn run<P, F>(make: F, n: usize, buckets: usize, workers: usize) -> Result<Vec<String>>
+    where
+        P: PsiSession + 'static,
+        F: Fn(Role) -> obliv_psi::Result<P> + Sync,
+    {
+        let listener = TcpChannel::listen("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let (mine, theirs) = (crate::ids(0..n), crate::ids(n / 2..n + n / 2));
+        std::thread::scope(|s| {
+            let t = s.spawn(|| -> Result<Vec<String>> {
+                let ch = TcpChannel::connect(addr, &ConnectOptions::default())?;
+                party(ch, make(Role::Sender)?, &theirs, buckets, workers)
+            });
+            let ch = TcpChannel::accept(
+                &listener,
+                Some(Duration::from_secs(60)),
+                TcpOptions::default(),
+            )?;
+            let found = party(ch, make(Role::Receiver)?, &mine, buckets, workers);
             crate::join(t)?;
             found
         })

@@ -1,7 +1,42 @@
 //! Runs every example's logic (the `run` functions the examples call) and checks the result
 //! against the plain computation.
 
-use obliv_examples::{ec_elgamal, paillier_sum, pir, psi_tcp, psi3, unbalanced};
+use obliv_examples::{ec_elgamal, paillier_sum, pir, psi_buckets, psi_tcp, psi3, unbalanced};
+use obliv_psi::kkrt::{KkrtConfig, KkrtSession};
+use obliv_psi::rr22::{Rr22Config, Rr22Session, Variant};
+
+/// The plain answer of `psi_buckets::run(_, n, …)`: `user-n/2..n`, sorted as strings.
+fn bucketed_answer(n: usize) -> Vec<String> {
+    let mut want = obliv_examples::ids(n / 2..n);
+    want.sort();
+    want
+}
+
+#[test]
+fn rr22_in_buckets_over_tcp() {
+    let make = |role| Rr22Session::new(role, &Rr22Config::new(Variant::Fast));
+    for (buckets, workers) in [(1, 1), (5, 2)] {
+        let found = psi_buckets::run(make, 3000, buckets, workers).unwrap();
+        assert_eq!(
+            found,
+            bucketed_answer(3000),
+            "{buckets} buckets, {workers} workers"
+        );
+    }
+}
+
+#[test]
+fn kkrt_in_buckets_over_tcp() {
+    let make = |role| KkrtSession::new(role, &KkrtConfig::default());
+    for (buckets, workers) in [(1, 1), (4, 3)] {
+        let found = psi_buckets::run(make, 3000, buckets, workers).unwrap();
+        assert_eq!(
+            found,
+            bucketed_answer(3000),
+            "{buckets} buckets, {workers} workers"
+        );
+    }
+}
 
 #[test]
 fn psi_over_tcp() {

@@ -31,12 +31,19 @@ impl CliError {
     }
 }
 
+/// By the error's kind: a bad parameter of this party is usage (2), a key file or cache
+/// input (3), the connection network (4), a peer that runs other settings or breaks the
+/// protocol protocol (5); a local computation that failed with negligible probability is
+/// reported as protocol (5) too (running again draws fresh randomness).
 impl From<obliv_psi::Error> for CliError {
     fn from(e: obliv_psi::Error) -> Self {
-        match e {
-            obliv_psi::Error::Net(n) => CliError::Network(n.to_string()),
-            obliv_psi::Error::InvalidParameter(p) => CliError::Usage(p),
-            other => CliError::Protocol(other.to_string()),
+        use obliv_psi::ErrorKind;
+        let msg = e.to_string();
+        match e.kind() {
+            ErrorKind::InvalidParameter => CliError::Usage(msg),
+            ErrorKind::Storage => CliError::Input(msg),
+            ErrorKind::Network => CliError::Network(msg),
+            _ => CliError::Protocol(msg),
         }
     }
 }

@@ -7,6 +7,11 @@
 //!           [--bucket-size N] [--checkpoint DIR] [--shard I/N] [--progress auto|bar|log|off]
 //!           [--workers N]
 //! obliv merge --output FILE [--sort --keys COL[,COL…]] PART…
+//! obliv ub-psi offline|online --role server|client --rank R --parties HOST:PORT,HOST:PORT
+//!           [--input FILE --keys COL[,COL…]] [--cache FILE] [--key-file FILE] [--output FILE]
+//!           [--server-get-result]
+//! obliv pir serve --listen HOST:PORT (--db FILE | --generate N) [--record-size B]
+//! obliv pir query --servers HOST:PORT,HOST:PORT --index I [--out FILE]
 //! obliv gen-data --size N --parties 2|3 --overlap 0.5 --out-dir DIR
 //! ```
 //! Exit codes: 0 success, 2 usage, 3 input/output files, 4 network, 5 protocol.
@@ -227,9 +232,9 @@ struct PartyArgs {
     /// bucket files next to the output (or in the checkpoint directory).
     #[arg(long, default_value_t = 1024)]
     memory_mib: usize,
-    /// RR22 only: run this many buckets side by side, each on its own worker thread and
-    /// sub-channel (both parties must give the same value). The default 1 runs them one after
-    /// the other; more helps when each party has cores to spare.
+    /// Two-party protocols: run this many buckets side by side, each on its own worker thread
+    /// and sub-channel (both parties must give the same value). The default 1 runs them one
+    /// after the other; more helps when each party has cores to spare.
     #[arg(long, default_value_t = 1)]
     workers: usize,
     #[command(flatten)]

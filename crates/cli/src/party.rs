@@ -16,12 +16,12 @@ use std::time::{Duration, Instant};
 
 use obliv_core::AesRng;
 use obliv_ec::Curve;
-use obliv_net::{
-    Channel, ChannelExt, ConnectOptions, LinkModel, Mux, MuxOptions, Session, SimLink, Split, Stats,
-};
-use obliv_psi::ecdh::{self, EcdhConfig, Role};
+use obliv_net::{Channel, ChannelExt, ConnectOptions, LinkModel, Session, SimLink, Split, Stats};
+use obliv_psi::Role;
+use obliv_psi::driver::{self, BucketOutput};
+use obliv_psi::ecdh::{EcdhConfig, EcdhSession};
 use obliv_psi::ecdh3;
-use obliv_psi::kkrt::{KkrtConfig, KkrtPsiReceiver, KkrtPsiSender};
+use obliv_psi::kkrt::{KkrtConfig, KkrtSession};
 use obliv_psi::rr22::{self, Rr22Config, Rr22Session};
 use rand_core::Rng;
 
@@ -128,10 +128,10 @@ pub struct PartyConfig {
     /// Bytes of bucket entries (24 per input row) kept in memory; beyond it they are written
     /// to temporary files ([`bucket::DEFAULT_MEMORY_BUDGET`] by default).
     pub memory_budget: usize,
-    /// RR22 only: buckets run side by side on this many worker threads, each pair of
-    /// workers on its own sub-channel of the connection ([`rr22::run_buckets`]); 1 runs
-    /// them one after the other on one session, as before. Both parties must give the same
-    /// value (checked in the job handshake). `1..=`[`rr22::MAX_WORKERS`].
+    /// Two-party protocols: buckets run side by side on this many worker threads, each pair
+    /// of workers on its own sub-channel of the connection ([`driver::run_buckets`]); 1 runs
+    /// them one after the other on the connection itself. Both parties must give the same
+    /// value (checked in the job handshake). `1..=`[`driver::MAX_WORKERS`].
     pub workers: usize,
 }
 
@@ -231,17 +231,16 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
     if cfg.shard.count == 0 || cfg.shard.index >= cfg.shard.count {
         return Err(CliError::Usage(format!("bad shard {}", cfg.shard)));
     }
-    if cfg.workers == 0 || cfg.workers > rr22::MAX_WORKERS {
+    if cfg.workers == 0 || cfg.workers > driver::MAX_WORKERS {
         return Err(CliError::Usage(format!(
             "--workers must be in 1..={}",
-            rr22::MAX_WORKERS
+            driver::MAX_WORKERS
         )));
     }
-    if cfg.workers > 1 && !matches!(cfg.protocol, Protocol::Rr22(_)) {
-        return Err(CliError::Usage(format!(
-            "--workers is supported by the rr22 protocols only, not {}",
-            cfg.protocol
-        )));
+    if cfg.workers > 1 && cfg.protocol == Protocol::Ecdh3pc {
+        return Err(CliError::Usage(
+            "--workers is not supported by ecdh-3pc (its buckets run one after the other)".into(),
+        ));
     }
     // All local work first: input errors surface before any network traffic. The checkpoint
     // directory is locked (and a killed run's leftovers removed) before the input is read, as
@@ -600,6 +599,7 @@ fn run_buckets<C>(
 ) -> Result<Outcome, CliError>
 where
     C: Channel + Split,
+    C::Sender: Send,
 {
     let total = agree(cfg, own_buckets as u64, &mut session, cp.as_deref_mut())?;
     let total_usize =
@@ -632,51 +632,10 @@ where
         broadcast: cfg.broadcast,
         ..EcdhConfig::default()
     };
-    let receiver = cfg.rank == cfg.receiver;
-    let role = if receiver {
+    let role = if cfg.rank == cfg.receiver {
         Role::Receiver
     } else {
         Role::Sender
-    };
-    // KKRT: base OTs once per session, then one OPRF batch per bucket.
-    let mut kkrt_session = match cfg.protocol {
-        Protocol::Kkrt if !todo.is_empty() => {
-            let ch = session.channel(1 - cfg.rank)?;
-            let kcfg = KkrtConfig::default();
-            Some(if receiver {
-                KkrtSession::Receiver(KkrtPsiReceiver::setup(ch, &kcfg, &mut rng)?)
-            } else {
-                KkrtSession::Sender(KkrtPsiSender::setup(ch, &kcfg, &mut rng)?)
-            })
-        }
-        _ => None,
-    };
-    // RR22: one session (VOLE base correlations once), then one VOLE extension per bucket.
-    let mut rr22_session = match cfg.protocol {
-        Protocol::Rr22(variant) => Some(Rr22Session::new(role, &Rr22Config::new(variant))?),
-        _ => None,
-    };
-    // RR22 on several workers: the connection to the peer becomes a `Mux`, the buckets run
-    // side by side on child sessions of one (see `rr22::run_buckets`).
-    let mut stats = Stats::default();
-    let mux = match cfg.protocol {
-        Protocol::Rr22(_) if cfg.workers > 1 && !todo.is_empty() => {
-            stats = session.stats();
-            let peer = 1 - cfg.rank;
-            let mut chans = std::mem::replace(&mut session, Session::from_channels(0, vec![None])?)
-                .into_channels();
-            let ch = chans
-                .get_mut(peer)
-                .and_then(Option::take)
-                .ok_or_else(|| CliError::Protocol("no channel to the peer".into()))?;
-            let opts = MuxOptions {
-                // Each worker's peer may queue up to a bucket's messages (tens of MB at 2^20).
-                max_queued: MuxOptions::default().max_queued.saturating_mul(cfg.workers),
-                ..MuxOptions::default()
-            };
-            Some(Mux::with_options(ch, opts)?)
-        }
-        _ => None,
     };
     let mut bar = Progress::new(
         cfg.progress,
@@ -686,19 +645,20 @@ where
     );
     // Records one finished bucket: its rows in the result, its tally, durably in the
     // checkpoint (only now, with its result in hand), and on the progress bar.
-    let mut record = |b: u64,
-                      bucket: &bucket::Bucket,
-                      n_keys: usize,
-                      out: Option<Vec<usize>>,
-                      bar: &mut Progress|
-     -> Result<(), CliError> {
+    let mut record = |out: BucketOutput<PsiBucket>| -> Result<(), CliError> {
+        let b = todo
+            .get(out.index)
+            .copied()
+            .ok_or_else(|| CliError::Protocol(format!("bucket {} out of range", out.index)))?;
+        bar.set_label(format!("psi bucket {}/{total}", b + 1));
+        let (bucket, n_keys) = (&out.bucket.bucket, out.bucket.keys.len());
         let mut result = BucketResult {
             rows_in: bucket.rows_len() as u64,
             keys_in: n_keys as u64,
             keys_out: 0,
             rows: None,
         };
-        if let Some(idx) = out {
+        if let Some(idx) = out.result {
             result.keys_out = idx.len() as u64;
             let mut hit = vec![false; n_keys];
             let mut matched: Vec<u64> = Vec::new();
@@ -736,94 +696,77 @@ where
             }
         }
     };
+    // The job handshake's traffic; the buckets' is added as they finish.
+    let mut stats = session.stats();
     std::thread::scope(|scope| -> Result<(), CliError> {
         // Owned here, so an early return drops it and the reader's `send` fails instead of
         // blocking the scope's join.
         let rx = rx;
         scope.spawn(reader);
-        if let (Some(mux), Protocol::Rr22(variant)) = (&mux, cfg.protocol) {
-            // The caller's iterator of `rr22::run_buckets`: the reader's buckets in `todo`
-            // order, until the reader fails (its error is returned after the driver ends).
-            let failed: std::cell::RefCell<Option<CliError>> = std::cell::RefCell::new(None);
-            let input = todo.iter().map_while(|_| match rx.recv() {
-                Ok(Ok(bucket)) => Some(Rr22Bucket::new(bucket)),
-                Ok(Err(e)) => {
-                    *failed.borrow_mut() = Some(e);
-                    None
-                }
-                Err(_) => {
-                    *failed.borrow_mut() =
-                        Some(CliError::Input("the bucket reader stopped".into()));
-                    None
-                }
+        // The driver's input: the reader's buckets in `todo` order, until the reader fails
+        // (its error is returned after the driver ends).
+        let failed: std::cell::RefCell<Option<CliError>> = std::cell::RefCell::new(None);
+        let input = todo.iter().map_while(|_| match rx.recv() {
+            Ok(Ok(bucket)) => Some(PsiBucket::new(bucket)),
+            Ok(Err(e)) => {
+                *failed.borrow_mut() = Some(e);
+                None
+            }
+            Err(_) => {
+                *failed.borrow_mut() = Some(CliError::Input("the bucket reader stopped".into()));
+                None
+            }
+        });
+        let mut each = |out: obliv_psi::Result<BucketOutput<PsiBucket>>| -> Result<(), CliError> {
+            let out = out?;
+            stats += out.stats;
+            record(out)
+        };
+        if cfg.protocol == Protocol::Ecdh3pc {
+            // Three parties: one bucket after the other on the whole session.
+            let runs = driver::sequential(input, |b: &PsiBucket| {
+                let before = session.stats();
+                let r = ecdh3::run(&mut session, cfg.receiver, &b.keys, &ecfg, &mut rng)?;
+                Ok((r, session.stats() - before))
             });
-            let rcfg = Rr22Config::new(variant);
-            let it = rr22::run_buckets(mux, role, &rcfg, cfg.workers, input, &mut rng)?;
-            stats += it.setup_stats();
-            for out in it {
-                let out = out?;
-                let b = todo.get(out.index).copied().ok_or_else(|| {
-                    CliError::Protocol(format!("bucket {} out of range", out.index))
-                })?;
-                bar.set_label(format!("psi bucket {}/{total}", b + 1));
-                stats += out.stats;
-                record(
-                    b,
-                    &out.bucket.bucket,
-                    out.bucket.keys.len(),
-                    out.result,
-                    &mut bar,
-                )?;
-            }
-            if let Some(e) = failed.take() {
-                return Err(e);
-            }
-            drop(rx);
-            return Ok(());
-        }
-        for &b in &todo {
-            bar.set_label(format!("psi bucket {}/{total}", b + 1));
-            let bucket = rx
-                .recv()
-                .map_err(|_| CliError::Input("the bucket reader stopped".into()))??;
-            let keys = bucket.distinct();
-            let out = match cfg.protocol {
+            runs.into_iter().try_for_each(&mut each)?;
+        } else if !todo.is_empty() {
+            let ch = peer_channel(session, 1 - cfg.rank)?;
+            let workers = cfg.workers;
+            let setup = match cfg.protocol {
                 Protocol::Ecdh => {
-                    let ch = session.channel(1 - cfg.rank)?;
-                    ecdh::run(ch, role, &keys, &ecfg, &mut rng)?
-                }
-                Protocol::Ecdh3pc => {
-                    ecdh3::run(&mut session, cfg.receiver, &keys, &ecfg, &mut rng)?
-                }
-                Protocol::Rr22(_) => {
-                    let ch = session.channel(1 - cfg.rank)?;
-                    match rr22_session.as_mut() {
-                        Some(s) => s.run(ch, &keys, &mut rng)?,
-                        None => return Err(CliError::Protocol("RR22 session missing".into())),
-                    }
+                    let s = EcdhSession::new(role, &ecfg)?;
+                    drive(
+                        driver::run_buckets(ch, s, workers, input, &mut rng)?,
+                        &mut each,
+                    )
                 }
                 Protocol::Kkrt => {
-                    let ch = session.channel(1 - cfg.rank)?;
-                    match kkrt_session.as_mut() {
-                        Some(KkrtSession::Receiver(r)) => Some(r.run(ch, &keys, &mut rng)?),
-                        Some(KkrtSession::Sender(s)) => {
-                            s.run(ch, &keys, &mut rng)?;
-                            None
-                        }
-                        None => return Err(CliError::Protocol("KKRT session missing".into())),
-                    }
+                    let s = KkrtSession::new(role, &KkrtConfig::default())?;
+                    drive(
+                        driver::run_buckets(ch, s, workers, input, &mut rng)?,
+                        &mut each,
+                    )
                 }
-            };
-            record(b, &bucket, keys.len(), out, &mut bar)?;
+                Protocol::Rr22(variant) => {
+                    let s = Rr22Session::new(role, &Rr22Config::new(variant))?;
+                    drive(
+                        driver::run_buckets(ch, s, workers, input, &mut rng)?,
+                        &mut each,
+                    )
+                }
+                Protocol::Ecdh3pc => Ok(Stats::default()),
+            }?;
+            stats += setup;
+        }
+        if let Some(e) = failed.take() {
+            return Err(e);
         }
         drop(rx);
         Ok(())
     })?;
     bar.set_label("psi");
     bar.finish();
-    if mux.is_none() {
-        stats = session.stats();
-    }
     Ok(Outcome {
         selected,
         keys_in,
@@ -834,14 +777,39 @@ where
     })
 }
 
-/// A bucket for [`rr22::run_buckets`]: its distinct keys as owned 16-byte values (the
-/// workers run on other threads), and the bucket itself for mapping results to rows.
-struct Rr22Bucket {
+/// Runs the driver's buckets through `each`; returns the set-up's traffic.
+fn drive<I>(
+    buckets: driver::Buckets<'_, I, PsiBucket>,
+    each: &mut dyn FnMut(obliv_psi::Result<BucketOutput<PsiBucket>>) -> Result<(), CliError>,
+) -> Result<Stats, CliError>
+where
+    I: Iterator<Item = PsiBucket>,
+{
+    let setup = buckets.setup_stats();
+    for out in buckets {
+        each(out)?;
+    }
+    Ok(setup)
+}
+
+/// The channel to `peer`, taken out of a two-party session.
+fn peer_channel<C: Channel>(session: Session<C>, peer: usize) -> Result<C, CliError> {
+    session
+        .into_channels()
+        .into_iter()
+        .nth(peer)
+        .flatten()
+        .ok_or_else(|| CliError::Protocol("no channel to the peer".into()))
+}
+
+/// A bucket for the driver: its distinct keys as owned 16-byte values (workers run on other
+/// threads), and the bucket itself for mapping results to rows.
+struct PsiBucket {
     bucket: bucket::Bucket,
     keys: Vec<[u8; 16]>,
 }
 
-impl Rr22Bucket {
+impl PsiBucket {
     fn new(bucket: bucket::Bucket) -> Self {
         let keys = bucket
             .distinct()
@@ -854,20 +822,14 @@ impl Rr22Bucket {
                 a
             })
             .collect();
-        Rr22Bucket { bucket, keys }
+        PsiBucket { bucket, keys }
     }
 }
 
-impl AsRef<[[u8; 16]]> for Rr22Bucket {
+impl AsRef<[[u8; 16]]> for PsiBucket {
     fn as_ref(&self) -> &[[u8; 16]] {
         &self.keys
     }
-}
-
-/// A KKRT session of either role.
-enum KkrtSession {
-    Receiver(KkrtPsiReceiver),
-    Sender(KkrtPsiSender),
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
-//! `obliv psi --workers N` for the RR22 protocols: two processes on loopback TCP run their
-//! buckets side by side and write exactly the output of the one-worker run; a run killed
-//! mid-way resumes from its checkpoint with another worker count; parties that disagree on
-//! the worker count stop in the job handshake; other protocols refuse the option.
+//! `obliv psi --workers N` for the two-party protocols (RR22, KKRT, ECDH, all through the one
+//! bucket driver): two processes on loopback TCP run their buckets side by side and write
+//! exactly the output of the one-worker run; a run killed mid-way resumes from its
+//! checkpoint with another worker count; parties that disagree on the worker count stop in
+//! the job handshake; counts out of range are refused.
 #![allow(clippy::unwrap_used)] // test helpers unwrap like the tests do
 
 use std::path::Path;
@@ -64,7 +65,13 @@ fn workers_give_the_one_worker_output() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     gen_data(d, 6000);
-    for (protocol, w) in [("rr22", 2), ("rr22-lowcomm", 3), ("rr22-malicious", 2)] {
+    for (protocol, w) in [
+        ("rr22", 2),
+        ("rr22-lowcomm", 3),
+        ("rr22-malicious", 2),
+        ("kkrt", 3),
+        ("ecdh", 2),
+    ] {
         let (o0, o1) = run_pair(d, protocol, "ref", [&workers(1), &workers(1)]);
         ok(&o0);
         ok(&o1);
@@ -111,11 +118,11 @@ fn different_worker_counts_stop_in_the_job_handshake() {
 }
 
 #[test]
-fn workers_are_for_rr22_only() {
+fn worker_counts_out_of_range_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     gen_data(d, 100);
-    for (protocol, n) in [("ecdh", 2), ("kkrt", 2), ("rr22", 0), ("rr22", 1000)] {
+    for (protocol, n) in [("ecdh", 0), ("kkrt", 65), ("rr22", 0), ("rr22", 1000)] {
         let o = spawn(d, protocol, 0, &parties(), "out", &workers(n))
             .wait_with_output()
             .unwrap();

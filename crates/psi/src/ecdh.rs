@@ -46,11 +46,12 @@ use rand_core::CryptoRng;
 
 use crate::error::{Error, Result};
 use crate::handshake::{self, Hello};
+use crate::session::{PsiSession, agree_split};
 
 /// Protocol identifier of two-party ECDH-PSI in the handshake.
 pub(crate) const PROTOCOL_ID: u8 = 1;
-/// Statistical security parameter of the comparison width.
-pub const STAT_SECURITY: u32 = 40;
+pub(crate) use crate::wire::{RngAdapter, batch_len, frame, pack, parse, peer_count};
+pub use crate::wire::{Role, STAT_SECURITY};
 /// Largest batch a peer may announce (bounds every allocation made for one of its frames).
 pub const MAX_BATCH: usize = 1 << 20;
 
@@ -59,30 +60,6 @@ const TAG_REPLY: u8 = 2;
 const TAG_RESULT: u8 = 3;
 /// Positions of the broadcast result per frame.
 const RESULT_CHUNK: usize = 1 << 16;
-
-/// Which side of the protocol a party plays.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// Learns the intersection.
-    Receiver,
-    /// Helps; learns the intersection only with `broadcast`.
-    Sender,
-}
-
-impl Role {
-    fn code(self) -> u8 {
-        match self {
-            Role::Receiver => 0,
-            Role::Sender => 1,
-        }
-    }
-    fn other(self) -> Role {
-        match self {
-            Role::Receiver => Role::Sender,
-            Role::Sender => Role::Receiver,
-        }
-    }
-}
 
 /// Parameters both parties must agree on (checked by the handshake).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,7 +72,14 @@ pub struct EcdhConfig {
     pub window: usize,
     /// Whether the sender learns the intersection too.
     pub broadcast: bool,
+    /// Most items this party accepts from the peer (local, not compared): a peer announcing
+    /// more is refused before anything is allocated, and the receiver's storage of the
+    /// peer's values grows batch by batch as they arrive. [`MAX_PEER_ITEMS`] by default.
+    pub max_peer_items: usize,
 }
+
+/// The default of [`EcdhConfig::max_peer_items`].
+pub const MAX_PEER_ITEMS: usize = 1 << 28;
 
 impl Default for EcdhConfig {
     fn default() -> Self {
@@ -104,6 +88,7 @@ impl Default for EcdhConfig {
             batch_size: 4096,
             window: 8,
             broadcast: false,
+            max_peer_items: MAX_PEER_ITEMS,
         }
     }
 }
@@ -140,34 +125,6 @@ pub(crate) fn code_name(field: &'static str, v: u8) -> String {
     }
 }
 
-/// Items in batch `i` of a stream of `n` items in batches of `b`.
-pub(crate) fn batch_len(i: usize, n: usize, b: usize) -> usize {
-    b.min(n - i * b)
-}
-
-/// Builds one frame: tag, batch index, payload.
-pub(crate) fn frame(tag: u8, index: usize, payload: &[u8]) -> Result<Vec<u8>> {
-    let index = u32::try_from(index)
-        .map_err(|_| Error::InvalidParameter("more than 2^32 batches".into()))?;
-    let mut f = Vec::with_capacity(5 + payload.len());
-    f.push(tag);
-    f.extend_from_slice(&index.to_le_bytes());
-    f.extend_from_slice(payload);
-    Ok(f)
-}
-
-/// Splits a frame into tag, batch index and payload.
-pub(crate) fn parse(f: &[u8]) -> Result<(u8, usize, &[u8])> {
-    if f.len() < 5 {
-        return Err(Error::Protocol(format!(
-            "frame of {} bytes is too short",
-            f.len()
-        )));
-    }
-    let index = u32::from_le_bytes([f[1], f[2], f[3], f[4]]) as usize;
-    Ok((f[0], index, &f[5..]))
-}
-
 /// Truncates comparison hashes to their first `w` bytes, packed in a `u128` (for sets) and as
 /// bytes (for the wire).
 pub(crate) fn truncate(hashes: &[[u8; 32]], w: usize) -> Vec<u8> {
@@ -176,12 +133,6 @@ pub(crate) fn truncate(hashes: &[[u8; 32]], w: usize) -> Vec<u8> {
         out.extend_from_slice(&h[..w]);
     }
     out
-}
-
-pub(crate) fn pack(bytes: &[u8]) -> u128 {
-    let mut b = [0u8; 16];
-    b[..bytes.len()].copy_from_slice(bytes);
-    u128::from_le_bytes(b)
 }
 
 /// Runs two-party ECDH-PSI as `role` over `ch` on `items`.
@@ -205,11 +156,7 @@ where
     T: AsRef<[u8]> + Sync,
     R: CryptoRng + ?Sized,
 {
-    if cfg.batch_size == 0 || cfg.batch_size > MAX_BATCH || cfg.window == 0 {
-        return Err(Error::InvalidParameter(format!(
-            "batch size must be in 1..={MAX_BATCH} and window at least 1"
-        )));
-    }
+    check(cfg)?;
     let group = DynGroup::new(cfg.curve)?;
     let ours = Hello {
         protocol: PROTOCOL_ID,
@@ -221,9 +168,7 @@ where
         param: 0,
     };
     let theirs = handshake::exchange(ch, &ours, role.other().code(), code_name)?;
-    let n_peer = usize::try_from(theirs.n_items).map_err(|_| {
-        Error::Protocol("peer announced more items than this machine can index".into())
-    })?;
+    let n_peer = peer_count("n_items", theirs.n_items, cfg.max_peer_items)?;
     let (n_r, n_s) = match role {
         Role::Receiver => (items.len(), n_peer),
         Role::Sender => (n_peer, items.len()),
@@ -240,6 +185,16 @@ where
         Role::Sender => stream.sender(ch, items, n_peer, cfg.broadcast, rng),
         Role::Receiver => stream.receiver(ch, items, n_peer, cfg.window, cfg.broadcast),
     }
+}
+
+/// Checks the local parameters of `cfg`.
+fn check(cfg: &EcdhConfig) -> Result<()> {
+    if cfg.batch_size == 0 || cfg.batch_size > MAX_BATCH || cfg.window == 0 {
+        return Err(Error::InvalidParameter(format!(
+            "batch size must be in 1..={MAX_BATCH} and window at least 1"
+        )));
+    }
+    Ok(())
 }
 
 /// State shared by both roles once the handshake is done.
@@ -332,7 +287,8 @@ impl Stream {
         let (b, w) = (self.batch, self.w);
         let (nb_own, nb_peer) = (items.len().div_ceil(b), n_peer.div_ceil(b));
         let max_frame = 5 + b * self.group.encoded_len().max(w);
-        let mut peer_values: Vec<u128> = Vec::with_capacity(n_peer);
+        // Grows batch by batch as the peer's values arrive (never reserved by its count).
+        let mut peer_values: Vec<u128> = Vec::new();
         let mut answers: Vec<u128> = Vec::with_capacity(items.len());
         let (mut sent, mut got_masked, mut got_reply) = (0, 0, 0);
         while got_masked < nb_peer || got_reply < nb_own {
@@ -441,19 +397,76 @@ fn recv_result<C: Channel + ?Sized>(ch: &mut C, n: usize) -> Result<Vec<usize>> 
     Ok(out)
 }
 
-/// Lets a `rand_core` RNG of unknown size drive `rand`'s shuffle.
-pub(crate) struct RngAdapter<'a, R: CryptoRng + ?Sized>(pub(crate) &'a mut R);
+/// Two-party ECDH-PSI as a [`PsiSession`]: each run is a [`run`] with a fresh secret scalar,
+/// so runs (and the children of [`split`](PsiSession::split)) are independent.
+#[derive(Clone, Debug)]
+pub struct EcdhSession {
+    role: Role,
+    cfg: EcdhConfig,
+    failed: bool,
+}
 
-impl<R: CryptoRng + ?Sized> rand_core::TryRng for RngAdapter<'_, R> {
-    type Error = core::convert::Infallible;
-    fn try_next_u32(&mut self) -> core::result::Result<u32, Self::Error> {
-        Ok(self.0.next_u32())
+impl EcdhSession {
+    /// A session as `role` with parameters `cfg` (checked here; the peer's are checked by
+    /// every run's handshake). Nothing is sent until the first run.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a batch size outside `1..=`[`MAX_BATCH`] or a zero
+    /// window.
+    pub fn new(role: Role, cfg: &EcdhConfig) -> Result<Self> {
+        check(cfg)?;
+        Ok(EcdhSession {
+            role,
+            cfg: *cfg,
+            failed: false,
+        })
     }
-    fn try_next_u64(&mut self) -> core::result::Result<u64, Self::Error> {
-        Ok(self.0.next_u64())
+
+    /// The hello of this session's runs, without the item count.
+    fn hello(&self) -> Hello {
+        Hello {
+            protocol: PROTOCOL_ID,
+            curve: curve_code(self.cfg.curve),
+            role: self.role.code(),
+            flags: u8::from(self.cfg.broadcast),
+            batch: u32::try_from(self.cfg.batch_size).unwrap_or(u32::MAX),
+            n_items: 0,
+            param: 0,
+        }
     }
-    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> core::result::Result<(), Self::Error> {
-        self.0.fill_bytes(dst);
-        Ok(())
+}
+
+impl PsiSession for EcdhSession {
+    fn protocol(&self) -> &'static str {
+        "ecdh-2pc"
+    }
+
+    fn role(&self) -> Role {
+        self.role
+    }
+
+    fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<Option<Vec<usize>>>
+    where
+        C: Channel + ?Sized,
+        T: AsRef<[u8]> + Sync,
+        R: CryptoRng + ?Sized,
+    {
+        if self.failed {
+            return Err(Error::InvalidParameter(
+                "an earlier run of this ECDH session failed; open a new session".into(),
+            ));
+        }
+        let r = run(ch, self.role, items, &self.cfg, rng);
+        self.failed = r.is_err();
+        r
+    }
+
+    fn split<C, R>(&mut self, ch: &mut C, n: usize, _rng: &mut R) -> Result<Vec<Self>>
+    where
+        C: Channel + ?Sized,
+        R: CryptoRng + ?Sized,
+    {
+        agree_split(ch, self.hello(), self.role, n, code_name)?;
+        Ok(vec![self.clone(); n])
     }
 }

@@ -1,4 +1,32 @@
-//! The error type of obliv-psi.
+//! The error type of obliv-psi, and the kinds that callers act on.
+//!
+//! Every error has an [`ErrorKind`] ([`Error::kind`]): a caller (the `obliv` CLI derives its
+//! exit codes from it) tells a bad parameter of its own from a network failure, a peer that
+//! runs other settings, and a peer that broke the protocol ([`ErrorKind::PeerMisbehaved`],
+//! in the manner of rustls's `PeerMisbehaved`), without reading messages.
+
+/// What a peer did wrong: a message that cannot come from an honest peer of this version.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PeerMisbehaved {
+    /// The peer announced a count above what this party agreed to accept.
+    #[error("the peer announced {announced} for {field}, more than the {max} this party accepts")]
+    TooLarge {
+        /// The field of the peer's message.
+        field: &'static str,
+        /// What the peer announced.
+        announced: u64,
+        /// The largest value this party accepts.
+        max: u64,
+    },
+    /// A message of the wrong kind, order or size, or with values out of range.
+    #[error("{0}")]
+    Malformed(String),
+    /// A check of a maliciously secure protocol failed (a consistency check, a commitment
+    /// that does not open): the peer cheated, and its messages were discarded.
+    #[error("check failed, the peer is cheating: {0}")]
+    CheckFailed(String),
+}
 
 /// What went wrong in a PSI run.
 #[derive(Debug, thiserror::Error)]
@@ -21,9 +49,22 @@ pub enum Error {
         /// The peer's value.
         theirs: String,
     },
-    /// The peer sent a message that does not fit the protocol at this point.
+    /// The peer broke the protocol (see [`PeerMisbehaved`]).
+    #[error("the peer misbehaved: {0}")]
+    PeerMisbehaved(#[from] PeerMisbehaved),
+    /// The peer sent a message that does not fit the protocol at this point (a
+    /// [`ErrorKind::PeerMisbehaved`] without a finer description).
     #[error("protocol violation: {0}")]
     Protocol(String),
+    /// The OT layer failed (base OT, OT extension or the KKRT OPRF).
+    #[error("OT: {0}")]
+    Ot(#[from] obliv_ot::Error),
+    /// The VOLE layer failed.
+    #[error("VOLE: {0}")]
+    Vole(#[from] obliv_vole::Error),
+    /// The OKVS could not encode (after every retry) or was given inconsistent input.
+    #[error("OKVS: {0}")]
+    Okvs(#[from] obliv_okvs::Error),
     /// A file (key file, cache) could not be read or written.
     #[error("i/o on {path}: {source}")]
     Io {
@@ -40,5 +81,131 @@ pub enum Error {
     InvalidParameter(String),
 }
 
+/// The kind of an [`Error`]: what the caller can do about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A parameter of this party's own call is out of range: fix the call.
+    InvalidParameter,
+    /// The connection failed, timed out or closed: retry, or check the peer is up.
+    Network,
+    /// The peer runs another protocol, version, curve or set of parameters.
+    Mismatch,
+    /// The peer sent something no honest peer of this version sends.
+    PeerMisbehaved,
+    /// A local file (key file, cache) is unreadable, malformed or of another run.
+    Storage,
+    /// A local computation failed with negligible probability (an OKVS that does not solve
+    /// after every retry); running again draws fresh randomness.
+    Internal,
+}
+
+impl Error {
+    /// The kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Net(e) => net_kind(e),
+            Error::Group(e) => match e {
+                obliv_ec::Error::HashToCurve(_)
+                | obliv_ec::Error::UnknownCurve(_)
+                | obliv_ec::Error::Unavailable(_)
+                | obliv_ec::Error::CurveMismatch { .. }
+                | obliv_ec::Error::BufferLength { .. } => ErrorKind::InvalidParameter,
+                // Points and scalars that fail to decode come from the peer's messages.
+                _ => ErrorKind::PeerMisbehaved,
+            },
+            Error::HandshakeMismatch { .. } => ErrorKind::Mismatch,
+            Error::PeerMisbehaved(_) | Error::Protocol(_) => ErrorKind::PeerMisbehaved,
+            Error::Ot(e) => ot_kind(e),
+            Error::Vole(e) => match e {
+                obliv_vole::Error::Net(n) => net_kind(n),
+                obliv_vole::Error::BaseOt(o) => ot_kind(o),
+                obliv_vole::Error::ConsistencyCheck => ErrorKind::PeerMisbehaved,
+                obliv_vole::Error::TooLarge { .. } => ErrorKind::InvalidParameter,
+                _ => ErrorKind::Internal,
+            },
+            Error::Okvs(e) => match e {
+                obliv_okvs::Error::SolveFailed { .. } | obliv_okvs::Error::BinOverflow { .. } => {
+                    ErrorKind::Internal
+                }
+                _ => ErrorKind::InvalidParameter,
+            },
+            Error::Io { .. } | Error::Cache(_) => ErrorKind::Storage,
+            Error::InvalidParameter(_) => ErrorKind::InvalidParameter,
+        }
+    }
+}
+
+/// The kind of a channel error: sizes and lengths that break the framing come from the peer;
+/// everything else is the connection.
+fn net_kind(e: &obliv_net::Error) -> ErrorKind {
+    match e {
+        obliv_net::Error::FrameTooLarge { .. }
+        | obliv_net::Error::UnexpectedLength { .. }
+        | obliv_net::Error::NotMultiple { .. } => ErrorKind::PeerMisbehaved,
+        _ => ErrorKind::Network,
+    }
+}
+
+fn ot_kind(e: &obliv_ot::Error) -> ErrorKind {
+    match e {
+        obliv_ot::Error::Net(n) => net_kind(n),
+        obliv_ot::Error::InvalidArgument(_) => ErrorKind::InvalidParameter,
+        obliv_ot::Error::Core(_) => ErrorKind::Internal,
+        _ => ErrorKind::PeerMisbehaved,
+    }
+}
+
 /// `Result` with [`Error`].
 pub type Result<T> = core::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_follow_the_cause() {
+        let cases: Vec<(Error, ErrorKind)> = vec![
+            (
+                obliv_net::Error::PeerDisconnected.into(),
+                ErrorKind::Network,
+            ),
+            (
+                obliv_net::Error::FrameTooLarge { len: 9, max: 8 }.into(),
+                ErrorKind::PeerMisbehaved,
+            ),
+            (
+                obliv_vole::Error::ConsistencyCheck.into(),
+                ErrorKind::PeerMisbehaved,
+            ),
+            (
+                obliv_vole::Error::Net(obliv_net::Error::PeerDisconnected).into(),
+                ErrorKind::Network,
+            ),
+            (
+                obliv_ot::Error::ConsistencyCheck.into(),
+                ErrorKind::PeerMisbehaved,
+            ),
+            (
+                Error::HandshakeMismatch {
+                    field: "curve",
+                    ours: "a".into(),
+                    theirs: "b".into(),
+                },
+                ErrorKind::Mismatch,
+            ),
+            (
+                PeerMisbehaved::CheckFailed("x".into()).into(),
+                ErrorKind::PeerMisbehaved,
+            ),
+            (
+                Error::InvalidParameter("x".into()),
+                ErrorKind::InvalidParameter,
+            ),
+            (Error::Cache("x".into()), ErrorKind::Storage),
+        ];
+        for (e, k) in cases {
+            assert_eq!(e.kind(), k, "{e}");
+        }
+    }
+}

@@ -74,14 +74,14 @@ use rand_core::CryptoRng;
 use rayon::prelude::*;
 use zeroize::Zeroize;
 
-use crate::ecdh::{RngAdapter, Role};
 use crate::error::{Error, Result};
 use crate::handshake::{self, Hello};
+use crate::session::{PsiSession, agree_split};
+use crate::wire::{RngAdapter, Role, peer_count};
 
 /// Protocol identifier of KKRT16 PSI in the handshake.
 pub const PROTOCOL_ID: u8 = 20;
-/// Statistical security parameter of the comparison width.
-pub const STAT_SECURITY: u32 = 40;
+pub use crate::wire::STAT_SECURITY;
 /// Sender values per frame of a set `V_k`.
 pub const FRAME_VALUES: usize = 1 << 14;
 /// Seeds the receiver tries before giving up on a cuckoo table.
@@ -138,13 +138,6 @@ impl KkrtConfig {
     }
 }
 
-fn role_code(r: Role) -> u8 {
-    match r {
-        Role::Receiver => 0,
-        Role::Sender => 1,
-    }
-}
-
 fn name_of(field: &'static str, v: u8) -> String {
     match (field, v) {
         ("protocol", PROTOCOL_ID) => "kkrt16".into(),
@@ -152,10 +145,11 @@ fn name_of(field: &'static str, v: u8) -> String {
     }
 }
 
+/// An OT error, its channel errors lifted to [`Error::Net`].
 fn ot_err(e: obliv_ot::Error) -> Error {
     match e {
         obliv_ot::Error::Net(n) => Error::Net(n),
-        other => Error::Protocol(format!("KKRT16 OPRF: {other}")),
+        other => Error::Ot(other),
     }
 }
 
@@ -170,26 +164,14 @@ fn hello<C: Channel + ?Sized>(
     let ours = Hello {
         protocol: PROTOCOL_ID,
         curve: 0,
-        role: role_code(role),
+        role: role.code(),
         flags: 0,
         batch: 0,
         n_items: n_items as u64,
         param: stage,
     };
-    let other = match role {
-        Role::Receiver => Role::Sender,
-        Role::Sender => Role::Receiver,
-    };
-    let theirs = handshake::exchange(ch, &ours, role_code(other), name_of)?;
-    usize::try_from(theirs.n_items)
-        .ok()
-        .filter(|&n| n <= max)
-        .ok_or_else(|| {
-            Error::Protocol(format!(
-                "peer announced {} items, more than the limit of {max}",
-                theirs.n_items
-            ))
-        })
+    let theirs = handshake::exchange(ch, &ours, role.other().code(), name_of)?;
+    peer_count("n_items", theirs.n_items, max)
 }
 
 /// Hashes items to blocks: `RO("obliv-psi kkrt16 v1 item", item)`, in parallel on rayon.
@@ -595,6 +577,127 @@ impl KkrtPsiSender {
         }
         ch.flush()?;
         Ok(())
+    }
+}
+
+/// KKRT16 PSI of either role as a [`PsiSession`]: the 512 base OTs run at the start of the
+/// first run (or of the first [`split`](PsiSession::split)), exactly where
+/// [`KkrtPsiReceiver::setup`] / [`KkrtPsiSender::setup`] would run them, so the messages are
+/// those of a set-up followed by one `run` per bucket.
+#[derive(Debug)]
+pub struct KkrtSession {
+    role: Role,
+    cfg: KkrtConfig,
+    state: KkrtState,
+}
+
+/// Where a [`KkrtSession`] stands.
+#[derive(Debug)]
+enum KkrtState {
+    /// No base OT yet.
+    New,
+    /// Set up as the receiver.
+    Receiver(KkrtPsiReceiver),
+    /// Set up as the sender.
+    Sender(KkrtPsiSender),
+    /// A run or set-up failed.
+    Failed,
+}
+
+impl KkrtSession {
+    /// A session as `role` with parameters `cfg` (checked here). Nothing is sent until the
+    /// first run.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for an invalid `cfg`.
+    pub fn new(role: Role, cfg: &KkrtConfig) -> Result<Self> {
+        cfg.check()?;
+        Ok(KkrtSession {
+            role,
+            cfg: *cfg,
+            state: KkrtState::New,
+        })
+    }
+
+    /// Runs the base OTs if they have not run yet.
+    fn set_up<C, R>(&mut self, ch: &mut C, rng: &mut R) -> Result<()>
+    where
+        C: Channel + ?Sized,
+        R: CryptoRng + ?Sized,
+    {
+        match self.state {
+            KkrtState::New => {
+                self.state = KkrtState::Failed;
+                self.state = match self.role {
+                    Role::Receiver => {
+                        KkrtState::Receiver(KkrtPsiReceiver::setup(ch, &self.cfg, rng)?)
+                    }
+                    Role::Sender => KkrtState::Sender(KkrtPsiSender::setup(ch, &self.cfg, rng)?),
+                };
+                Ok(())
+            }
+            KkrtState::Failed => Err(Error::InvalidParameter(
+                "an earlier run of this KKRT session failed; open a new session".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl PsiSession for KkrtSession {
+    fn protocol(&self) -> &'static str {
+        "kkrt16"
+    }
+
+    fn role(&self) -> Role {
+        self.role
+    }
+
+    fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<Option<Vec<usize>>>
+    where
+        C: Channel + ?Sized,
+        T: AsRef<[u8]> + Sync,
+        R: CryptoRng + ?Sized,
+    {
+        self.set_up(ch, rng)?;
+        let r = match &mut self.state {
+            KkrtState::Receiver(s) => s.run(ch, items, rng).map(Some),
+            KkrtState::Sender(s) => s.run(ch, items, rng).map(|()| None),
+            KkrtState::New | KkrtState::Failed => {
+                Err(Error::InvalidParameter("KKRT session not set up".into()))
+            }
+        };
+        if r.is_err() {
+            self.state = KkrtState::Failed;
+        }
+        r
+    }
+
+    fn split<C, R>(&mut self, ch: &mut C, n: usize, rng: &mut R) -> Result<Vec<Self>>
+    where
+        C: Channel + ?Sized,
+        R: CryptoRng + ?Sized,
+    {
+        self.set_up(ch, rng)?;
+        let ours = Hello {
+            protocol: PROTOCOL_ID,
+            curve: 0,
+            role: self.role.code(),
+            flags: 0,
+            batch: 0,
+            n_items: 0,
+            param: STAGE_SETUP,
+        };
+        agree_split(ch, ours, self.role, n, name_of)?;
+        let (role, cfg) = (self.role, self.cfg);
+        let child = |state| KkrtSession { role, cfg, state };
+        Ok((0..n)
+            .map(|_| match &mut self.state {
+                KkrtState::Receiver(s) => child(KkrtState::Receiver(s.split())),
+                KkrtState::Sender(s) => child(KkrtState::Sender(s.split())),
+                KkrtState::New | KkrtState::Failed => child(KkrtState::Failed),
+            })
+            .collect())
     }
 }
 

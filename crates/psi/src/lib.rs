@@ -1,25 +1,41 @@
 //! Private set intersection.
 //!
-//! - [`ecdh`]: two-party ECDH-PSI on any `obliv-ec` curve, streamed in batches.
-//! - [`ecdh3`]: three-party ECDH-PSI (the receiver also learns `|X_P ∩ X_Q|`; see there).
+//! Two-party protocols, each a [`PsiSession`] (one shape: both roles, one `run` per bucket
+//! over a channel):
+//!
+//! - [`ecdh`]: ECDH-PSI on any `obliv-ec` curve, streamed in batches (semi-honest).
+//! - [`kkrt`]: KKRT16, cuckoo hashing and an OPRF from OT extension (semi-honest).
+//! - [`rr22`]: RR22, OKVS and silent VOLE: fast, low-communication (semi-honest) and
+//!   malicious variants.
+//!
+//! [`driver`] runs any of them over many buckets, one after the other or on several
+//! workers over one connection. Beside them:
+//!
+//! - [`ecdh3`]: three-party ECDH-PSI (see there for what each party learns).
 //! - [`unbalanced`]: ECDH-OPRF PSI for a large server set, with an offline phase that leaves
 //!   a sorted cache at the client and an online phase per query set.
 //!
 //! Every protocol runs over an [`obliv_net::Channel`], opens with a handshake that checks
 //! protocol, version, curve and parameters on both sides ([`handshake`]), and treats every
-//! peer message as untrusted: sizes are checked before allocation, points are validated, and
-//! anything out of place is an [`Error`], never a panic.
+//! peer message as untrusted: sizes are checked before allocation (against bounds this party
+//! sets, not the peer), points are validated, and anything out of place is an [`Error`] whose
+//! [`ErrorKind`] says whose fault it is, never a panic.
 #![forbid(unsafe_code)]
 
+pub mod driver;
 pub mod ecdh;
 pub mod ecdh3;
 mod error;
 pub mod handshake;
 pub mod kkrt;
 pub mod rr22;
+pub mod session;
 pub mod unbalanced;
+mod wire;
 
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, PeerMisbehaved, Result};
+pub use session::PsiSession;
+pub use wire::{Role, STAT_SECURITY};
 
 /// The plain intersection: indices (ascending) of `ours` whose item occurs in `theirs`. The
 /// oracle that the protocol tests compare against, and a reference for callers.

@@ -39,6 +39,7 @@ fn small(curve: Curve, batch: usize, broadcast: bool) -> EcdhConfig {
         batch_size: batch,
         window: 2,
         broadcast,
+        ..EcdhConfig::default()
     }
 }
 

@@ -33,8 +33,8 @@ use super::{
     encode_with_retry, keys_and_values, malicious, okvs_err, out_hash, recv_and_intersect,
     recv_block, recv_chunks, send_chunks, send_values, vole_err,
 };
-use crate::ecdh::{frame, parse};
 use crate::error::{Error, Result};
+use crate::wire::{frame, parse};
 
 /// The OKVS both sides use for `n_r` receiver keys (its size does not depend on the seed).
 fn okvs(n_r: usize, cfg: &Rr22Config, seed: Block) -> Result<BinnedPaxos<Gf128>> {

@@ -49,7 +49,7 @@
 //! arbitrary field element instead of a bit; the child generators' consistency checks
 //! protect the receiver against the sender, not this, and nothing here proves the `r_i` are
 //! bits (SoftSpokenOT's check does that for the parent's base). Concurrent malicious buckets
-//! use independent sessions instead (see [`super::concurrent`]).
+//! use independent sessions instead (see the [`crate::session::PsiSession`] implementation).
 
 use obliv_core::{Block, gf128};
 use obliv_net::Channel;
@@ -61,10 +61,10 @@ use rand_core::CryptoRng;
 use rayon::prelude::*;
 use zeroize::{Zeroize, Zeroizing};
 
-use super::{Generators, Rr22Session, Variant, code_name, role_code, vole_err};
-use crate::ecdh::Role;
+use super::{Generator, Generators, Rr22Session, Variant, code_name, vole_err};
 use crate::error::{Error, Result};
 use crate::handshake::{self, Hello};
+use crate::wire::Role;
 
 /// Most children one fork step may create (bounds what a peer's hello can make this side
 /// compute: `k·N` correlations, `N ≈` [`VoleConfig::base_cots_needed`]).
@@ -178,17 +178,13 @@ impl Rr22Session {
         let ours = Hello {
             protocol: cfg.variant.protocol_id(),
             curve: 0,
-            role: role_code(role),
+            role: role.code(),
             flags: FLAG_FORK,
             batch: self.hello_batch(),
             n_items: children as u64,
             param: self.hello_param(),
         };
-        let other = match role {
-            Role::Receiver => Role::Sender,
-            Role::Sender => Role::Receiver,
-        };
-        let theirs = handshake::exchange(ch, &ours, role_code(other), code_name)?;
+        let theirs = handshake::exchange(ch, &ours, role.other().code(), code_name)?;
         if theirs.n_items != ours.n_items {
             return Err(Error::HandshakeMismatch {
                 field: "fork children",
@@ -204,7 +200,7 @@ impl Rr22Session {
         let v = &mut self.vole;
         let gens: Vec<Generators> = match (cfg.variant, role) {
             (Variant::Fast, Role::Receiver) => {
-                let g = match &mut v.gf128_receiver {
+                let g = match v.generator.gf128_receiver()? {
                     Some(g) => g,
                     slot => slot.insert(VoleReceiver::new(ch, vcfg, rng).map_err(vole_err)?),
                 };
@@ -215,16 +211,13 @@ impl Rr22Session {
                     buf.extend_from_slice(&(a[i] ^ Block(u128::from(bit))).to_bytes());
                 })?;
                 receiver_children(&r, &c, per, children, |base| {
-                    Ok(Generators {
-                        gf128_receiver: Some(
-                            VoleReceiver::from_base(base, vcfg).map_err(vole_err)?,
-                        ),
-                        ..Generators::default()
-                    })
+                    Ok(Generators::new(Generator::Gf128Receiver(Some(
+                        VoleReceiver::from_base(base, vcfg).map_err(vole_err)?,
+                    ))))
                 })?
             }
             (Variant::Fast, Role::Sender) => {
-                let g = match &mut v.gf128_sender {
+                let g = match v.generator.gf128_sender()? {
                     Some(g) => g,
                     slot => slot.insert(VoleSender::new(ch, vcfg, rng).map_err(vole_err)?),
                 };
@@ -237,14 +230,13 @@ impl Rr22Session {
                     Block::from_bytes(b)
                 })?;
                 sender_children(*delta, &q, per, children, |base| {
-                    Ok(Generators {
-                        gf128_sender: Some(VoleSender::from_base(base, vcfg).map_err(vole_err)?),
-                        ..Generators::default()
-                    })
+                    Ok(Generators::new(Generator::Gf128Sender(Some(
+                        VoleSender::from_base(base, vcfg).map_err(vole_err)?,
+                    ))))
                 })?
             }
             (Variant::LowComm, Role::Receiver) => {
-                let g = match &mut v.sub64_receiver {
+                let g = match v.generator.sub64_receiver()? {
                     Some(g) => g,
                     slot => {
                         slot.insert(Subfield64VoleReceiver::new(ch, vcfg, rng).map_err(vole_err)?)
@@ -257,16 +249,13 @@ impl Rr22Session {
                     buf.extend_from_slice(&(a[i] ^ u64::from(bit)).to_le_bytes());
                 })?;
                 receiver_children(&r, &c, per, children, |base| {
-                    Ok(Generators {
-                        sub64_receiver: Some(
-                            Subfield64VoleReceiver::from_base(base, vcfg).map_err(vole_err)?,
-                        ),
-                        ..Generators::default()
-                    })
+                    Ok(Generators::new(Generator::Sub64Receiver(Some(
+                        Subfield64VoleReceiver::from_base(base, vcfg).map_err(vole_err)?,
+                    ))))
                 })?
             }
             (Variant::LowComm, Role::Sender) => {
-                let g = match &mut v.sub64_sender {
+                let g = match v.generator.sub64_sender()? {
                     Some(g) => g,
                     slot => {
                         slot.insert(Subfield64VoleSender::new(ch, vcfg, rng).map_err(vole_err)?)
@@ -281,12 +270,9 @@ impl Rr22Session {
                     embed64(u64::from_le_bytes(b))
                 })?;
                 sender_children(*delta, &q, per, children, |base| {
-                    Ok(Generators {
-                        sub64_sender: Some(
-                            Subfield64VoleSender::from_base(base, vcfg).map_err(vole_err)?,
-                        ),
-                        ..Generators::default()
-                    })
+                    Ok(Generators::new(Generator::Sub64Sender(Some(
+                        Subfield64VoleSender::from_base(base, vcfg).map_err(vole_err)?,
+                    ))))
                 })?
             }
             (Variant::Malicious, _) => {

@@ -64,8 +64,8 @@ use super::{
     STAT_SECURITY, TAG_OKVS, TAG_SEED, VoleBuffers, encode_with_retry, keys_and_values, okvs_err,
     out_hash, recv_and_intersect, recv_block, recv_chunks, send_chunks, send_values, vole_err,
 };
-use crate::ecdh::frame;
 use crate::error::{Error, Result};
+use crate::wire::frame;
 
 /// The largest sender set of one low-communication run (`n_s·2^-64 ≤ 2^-40`, see the module
 /// documentation).

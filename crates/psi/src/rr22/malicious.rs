@@ -100,10 +100,11 @@ pub(super) fn dm_hash(keys: &[Block], z: &mut [Block], w: Block) {
         });
 }
 
+/// An OT error, its channel errors lifted to [`Error::Net`].
 fn ot_err(e: obliv_ot::Error) -> Error {
     match e {
         obliv_ot::Error::Net(n) => Error::Net(n),
-        other => Error::Protocol(format!("base OT: {other}")),
+        other => Error::Ot(other),
     }
 }
 

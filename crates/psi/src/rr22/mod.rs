@@ -20,8 +20,8 @@
 //! same messages as before sessions existed. [`Rr22Session::split`] forks a session into
 //! children with independent VOLE streams (no new base OT, semi-honest variants; see
 //! [`fork`]), and [`run_buckets`] runs buckets concurrently on such children, one thread and
-//! [`obliv_net::Mux`] sub-channel per worker, streaming from the caller's iterator (see
-//! [`concurrent`]).
+//! [`obliv_net::Mux`] sub-channel per worker, streaming from the caller's iterator (the
+//! crate's [`driver`](crate::driver), which runs every protocol's sessions this way).
 //!
 //! # The protocol (common to the variants)
 //!
@@ -127,9 +127,10 @@ use rand_core::CryptoRng;
 use rayon::prelude::*;
 use zeroize::Zeroizing;
 
-use crate::ecdh::{Role, frame, parse};
 use crate::error::{Error, Result};
 use crate::handshake::{self, Hello};
+use crate::session::{PsiSession, agree_split};
+use crate::wire::{Role, frame, pack, parse, peer_count};
 
 pub mod fast;
 mod intersect;
@@ -142,8 +143,7 @@ pub(crate) const PROTOCOL_FAST: u8 = 10;
 pub(crate) const PROTOCOL_LOW_COMM: u8 = 11;
 /// Protocol identifier of RR22 malicious.
 pub(crate) const PROTOCOL_MALICIOUS: u8 = 12;
-/// Statistical security parameter: OKVS failure and false-match probability `≤ 2^-40`.
-pub const STAT_SECURITY: u32 = 40;
+pub use crate::wire::STAT_SECURITY;
 /// Largest set a peer may announce (bounds the VOLE and OKVS this side allocates); larger
 /// sets are split into buckets by the caller.
 pub const MAX_ITEMS: usize = 1 << 28;
@@ -205,6 +205,12 @@ pub struct Rr22Config {
     /// Keys per OKVS bin (volePSI: 2^14); `1..=2^24`. Ignored (and not compared) by
     /// [`Variant::LowComm`], whose OKVS is unbinned.
     pub bin_size: usize,
+    /// Most items this party accepts from the peer per run (local, not compared): the VOLE
+    /// and OKVS this side allocates grow with the peer's set, so a peer announcing more is
+    /// refused ([`crate::PeerMisbehaved::TooLarge`]) before anything is allocated. At most
+    /// [`MAX_ITEMS`] (the default); a caller that knows the agreed bucket bound sets it
+    /// tighter.
+    pub max_peer_items: usize,
 }
 
 impl Default for Rr22Config {
@@ -219,14 +225,8 @@ impl Rr22Config {
         Rr22Config {
             variant,
             bin_size: obliv_okvs::DEFAULT_BIN_SIZE,
+            max_peer_items: MAX_ITEMS,
         }
-    }
-}
-
-fn role_code(r: Role) -> u8 {
-    match r {
-        Role::Receiver => 0,
-        Role::Sender => 1,
     }
 }
 
@@ -239,15 +239,16 @@ fn code_name(field: &'static str, v: u8) -> String {
     }
 }
 
+/// A VOLE error, its channel errors lifted to [`Error::Net`].
 fn vole_err(e: obliv_vole::Error) -> Error {
     match e {
         obliv_vole::Error::Net(n) => Error::Net(n),
-        other => Error::Protocol(format!("VOLE: {other}")),
+        other => Error::Vole(other),
     }
 }
 
 fn okvs_err(e: obliv_okvs::Error) -> Error {
-    Error::InvalidParameter(format!("OKVS: {e}"))
+    Error::Okvs(e)
 }
 
 /// The 128-bit key of an item: items of at most 15 bytes are encoded injectively (the bytes,
@@ -380,6 +381,7 @@ where
     R: CryptoRng + ?Sized,
 {
     let mut deduped: Option<(Vec<Block>, Vec<V>)> = None;
+    let mut last = None;
     for _ in 0..MAX_ATTEMPTS {
         let s = Block::random(rng);
         let o = make(s)?;
@@ -400,13 +402,15 @@ where
                 uk.dedup();
                 let uv = values_of(&uk);
                 deduped = Some((uk, uv));
+                last = Some(e);
             }
-            Err(e) if e.is_retryable() => {}
+            Err(e) if e.is_retryable() => last = Some(e),
             Err(e) => return Err(okvs_err(e)),
         }
     }
-    Err(Error::InvalidParameter(format!(
-        "OKVS encoding failed {MAX_ATTEMPTS} times (probability 2^-{STAT_SECURITY} each)"
+    // Every attempt failed with a retryable error (probability `2^-STAT_SECURITY` each).
+    Err(Error::Okvs(last.unwrap_or(
+        obliv_okvs::Error::SolveFailed { gap: 0, rank: 0 },
     )))
 }
 
@@ -535,7 +539,7 @@ where
                 payload.len()
             )));
         }
-        theirs.extend(payload.chunks_exact(w).map(crate::ecdh::pack));
+        theirs.extend(payload.chunks_exact(w).map(pack));
     }
     // An honest sender sends its values sorted without repeats; a deviating one only costs
     // us a sort (its values are then looked up all the same).
@@ -707,32 +711,106 @@ where
     Rr22Session::new(role, cfg)?.run(ch, items, rng)
 }
 
-pub mod concurrent;
 pub mod fork;
 
-pub use concurrent::{
-    BucketOutput, ConcurrentBuckets, MAX_WORKERS, SUB_CONTROL, run_buckets, worker_sub_id,
-};
+pub use crate::driver::{BucketOutput, ConcurrentBuckets, MAX_WORKERS, SUB_CONTROL, worker_sub_id};
 pub use fork::MAX_CHILDREN;
+
+/// Runs RR22 on many buckets at once: [`crate::driver::run_concurrent`] with a fresh
+/// [`Rr22Session`] of `role` and `cfg`. The peer calls `run_buckets` with the same `cfg`
+/// and `workers`, the complementary role and its buckets in the same order.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for a bad `cfg`; otherwise as
+/// [`crate::driver::run_concurrent`].
+pub fn run_buckets<S, I, B, T, R>(
+    mux: &obliv_net::Mux<S>,
+    role: Role,
+    cfg: &Rr22Config,
+    workers: usize,
+    buckets: I,
+    rng: &mut R,
+) -> Result<ConcurrentBuckets<I::IntoIter, B>>
+where
+    S: obliv_net::FrameSender + Send + 'static,
+    I: IntoIterator<Item = B>,
+    B: AsRef<[T]> + Send + 'static,
+    T: AsRef<[u8]> + Send + Sync + 'static,
+    R: CryptoRng + ?Sized,
+{
+    crate::driver::run_concurrent(mux, Rr22Session::new(role, cfg)?, workers, buckets, rng)
+}
 
 /// Flag bit of the [`Hello`] of a session's second and later runs (the first run's hello is
 /// the one-shot [`run`]'s, flags 0); the handshake requires both sides to agree on it.
 const FLAG_CONTINUED: u8 = 2;
 
-/// The VOLE generators a session keeps between runs (only the one of its variant and role
-/// is ever set).
-#[derive(Debug, Default)]
-struct Generators {
-    /// GF(2^128) VOLE sender (fast and malicious).
-    gf128_sender: Option<obliv_vole::VoleSender>,
+/// The VOLE generator of a session: the one of its variant and role, fixed when the session
+/// is made, empty until the first run (or fork) that needs it sets it up.
+#[derive(Debug)]
+enum Generator {
     /// GF(2^128) VOLE receiver (fast and malicious).
-    gf128_receiver: Option<obliv_vole::VoleReceiver>,
-    /// Subfield GF(2^64) VOLE sender (low-comm).
-    sub64_sender: Option<obliv_vole::Subfield64VoleSender>,
+    Gf128Receiver(Option<obliv_vole::VoleReceiver>),
+    /// GF(2^128) VOLE sender (fast and malicious).
+    Gf128Sender(Option<obliv_vole::VoleSender>),
     /// Subfield GF(2^64) VOLE receiver (low-comm).
-    sub64_receiver: Option<obliv_vole::Subfield64VoleReceiver>,
+    Sub64Receiver(Option<obliv_vole::Subfield64VoleReceiver>),
+    /// Subfield GF(2^64) VOLE sender (low-comm).
+    Sub64Sender(Option<obliv_vole::Subfield64VoleSender>),
+}
+
+/// The generator's slot of one kind, or an error if the session holds another kind (which
+/// its construction rules out).
+macro_rules! generator_slot {
+    ($name:ident, $variant:ident, $ty:ty) => {
+        fn $name(&mut self) -> Result<&mut Option<$ty>> {
+            match self {
+                Generator::$variant(slot) => Ok(slot),
+                _ => Err(Error::InvalidParameter(
+                    "this RR22 session holds another kind of VOLE generator".into(),
+                )),
+            }
+        }
+    };
+}
+
+impl Generator {
+    /// The empty generator of `variant` and `role`.
+    fn new(variant: Variant, role: Role) -> Self {
+        match (variant, role) {
+            (Variant::LowComm, Role::Receiver) => Generator::Sub64Receiver(None),
+            (Variant::LowComm, Role::Sender) => Generator::Sub64Sender(None),
+            (_, Role::Receiver) => Generator::Gf128Receiver(None),
+            (_, Role::Sender) => Generator::Gf128Sender(None),
+        }
+    }
+
+    generator_slot!(gf128_receiver, Gf128Receiver, obliv_vole::VoleReceiver);
+    generator_slot!(gf128_sender, Gf128Sender, obliv_vole::VoleSender);
+    generator_slot!(
+        sub64_receiver,
+        Sub64Receiver,
+        obliv_vole::Subfield64VoleReceiver
+    );
+    generator_slot!(sub64_sender, Sub64Sender, obliv_vole::Subfield64VoleSender);
+}
+
+/// What a session keeps between runs: its VOLE generator and output vectors.
+#[derive(Debug)]
+struct Generators {
+    /// The generator of the session's variant and role.
+    generator: Generator,
     /// The VOLE output vectors, kept from run to run.
     bufs: VoleBuffers,
+}
+
+impl Generators {
+    fn new(generator: Generator) -> Self {
+        Generators {
+            generator,
+            bufs: VoleBuffers::default(),
+        }
+    }
 }
 
 /// The VOLE output vectors a session keeps between runs: each run's extension writes into
@@ -824,12 +902,17 @@ impl Rr22Session {
                 "bin size must be in 1..=2^24".into(),
             ));
         }
+        if cfg.max_peer_items > MAX_ITEMS {
+            return Err(Error::InvalidParameter(format!(
+                "max_peer_items must be at most {MAX_ITEMS}"
+            )));
+        }
         Ok(Rr22Session {
             role,
             cfg: *cfg,
             runs: 0,
             failed: false,
-            vole: Generators::default(),
+            vole: Generators::new(Generator::new(cfg.variant, role)),
             lineage: 0,
             forks: 0,
         })
@@ -921,26 +1004,14 @@ impl Rr22Session {
         let ours = Hello {
             protocol: cfg.variant.protocol_id(),
             curve: 0,
-            role: role_code(role),
+            role: role.code(),
             flags: if self.runs == 0 { 0 } else { FLAG_CONTINUED },
             batch: self.hello_batch(),
             n_items: items.len() as u64,
             param: self.hello_param(),
         };
-        let other = match role {
-            Role::Receiver => Role::Sender,
-            Role::Sender => Role::Receiver,
-        };
-        let theirs = handshake::exchange(ch, &ours, role_code(other), code_name)?;
-        let n_peer = usize::try_from(theirs.n_items)
-            .ok()
-            .filter(|&n| n <= MAX_ITEMS)
-            .ok_or_else(|| {
-                Error::Protocol(format!(
-                    "peer announced {} items, more than {MAX_ITEMS}",
-                    theirs.n_items
-                ))
-            })?;
+        let theirs = handshake::exchange(ch, &ours, role.other().code(), code_name)?;
+        let n_peer = peer_count("n_items", theirs.n_items, cfg.max_peer_items)?;
         let (n_r, n_s) = match role {
             Role::Receiver => (items.len(), n_peer),
             Role::Sender => (n_peer, items.len()),
@@ -967,7 +1038,7 @@ impl Rr22Session {
                 w,
                 &cfg,
                 false,
-                (&mut v.gf128_receiver, &mut v.bufs),
+                (v.generator.gf128_receiver()?, &mut v.bufs),
                 rng,
             )
             .map(Some),
@@ -978,7 +1049,7 @@ impl Rr22Session {
                 w,
                 &cfg,
                 false,
-                (&mut v.gf128_sender, &mut v.bufs),
+                (v.generator.gf128_sender()?, &mut v.bufs),
                 rng,
             )
             .map(|()| None),
@@ -989,7 +1060,7 @@ impl Rr22Session {
                 16,
                 &cfg,
                 true,
-                (&mut v.gf128_receiver, &mut v.bufs),
+                (v.generator.gf128_receiver()?, &mut v.bufs),
                 rng,
             )
             .map(Some),
@@ -1000,19 +1071,80 @@ impl Rr22Session {
                 16,
                 &cfg,
                 true,
-                (&mut v.gf128_sender, &mut v.bufs),
+                (v.generator.gf128_sender()?, &mut v.bufs),
                 rng,
             )
             .map(|()| None),
-            (Variant::LowComm, Role::Receiver) => {
-                lowcomm::receiver(ch, items, n_s, w, (&mut v.sub64_receiver, &mut v.bufs), rng)
-                    .map(Some)
-            }
-            (Variant::LowComm, Role::Sender) => {
-                lowcomm::sender(ch, items, n_r, w, (&mut v.sub64_sender, &mut v.bufs), rng)
-                    .map(|()| None)
-            }
+            (Variant::LowComm, Role::Receiver) => lowcomm::receiver(
+                ch,
+                items,
+                n_s,
+                w,
+                (v.generator.sub64_receiver()?, &mut v.bufs),
+                rng,
+            )
+            .map(Some),
+            (Variant::LowComm, Role::Sender) => lowcomm::sender(
+                ch,
+                items,
+                n_r,
+                w,
+                (v.generator.sub64_sender()?, &mut v.bufs),
+                rng,
+            )
+            .map(|()| None),
         }
+    }
+}
+
+impl PsiSession for Rr22Session {
+    fn protocol(&self) -> &'static str {
+        self.cfg.variant.name()
+    }
+
+    fn role(&self) -> Role {
+        self.role
+    }
+
+    fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<Option<Vec<usize>>>
+    where
+        C: Channel + ?Sized,
+        T: AsRef<[u8]> + Sync,
+        R: CryptoRng + ?Sized,
+    {
+        Rr22Session::run(self, ch, items, rng)
+    }
+
+    /// The semi-honest variants fork the VOLE ([`Rr22Session::split`]: no new base OT);
+    /// malicious sessions cannot be forked (see [`fork`]), so after a handshake on the
+    /// child count each child is an independent session (its own SoftSpokenOT base and `Δ`,
+    /// set up in its first non-empty run).
+    fn split<C, R>(&mut self, ch: &mut C, n: usize, rng: &mut R) -> Result<Vec<Self>>
+    where
+        C: Channel + ?Sized,
+        R: CryptoRng + ?Sized,
+    {
+        if self.cfg.variant != Variant::Malicious {
+            return Rr22Session::split(self, ch, n, rng);
+        }
+        if n == 0 || n > MAX_CHILDREN {
+            return Err(Error::InvalidParameter(format!(
+                "1..={MAX_CHILDREN} children, not {n}"
+            )));
+        }
+        let ours = Hello {
+            protocol: self.cfg.variant.protocol_id(),
+            curve: 0,
+            role: self.role.code(),
+            flags: 0,
+            batch: self.hello_batch(),
+            n_items: 0,
+            param: self.hello_param(),
+        };
+        agree_split(ch, ours, self.role, n, code_name)?;
+        (0..n)
+            .map(|_| Rr22Session::new(self.role, &self.cfg))
+            .collect()
     }
 }
 

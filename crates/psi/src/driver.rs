@@ -1,21 +1,26 @@
-//! Concurrent RR22 buckets: one child session per worker thread, each on its own
-//! sub-channel of an [`obliv_net::Mux`], fed from the caller's iterator.
+//! The bucket driver: runs one two-party PSI per bucket with one peer, for every protocol of
+//! this crate, one bucket after the other or several at a time.
 //!
-//! [`run_buckets`] opens sub-channel [`SUB_CONTROL`] for the set-up, splits a fresh
-//! [`Rr22Session`] into `workers` children ([`Rr22Session::split`]: one base OT for the whole
-//! call, one VOLE stream per child), and starts a thread per child on sub-channel
-//! [`worker_sub_id`]`(k)`. It returns a [`ConcurrentBuckets`] iterator: pulling from it pulls
-//! buckets from the caller's iterator, hands bucket `i` to worker `i mod workers` (so both
-//! parties pair their buckets without any coordination message), and yields each bucket's
-//! [`BucketOutput`] in bucket order.
+//! A caller with a large set splits both parties' items into buckets by a shared public hash
+//! (the `obliv` CLI does) and hands the driver a [`PsiSession`] and an iterator over its
+//! buckets, in the same order on both sides. [`run_buckets`] yields every bucket's
+//! [`BucketOutput`] in bucket order:
+//!
+//! - **One worker** runs the buckets on the channel itself, in the calling thread, one
+//!   [`PsiSession::run`] after the other: the messages are exactly those of the protocol's
+//!   session, bucket after bucket (no framing of the driver's own).
+//! - **Several workers** turn the channel into an [`obliv_net::Mux`]. Sub-channel
+//!   [`SUB_CONTROL`] carries the set-up: [`PsiSession::split`] makes one child session per
+//!   worker (RR22 forks its VOLE, KKRT splits its OPRF, ECDH needs nothing; each checks in a
+//!   handshake that the peer splits into as many), then a thread per child on sub-channel
+//!   [`worker_sub_id`]`(k)`. Bucket `i` goes to worker `i mod workers`, so both parties pair
+//!   their buckets without any coordination message.
+//!
+//! Either way:
 //!
 //! - **Bounded memory.** At most `workers + 1` buckets are taken from the caller's iterator
 //!   and not yet yielded back (one running per worker and one waiting), however long the
 //!   input.
-//! - **Agreement.** The set-up's handshake carries the worker count, variant, bin size and
-//!   roles: two parties that differ stop there with [`Error::HandshakeMismatch`]. Every
-//!   bucket starts with the usual RR22 hello on its worker's sub-channel (set sizes, and the
-//!   child's lineage tag, so crossed sub-channels are a mismatch too).
 //! - **Errors stop everything.** The first error of any worker is yielded (then the iterator
 //!   ends), no further bucket is handed out, and each worker, when it stops (after an error
 //!   or at the end of the input), sends its peer worker a stop frame: a peer worker waiting
@@ -25,18 +30,15 @@
 //!   stops the workers the same way and joins them. At the end of the input the workers
 //!   stop once every result is in (so exhaust or drop the iterator: a peer with more buckets
 //!   learns it then).
-//! - **Malicious.** [`Variant::Malicious`] sessions cannot be forked (see
-//!   [`Rr22Session::split`]); each worker then runs an independent session (its own
-//!   SoftSpokenOT base and `Δ`, set up in its first non-empty bucket), after a set-up
-//!   handshake that checks the worker count in the same way.
 //!
-//! Security is that of the sessions: each pair of workers runs [`Rr22Session::run`], and the
-//! children of one split share `Δ` exactly as the buckets of one session do (see the fork
-//! step's documentation). Bucket sizes are public, as in sequential sessions.
+//! Security is that of the sessions: each pair of workers runs [`PsiSession::run`] on its
+//! buckets, and the children of one split are as independent as the protocol's
+//! [`PsiSession::split`] documents. Bucket sizes are announced in every bucket's handshake:
+//! they are public, so a caller must make them depend on public data only.
 //!
-//! The wire format of [`super::run`] and of sequential sessions is unchanged; the driver's
-//! traffic is the fork step (control sub-channel) plus one ordinary session run per bucket,
-//! each framed by the [`obliv_net::Mux`] (4 bytes of sub-channel id per message).
+//! With several workers the traffic is the split step (control sub-channel) plus one
+//! ordinary session run per bucket, each message framed by the [`obliv_net::Mux`] (4 bytes
+//! of sub-channel id per message).
 
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
@@ -46,24 +48,21 @@ use std::thread::JoinHandle;
 
 use obliv_core::AesRng;
 use obliv_core::rand_core::SeedableRng;
-use obliv_net::{Channel, FrameSender, Mux, RecvBuf, Stats, SubChannel};
+use obliv_net::{Channel, FrameSender, Mux, MuxOptions, RecvBuf, Split, Stats, SubChannel};
 use rand_core::CryptoRng;
 use zeroize::Zeroize;
 
-use super::{Rr22Config, Rr22Session, Variant, code_name, role_code};
-use crate::ecdh::Role;
 use crate::error::{Error, Result};
-use crate::handshake::{self, Hello};
+use crate::session::PsiSession;
 
 /// The sub-channel id of the set-up (the fork step) on the [`Mux`].
 pub const SUB_CONTROL: u32 = 0;
-/// Most workers of one [`run_buckets`] call.
-pub const MAX_WORKERS: usize = super::fork::MAX_CHILDREN;
-
-/// Flag bit of the set-up hello of independent (malicious) worker sessions.
-const FLAG_INDEPENDENT: u8 = 8;
-/// What a worker sends its peer worker when it stops (32 bytes; never a valid RR22 frame
-/// at any point where a worker receives, except with negligible probability).
+/// Most workers of one [`run_buckets`] call (bounds what the split step makes either side
+/// compute and the threads it starts).
+pub const MAX_WORKERS: usize = 64;
+/// What a worker sends its peer worker when it stops (32 bytes; never a valid frame of any
+/// protocol here at any point where a worker receives, except with negligible probability:
+/// handshakes are 30 bytes and start with their own magic, data frames have a fixed size).
 const STOP: &[u8; 32] = b"obliv-psi rr22 v1 worker stopped";
 
 /// The sub-channel id of worker `k` (`1 + k`).
@@ -205,7 +204,7 @@ where
                 Err(_) => {
                     self.stop();
                     return Some(Err(Error::Protocol(
-                        "the RR22 worker threads stopped without a result".into(),
+                        "the PSI worker threads stopped without a result".into(),
                     )));
                 }
             }
@@ -213,54 +212,48 @@ where
     }
 }
 
-/// Runs RR22 on many buckets at once: `workers` child sessions of one fresh session (one
-/// base OT), each on its own thread and sub-channel of `mux`, bucket `i` on worker
-/// `i mod workers` (see the [module documentation](self)). The peer calls `run_buckets` with
-/// the same `cfg` and `workers`, the complementary role and its buckets in the same order.
+/// Runs the buckets on `workers` child sessions of `session` side by side, each on its own
+/// thread and sub-channel of `mux` (see the [module documentation](self)). The peer calls
+/// `run_concurrent` with a session of the complementary role, the same `workers` and its
+/// buckets in the same order.
 ///
 /// Returns an iterator over the buckets' results in bucket order; it pulls from `buckets`
 /// as it goes (at most `workers + 1` buckets held at a time).
 ///
 /// `mux` must not use [`SUB_CONTROL`] or the workers' sub-channels ([`worker_sub_id`]) for
-/// anything else. Items are anything `AsRef<[u8]>`, as for [`Rr22Session::run`].
+/// anything else.
 ///
 /// # Errors
-/// Here: [`Error::InvalidParameter`] for `workers` outside `1..=`[`MAX_WORKERS`] or a bad
-/// `cfg`; [`Error::HandshakeMismatch`] if the peer runs another worker count, variant or bin
-/// size; network, base-OT and VOLE errors of the set-up; [`Error::Net`] if a sub-channel is
-/// already open. Later, from the iterator: any error of [`Rr22Session::run`] in a worker, or
+/// Here: [`Error::InvalidParameter`] for `workers` outside `1..=`[`MAX_WORKERS`]; the errors
+/// of [`PsiSession::split`] ([`Error::HandshakeMismatch`] if the peer runs another worker
+/// count or other parameters; network and set-up errors); [`Error::Net`] if a sub-channel is
+/// already open. Later, from the iterator: any error of [`PsiSession::run`] in a worker, or
 /// [`Error::Protocol`] if the peer's worker stopped (it failed, or had fewer buckets).
-pub fn run_buckets<S, I, B, T, R>(
+pub fn run_concurrent<P, S, I, B, T, R>(
     mux: &Mux<S>,
-    role: Role,
-    cfg: &Rr22Config,
+    mut session: P,
     workers: usize,
     buckets: I,
     rng: &mut R,
 ) -> Result<ConcurrentBuckets<I::IntoIter, B>>
 where
+    P: PsiSession + 'static,
     S: FrameSender + Send + 'static,
     I: IntoIterator<Item = B>,
     B: AsRef<[T]> + Send + 'static,
     T: AsRef<[u8]> + Send + Sync + 'static,
     R: CryptoRng + ?Sized,
 {
-    if workers == 0 || workers > MAX_WORKERS {
+    check_workers(workers)?;
+    let mut ctrl = mux.sub(SUB_CONTROL)?;
+    let children = session.split(&mut ctrl, workers, rng)?;
+    drop(session);
+    if children.len() != workers {
         return Err(Error::InvalidParameter(format!(
-            "RR22 runs on 1..={MAX_WORKERS} workers, not {workers}"
+            "the session split into {} children, not {workers}",
+            children.len()
         )));
     }
-    let mut root = Rr22Session::new(role, cfg)?;
-    let mut ctrl = mux.sub(SUB_CONTROL)?;
-    let children = if cfg.variant == Variant::Malicious {
-        agree_independent(&mut ctrl, &root, workers)?;
-        (0..workers)
-            .map(|_| Rr22Session::new(role, cfg))
-            .collect::<Result<Vec<_>>>()?
-    } else {
-        root.split(&mut ctrl, workers, rng)?
-    };
-    drop(root);
     let setup = ctrl.stats();
     drop(ctrl);
     let channels = (0..workers)
@@ -278,9 +271,9 @@ where
         seed.zeroize();
         let (done, stop) = (done_tx.clone(), Arc::clone(&abort));
         let h = std::thread::Builder::new()
-            .name(format!("obliv-rr22-worker-{k}"))
-            .spawn(move || worker::<S, B, T>(k, session, ch, &rx, &done, &stop, wrng))
-            .map_err(|e| Error::Protocol(format!("cannot start an RR22 worker thread: {e}")))?;
+            .name(format!("obliv-psi-worker-{k}"))
+            .spawn(move || worker::<P, S, B, T>(k, session, ch, &rx, &done, &stop, wrng))
+            .map_err(|e| Error::Protocol(format!("cannot start a PSI worker thread: {e}")))?;
         jobs.push(tx);
         handles.push(h);
     }
@@ -299,59 +292,175 @@ where
     })
 }
 
-/// The set-up of independent worker sessions: a hello with the worker count.
-fn agree_independent<C: Channel + ?Sized>(
-    ch: &mut C,
-    root: &Rr22Session,
-    workers: usize,
-) -> Result<()> {
-    let role = root.role();
-    let ours = Hello {
-        protocol: root.config().variant.protocol_id(),
-        curve: 0,
-        role: role_code(role),
-        flags: FLAG_INDEPENDENT,
-        batch: root.hello_batch(),
-        n_items: workers as u64,
-        param: root.hello_param(),
-    };
-    let other = match role {
-        Role::Receiver => Role::Sender,
-        Role::Sender => Role::Receiver,
-    };
-    let theirs = handshake::exchange(ch, &ours, role_code(other), code_name)?;
-    if theirs.n_items != ours.n_items {
-        return Err(Error::HandshakeMismatch {
-            field: "workers",
-            ours: workers.to_string(),
-            theirs: theirs.n_items.to_string(),
-        });
+fn check_workers(workers: usize) -> Result<()> {
+    if workers == 0 || workers > MAX_WORKERS {
+        return Err(Error::InvalidParameter(format!(
+            "buckets run on 1..={MAX_WORKERS} workers, not {workers}"
+        )));
     }
     Ok(())
 }
 
-/// `after − before`, field by field.
-fn diff(after: Stats, before: Stats) -> Stats {
-    Stats {
-        bytes_sent: after.bytes_sent - before.bytes_sent,
-        bytes_received: after.bytes_received - before.bytes_received,
-        messages_sent: after.messages_sent - before.messages_sent,
-        messages_received: after.messages_received - before.messages_received,
-        rounds: after.rounds - before.rounds,
+/// One bucket run by the caller's function in [`Sequential`]: the result and the bucket's
+/// traffic.
+pub type RunOutput = (Option<Vec<usize>>, Stats);
+
+/// The per-bucket function of a [`Sequential`] driver.
+type RunFn<'a, B> = Box<dyn FnMut(&B) -> Result<RunOutput> + 'a>;
+
+/// The one-worker driver: runs each bucket with the caller's function in the calling thread,
+/// in order, and stops at the first error. [`run_buckets`] builds one for a [`PsiSession`];
+/// [`sequential`] for any other per-bucket protocol (three-party ECDH-PSI, say).
+pub struct Sequential<'a, I, B> {
+    input: I,
+    run: RunFn<'a, B>,
+    index: usize,
+    failed: bool,
+}
+
+impl<I, B> std::fmt::Debug for Sequential<'_, I, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sequential")
+            .field("index", &self.index)
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
     }
+}
+
+impl<I: Iterator<Item = B>, B> Iterator for Sequential<'_, I, B> {
+    type Item = Result<BucketOutput<B>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let bucket = self.input.next()?;
+        let index = self.index;
+        self.index += 1;
+        Some(match (self.run)(&bucket) {
+            Ok((result, stats)) => Ok(BucketOutput {
+                index,
+                bucket,
+                result,
+                stats,
+            }),
+            Err(e) => {
+                self.failed = true;
+                Err(e)
+            }
+        })
+    }
+}
+
+/// The one-worker driver over the caller's per-bucket function `run` (which returns the
+/// bucket's result and traffic): the same iterator, order and error behaviour as
+/// [`run_buckets`] with one worker.
+pub fn sequential<'a, I, B, F>(buckets: I, run: F) -> Sequential<'a, I::IntoIter, B>
+where
+    I: IntoIterator<Item = B>,
+    F: FnMut(&B) -> Result<RunOutput> + 'a,
+{
+    Sequential {
+        input: buckets.into_iter(),
+        run: Box::new(run),
+        index: 0,
+        failed: false,
+    }
+}
+
+/// The iterator of [`run_buckets`]: every bucket's [`BucketOutput`] in bucket order, or the
+/// first error (after which it ends).
+#[derive(Debug)]
+pub enum Buckets<'a, I, B> {
+    /// One worker, on the channel itself.
+    Sequential(Sequential<'a, I, B>),
+    /// Several workers on sub-channels of a [`Mux`].
+    Concurrent(ConcurrentBuckets<I, B>),
+}
+
+impl<I, B> Buckets<'_, I, B> {
+    /// The set-up's traffic (the split step; nothing with one worker); the buckets' traffic
+    /// is in their [`BucketOutput::stats`].
+    pub fn setup_stats(&self) -> Stats {
+        match self {
+            Buckets::Sequential(_) => Stats::default(),
+            Buckets::Concurrent(c) => c.setup_stats(),
+        }
+    }
+}
+
+impl<I: Iterator<Item = B>, B> Iterator for Buckets<'_, I, B> {
+    type Item = Result<BucketOutput<B>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Buckets::Sequential(s) => s.next(),
+            Buckets::Concurrent(c) => c.next(),
+        }
+    }
+}
+
+/// Runs one PSI per bucket with the peer on `ch`: `session` (a fresh [`PsiSession`] of this
+/// party's role) on every bucket of `buckets`, on `workers` workers (see the
+/// [module documentation](self)). The peer calls `run_buckets` with a session of the
+/// complementary role, the same protocol and `workers`, and its buckets in the same order.
+///
+/// With one worker the buckets run on `ch` itself, in the thread that pulls from the
+/// iterator; with more, `ch` becomes an [`obliv_net::Mux`] (each worker's sub-channel may
+/// queue `MuxOptions::default().max_queued` bytes) and [`run_concurrent`] runs them.
+///
+/// # Errors
+/// As [`run_concurrent`] (nothing is sent here with one worker).
+pub fn run_buckets<'a, P, C, I, B, T, R>(
+    ch: C,
+    session: P,
+    workers: usize,
+    buckets: I,
+    rng: &mut R,
+) -> Result<Buckets<'a, I::IntoIter, B>>
+where
+    P: PsiSession + 'static,
+    C: Split + 'a,
+    C::Sender: Send,
+    I: IntoIterator<Item = B>,
+    B: AsRef<[T]> + Send + 'static,
+    T: AsRef<[u8]> + Send + Sync + 'static,
+    R: CryptoRng + ?Sized,
+{
+    check_workers(workers)?;
+    if workers == 1 {
+        let mut seed = [0u8; 16];
+        rng.fill_bytes(&mut seed);
+        let mut rng = AesRng::from_seed(seed);
+        seed.zeroize();
+        let (mut ch, mut session) = (ch, session);
+        return Ok(Buckets::Sequential(sequential(buckets, move |b: &B| {
+            let before = ch.stats();
+            let result = session.run(&mut ch, b.as_ref(), &mut rng)?;
+            Ok((result, ch.stats() - before))
+        })));
+    }
+    let opts = MuxOptions {
+        // Each worker's peer may queue up to a bucket's messages (tens of MB at 2^20).
+        max_queued: MuxOptions::default().max_queued.saturating_mul(workers),
+        ..MuxOptions::default()
+    };
+    let mux = Mux::with_options(ch, opts)?;
+    run_concurrent(&mux, session, workers, buckets, rng).map(Buckets::Concurrent)
 }
 
 /// The body of worker `k`: runs the buckets of its queue until the queue closes, a bucket
 /// fails or the driver aborts, then sends its peer worker [`STOP`].
-fn worker<S, B, T>(
+fn worker<P, S, B, T>(
     k: usize,
-    mut session: Rr22Session,
+    mut session: P,
     ch: SubChannel<S>,
     jobs: &mpsc::Receiver<(usize, B)>,
     done: &mpsc::Sender<Done<B>>,
     abort: &AtomicBool,
     mut rng: AesRng,
 ) where
+    P: PsiSession,
     S: FrameSender,
     B: AsRef<[T]>,
     T: AsRef<[u8]> + Sync,
@@ -370,7 +479,7 @@ fn worker<S, B, T>(
         }))
         .unwrap_or_else(|_| {
             Err(Error::Protocol(format!(
-                "RR22 worker {k} panicked on bucket {index}"
+                "PSI worker {k} panicked on bucket {index}"
             )))
         });
         let out = match r {
@@ -378,10 +487,10 @@ fn worker<S, B, T>(
                 index,
                 bucket,
                 result,
-                stats: diff(ch.stats(), before),
+                stats: ch.stats() - before,
             }),
             Err(_) if ch.stopped => Err(Error::Protocol(format!(
-                "bucket {index}: the peer's RR22 worker {k} stopped (it failed, or has fewer \
+                "bucket {index}: the peer's worker {k} stopped (it failed, or has fewer \
                  buckets)"
             ))),
             Err(e) => Err(e),

@@ -1,0 +1,95 @@
+//! One shape for every two-party PSI protocol: a [`PsiSession`] is one side of a protocol
+//! with one peer, run bucket after bucket on a channel.
+//!
+//! | protocol | session | set-up (once per session) | [`PsiSession::split`] |
+//! |---|---|---|---|
+//! | ECDH-PSI | [`EcdhSession`] | none | a handshake; children are copies |
+//! | KKRT16 | [`KkrtSession`] | 512 base OTs, in the first run | a handshake; OPRF split, no base OT |
+//! | RR22 fast / low-comm | [`Rr22Session`] | VOLE base OT, in the first non-empty run | the VOLE fork step |
+//! | RR22 malicious | [`Rr22Session`] | SoftSpokenOT, in each session's first non-empty run | a handshake; independent sessions |
+//!
+//! Every run starts with the protocol's handshake (its identifier, roles, parameters and the
+//! bucket's set size), so two parties that disagree stop there with
+//! [`Error::HandshakeMismatch`] before any item-dependent data flows. A session that failed
+//! refuses further runs: after an error the two sides may no longer be in step.
+//!
+//! The driver of [`crate::driver`] runs any session over any number of buckets, one at a
+//! time or on several workers.
+//!
+//! [`EcdhSession`]: crate::ecdh::EcdhSession
+//! [`KkrtSession`]: crate::kkrt::KkrtSession
+//! [`Rr22Session`]: crate::rr22::Rr22Session
+
+use obliv_net::Channel;
+use rand_core::CryptoRng;
+
+use crate::error::{Error, Result};
+use crate::handshake::{self, Hello};
+use crate::wire::Role;
+
+/// One side of a two-party PSI protocol with one peer, run once per bucket.
+///
+/// Items are anything `AsRef<[u8]>`; the protocols hash them to their own domain (callers
+/// that bucket by a public hash pass that hash). A party's item count per run is public: it
+/// travels in the run's handshake.
+pub trait PsiSession: Send + Sized {
+    /// The protocol's name, as in messages (`ecdh-2pc`, `kkrt16`, `rr22-fast`, …).
+    fn protocol(&self) -> &'static str;
+
+    /// This side's role.
+    fn role(&self) -> Role;
+
+    /// Intersects one bucket with the peer's (which calls `run` on its session at the same
+    /// point). Returns, for a party that learns the result, the indices (ascending) of
+    /// `items` in the intersection (every index of a repeated item); `None` otherwise.
+    ///
+    /// # Errors
+    /// A handshake mismatch, a network error, a peer that breaks the protocol
+    /// ([`crate::ErrorKind::PeerMisbehaved`]), or an invalid parameter; after an error the
+    /// session refuses further runs.
+    fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<Option<Vec<usize>>>
+    where
+        C: Channel + ?Sized,
+        T: AsRef<[u8]> + Sync,
+        R: CryptoRng + ?Sized;
+
+    /// Splits off `n` child sessions for buckets run side by side, each with its peer's
+    /// child on a channel of its own (child `j` with child `j`). Runs on `ch` (a control
+    /// channel) at the same point as the peer's `split`; checks that the peer splits into
+    /// as many children.
+    ///
+    /// # Errors
+    /// [`Error::HandshakeMismatch`] if the peer splits into another number of children or
+    /// runs other parameters; network and set-up errors.
+    fn split<C, R>(&mut self, ch: &mut C, n: usize, rng: &mut R) -> Result<Vec<Self>>
+    where
+        C: Channel + ?Sized,
+        R: CryptoRng + ?Sized;
+}
+
+/// Flag bit of the hello of a split step that needs nothing but agreement (ECDH, KKRT,
+/// RR22 malicious).
+pub(crate) const FLAG_SPLIT: u8 = 8;
+
+/// The split step's agreement: a hello like the protocol's own (`ours`, with
+/// [`FLAG_SPLIT`] set and the child count as its item count), and a mismatch on any field
+/// or on the count is an error.
+pub(crate) fn agree_split<C: Channel + ?Sized>(
+    ch: &mut C,
+    mut ours: Hello,
+    role: Role,
+    n: usize,
+    name_of: impl Fn(&'static str, u8) -> String,
+) -> Result<()> {
+    ours.flags |= FLAG_SPLIT;
+    ours.n_items = n as u64;
+    let theirs = handshake::exchange(ch, &ours, role.other().code(), name_of)?;
+    if theirs.n_items != ours.n_items {
+        return Err(Error::HandshakeMismatch {
+            field: "workers",
+            ours: n.to_string(),
+            theirs: theirs.n_items.to_string(),
+        });
+    }
+    Ok(())
+}
