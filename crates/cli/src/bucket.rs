@@ -24,10 +24,12 @@
 //! a histogram of a public hash of the keys, which says nothing about individual keys.
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::csvio::{KEY_SEPARATOR, describe, keyed_reader, open, open_keyed};
+use crate::csvio::{
+    changed, describe, finish_digest, keyed_reader, open_hashing, open_keyed, push_key_field,
+};
 use crate::error::CliError;
 use crate::fastcsv::{self, Fields, Scan};
 use crate::progress::{Progress, ProgressMode};
@@ -45,7 +47,8 @@ pub struct InputShape {
     pub shard_rows: u64,
     /// Size of the file in bytes.
     pub bytes: u64,
-    /// BLAKE3 hash of the whole file, when asked for (it identifies a checkpoint's input).
+    /// BLAKE3 hash of the whole file as [`ingest`] read it (always set by it): it identifies a
+    /// checkpoint's input, and [`write_rows`] refuses a file that no longer has it.
     pub digest: Option<[u8; 32]>,
     /// For a simple file (read by the byte scanner), the byte where the data rows start; the
     /// output is then copied line by line. `None`: the file needs the `csv` parser.
@@ -99,22 +102,6 @@ impl Shard {
     }
 }
 
-/// A reader that hashes what passes through it.
-struct Hashing<R> {
-    inner: R,
-    hasher: Option<blake3::Hasher>,
-}
-
-impl<R: Read> Read for Hashing<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if let Some(h) = &mut self.hasher {
-            h.update(&buf[..n]);
-        }
-        Ok(n)
-    }
-}
-
 /// Default of [`IngestOptions::memory_budget`]: bytes of bucket entries held in memory before
 /// they are written to temporary files (24 bytes per row: about 44 million rows).
 pub const DEFAULT_MEMORY_BUDGET: usize = 1 << 30;
@@ -131,7 +118,8 @@ const BATCH: usize = 1024;
 pub struct IngestOptions {
     /// Only the keys of this shard are kept.
     pub shard: Shard,
-    /// Hash the whole file (a checkpoint's identity).
+    /// Ignored: the whole file is always hashed, since [`write_rows`] re-checks the digest
+    /// (which is also a checkpoint's identity).
     pub digest: bool,
     /// Directory for temporary bucket files, when the keys do not fit the budget.
     pub tmp_root: PathBuf,
@@ -240,7 +228,7 @@ pub fn ingest(
     drop(rdr);
     if !opts.force_csv {
         let mut sink = Sink::new(opts);
-        let mut hasher = opts.digest.then(blake3::Hasher::new);
+        let mut hasher = blake3::Hasher::new();
         let mut bar = Progress::new(opts.progress, "reading input", "bytes", bytes);
         let mut fields = Fields::new(header.len(), &key_cols);
         let mut rows = 0u64;
@@ -248,9 +236,7 @@ pub fn ingest(
             path,
             data_start,
             |b| {
-                if let Some(h) = &mut hasher {
-                    h.update(b);
-                }
+                hasher.update(b);
             },
             |at| bar.set(at),
             |line| {
@@ -273,7 +259,7 @@ pub fn ingest(
                 rows,
                 shard_rows: sink.owned,
                 bytes,
-                digest: hasher.map(|h| *h.finalize().as_bytes()),
+                digest: Some(*hasher.finalize().as_bytes()),
                 data_start: Some(data_start),
             };
             return Ok((shape, sink.buckets));
@@ -290,13 +276,7 @@ fn ingest_csv(
     opts: &IngestOptions,
     bytes: u64,
 ) -> Result<(InputShape, Buckets), CliError> {
-    let file = File::open(path)
-        .map_err(|e| CliError::Input(format!("cannot open {}: {e}", path.display())))?;
-    let reader = Hashing {
-        inner: file,
-        hasher: opts.digest.then(blake3::Hasher::new),
-    };
-    let (mut rdr, header, key_cols) = keyed_reader(path, reader, keys)?;
+    let (mut rdr, header, key_cols) = keyed_reader(path, open_hashing(path)?, keys)?;
     let mut record = csv::StringRecord::new();
     let mut sink = Sink::new(opts);
     let mut rows = 0u64;
@@ -317,29 +297,22 @@ fn ingest_csv(
     sink.flush()?;
     bar.set(bytes);
     bar.finish();
-    let mut inner = rdr.into_inner();
-    // The csv reader stops at the last record; hash whatever follows it too.
-    if let Some(h) = &mut inner.hasher {
-        let mut rest = Vec::new();
-        inner
-            .inner
-            .read_to_end(&mut rest)
-            .map_err(|e| CliError::Input(format!("{}: {e}", path.display())))?;
-        h.update(&rest);
-    }
+    // The csv reader stops at the last record; the digest covers whatever follows it too.
+    let digest = finish_digest(path, rdr)?;
     let shape = InputShape {
         header,
         key_cols,
         rows,
         shard_rows: sink.owned,
         bytes,
-        digest: inner.hasher.map(|h| *h.finalize().as_bytes()),
+        digest: Some(digest),
         data_start: None,
     };
     Ok((shape, sink.buckets))
 }
 
-/// The key of a record: the key columns joined by [`KEY_SEPARATOR`].
+/// The key of a record: its key columns encoded by [`push_key_field`] (injective, and ordered
+/// as the tuple of the columns).
 pub fn key_of(record: &csv::StringRecord, cols: &[usize], out: &mut Vec<u8>) {
     out.clear();
     append_key(record, cols, out);
@@ -347,11 +320,8 @@ pub fn key_of(record: &csv::StringRecord, cols: &[usize], out: &mut Vec<u8>) {
 
 /// Appends the key of a record to `out`.
 fn append_key(record: &csv::StringRecord, cols: &[usize], out: &mut Vec<u8>) {
-    for (i, &c) in cols.iter().enumerate() {
-        if i > 0 {
-            out.push(KEY_SEPARATOR);
-        }
-        out.extend_from_slice(record.get(c).unwrap_or_default().as_bytes());
+    for &c in cols {
+        push_key_field(out, record.get(c).unwrap_or_default().as_bytes());
     }
 }
 
@@ -734,8 +704,13 @@ impl RowSet {
 /// row as it was, with `\n` line ends, which is what the CSV writer would produce for a row
 /// without quotes); any other through the `csv` reader and writer.
 ///
+/// The rows are picked by row number, so the input must still be the file [`ingest`] read: its
+/// BLAKE3 digest is recomputed during the pass and compared with [`InputShape::digest`] before
+/// the output is put in place.
+///
 /// # Errors
-/// [`CliError::Input`].
+/// [`CliError::Input`], also when the input has changed since [`ingest`] (nothing is written
+/// then).
 pub fn write_rows(
     input: &Path,
     shape: &InputShape,
@@ -759,10 +734,13 @@ pub fn write_rows(
         wtr.flush().map_err(ioerr)?;
     }
     let mut bar = Progress::new(progress, "writing output", "rows", shape.rows);
-    let written = match shape.data_start {
+    let (written, digest) = match shape.data_start {
         Some(start) => copy_rows(input, shape, start, rows, &mut out, sort, &mut bar)?,
         None => rewrite_rows(input, shape, rows, &mut out, sort, &mut bar)?,
     };
+    if shape.digest.is_some_and(|d| d != digest) {
+        return Err(changed(input));
+    }
     out.flush().map_err(ioerr)?;
     drop(out);
     tmp.persist(output)
@@ -771,7 +749,8 @@ pub fn write_rows(
     Ok(written)
 }
 
-/// [`write_rows`] for a simple file: marked lines copied as they are.
+/// [`write_rows`] for a simple file: marked lines copied as they are. Returns the rows
+/// written and the file's digest.
 fn copy_rows(
     input: &Path,
     shape: &InputShape,
@@ -780,7 +759,7 @@ fn copy_rows(
     out: &mut impl Write,
     sort: bool,
     bar: &mut Progress,
-) -> Result<u64, CliError> {
+) -> Result<(u64, [u8; 32]), CliError> {
     let ioerr = |e: std::io::Error| CliError::Input(format!("writing output: {e}"));
     let mut row = 0u64;
     let mut written = 0u64;
@@ -789,10 +768,13 @@ fn copy_rows(
     let mut arena: Vec<u8> = Vec::new();
     let mut kept: Vec<(usize, usize, usize)> = Vec::new();
     let mut failed = None;
+    let mut hasher = blake3::Hasher::new();
     let scan = fastcsv::for_each_line(
         input,
         start,
-        |_| {},
+        |b| {
+            hasher.update(b);
+        },
         |_| {},
         |line| {
             if rows.contains(row) {
@@ -821,10 +803,7 @@ fn copy_rows(
         return Err(ioerr(e));
     }
     if scan != Scan::Done || row != shape.rows {
-        return Err(CliError::Input(format!(
-            "{} changed while it was being read",
-            input.display()
-        )));
+        return Err(changed(input));
     }
     if sort {
         // Stable: rows of equal keys stay in input order.
@@ -835,10 +814,11 @@ fn copy_rows(
         }
     }
     bar.set(row);
-    Ok(written)
+    Ok((written, *hasher.finalize().as_bytes()))
 }
 
-/// [`write_rows`] through the `csv` parser and writer.
+/// [`write_rows`] through the `csv` parser and writer. Returns the rows written and the
+/// file's digest.
 fn rewrite_rows(
     input: &Path,
     shape: &InputShape,
@@ -846,8 +826,12 @@ fn rewrite_rows(
     out: &mut impl Write,
     sort: bool,
     bar: &mut Progress,
-) -> Result<u64, CliError> {
-    let mut rdr = open(input)?;
+) -> Result<(u64, [u8; 32]), CliError> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(false)
+        .buffer_capacity(1 << 20)
+        .from_reader(open_hashing(input)?);
     let mut wtr = csv::Writer::from_writer(out);
     let err = |e: csv::Error| CliError::Input(format!("writing output: {e}"));
     let mut kept: Vec<(Vec<u8>, csv::StringRecord)> = Vec::new();
@@ -866,6 +850,10 @@ fn rewrite_rows(
             written += 1;
         }
     }
+    let digest = finish_digest(input, rdr)?;
+    if digest != shape.digest.unwrap_or(digest) {
+        return Err(changed(input));
+    }
     if sort {
         kept.sort_by(|a, b| a.0.cmp(&b.0));
         for (_, rec) in &kept {
@@ -874,7 +862,7 @@ fn rewrite_rows(
     }
     wtr.flush()
         .map_err(|e| CliError::Input(format!("writing output: {e}")))?;
-    Ok(written)
+    Ok((written, digest))
 }
 
 /// The local bucket count: the power of two at or above `rows / bucket_size` (at least 1).
@@ -1110,5 +1098,156 @@ mod tests {
             std::fs::read_to_string(&out).unwrap(),
             "id,x\nk3,3\nk99,499\n"
         );
+    }
+
+    /// Field values that a separator-joined key confuses: separators, quotes, commas, empty
+    /// fields, control bytes, and values that look like two fields joined.
+    const TRICKY: &[&str] = &[
+        "",
+        "a",
+        "b",
+        "\u{1f}",
+        "a\u{1f}b",
+        "b\u{1f}c",
+        "\u{0}",
+        "\u{0}\u{1}",
+        "\u{1}",
+        "\u{0}\u{ff}",
+        "\t",
+        " ",
+        ",",
+        "\"",
+        "a,b",
+        "x\ny",
+        "\r",
+    ];
+
+    /// Writes a CSV (header `k1,v,k2,k3`) with one row per triple of `values`, by the `csv`
+    /// writer (which quotes what needs it); returns the triples in row order.
+    fn tricky_file(path: &Path, values: &[&str]) -> Vec<[String; 3]> {
+        let mut w = csv::Writer::from_path(path).unwrap();
+        w.write_record(["k1", "v", "k2", "k3"]).unwrap();
+        let mut rows = Vec::new();
+        for a in values {
+            for b in values {
+                for c in values {
+                    w.write_record([*a, "val", *b, *c]).unwrap();
+                    rows.push([a.to_string(), b.to_string(), c.to_string()]);
+                }
+            }
+        }
+        w.flush().unwrap();
+        rows
+    }
+
+    /// Rows grouped by their key's public hash, on both reading paths, equal rows grouped by
+    /// their key columns' values: the key is an injective function of the key columns, in
+    /// every column position, whatever bytes the fields hold.
+    #[test]
+    fn keys_are_injective_on_the_byte_scanner_and_the_csv_parser() {
+        let dir = tempfile::tempdir().unwrap();
+        let simple: Vec<&str> = TRICKY
+            .iter()
+            .copied()
+            .filter(|v| !v.contains([',', '"', '\n', '\r']))
+            .collect();
+        for (name, values, fast_path) in [("all", TRICKY, false), ("simple", &simple[..], true)] {
+            let input = dir.path().join(format!("{name}.csv"));
+            let tuples = tricky_file(&input, values);
+            for keys in [
+                &["k1", "k2", "k3"][..],
+                &["k3", "k1"],
+                &["k2"],
+                &["k1", "k2"],
+            ] {
+                let cols: Vec<usize> = keys
+                    .iter()
+                    .map(|k| ["k1", "k2", "k3"].iter().position(|c| c == k).unwrap())
+                    .collect();
+                // Rows by the values of their key columns.
+                let mut want: BTreeMap<Vec<&str>, Vec<u64>> = BTreeMap::new();
+                for (r, t) in tuples.iter().enumerate() {
+                    let vals = cols.iter().map(|&c| t[c].as_str()).collect();
+                    want.entry(vals).or_default().push(r as u64);
+                }
+                let want: std::collections::BTreeSet<Vec<u64>> = want.into_values().collect();
+                let keys: Vec<String> = keys.iter().map(|k| (*k).to_string()).collect();
+                for force_csv in [false, true] {
+                    let (shape, mut b) =
+                        ingest(&input, &keys, &opts(dir.path(), force_csv)).unwrap();
+                    assert_eq!(
+                        shape.data_start.is_some(),
+                        fast_path && !force_csv,
+                        "{name}"
+                    );
+                    assert_eq!(usize::try_from(shape.rows).unwrap(), tuples.len());
+                    let got: std::collections::BTreeSet<Vec<u64>> =
+                        contents(&mut b, 1).into_values().map(|(_, r)| r).collect();
+                    assert_eq!(got, want, "{name}, keys {keys:?}, csv parser {force_csv}");
+                }
+                // And `read_keys` (ub-psi) decodes every key back to its columns' values.
+                let kd = crate::csvio::read_keys(&input, &keys).unwrap();
+                for (r, t) in tuples.iter().enumerate() {
+                    let key = &kd.distinct[kd.row_key[r] as usize];
+                    let fields = crate::csvio::decode_key(key).unwrap();
+                    let vals: Vec<&[u8]> = cols.iter().map(|&c| t[c].as_bytes()).collect();
+                    assert_eq!(fields, vals, "{name}, row {r}");
+                }
+            }
+        }
+    }
+
+    /// Two rows that a 0x1F join made one key: (`a\x1fb`, `c`) and (`a`, `b\x1fc`).
+    #[test]
+    fn joined_looking_fields_do_not_collide() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pa, pb) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+        std::fs::write(&pa, "id,region\na\u{1f}b,c\n").unwrap();
+        std::fs::write(&pb, "id,region\na,b\u{1f}c\n").unwrap();
+        let keys = ["id".to_string(), "region".to_string()];
+        for force_csv in [false, true] {
+            let (_, mut a) = ingest(&pa, &keys, &opts(dir.path(), force_csv)).unwrap();
+            let (_, mut b) = ingest(&pb, &keys, &opts(dir.path(), force_csv)).unwrap();
+            let (ka, kb) = (contents(&mut a, 1), contents(&mut b, 1));
+            assert_eq!((ka.len(), kb.len()), (1, 1));
+            assert_ne!(ka.keys().next(), kb.keys().next(), "csv parser {force_csv}");
+        }
+    }
+
+    /// A file edited between ingest and output, with the same number of rows (and, for the
+    /// byte scanner, the same length): the output pass refuses it with exit code 3 and
+    /// leaves no output file.
+    #[test]
+    fn output_refuses_an_input_changed_since_ingest() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.csv");
+        for (before, after) in [
+            ("id,x\nk1,1\nk2,2\nk3,3\n", "id,x\nk1,1\nk9,2\nk3,3\n"),
+            ("id,x\n\"k,1\",1\nk2,2\n", "id,x\n\"k,1\",1\nk2,3\n"),
+        ] {
+            for force_csv in [false, true] {
+                std::fs::write(&input, before).unwrap();
+                let (shape, _) =
+                    ingest(&input, &["id".into()], &opts(dir.path(), force_csv)).unwrap();
+                let mut set = RowSet::new(shape.rows);
+                set.insert(1);
+                let out = dir.path().join("out.csv");
+                let _ = std::fs::remove_file(&out);
+                // Unchanged: written.
+                assert_eq!(
+                    write_rows(&input, &shape, &set, &out, false, ProgressMode::Off).unwrap(),
+                    1
+                );
+                std::fs::remove_file(&out).unwrap();
+                std::fs::write(&input, after).unwrap();
+                for sort in [false, true] {
+                    let e = write_rows(&input, &shape, &set, &out, sort, ProgressMode::Off)
+                        .unwrap_err();
+                    assert_eq!(e.exit_code(), 3, "{e}");
+                    assert!(e.to_string().contains("changed"), "{e}");
+                    assert!(!out.exists());
+                }
+            }
+        }
     }
 }

@@ -31,8 +31,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::CliError;
 
-/// Format version of the directory.
-const FORMAT: u32 = 1;
+/// Format version of the directory. 2: keys are encoded injectively, so a key's bucket (and
+/// a finished bucket's rows) differ from format 1's.
+const FORMAT: u32 = 2;
 const MANIFEST_HEAD: &str = "obliv psi checkpoint";
 const BUCKET_MAGIC: &[u8; 8] = b"OBLIVCB1";
 const RUN_MAGIC: &[u8; 8] = b"OBLIVCR1";

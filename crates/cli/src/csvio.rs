@@ -1,19 +1,68 @@
 //! Reading the key columns of a CSV file and writing the rows of the intersection.
 //!
-//! Keys are read as UTF-8 text; a multi-column key is the columns' values joined by the
-//! ASCII unit separator (0x1F), so `("a,b")` and `("a", "b")` never collide. The output is
-//! written to a temporary file beside the target and renamed into place only on success, so
-//! a partial file is never left under the output name.
+//! Keys are read as UTF-8 text and encoded as bytes by [`push_key_field`], one key column after
+//! the other (the same encoding on every path: the byte scanner, the `csv` parser, `ub-psi` and
+//! `merge`). The output is written to a temporary file beside the target and renamed into place
+//! only on success, so a partial file is never left under the output name.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
 use crate::error::CliError;
 
-/// Separator between the columns of a multi-column key.
-pub const KEY_SEPARATOR: u8 = 0x1f;
+/// What ends every field of an encoded key (see [`push_key_field`]).
+pub const FIELD_END: [u8; 2] = [0x00, 0x01];
+/// What a zero byte inside a field is written as.
+const ZERO_ESCAPE: [u8; 2] = [0x00, 0xff];
+
+/// Appends one key column's value to the encoded key `out`: the field's bytes with every zero
+/// byte written as `00 FF`, then [`FIELD_END`] (`00 01`).
+///
+/// A key is the concatenation of its columns' fields so encoded. The encoding is injective on
+/// tuples of byte strings of any length, the number of columns included: reading from the
+/// start, `00 FF` is a zero byte of the field, `00 01` ends it, and no other byte follows a
+/// zero, so every field (and where the next one starts) is read back unambiguously; a
+/// single-column key is encoded the same way, so it never equals a multi-column one. The
+/// separator, quote, comma, empty and control-byte cases that joining with a separator got
+/// wrong all decode to their own fields. It also keeps the order: comparing encoded keys
+/// byte by byte orders them as the tuples of their fields (each field compared as bytes, a
+/// field before its extensions), because `00 01` sorts below every byte that may follow a
+/// field's prefix, `00 FF` included. So `--sort` and `merge --sort` sort by the key columns.
+#[inline]
+pub fn push_key_field(out: &mut Vec<u8>, field: &[u8]) {
+    let mut rest = field;
+    while let Some(i) = memchr::memchr(0, rest) {
+        out.extend_from_slice(&rest[..i]);
+        out.extend_from_slice(&ZERO_ESCAPE);
+        rest = &rest[i + 1..];
+    }
+    out.extend_from_slice(rest);
+    out.extend_from_slice(&FIELD_END);
+}
+
+/// The fields of an encoded key, or `None` if `key` is not an encoding (the inverse of
+/// [`push_key_field`], for tests and diagnostics).
+pub fn decode_key(key: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut fields = Vec::new();
+    let mut cur = Vec::new();
+    let mut i = 0;
+    while i < key.len() {
+        if key[i] == 0 {
+            match key.get(i + 1) {
+                Some(0xff) => cur.push(0),
+                Some(0x01) => fields.push(std::mem::take(&mut cur)),
+                _ => return None,
+            }
+            i += 2;
+        } else {
+            cur.push(key[i]);
+            i += 1;
+        }
+    }
+    cur.is_empty().then_some(fields)
+}
 
 /// The keys of one input file.
 #[derive(Debug, Clone)]
@@ -24,6 +73,60 @@ pub struct KeyedInput {
     pub distinct: Vec<Vec<u8>>,
     /// For every data row, the index of its key in `distinct`.
     pub row_key: Vec<u32>,
+    /// BLAKE3 of the whole file as it was read; [`write_selected`] refuses a file that no
+    /// longer has it.
+    pub digest: [u8; 32],
+}
+
+/// A reader that hashes every byte that passes through it (exactly once, whatever buffers
+/// sit above it).
+pub(crate) struct HashingReader<R> {
+    pub(crate) inner: R,
+    pub(crate) hasher: blake3::Hasher,
+}
+
+impl<R> HashingReader<R> {
+    pub(crate) fn new(inner: R) -> Self {
+        HashingReader {
+            inner,
+            hasher: blake3::Hasher::new(),
+        }
+    }
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// Opens `path` for reading through a [`HashingReader`].
+pub(crate) fn open_hashing(path: &Path) -> Result<HashingReader<File>, CliError> {
+    let f = File::open(path)
+        .map_err(|e| CliError::Input(format!("cannot open {}: {e}", path.display())))?;
+    Ok(HashingReader::new(f))
+}
+
+/// Finishes the digest of a file read through `rdr`: hashes what follows the last record.
+pub(crate) fn finish_digest<R: Read>(
+    path: &Path,
+    rdr: csv::Reader<HashingReader<R>>,
+) -> Result<[u8; 32], CliError> {
+    let mut inner = rdr.into_inner();
+    std::io::copy(&mut inner, &mut std::io::sink())
+        .map_err(|e| CliError::Input(format!("{}: {e}", path.display())))?;
+    Ok(*inner.hasher.finalize().as_bytes())
+}
+
+/// The error when the input's digest at output time differs from the one at ingest.
+pub(crate) fn changed(path: &Path) -> CliError {
+    CliError::Input(format!(
+        "{} changed since it was read (its BLAKE3 digest differs): the rows of the \
+         intersection cannot be selected by row number, nothing was written",
+        path.display()
+    ))
 }
 
 impl KeyedInput {
@@ -137,7 +240,7 @@ fn with_key_columns<R: std::io::Read>(
 /// column that the header lacks, a row with the wrong number of fields (with its line
 /// number), or bad UTF-8.
 pub fn read_keys(path: &Path, keys: &[String]) -> Result<KeyedInput, CliError> {
-    let (mut rdr, header, cols) = open_keyed(path, keys)?;
+    let (mut rdr, header, cols) = keyed_reader(path, open_hashing(path)?, keys)?;
     let mut index: HashMap<Vec<u8>, u32> = HashMap::new();
     let mut distinct = Vec::new();
     let mut row_key = Vec::new();
@@ -150,11 +253,8 @@ pub fn read_keys(path: &Path, keys: &[String]) -> Result<KeyedInput, CliError> {
             Err(e) => return Err(describe(path, &e)),
         }
         key.clear();
-        for (i, &c) in cols.iter().enumerate() {
-            if i > 0 {
-                key.push(KEY_SEPARATOR);
-            }
-            key.extend_from_slice(record.get(c).unwrap_or_default().as_bytes());
+        for &c in &cols {
+            push_key_field(&mut key, record.get(c).unwrap_or_default().as_bytes());
         }
         let next = u32::try_from(distinct.len())
             .map_err(|_| CliError::Input("more than 2^32 distinct keys in one file".into()))?;
@@ -168,14 +268,20 @@ pub fn read_keys(path: &Path, keys: &[String]) -> Result<KeyedInput, CliError> {
         header,
         distinct,
         row_key,
+        digest: finish_digest(path, rdr)?,
     })
 }
 
 /// Writes the header and every row of `input` whose key index is marked in `selected` to
 /// `output`, in input order, or sorted by key with `sort`. Returns the number of rows written.
 ///
+/// The rows are picked by row number, so the input must be the file `keyed` was read from:
+/// its BLAKE3 digest is recomputed on the way and compared with [`KeyedInput::digest`] before
+/// the output is put in place.
+///
 /// # Errors
-/// [`CliError::Input`] if the input cannot be re-read or the output cannot be written.
+/// [`CliError::Input`] if the input cannot be re-read, has changed since it was read, or the
+/// output cannot be written.
 pub fn write_selected(
     input: &Path,
     keyed: &KeyedInput,
@@ -189,7 +295,11 @@ pub fn write_selected(
         .unwrap_or(Path::new("."));
     let tmp = tempfile::NamedTempFile::new_in(dir)
         .map_err(|e| CliError::Input(format!("cannot create a file in {}: {e}", dir.display())))?;
-    let mut rdr = open(input)?;
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(false)
+        .buffer_capacity(1 << 20)
+        .from_reader(open_hashing(input)?);
     let mut wtr = csv::Writer::from_writer(BufWriter::with_capacity(1 << 20, tmp.as_file()));
     let io_err = |e: csv::Error| CliError::Input(format!("writing {}: {e}", output.display()));
     wtr.write_record(&keyed.header).map_err(io_err)?;
@@ -197,12 +307,7 @@ pub fn write_selected(
     let mut written = 0;
     for (row, rec) in rdr.records().enumerate() {
         let rec = rec.map_err(|e| describe(input, &e))?;
-        let k = *keyed.row_key.get(row).ok_or_else(|| {
-            CliError::Input(format!(
-                "{} changed while it was being read",
-                input.display()
-            ))
-        })?;
+        let k = *keyed.row_key.get(row).ok_or_else(|| changed(input))?;
         if selected.get(k as usize).copied().unwrap_or(false) {
             if sort {
                 kept.push((k, rec));
@@ -211,6 +316,9 @@ pub fn write_selected(
             }
             written += 1;
         }
+    }
+    if finish_digest(input, rdr)? != keyed.digest {
+        return Err(changed(input));
     }
     if sort {
         kept.sort_by(|a, b| keyed.distinct[a.0 as usize].cmp(&keyed.distinct[b.0 as usize]));
@@ -226,4 +334,84 @@ pub fn write_selected(
     tmp.persist(output)
         .map_err(|e| CliError::Input(format!("cannot write {}: {e}", output.display())))?;
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode(fields: &[&[u8]]) -> Vec<u8> {
+        let mut k = Vec::new();
+        for f in fields {
+            push_key_field(&mut k, f);
+        }
+        k
+    }
+
+    /// Every tuple of one to three fields over bytes that a separator join gets wrong: the
+    /// encodings are distinct, decode back, and sort as the tuples do.
+    #[test]
+    fn key_encoding_is_injective_and_keeps_tuple_order() {
+        let vals: &[&[u8]] = &[
+            b"",
+            b"a",
+            b"b",
+            b"\x1f",
+            b"a\x1fb",
+            b"\x00",
+            b"\x00\x01",
+            b"\x01",
+            b"\x00\xff",
+            b"\xff",
+            b"\x00\x00",
+            b",",
+            b"\"",
+        ];
+        let mut tuples: Vec<Vec<&[u8]>> = Vec::new();
+        for &a in vals {
+            tuples.push(vec![a]);
+            for &b in vals {
+                tuples.push(vec![a, b]);
+                for &c in vals {
+                    tuples.push(vec![a, b, c]);
+                }
+            }
+        }
+        let mut seen = std::collections::HashMap::new();
+        for t in &tuples {
+            let k = encode(t);
+            assert_eq!(decode_key(&k).unwrap(), *t);
+            assert!(seen.insert(k, t.clone()).is_none(), "{t:?} collides");
+        }
+        let mut by_tuple = tuples.clone();
+        by_tuple.sort();
+        let mut by_key = tuples;
+        by_key.sort_by_key(|t| encode(t));
+        assert_eq!(by_tuple, by_key);
+        assert_eq!(decode_key(b"a\x00"), None);
+        assert_eq!(decode_key(b"a\x00\x02"), None);
+        assert_eq!(decode_key(b"a"), None);
+    }
+
+    /// `ub-psi`'s output pass: a file changed since `read_keys` (same rows, same length) is
+    /// refused with exit code 3 and nothing is written.
+    #[test]
+    fn write_selected_refuses_a_changed_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.csv");
+        let out = dir.path().join("out.csv");
+        std::fs::write(&input, "id,x\nk1,1\nk2,2\n").unwrap();
+        let kd = read_keys(&input, &["id".into()]).unwrap();
+        assert_eq!(kd.digest, *blake3::hash(b"id,x\nk1,1\nk2,2\n").as_bytes());
+        assert_eq!(
+            write_selected(&input, &kd, &[false, true], &out, false).unwrap(),
+            1
+        );
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "id,x\nk2,2\n");
+        std::fs::remove_file(&out).unwrap();
+        std::fs::write(&input, "id,x\nk1,1\nk3,2\n").unwrap();
+        let e = write_selected(&input, &kd, &[false, true], &out, false).unwrap_err();
+        assert_eq!(e.exit_code(), 3, "{e}");
+        assert!(!out.exists());
+    }
 }

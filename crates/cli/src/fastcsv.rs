@@ -17,7 +17,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-use crate::csvio::KEY_SEPARATOR;
+use crate::csvio::push_key_field;
 use crate::error::CliError;
 
 /// Bytes read at a time.
@@ -138,7 +138,7 @@ impl Fields {
         }
     }
 
-    /// Appends the key of `line` (its key columns joined by [`KEY_SEPARATOR`], as
+    /// Appends the key of `line` (its key columns encoded by [`push_key_field`], as
     /// `bucket::key_of` builds it from a parsed record) to `out`. Returns `false`, leaving `out`
     /// unchanged, when the line does not have exactly the header's number of fields.
     #[inline]
@@ -148,7 +148,7 @@ impl Fields {
             if memchr::memchr(b',', line).is_some() {
                 return false;
             }
-            out.extend_from_slice(line);
+            push_key_field(out, line);
             return true;
         }
         self.spans.clear();
@@ -164,12 +164,9 @@ impl Fields {
         if self.spans.len() != self.fields {
             return false;
         }
-        for (i, &c) in self.cols.iter().enumerate() {
-            if i > 0 {
-                out.push(KEY_SEPARATOR);
-            }
+        for &c in &self.cols {
             let (a, b) = self.spans[c];
-            out.extend_from_slice(&line[a..b]);
+            push_key_field(out, &line[a..b]);
         }
         true
     }

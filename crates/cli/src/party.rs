@@ -367,7 +367,8 @@ struct Outcome {
 /// Magic of the job-level handshake (before the protocol's own handshake in each bucket).
 /// Version 2: the protocols run on the keys' 128-bit public hashes, not the keys themselves, so
 /// a peer of version 1 would silently find nothing in common; the magic makes it an error.
-const JOB_MAGIC: &[u8; 8] = b"OBLIVJB2";
+/// Version 3: keys are encoded injectively (`csvio::push_key_field`), so their hashes differ.
+const JOB_MAGIC: &[u8; 8] = b"OBLIVJB3";
 /// Longest job hello accepted from a peer.
 const MAX_HELLO: usize = 4096;
 /// Most buckets a run may have.

@@ -3,32 +3,88 @@
 //! # Protocol
 //!
 //! The receiver `C` holds key `c`; the two other parties are `P` (the lower rank) with key `a`
-//! and `Q` with key `b`. `H` hashes to the group, `T` truncates a hash of a group element.
+//! and `Q` with key `b`. `H` hashes to the group and `T` truncates the comparison hash of a
+//! group element. Three more hashes (BLAKE3 in derive-key mode, one context each) let `C` open
+//! only the common part of `P`'s and `Q`'s sets: `K(g)`, a 16-byte key of a group element `g`,
+//! and `I(k) ‖ E(k)`, the output of a key `k` split into an index of `w_I` bytes and a pad as
+//! long as an encoded point. Every party first removes the duplicates from its own items (the
+//! receiver maps its result back to every index of a common item), so all sets below are sets.
 //!
-//! 1. `P` and `Q` exchange their masked, shuffled sets `H(x_P)^a` and `H(x_Q)^b`; each raises
-//!    the other's to its own key and forwards the result to `C`: `P` sends the points
-//!    `V = {H(x_Q)^{ab}}`, `Q` only the truncated hashes `T'(U)` of `U = {H(x_P)^{ab}}`
-//!    (`C` needs group elements of one side only). `C` computes `W = {v ∈ V : T'(v) ∈ T'(U)}`,
-//!    the doubly-masked intersection of `P` and `Q`, and `T(w^c)` for `w ∈ W`. `T'` keeps
-//!    `⌈(40 + log₂ n_P + log₂ n_Q)/8⌉` bytes, so a false member of `W` has probability at
-//!    most 2^-40; sending hashes instead of points saves about a tenth of the traffic.
+//! 1. `P` and `Q` exchange their masked, shuffled sets `H(x_P)^a` and `H(x_Q)^b` and raise
+//!    the other's to their own key: `P` holds `V = {H(x_Q)^{ab}}`, `Q` holds
+//!    `U = {H(x_P)^{ab}}`, each in the other's shuffled order. `Q` sends `C` the keys `K(u)`
+//!    for `u ∈ U`; `P` sends `C` each `v ∈ V` sealed as `I(K(v)) ‖ v ⊕ E(K(v))`. `C` looks
+//!    each key's index up among the sealed points and opens the ones that match, keeping an
+//!    opened `v` only if `K(v)` is the key that opened it. What opens is exactly
+//!    `W = U ∩ V = {H(x)^{ab} : x ∈ X_P ∩ X_Q}`; `C` computes `T(w^c)` for `w ∈ W`.
 //! 2. `C` sends `H(x_C)^c` in its own order to `P`, which raises it to `a` and forwards it to
 //!    `Q`, which raises it to `b` and returns `T(H(x_C)^{cab})` to `C`.
 //! 3. `C` outputs the indices of its items whose value lies in `T(W^c)`.
 //!
-//! This is the construction SecretFlow's three-party ECDH-PSI uses, with the same number of
-//! group operations per item.
+//! `T` keeps `⌈(40 + log₂ n_C + log₂ min(n_P, n_Q))/8⌉` bytes, so a false member of the result
+//! has probability at most 2^-40. `w_I = ⌈(8 + log₂ n_P + log₂ n_Q)/8⌉` bytes: an index shared
+//! by a key and a sealed point of another element happens about 2^-8 times per run and costs one
+//! failed key check, never a wrong result.
+//!
+//! This is the flow of SecretFlow's three-party ECDH-PSI, except that there `P` sends `V` as
+//! group elements: `C` could then raise every `v ∈ V` to `c`, compare with its answers from
+//! step 2 and learn `X_C ∩ X_Q`. Sealing `V` under keys that only `Q` can give closes that.
 //!
 //! # Security and leakage
 //!
-//! Semi-honest, non-colluding parties; DDH in the group, `H` a random oracle. **`C` learns
-//! `|X_P ∩ X_Q|`**, the size of the intersection of the two other parties' sets (the size of
-//! `W`), in addition to the three-way intersection and every set size; `P` and `Q` learn the
-//! set sizes only. The shuffles hide where common items sit in `P`'s and `Q`'s inputs. We know
-//! of no construction at the same cost (three exponentiations per item, no OPRF or circuit)
-//! that avoids revealing `|X_P ∩ X_Q|` to the receiver; a caller for whom that size is
-//! sensitive should use a two-party protocol between the receiver and a party holding
-//! `X_P ∩ X_Q`, or a circuit-based PSI.
+//! Semi-honest, non-colluding parties; DDH in the group, `H`, `K`, `I ‖ E` and the comparison
+//! hash random oracles. With `n_X` the number of distinct items of party `X`:
+//!
+//! - **`C` learns `n_P`, `n_Q`, `|X_P ∩ X_Q|` and `X_C ∩ X_P ∩ X_Q`**, and nothing else about
+//!   `X_P` or `X_Q`: in particular not which of its items are in `X_Q` only or in `X_P` only.
+//! - `P` learns `n_Q` and `n_C`; `Q` learns `n_P` and `n_C`.
+//!
+//! Simulator for `C`, given its input, its key `c`, the sizes `n_P`, `n_Q`, `m = |X_P ∩ X_Q|`
+//! and the output `O = X_C ∩ X_P ∩ X_Q`:
+//!
+//! 1. Draw `m` uniform group elements `w_1 … w_m` and give the items of `O` distinct ones.
+//! 2. `Q`'s keys: `K(w_i)` for `i ≤ m` and `n_P − m` uniform 16-byte strings, in a uniformly
+//!    random order. `P`'s sealed points: the seals of `w_1 … w_m` and `n_Q − m` uniform strings
+//!    of `w_I` plus a point's length, in a uniformly random order.
+//! 3. The answers of step 2, in `C`'s order: `T(w_x^c)` for the items `x ∈ O` and uniform
+//!    strings of `T`'s width for its other items.
+//!
+//! The real view is indistinguishable: (a) `a·b` is uniform and unknown to `C`, so under DDH
+//! the elements `H(x)^{ab}` for all items of all parties can be replaced by independent uniform
+//! elements `g_x`, including inside the answers `T(H(x)^{abc}) = T(g_x^c)` (the standard
+//! multi-instance reduction of two-party ECDH-PSI, applied to the key `ab`). (b) For
+//! `x ∈ X_Q \ X_P`, `C` gets the seal of `g_x` but not `K(g_x)`, and can query the oracles on
+//! `g_x` only by guessing a uniform element: the seal is a uniform string. For
+//! `x ∈ X_P \ X_Q`, `K(g_x)` is a uniform string that opens nothing. For `x ∈ X_C` outside
+//! `X_P ∩ X_Q`, `g_x` appears nowhere else in the view, so `T(g_x^c)` is uniform. (c) The orders
+//! of both lists are uniform because `P` and `Q` shuffle their sets and do not collude with `C`;
+//! which key opens which seal is a uniform matching of `m` pairs, as in the simulation. The
+//! distributions then differ only on collisions of truncated hashes, below 2^-40.
+//!
+//! Simulators for `P` and `Q`: `P` sees `H(x_Q)^b` (shuffled) and `H(x_C)^c`, `Q` sees
+//! `H(x_P)^a` (shuffled) and `H(x_C)^{ca}`: under DDH these are uniform elements, so `n_Q` and
+//! `n_C` (resp. `n_P` and `n_C`) uniform elements simulate them.
+//!
+//! Nothing is claimed against collusions: `C` and `P` together hold `a`, `c` and `U`'s keys
+//! and learn `X_C ∩ X_Q`. A caller for whom `|X_P ∩ X_Q|` is sensitive should use a two-party
+//! protocol between the receiver and a party holding `X_P ∩ X_Q`, or a circuit-based PSI.
+//!
+//! # Cost
+//!
+//! Three exponentiations per item and party, as before the sealing: `P` and `Q` one for their
+//! own items, one for the other helper's and one for `C`'s; `C` one for its items and one per
+//! element of `W`. The sealing adds hashing only: `P` two BLAKE3 calls of one block per item of
+//! `Q`, `Q` one per item of `P`, `C` one per key and two per opened element. On the wire `P`
+//! sends `w_I` more bytes per item of `Q`, and `Q` sends 16-byte keys instead of
+//! `⌈(40 + log₂ n_P + log₂ n_Q)/8⌉`-byte hashes per item of `P`.
+//!
+//! # Bounds on what peers announce
+//!
+//! Every item count a peer announces in its handshake must be at most the caller's
+//! `max_peer_items` ([`DEFAULT_MAX_PEER_ITEMS`] in [`run`]); a larger one is
+//! [`Error::HandshakeMismatch`] on the field `item count`, before anything is allocated. No
+//! buffer is reserved from an announced count: what is stored grows as the frames arrive, and
+//! each frame is bounded by the agreed batch size.
 //!
 //! # Streaming and deadlock freedom
 //!
@@ -36,13 +92,14 @@
 //! batch in an order that never waits on a message that the peer can only send after hearing
 //! from us, so bounded network buffers cannot deadlock the three parties.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use obliv_core::psi_compare_bytes;
 use obliv_ec::{DynGroup, SecretKey};
 use obliv_net::{Channel, Session};
 use rand::seq::SliceRandom;
 use rand_core::CryptoRng;
+use rayon::prelude::*;
 
 use crate::ecdh::{
     EcdhConfig, MAX_BATCH, RngAdapter, STAT_SECURITY, batch_len, code_name, curve_code, frame,
@@ -51,12 +108,15 @@ use crate::ecdh::{
 use crate::error::{Error, Result};
 use crate::handshake::{self, Hello};
 
+/// The largest item count [`run`] accepts from a peer's handshake.
+pub const DEFAULT_MAX_PEER_ITEMS: usize = 1 << 30;
+
 /// Protocol identifier of three-party ECDH-PSI in the handshake.
 const PROTOCOL_ID: u8 = 2;
-/// Message layout of this version, in the handshake's parameter field: 1 = `Q` forwards
-/// truncated hashes of `U`, not points (an older peer sends 0 and is refused before any
-/// item-dependent data).
-const LAYOUT: u64 = 1;
+/// Message layout of this version, in the handshake's parameter field: 2 = `Q` sends keys and
+/// `P` sealed points (layout 1 sent `V` as points, which let `C` test its items against `X_Q`;
+/// a peer of that layout is refused before any item-dependent data).
+const LAYOUT: u64 = 2;
 /// Role codes in the handshake.
 const ROLE_C: u8 = 0;
 const ROLE_P: u8 = 1;
@@ -66,13 +126,24 @@ const TAG_OWN: u8 = 1;
 const TAG_FORWARD: u8 = 2;
 const TAG_FINAL: u8 = 3;
 
+/// Bytes of a key `K(g)`.
+const KEY_LEN: usize = 16;
+/// Statistical parameter of the index width `w_I` (an index collision only costs a key check).
+const INDEX_SECURITY: u32 = 8;
+/// Derive-key contexts of `K` and of `I ‖ E`.
+const KEY_CONTEXT: &str = "obliv-psi ecdh3 layout 2: key of a doubly masked element";
+const SEAL_CONTEXT: &str = "obliv-psi ecdh3 layout 2: index and pad of a key";
+/// Longest `I(k) ‖ E(k)`: a 16-byte index and a 33-byte point.
+const MAX_SEAL: usize = 16 + 33;
+
 /// Runs three-party ECDH-PSI as party `session.rank()` of a three-party session; `receiver`
-/// is the rank of the party that learns the result.
+/// is the rank of the party that learns the result. A peer may announce at most
+/// [`DEFAULT_MAX_PEER_ITEMS`] items; see [`run_with_limit`].
 ///
-/// Returns `Some(indices)` (ascending indices of `items` in the three-way intersection) for
-/// the receiver and `None` for the others. `cfg.broadcast` is not supported for three parties
-/// (the others would need the receiver's positions mapped through two shuffles); it is an
-/// [`Error::InvalidParameter`]. `cfg.window` is unused.
+/// Returns `Some(indices)` (ascending indices of `items` in the three-way intersection; every
+/// index of a repeated item) for the receiver and `None` for the others. `cfg.broadcast` is not
+/// supported for three parties (the others would need the receiver's positions mapped through
+/// two shuffles); it is an [`Error::InvalidParameter`]. `cfg.window` is unused.
 ///
 /// # Errors
 /// As [`crate::ecdh::run`]; also a session that does not have exactly three parties.
@@ -81,6 +152,27 @@ pub fn run<C, T, R>(
     receiver: usize,
     items: &[T],
     cfg: &EcdhConfig,
+    rng: &mut R,
+) -> Result<Option<Vec<usize>>>
+where
+    C: Channel,
+    T: AsRef<[u8]> + Sync,
+    R: CryptoRng + ?Sized,
+{
+    run_with_limit(session, receiver, items, cfg, DEFAULT_MAX_PEER_ITEMS, rng)
+}
+
+/// [`run`] with a bound on the number of distinct items each peer may announce.
+///
+/// # Errors
+/// As [`run`]; a peer announcing more than `max_peer_items` items is
+/// [`Error::HandshakeMismatch`] with `field == "item count"`.
+pub fn run_with_limit<C, T, R>(
+    session: &mut Session<C>,
+    receiver: usize,
+    items: &[T],
+    cfg: &EcdhConfig,
+    max_peer_items: usize,
     rng: &mut R,
 ) -> Result<Option<Vec<usize>>>
 where
@@ -115,6 +207,7 @@ where
             ROLE_Q
         }
     };
+    let (distinct, slot) = distinct(items);
     let group = DynGroup::new(cfg.curve)?;
     let hello = |my_role: u8| Hello {
         protocol: PROTOCOL_ID,
@@ -122,17 +215,23 @@ where
         role: my_role,
         flags: 0,
         batch: u32::try_from(cfg.batch_size).unwrap_or(u32::MAX),
-        n_items: items.len() as u64,
+        n_items: distinct.len() as u64,
         param: LAYOUT,
     };
     // Handshakes in rank order of the peers (each pair talks in both directions at once).
     let mut sizes = [0usize; 3];
-    sizes[me] = items.len();
+    sizes[me] = distinct.len();
     for peer in [0, 1, 2].into_iter().filter(|&r| r != me) {
         let ch = session.channel(peer)?;
         let theirs = handshake::exchange(ch, &hello(role(me)), role(peer), code_name)?;
         sizes[peer] = usize::try_from(theirs.n_items)
-            .map_err(|_| Error::Protocol("peer announced too many items".into()))?;
+            .ok()
+            .filter(|&n| n <= max_peer_items)
+            .ok_or_else(|| Error::HandshakeMismatch {
+                field: "item count",
+                ours: format!("at most {max_peer_items} items from a peer"),
+                theirs: theirs.n_items.to_string(),
+            })?;
     }
     let key = group.random_secret(rng)?;
     let st = Three {
@@ -148,18 +247,55 @@ where
             sizes[p].min(sizes[q]) as u64,
         )
         .min(16),
-        w_pq: psi_compare_bytes(STAT_SECURITY, sizes[p] as u64, sizes[q] as u64).min(16),
+        w_idx: psi_compare_bytes(INDEX_SECURITY, sizes[p] as u64, sizes[q] as u64).min(16),
     };
     if me == receiver {
         let (to_p, to_q) = session.channel_pair(p, q)?;
-        st.receiver(to_p, to_q, items).map(Some)
+        let hit = st.receiver(to_p, to_q, &distinct)?;
+        Ok(Some((0..items.len()).filter(|&i| hit[slot[i]]).collect()))
     } else if me == p {
         let (to_q, to_c) = session.channel_pair(q, receiver)?;
-        st.helper(to_q, to_c, items, true, rng).map(|()| None)
+        st.helper(to_q, to_c, &distinct, true, rng).map(|()| None)
     } else {
         let (to_p, to_c) = session.channel_pair(p, receiver)?;
-        st.helper(to_p, to_c, items, false, rng).map(|()| None)
+        st.helper(to_p, to_c, &distinct, false, rng).map(|()| None)
     }
+}
+
+/// The distinct items in order of first occurrence, and for each item the position of its
+/// value among them.
+fn distinct<T: AsRef<[u8]>>(items: &[T]) -> (Vec<&[u8]>, Vec<usize>) {
+    let mut seen: HashMap<&[u8], usize> = HashMap::with_capacity(items.len());
+    let mut uniq = Vec::with_capacity(items.len());
+    let slot = items
+        .iter()
+        .map(|it| {
+            let b = it.as_ref();
+            *seen.entry(b).or_insert_with(|| {
+                uniq.push(b);
+                uniq.len() - 1
+            })
+        })
+        .collect();
+    (uniq, slot)
+}
+
+/// `K(g)`: the key of an encoded group element.
+fn element_key(g: &[u8]) -> [u8; KEY_LEN] {
+    let h = blake3::Hasher::new_derive_key(KEY_CONTEXT)
+        .update(g)
+        .finalize();
+    let mut k = [0u8; KEY_LEN];
+    k.copy_from_slice(&h.as_bytes()[..KEY_LEN]);
+    k
+}
+
+/// Fills `out` with `I(k) ‖ E(k)`.
+fn index_and_pad(k: &[u8; KEY_LEN], out: &mut [u8]) {
+    blake3::Hasher::new_derive_key(SEAL_CONTEXT)
+        .update(k)
+        .finalize_xof()
+        .fill(out);
 }
 
 /// Parameters and key of one party after the handshakes.
@@ -172,16 +308,39 @@ struct Three {
     n_c: usize,
     /// Width of the final comparison values.
     w: usize,
-    /// Width of `T'(U)`, the hashes `Q` forwards for `C`'s intersection of `U` and `V`.
-    w_pq: usize,
+    /// Width `w_I` of the index of a sealed element.
+    w_idx: usize,
 }
 
 impl Three {
-    fn max_frame(&self) -> usize {
-        5 + self.batch * self.group.encoded_len()
+    /// Bytes of one sealed element `I(K(v)) ‖ v ⊕ E(K(v))`.
+    fn sealed_len(&self) -> usize {
+        self.w_idx + self.group.encoded_len()
     }
 
-    /// Receives frame `index` of kind `tag` holding `count` encoded points.
+    /// Receives frame `index` of kind `tag` holding `count` records of `width` bytes (at most
+    /// one batch of them).
+    fn recv_records<C: Channel + ?Sized>(
+        &self,
+        ch: &mut C,
+        tag: u8,
+        index: usize,
+        count: usize,
+        width: usize,
+    ) -> Result<Vec<u8>> {
+        ch.flush()?;
+        let f = ch.recv_max(5 + self.batch * width)?;
+        let (t, i, payload) = parse(&f)?;
+        if t != tag || i != index || payload.len() != count * width {
+            return Err(Error::Protocol(format!(
+                "expected batch {index} of kind {tag} with {count} records of {width} bytes, got kind {t} batch {i} of {} bytes",
+                payload.len()
+            )));
+        }
+        Ok(payload.to_vec())
+    }
+
+    /// Receives `count` encoded points.
     fn recv_points<C: Channel + ?Sized>(
         &self,
         ch: &mut C,
@@ -189,31 +348,73 @@ impl Three {
         index: usize,
         count: usize,
     ) -> Result<Vec<u8>> {
-        ch.flush()?;
-        let f = ch.recv_max(self.max_frame())?;
-        let (t, i, payload) = parse(&f)?;
-        if t != tag || i != index || payload.len() != count * self.group.encoded_len() {
-            return Err(Error::Protocol(format!(
-                "expected batch {index} of kind {tag} with {count} points, got kind {t} batch {i} of {} bytes",
-                payload.len()
-            )));
-        }
-        Ok(payload.to_vec())
+        self.recv_records(ch, tag, index, count, self.group.encoded_len())
+    }
+
+    /// `P`'s message to `C`: each doubly-masked element `v` sealed as `I(K(v)) ‖ v ⊕ E(K(v))`.
+    fn seal(&self, points: &[u8]) -> Vec<u8> {
+        let (len, rec) = (self.group.encoded_len(), self.sealed_len());
+        let mut out = vec![0u8; points.len() / len * rec];
+        out.par_chunks_mut(rec)
+            .zip(points.par_chunks(len))
+            .for_each(|(o, v)| {
+                index_and_pad(&element_key(v), o);
+                for (x, y) in o[self.w_idx..].iter_mut().zip(v) {
+                    *x ^= y;
+                }
+            });
+        out
+    }
+
+    /// `Q`'s message to `C`: the key `K(u)` of each doubly-masked element `u`.
+    fn keys(&self, points: &[u8]) -> Vec<u8> {
+        let len = self.group.encoded_len();
+        let mut out = vec![0u8; points.len() / len * KEY_LEN];
+        out.par_chunks_mut(KEY_LEN)
+            .zip(points.par_chunks(len))
+            .for_each(|(o, u)| o.copy_from_slice(&element_key(u)));
+        out
+    }
+
+    /// `C`: the elements of `sealed` that one of `keys` (`(I(k), k)`, sorted) opens.
+    fn open(&self, sealed: &[u8], keys: &[(u128, [u8; KEY_LEN])]) -> Vec<u8> {
+        let rec = self.sealed_len();
+        let opened: Vec<Vec<u8>> = sealed
+            .par_chunks(rec)
+            .filter_map(|s| {
+                let idx = pack(&s[..self.w_idx]);
+                let from = keys.partition_point(|e| e.0 < idx);
+                keys[from..]
+                    .iter()
+                    .take_while(|e| e.0 == idx)
+                    .find_map(|(_, k)| {
+                        let mut pad = [0u8; MAX_SEAL];
+                        index_and_pad(k, &mut pad[..rec]);
+                        let v: Vec<u8> = s[self.w_idx..]
+                            .iter()
+                            .zip(&pad[self.w_idx..rec])
+                            .map(|(a, b)| a ^ b)
+                            .collect();
+                        (element_key(&v) == *k).then_some(v)
+                    })
+            })
+            .collect();
+        opened.concat()
     }
 
     /// `P` (`first`) or `Q`: exchange masked sets with the other helper and forward the
-    /// doubly-masked ones to `C`; then pass `C`'s items along the chain `C → P → Q → C`.
-    fn helper<C, T, R>(
+    /// doubly-masked ones to `C` (`P` sealed, `Q` as keys); then pass `C`'s items along the
+    /// chain `C → P → Q → C`.
+    fn helper<C, R>(
         &self,
         other: &mut C,
         to_c: &mut C,
-        items: &[T],
+        items: &[&[u8]],
         first: bool,
         rng: &mut R,
     ) -> Result<()>
     where
         C: Channel,
-        T: AsRef<[u8]> + Sync,
         R: CryptoRng + ?Sized,
     {
         let b = self.batch;
@@ -228,21 +429,19 @@ impl Three {
         for i in 0..nb_own.max(nb_other) {
             if i < nb_own {
                 let idx = &order[i * b..i * b + batch_len(i, n_own, b)];
-                let batch: Vec<&[u8]> = idx.iter().map(|&j| items[j].as_ref()).collect();
+                let batch: Vec<&[u8]> = idx.iter().map(|&j| items[j]).collect();
                 let masked = self.group.hash_and_mul_batch(&batch, &self.key)?;
                 other.send_vec(frame(TAG_OWN, i, &masked)?)?;
             }
             if i < nb_other {
                 let pts = self.recv_points(other, TAG_OWN, i, batch_len(i, n_other, b))?;
                 let doubled = self.group.mul_encoded_batch(&pts, &self.key)?;
-                if first {
-                    // P forwards V as points: C raises the common ones to c.
-                    to_c.send_vec(frame(TAG_OWN, i, &doubled)?)?;
+                let msg = if first {
+                    self.seal(&doubled)
                 } else {
-                    // Q forwards only T'(U): C just tests membership.
-                    let t = truncate(&self.group.hash_encoded_batch(&doubled)?, self.w_pq);
-                    to_c.send_vec(frame(TAG_OWN, i, &t)?)?;
-                }
+                    self.keys(&doubled)
+                };
+                to_c.send_vec(frame(TAG_OWN, i, &msg)?)?;
             }
         }
         other.flush()?;
@@ -267,43 +466,43 @@ impl Three {
         Ok(())
     }
 
-    /// `C`: collect `U` and `V`, intersect, then send its own items around the chain.
-    fn receiver<C, T>(&self, to_p: &mut C, to_q: &mut C, items: &[T]) -> Result<Vec<usize>>
+    /// `C`: collect the sealed `V` and the keys of `U`, open `W`, then send its own items
+    /// around the chain. Returns for each of `items` whether it is in the intersection.
+    fn receiver<C>(&self, to_p: &mut C, to_q: &mut C, items: &[&[u8]]) -> Result<Vec<bool>>
     where
         C: Channel,
-        T: AsRef<[u8]> + Sync,
     {
         let b = self.batch;
-        let len = self.group.encoded_len();
-        // From P: the points V = Q's items under ab; from Q: T'(U), U = P's items under ab.
+        let rec = self.sealed_len();
+        // From P: V sealed; from Q: the keys of U. Both grow as the frames arrive.
         let (nb_v, nb_u) = (self.n_q.div_ceil(b), self.n_p.div_ceil(b));
-        let mut v: Vec<u8> = Vec::with_capacity(self.n_q * len);
-        let mut u: HashSet<u128> = HashSet::with_capacity(self.n_p);
+        let mut sealed: Vec<u8> = Vec::new();
+        let mut keys: Vec<(u128, [u8; KEY_LEN])> = Vec::new();
         for i in 0..nb_v.max(nb_u) {
             if i < nb_v {
-                v.extend(self.recv_points(to_p, TAG_OWN, i, batch_len(i, self.n_q, b))?);
+                let count = batch_len(i, self.n_q, b);
+                sealed.extend(self.recv_records(to_p, TAG_OWN, i, count, rec)?);
             }
             if i < nb_u {
                 let count = batch_len(i, self.n_p, b);
-                let f = to_q.recv_max(5 + b * self.w_pq)?;
-                let (t, k, payload) = parse(&f)?;
-                if t != TAG_OWN || k != i || payload.len() != count * self.w_pq {
-                    return Err(Error::Protocol(format!(
-                        "malformed batch {i} of hashed masked items from the second party"
-                    )));
-                }
-                u.extend(payload.chunks_exact(self.w_pq).map(pack));
+                let payload = self.recv_records(to_q, TAG_OWN, i, count, KEY_LEN)?;
+                let batch: Vec<(u128, [u8; KEY_LEN])> = payload
+                    .par_chunks_exact(KEY_LEN)
+                    .map(|c| {
+                        let mut k = [0u8; KEY_LEN];
+                        k.copy_from_slice(c);
+                        let mut idx = [0u8; 16];
+                        index_and_pad(&k, &mut idx[..self.w_idx]);
+                        (pack(&idx[..self.w_idx]), k)
+                    })
+                    .collect();
+                keys.extend(batch);
             }
         }
-        let v_hashes = truncate(&self.group.hash_encoded_batch(&v)?, self.w_pq);
-        let common: Vec<u8> = v
-            .chunks_exact(len)
-            .zip(v_hashes.chunks_exact(self.w_pq))
-            .filter(|(_, h)| u.contains(&pack(h)))
-            .flat_map(|(pt, _)| pt.iter().copied())
-            .collect();
-        drop(v);
-        drop(u);
+        keys.par_sort_unstable_by_key(|e| e.0);
+        let common = self.open(&sealed, &keys);
+        drop(sealed);
+        drop(keys);
         let raised = self.group.mul_encoded_batch(&common, &self.key)?;
         let targets: HashSet<u128> = truncate(&self.group.hash_encoded_batch(&raised)?, self.w)
             .chunks_exact(self.w)
@@ -317,22 +516,14 @@ impl Three {
             to_p.send_vec(frame(TAG_FORWARD, j, &masked)?)?;
         }
         to_p.flush()?;
-        let mut out = Vec::new();
+        let mut hit = vec![false; items.len()];
         for j in 0..nb_c {
             let count = batch_len(j, self.n_c, b);
-            let f = to_q.recv_max(5 + b * self.w)?;
-            let (t, i, payload) = parse(&f)?;
-            if t != TAG_FINAL || i != j || payload.len() != count * self.w {
-                return Err(Error::Protocol(format!(
-                    "malformed final batch {j} from the second party"
-                )));
-            }
+            let payload = self.recv_records(to_q, TAG_FINAL, j, count, self.w)?;
             for (k, val) in payload.chunks_exact(self.w).enumerate() {
-                if targets.contains(&pack(val)) {
-                    out.push(j * b + k);
-                }
+                hit[j * b + k] = targets.contains(&pack(val));
             }
         }
-        Ok(out)
+        Ok(hit)
     }
 }

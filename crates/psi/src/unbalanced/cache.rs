@@ -12,8 +12,11 @@ use crate::error::{Error, Result};
 use super::io_err;
 
 const CACHE_MAGIC: &[u8; 8] = b"OBUBCACH";
-/// Version 2 added the optional server positions; version 1 files (no positions) are read.
-const CACHE_VERSION: u32 = 2;
+/// Version 2 added the optional server positions. Version 3: the `obliv` command encodes
+/// multi-column keys injectively, so a cache of versions 1 and 2 may hold the values of keys in
+/// the older encoding, which would silently match nothing; such a cache is refused (build it
+/// again with the offline phase).
+const CACHE_VERSION: u32 = 3;
 /// Bytes of the cache header.
 pub(crate) const HEADER_LEN: usize = 8 + 4 + 1 + 1 + 1 + 1 + 8 + 32 + 32;
 /// Bytes of a stored server position (big-endian, so records sort by value, then position).
@@ -27,7 +30,7 @@ const RUN: usize = 1 << 22;
 
 /// The client's sorted, checksummed file of the server's OPRF values.
 ///
-/// Layout: `"OBUBCACH"`, version (u32 LE, 2), curve code, width `w`, position bytes `p`
+/// Layout: `"OBUBCACH"`, version (u32 LE, 3), curve code, width `w`, position bytes `p`
 /// (0, or 5 when the cache was built for `server_get_result`), 1 reserved byte, count
 /// (u64 LE), the server key's fingerprint (32 bytes), BLAKE3 of the body (32 bytes); then the
 /// body: `count` records of `w + p` bytes in ascending byte order, each the OPRF value
@@ -68,12 +71,18 @@ impl Cache {
             return Err(bad("not an obliv unbalanced-PSI cache"));
         }
         let version = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
-        if version != CACHE_VERSION && version != 1 {
+        if version == 1 || version == 2 {
+            return Err(bad(&format!(
+                "cache version {version} was built by an older obliv, whose keys may be \
+                 encoded differently: run the offline phase again"
+            )));
+        }
+        if version != CACHE_VERSION {
             return Err(bad("unsupported cache version"));
         }
         let width = usize::from(h[13]);
         let pos_bytes = usize::from(h[14]);
-        if pos_bytes != 0 && (version == 1 || pos_bytes != POS_BYTES) {
+        if pos_bytes != 0 && pos_bytes != POS_BYTES {
             return Err(bad("unsupported position width"));
         }
         let mut c = [0u8; 8];
