@@ -36,6 +36,17 @@ pub enum Error {
     /// The peer failed a consistency check (SoftSpokenOT): it deviated from the protocol.
     #[error("the peer failed the consistency check")]
     ConsistencyCheck,
+    /// A count exceeds the bound this party agreed to (its own configured maximum), checked
+    /// before anything is allocated for it.
+    #[error("{field} is {got}, above the agreed maximum {max}")]
+    LimitExceeded {
+        /// Which count (the name of the field or argument).
+        field: &'static str,
+        /// The count requested or announced.
+        got: u64,
+        /// The most this party accepts.
+        max: u64,
+    },
     /// A caller-supplied argument is out of range (wrong number of base OTs, an instance index
     /// past the batch, mismatched slice lengths, a batch too large).
     #[error("invalid argument: {0}")]

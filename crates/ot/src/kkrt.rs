@@ -45,6 +45,15 @@
 //! that is what PSI needs, and the reason a sender must never reveal raw evaluations beyond
 //! what the protocol using them allows.
 //!
+//! # Hostile peers
+//!
+//! The batch size `n` of [`KkrtSender::send`] may come from the peer (a PSI receiver
+//! announces its table size). The sender checks it against its agreed maximum
+//! ([`KkrtSender::set_max_batch`], [`Error::LimitExceeded`]) and then allocates the key
+//! chunk by chunk as the receiver's columns arrive — 64 bytes kept per 64 bytes received —
+//! so announcing a large batch and sending nothing costs the
+//! sender nothing. Buffers that held key material are wiped on every exit.
+//!
 //! [KKRT16]: https://eprint.iacr.org/2016/799
 //! [GKWW20]: https://eprint.iacr.org/2019/074
 
@@ -53,7 +62,7 @@ use obliv_core::{Aes, Block, Prg};
 use obliv_net::{Channel, ChannelExt};
 use rand_core::CryptoRng;
 use subtle::Choice;
-use zeroize::{Zeroize, ZeroizeOnDrop};
+use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 use crate::base::{self, ReceiverBaseOts, SenderBaseOts};
 use crate::error::{Error, Result};
@@ -64,7 +73,8 @@ pub const CODE_BITS: usize = 512;
 pub const CODE_BLOCKS: usize = CODE_BITS / 128;
 /// Instances per chunk message (`64 · CHUNK` = 512 KiB per message).
 pub const CHUNK: usize = 1 << 13;
-/// Most instances per batch (2^36: a guard against overflow, far beyond memory).
+/// Most instances per batch by default (2^36: a guard against overflow, far beyond memory);
+/// a sender can lower it with [`KkrtSender::set_max_batch`].
 pub const MAX_BATCH: usize = 1 << 36;
 
 /// The pseudorandom code `C(x) = AES_{k_0}(x) ‖ … ‖ AES_{k_3}(x)`.
@@ -135,6 +145,7 @@ pub struct KkrtSender {
     prgs: Vec<Prg>,
     prc: Prc,
     count: u64,
+    max_batch: usize,
 }
 
 /// The OPRF receiver's state for a session: the seed pairs and the code.
@@ -151,7 +162,9 @@ pub struct KkrtReceiver {
 /// Zeroized on drop; `Debug` prints no secret.
 pub struct KkrtSenderKey {
     s: [Block; CODE_BLOCKS],
-    q: Vec<[Block; CODE_BLOCKS]>,
+    /// `q_i` is `q[i / CHUNK][i % CHUNK]`: one allocation per received chunk.
+    q: Vec<Vec<[Block; CODE_BLOCKS]>>,
+    len: usize,
     prc: Prc,
     first: u64,
 }
@@ -171,8 +184,7 @@ impl core::fmt::Debug for KkrtSenderKey {
         write!(
             f,
             "KkrtSenderKey {{ instances: {}, first: {} }}",
-            self.q.len(),
-            self.first
+            self.len, self.first
         )
     }
 }
@@ -190,11 +202,13 @@ impl Drop for KkrtSenderKey {
 }
 impl ZeroizeOnDrop for KkrtSenderKey {}
 
-fn check_batch(n: usize) -> Result<()> {
-    if n > MAX_BATCH {
-        return Err(Error::InvalidArgument(format!(
-            "{n} OPRF instances requested, at most {MAX_BATCH} per batch"
-        )));
+fn check_batch(n: usize, max: usize) -> Result<()> {
+    if n > max {
+        return Err(Error::LimitExceeded {
+            field: "n (OPRF instances in one batch)",
+            got: n as u64,
+            max: max as u64,
+        });
     }
     Ok(())
 }
@@ -230,7 +244,21 @@ impl KkrtSender {
             prgs: base.messages.iter().map(|&k| Prg::new(k)).collect(),
             prc: Prc::new(code_seed),
             count: 0,
+            max_batch: MAX_BATCH,
         })
+    }
+
+    /// Sets the most instances [`KkrtSender::send`] accepts in one batch (at most
+    /// [`MAX_BATCH`]; children from [`KkrtSender::split`] inherit it). A caller whose batch
+    /// size comes from the peer (a PSI receiver's table size) sets the bound it agreed to;
+    /// a larger `n` is [`Error::LimitExceeded`] before anything is allocated.
+    pub fn set_max_batch(&mut self, max: usize) {
+        self.max_batch = max.min(MAX_BATCH);
+    }
+
+    /// The most instances one batch accepts (see [`KkrtSender::set_max_batch`]).
+    pub fn max_batch(&self) -> usize {
+        self.max_batch
     }
 
     /// A new, independent OPRF sender (same `s` and code) for the same peer, without new base OTs: its seeds are
@@ -253,6 +281,7 @@ impl KkrtSender {
             prgs,
             prc: self.prc.clone(),
             count: self.count,
+            max_batch: self.max_batch,
         };
         self.count += 1 << crate::iknp::SPLIT_SPAN_LOG;
         child
@@ -270,14 +299,21 @@ impl KkrtSender {
         channel: &mut C,
         n: usize,
     ) -> Result<KkrtSenderKey> {
-        check_batch(n)?;
+        check_batch(n, self.max_batch)?;
         let first = self.count;
-        let mut q = vec![[Block::ZERO; CODE_BLOCKS]; n];
-        let mut u = Vec::new();
-        let mut g = Vec::new();
-        let mut cols = Vec::new();
-        for piece in q.chunks_mut(CHUNK) {
-            let m = piece.len().div_ceil(128) * 128;
+        // `q` gets one chunk of rows per chunk of the receiver's columns that arrives (64
+        // bytes kept per 64 bytes received), never an allocation up front from `n`, which may
+        // come from the peer. Every buffer holds key material and is wiped on every exit,
+        // errors included.
+        let mut q: Zeroizing<Vec<Vec<[Block; CODE_BLOCKS]>>> = Zeroizing::new(Vec::new());
+        let mut u = Zeroizing::new(Vec::new());
+        let mut g = Zeroizing::new(Vec::new());
+        let mut cols = Zeroizing::new(Vec::new());
+        let mut left = n;
+        while left > 0 {
+            let len = left.min(CHUNK);
+            left -= len;
+            let m = len.div_ceil(128) * 128;
             let w = m / 128;
             u.resize(CODE_BITS * w, Block::ZERO);
             g.resize(w, Block::ZERO);
@@ -287,26 +323,26 @@ impl KkrtSender {
                 #[allow(clippy::cast_possible_truncation)] // a single bit
                 let mask = Block::broadcast_bit(Choice::from(bit as u8));
                 prg.fill_blocks(&mut g);
-                for (r, gg) in u[j * w..(j + 1) * w].iter_mut().zip(&g) {
+                for (r, gg) in u[j * w..(j + 1) * w].iter_mut().zip(g.iter()) {
                     *r = (*r & mask) ^ *gg;
                 }
             }
             cols.resize(m, Block::ZERO);
+            let mut piece = Zeroizing::new(vec![[Block::ZERO; CODE_BLOCKS]; len]);
             for grp in 0..CODE_BLOCKS {
                 let rows = &u[grp * 128 * w..(grp + 1) * 128 * w];
                 transpose_128_rows(Block::slice_as_bytes(rows), m, &mut cols)?;
-                for (qi, c) in piece.iter_mut().zip(&cols) {
+                for (qi, c) in piece.iter_mut().zip(cols.iter()) {
                     qi[grp] = *c;
                 }
             }
+            q.push(core::mem::take(&mut *piece));
             self.count += m as u64;
         }
-        u.zeroize();
-        g.zeroize();
-        cols.zeroize();
         Ok(KkrtSenderKey {
             s: self.s,
-            q,
+            q: core::mem::take(&mut *q),
+            len: n,
             prc: self.prc.clone(),
             first,
         })
@@ -379,7 +415,7 @@ impl KkrtReceiver {
         channel: &mut C,
         inputs: &[Block],
     ) -> Result<Vec<Block>> {
-        check_batch(inputs.len())?;
+        check_batch(inputs.len(), MAX_BATCH)?;
         let mut out = vec![Block::ZERO; inputs.len()];
         self.receive_into(channel, inputs, &mut out)?;
         Ok(out)
@@ -392,7 +428,7 @@ impl KkrtReceiver {
         inputs: &[Block],
         out: &mut [Block],
     ) -> Result<()> {
-        check_batch(inputs.len())?;
+        check_batch(inputs.len(), MAX_BATCH)?;
         if out.len() != inputs.len() {
             return Err(Error::InvalidArgument(format!(
                 "KKRT receive: {} inputs but an output buffer of {}",
@@ -466,19 +502,19 @@ impl KkrtReceiver {
 impl KkrtSenderKey {
     /// Number of instances in the batch.
     pub fn len(&self) -> usize {
-        self.q.len()
+        self.len
     }
 
     /// Whether the batch is empty.
     pub fn is_empty(&self) -> bool {
-        self.q.is_empty()
+        self.len == 0
     }
 
     fn check_index(&self, i: usize) -> Result<()> {
-        if i >= self.q.len() {
+        if i >= self.len {
             return Err(Error::InvalidArgument(format!(
                 "OPRF instance {i} out of a batch of {}",
-                self.q.len()
+                self.len
             )));
         }
         Ok(())
@@ -517,7 +553,7 @@ impl KkrtSenderKey {
             for grp in 0..CODE_BLOCKS {
                 self.prc.encode_group(grp, xs, &mut code[..n]);
                 for ((y, c), &i) in ys[..n].iter_mut().zip(&code[..n]).zip(idx) {
-                    y[grp] = self.q[i][grp] ^ (*c & self.s[grp]);
+                    y[grp] = self.q[i / CHUNK][i % CHUNK][grp] ^ (*c & self.s[grp]);
                 }
             }
             hash_rows_with(&ys[..n], os, |p| self.first + idx[p] as u64);
