@@ -57,6 +57,18 @@ pub enum Error {
         /// What was wrong.
         what: &'static str,
     },
+    /// A size announced by the peer (or implied by what it announced) exceeds the bound this
+    /// party agreed to (its own configured maximum), checked before anything is allocated
+    /// for it.
+    #[error("{field} is {got}, above the agreed maximum {max}")]
+    LimitExceeded {
+        /// Which field of the peer's message.
+        field: &'static str,
+        /// The value announced (or implied).
+        got: u64,
+        /// The most this party accepts.
+        max: u64,
+    },
     /// Cuckoo hashing could not place every index of a batch (probability documented in
     /// [`crate::batch`]); the batch must be split or retried with other parameters.
     #[error("cuckoo hashing failed to place {count} of the batch's indices")]

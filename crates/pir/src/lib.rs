@@ -40,4 +40,4 @@ pub mod server;
 pub use db::Database;
 pub use dpf::DpfKey;
 pub use error::{Error, Result};
-pub use server::{PirClient, PirServer, ServerConfig, ServerHandle, ServerInfo};
+pub use server::{ClientLimits, PirClient, PirServer, ServerConfig, ServerHandle, ServerInfo};

@@ -26,6 +26,13 @@
 //! [`ServerConfig::queue_timeout`] (back-pressure) and then answers "busy". A worker takes up
 //! to [`ServerConfig::coalesce`] queued DPF-PIR queries at once and answers them in a single
 //! pass over the database, so concurrent clients share one read of it from memory.
+//!
+//! # Client
+//!
+//! [`PirClient`] checks every size in the servers' info message (records, record length,
+//! buckets) and the response length every query implies against its [`ClientLimits`] before
+//! allocating for it ([`Error::LimitExceeded`] names the field), and builds the batch layout
+//! only on its first batch query.
 
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::Arc;
@@ -438,10 +445,55 @@ pub struct ServerInfo {
     pub batch: Option<BatchParams>,
 }
 
+/// What a [`PirClient`] agrees to from the servers' info messages: every size a server
+/// announces is checked against these before the client allocates anything for it, and a
+/// larger one is [`Error::LimitExceeded`] naming the field.
+///
+/// The batch layout costs the client about 24 bytes per record (built on the first batch
+/// query), and every response frame is read into memory, so the defaults keep a hostile
+/// server's announcements to about 1.5 GiB of layout and 256 MiB per response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientLimits {
+    /// Most records (`N`). Default 2^26 (the format allows 2^32).
+    pub max_records: usize,
+    /// Longest record in bytes. Default 1 MiB (the format allows 16 MiB).
+    pub max_record_len: usize,
+    /// Most batch buckets. Default `2 · batch::MAX_BATCH` (2^15).
+    pub max_buckets: usize,
+    /// Longest response a query may imply (one padded record for DPF-PIR, `B` for a batch,
+    /// `rows` for IT-PIR). Default 256 MiB.
+    pub max_response_len: usize,
+}
+
+impl Default for ClientLimits {
+    fn default() -> Self {
+        ClientLimits {
+            max_records: 1 << 26,
+            max_record_len: 1 << 20,
+            max_buckets: batch::MAX_BATCH * 2,
+            max_response_len: 1 << 28,
+        }
+    }
+}
+
+/// `Err(LimitExceeded)` unless `got ≤ max`.
+fn within(field: &'static str, got: u64, max: usize) -> Result<()> {
+    if got > max as u64 {
+        return Err(Error::LimitExceeded {
+            field,
+            got,
+            max: max as u64,
+        });
+    }
+    Ok(())
+}
+
 /// A client of two PIR servers over any pair of channels.
 pub struct PirClient<C: Channel> {
     servers: [C; 2],
     info: ServerInfo,
+    limits: ClientLimits,
+    /// Built on the first batch query.
     layout: Option<BatchLayout>,
     rng: AesRng,
 }
@@ -471,9 +523,18 @@ impl PirClient<TcpChannel> {
 }
 
 impl<C: Channel> PirClient<C> {
-    /// A client over connected channels to server 0 and server 1; asks both for their
-    /// database shape and checks that they agree.
+    /// A client over connected channels to server 0 and server 1 with the default
+    /// [`ClientLimits`]; asks both for their database shape and checks that they agree.
     pub fn new(ch0: C, ch1: C, rng: AesRng) -> Result<Self> {
+        Self::with_limits(ch0, ch1, rng, ClientLimits::default())
+    }
+
+    /// [`PirClient::new`] with the sizes this client agrees to.
+    ///
+    /// Errors: [`Error::LimitExceeded`] (naming the field) if a server announces more
+    /// records, longer records or more buckets than `limits` allow; [`Error::Malformed`] for
+    /// values outside the format or servers that disagree.
+    pub fn with_limits(ch0: C, ch1: C, rng: AesRng, limits: ClientLimits) -> Result<Self> {
         let mut servers = [ch0, ch1];
         let mut infos = [None, None];
         for (s, info) in servers.iter_mut().zip(&mut infos) {
@@ -490,6 +551,9 @@ impl<C: Channel> PirClient<C> {
                 u64::from_le_bytes(b)
             };
             let (records, record_len, buckets) = (u(0), u(1), u(2));
+            within("records", records, limits.max_records)?;
+            within("record length", record_len, limits.max_record_len)?;
+            within("batch buckets", buckets, limits.max_buckets)?;
             if records == 0
                 || records > MAX_RECORDS as u64
                 || record_len == 0
@@ -523,16 +587,18 @@ impl<C: Channel> PirClient<C> {
                 what: "the two servers hold differently shaped databases",
             });
         }
-        let layout = i0
-            .batch
-            .map(|p| BatchLayout::new(i0.records, p))
-            .transpose()?;
         Ok(PirClient {
             servers,
             info: i0,
-            layout,
+            limits,
+            layout: None,
             rng,
         })
+    }
+
+    /// The sizes this client agreed to.
+    pub fn limits(&self) -> ClientLimits {
+        self.limits
     }
 
     /// The servers' database shape.
@@ -551,6 +617,11 @@ impl<C: Channel> PirClient<C> {
 
     /// Sends one request to each server, then reads both responses.
     fn both(&mut self, tag: u8, m0: &[u8], m1: &[u8], resp_len: usize) -> Result<[Vec<u8>; 2]> {
+        within(
+            "response length",
+            resp_len as u64,
+            self.limits.max_response_len,
+        )?;
         for (s, m) in self.servers.iter_mut().zip([m0, m1]) {
             let mut req = Vec::with_capacity(m.len() + 1);
             req.push(tag);
@@ -574,10 +645,14 @@ impl<C: Channel> PirClient<C> {
     /// Retrieves several records in one round with batch PIR; if cuckoo placement fails
     /// (rare, see [`crate::batch`]) the batch is split in two.
     pub fn query_batch(&mut self, indices: &[usize]) -> Result<Vec<Vec<u8>>> {
-        let Some(layout) = self.layout.take() else {
+        let Some(params) = self.info.batch else {
             return Err(Error::InvalidParameter {
                 what: "the servers offer no batch queries",
             });
+        };
+        let layout = match self.layout.take() {
+            Some(l) => l,
+            None => BatchLayout::new(self.info.records, params)?,
         };
         let r = self.batch_with(&layout, indices);
         self.layout = Some(layout);
@@ -600,7 +675,7 @@ impl<C: Channel> PirClient<C> {
             }
             Err(e) => return Err(e),
         };
-        let len = self.padded() * layout.buckets();
+        let len = self.padded().saturating_mul(layout.buckets());
         let [a0, a1] = self.both(TAG_BATCH, &q.to_server0, &q.to_server1, len)?;
         batch::reconstruct(self.info.record_len, layout.buckets(), &q, &a0, &a1)
     }
@@ -609,7 +684,7 @@ impl<C: Channel> PirClient<C> {
     pub fn query_it(&mut self, index: usize) -> Result<Vec<u8>> {
         let q = it_pir::query(self.info.records, index, &mut self.rng)?;
         let (rows, _) = it_pir::shape(self.info.records);
-        let len = rows * self.padded();
+        let len = rows.saturating_mul(self.padded());
         let [a0, a1] = self.both(TAG_IT, &q.to_server0, &q.to_server1, len)?;
         it_pir::reconstruct(self.info.records, self.info.record_len, &q, &a0, &a1)
     }
@@ -671,6 +746,80 @@ mod tests {
         ] {
             assert_eq!(st.handle(req)[0], STATUS_ERROR, "{req:?}");
         }
+    }
+
+    /// A client whose two servers have already answered the info request with this shape.
+    fn client_of_info(
+        records: u64,
+        record_len: u64,
+        buckets: u64,
+        limits: ClientLimits,
+    ) -> Result<PirClient<obliv_net::MemChannel>> {
+        let mut ends = Vec::new();
+        let mut servers = Vec::new();
+        for _ in 0..2 {
+            let (c, mut s) = mem_pair();
+            let mut frame = vec![STATUS_OK];
+            for x in [records, record_len, buckets] {
+                frame.extend_from_slice(&x.to_le_bytes());
+            }
+            frame.extend_from_slice(&[7; 16]);
+            s.send(&frame)?;
+            ends.push(c);
+            servers.push(s);
+        }
+        let (c1, c0) = (ends.pop(), ends.pop());
+        let (Some(c0), Some(c1)) = (c0, c1) else {
+            unreachable!("two ends");
+        };
+        let r = PirClient::with_limits(c0, c1, AesRng::from_seed([20; 16]), limits);
+        drop(servers);
+        r
+    }
+
+    fn limit_field<T: core::fmt::Debug>(r: Result<T>) -> &'static str {
+        match r {
+            Err(Error::LimitExceeded { field, got, max }) => {
+                assert!(got > max);
+                field
+            }
+            other => panic!("expected LimitExceeded, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn client_bounds_every_size_the_servers_announce() {
+        let d = ClientLimits::default();
+        // 2^32 records (the format's maximum): ~48 GiB of batch layout, refused.
+        assert_eq!(limit_field(client_of_info(1 << 32, 16, 15, d)), "records");
+        assert_eq!(
+            limit_field(client_of_info(1000, 1 << 24, 15, d)),
+            "record length"
+        );
+        let few = ClientLimits {
+            max_buckets: 100,
+            ..d
+        };
+        assert_eq!(
+            limit_field(client_of_info(1000, 16, 1 << 15, few)),
+            "batch buckets"
+        );
+        // A client that agreed to 2^32 records connects without building anything, and a
+        // query whose response would exceed its limit is refused before it is sent.
+        let big = ClientLimits {
+            max_records: 1 << 32,
+            max_response_len: 1 << 16,
+            ..d
+        };
+        let t = std::time::Instant::now();
+        let mut c = client_of_info(1 << 32, 16, 15, big).unwrap();
+        assert!(t.elapsed() < Duration::from_secs(5));
+        assert_eq!(limit_field(c.query_it(5)), "response length");
+        assert_eq!(
+            c.stats().bytes_sent,
+            2,
+            "only the two info requests were sent"
+        );
     }
 
     #[test]
