@@ -367,3 +367,90 @@ fn tampered_cache_is_detected() {
     .unwrap();
     assert!(ServerKey::load(&dir.path().join("bad.key")).is_err());
 }
+
+/// The online server refuses a client announcing more than `max_client_items`, and a key
+/// past its lifetime budget `max_key_queries` — also after the key is saved and reloaded.
+#[test]
+fn online_server_enforces_client_items_and_key_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = UbConfig {
+        batch_size: 64,
+        max_client_items: 30,
+        max_key_queries: 45,
+        ..UbConfig::default()
+    };
+    let key = key(&cfg);
+    let server = items("s", 0..200);
+    let cache = offline(&key, &server, cfg, &dir.path().join("cache.bin"));
+    let protocol = |r: Result<Option<Vec<usize>>, Error>, field: &str| match r {
+        Err(Error::Protocol(m)) => assert!(m.contains(field), "{m}"),
+        other => panic!("expected a refusal naming {field}, got {other:?}"),
+    };
+    // Too many items in one phase: refused before anything is answered or counted.
+    let (c, s) = online_both(&key, &[200], &items("s", 0..31), &cache, cfg);
+    assert!(c.is_err());
+    protocol(s, "max_client_items");
+    assert_eq!(key.queries_served(), 0);
+    // 30 + 10 fit the budget of 45; 10 more do not.
+    for n in [30, 10] {
+        let client = items("s", 0..n);
+        let (c, s) = online_both(&key, &[200], &client, &cache, cfg);
+        assert_eq!(c.unwrap(), (0..n).collect::<Vec<_>>());
+        s.unwrap();
+    }
+    assert_eq!(key.queries_served(), 40);
+    let (c, s) = online_both(&key, &[200], &items("s", 0..10), &cache, cfg);
+    assert!(c.is_err());
+    protocol(s, "max_key_queries");
+    // The count is in the key file: a reloaded key has 5 left, and records what it uses.
+    let kpath = dir.path().join("server.key");
+    key.save(&kpath).unwrap();
+    let reloaded = ServerKey::load(&kpath).unwrap();
+    assert_eq!(reloaded.queries_served(), 40);
+    let (c, s) = online_both(&reloaded, &[200], &items("s", 0..6), &cache, cfg);
+    assert!(c.is_err());
+    protocol(s, "max_key_queries");
+    let (c, s) = online_both(&reloaded, &[200], &items("s", 0..5), &cache, cfg);
+    assert_eq!(c.unwrap().len(), 5);
+    s.unwrap();
+    assert_eq!(ServerKey::load(&kpath).unwrap().queries_served(), 45);
+}
+
+/// The key file is replaced atomically with mode 0600 (even over a file that had another
+/// mode), leaves no temporary file, and is never written through a symbolic link.
+#[cfg(unix)]
+#[test]
+fn key_file_is_private_atomic_and_follows_no_link() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = UbConfig::default();
+    let key = key(&cfg);
+    let path = dir.path().join("server.key");
+    std::fs::write(&path, b"an older, world-readable file").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    key.save(&path).unwrap();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert_eq!(
+        ServerKey::load(&path).unwrap().fingerprint().unwrap(),
+        key.fingerprint().unwrap()
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, [std::ffi::OsString::from("server.key")]);
+    // A symbolic link at the destination: refused, its target untouched.
+    let target = dir.path().join("elsewhere");
+    std::fs::write(&target, b"not a key").unwrap();
+    let link = dir.path().join("linked.key");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    assert!(matches!(key.save(&link), Err(Error::Io { .. })));
+    assert_eq!(std::fs::read(&target).unwrap(), b"not a key");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}

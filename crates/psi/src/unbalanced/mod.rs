@@ -37,6 +37,25 @@
 //! records a fingerprint of the key (a hash of `k·G`), and the online phase refuses a cache made
 //! under another key or for another set size.
 //!
+//! # Query budget
+//!
+//! Every item a client queries in an online phase is one OPRF evaluation `F_k(x)`, which it
+//! can compare with the whole cache; a key reused for ever would let clients test any number
+//! of items over many sessions, and false positives add up over all of them. The server
+//! therefore enforces, before answering any point of an online phase:
+//!
+//! - the client's announced item count is at most [`UbConfig::max_client_items`];
+//! - the evaluations answered under the key over its lifetime stay at most
+//!   `min(`[`UbConfig::max_key_queries`]`, ⌊2^(8w − 40) / |Y|⌋)`: the second term keeps the
+//!   probability of any false positive over the key's whole life below 2^-40 (the client
+//!   checks the same bound for one phase).
+//!
+//! The count lives in the [`ServerKey`]; a key loaded from or saved to a file records every
+//! reservation there (atomically) before the phase answers, so the budget holds across
+//! processes. A refused phase is an [`Error::Protocol`] naming `max_client_items` or
+//! `max_key_queries`; once a key's budget is spent, the server makes a new key and runs the
+//! offline phase again.
+//!
 //! # Security and leakage
 //!
 //! Semi-honest, under the one-more-gap-Diffie–Hellman assumption with `H1`, `H2` random oracles
@@ -105,6 +124,12 @@ pub struct UbConfig {
     /// matches and [`online_server`] returns the server's matching indices. Both sides must
     /// set it alike in each phase (the handshake checks).
     pub server_get_result: bool,
+    /// Most items a client may announce in one online phase (the server refuses more before
+    /// answering anything). Default 2^24. Server side only.
+    pub max_client_items: usize,
+    /// Most OPRF evaluations one [`ServerKey`] answers over its lifetime, summed over every
+    /// online phase (see [Query budget](self#query-budget)). Default 2^32. Server side only.
+    pub max_key_queries: u64,
 }
 
 impl Default for UbConfig {
@@ -114,6 +139,8 @@ impl Default for UbConfig {
             batch_size: 4096,
             width: 12,
             server_get_result: false,
+            max_client_items: 1 << 24,
+            max_key_queries: 1 << 32,
         }
     }
 }
@@ -471,6 +498,13 @@ pub fn online_server_segments<C: Channel + ?Sized>(
     )?;
     ch.send(&key.fingerprint()?)?;
     let n = announced(theirs.n_items, "the client")?;
+    if n > cfg.max_client_items {
+        return Err(Error::Protocol(format!(
+            "the client announced n_items = {n}, above max_client_items = {}",
+            cfg.max_client_items
+        )));
+    }
+    key.reserve_queries(n as u64, key_query_limit(cfg, n_server as u64))?;
     let (b, len) = (cfg.batch_size, key.group.encoded_len());
     for i in 0..n.div_ceil(b) {
         let f = ch.recv_max(5 + b * len)?;
@@ -505,8 +539,21 @@ pub fn online_server_segments<C: Channel + ?Sized>(
     Ok(Some(out))
 }
 
+/// The lifetime budget of a key over a server set of `n_server` items: the configured
+/// maximum, and at most `⌊2^(8w − 40) / n_server⌋` (false positives over the key's life
+/// below 2^-40).
+fn key_query_limit(cfg: &UbConfig, n_server: u64) -> u64 {
+    let bits = (8 * cfg.width).saturating_sub(STAT_SECURITY as usize);
+    let fp = if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) / n_server.max(1)
+    };
+    cfg.max_key_queries.min(fp)
+}
+
 /// Receives the client's matched positions: a count, then batches of `u64` LE, strictly
-/// ascending and below `n`.
+/// ascending and below `n`. The list grows as batches arrive (never reserved from the count).
 fn recv_positions<C: Channel + ?Sized>(ch: &mut C, n: u64, b: usize) -> Result<Vec<u64>> {
     let f = ch.recv_max(5 + 8)?;
     let (tag, index, payload) = parse(&f)?;
@@ -514,13 +561,16 @@ fn recv_positions<C: Channel + ?Sized>(ch: &mut C, n: u64, b: usize) -> Result<V
         .try_into()
         .map_err(|_| Error::Protocol("malformed position count".into()))?;
     let count = u64::from_le_bytes(count);
-    if tag != TAG_POSITIONS || index != 0 || count > n {
-        return Err(Error::Protocol(
-            "malformed position count (more than the server's items)".into(),
-        ));
+    if tag != TAG_POSITIONS || index != 0 {
+        return Err(Error::Protocol("malformed position count".into()));
+    }
+    if count > n {
+        return Err(Error::Protocol(format!(
+            "the client's position count {count} is above the server's set size {n}"
+        )));
     }
     let count = announced(count, "the client")?;
-    let mut out = Vec::with_capacity(count);
+    let mut out = Vec::new();
     for i in 0..count.div_ceil(b) {
         let f = ch.recv_max(5 + 8 * b)?;
         let (tag, index, payload) = parse(&f)?;
@@ -642,4 +692,47 @@ where
         send_positions(ch, &hits.positions, b)?;
     }
     Ok(hits.client)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use obliv_net::mem_pair;
+
+    /// A client announcing 2^39 positions (allowed for a server set of 2^40) and then
+    /// sending nothing: an error, without reserving 4 TiB for the list first.
+    #[test]
+    fn positions_grow_as_they_arrive() {
+        let (mut a, mut b) = mem_pair();
+        b.send_vec(frame(TAG_POSITIONS, 0, &(1u64 << 39).to_le_bytes()).unwrap())
+            .unwrap();
+        drop(b);
+        assert!(matches!(
+            recv_positions(&mut a, 1 << 40, 4096),
+            Err(Error::Net(_))
+        ));
+        // More positions than the server has items: refused, naming the count.
+        let (mut a, mut b) = mem_pair();
+        b.send_vec(frame(TAG_POSITIONS, 0, &11u64.to_le_bytes()).unwrap())
+            .unwrap();
+        match recv_positions(&mut a, 10, 4096) {
+            Err(Error::Protocol(m)) => assert!(m.contains("position count"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn key_query_limit_follows_the_false_positive_bound() {
+        let cfg = UbConfig::default(); // w = 12: 2^56 / |Y|
+        assert_eq!(key_query_limit(&cfg, 1 << 30), 1 << 26);
+        assert_eq!(key_query_limit(&cfg, 1000), 1 << 32);
+        let narrow = UbConfig { width: 8, ..cfg }; // 2^24 / |Y|
+        assert_eq!(key_query_limit(&narrow, 1000), (1 << 24) / 1000);
+        let wide = UbConfig {
+            width: 32,
+            max_key_queries: u64::MAX,
+            ..cfg
+        };
+        assert_eq!(key_query_limit(&wide, 1 << 30), u64::MAX);
+    }
 }
