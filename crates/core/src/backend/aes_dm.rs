@@ -147,6 +147,8 @@ pub(crate) mod x86 {
                 let mut kv = load8(k);
                 let r = dm_x8(&mut kv, &load8(m));
                 store8(&r, o);
+                // `kv` ends as the last round keys, from which the keys can be recomputed.
+                kv.zeroize();
             }
             let rest = n - whole;
             if rest > 0 {
@@ -159,6 +161,7 @@ pub(crate) mod x86 {
                 let r = dm_x8(&mut kv, &load8(&m));
                 store8(&r, &mut o);
                 out[whole..n].copy_from_slice(&o[..rest]);
+                kv.zeroize();
                 k.zeroize();
                 m.zeroize();
                 o.zeroize();
