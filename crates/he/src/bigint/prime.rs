@@ -79,7 +79,7 @@ fn prime_groups() -> &'static [(u64, Vec<u64>)] {
 }
 
 /// Whether `n` has a factor among the odd primes below 4096 (other than itself).
-fn has_small_factor(n: &Integer) -> bool {
+pub(crate) fn has_small_factor(n: &Integer) -> bool {
     for (prod, ps) in prime_groups() {
         let r = n.mod_u64(*prod);
         for &p in ps {

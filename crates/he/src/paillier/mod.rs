@@ -25,6 +25,17 @@
 //! which takes `ℓ = |n|/2`; the best known attack on short exponents costs `2^{ℓ/2}` by
 //! Pollard's lambda method, hence `ℓ = 2κ`). Ciphertexts are malleable by design (IND-CPA only).
 //!
+//! ## Validating keys
+//! A public key from elsewhere ([`PublicKey::from_n`], deserialisation, a secret key's import)
+//! is checked before use: `n` odd, of 2048 to 8192 bits, not prime and without a prime factor
+//! below 4096; `0 < h_s < n²`, `gcd(h_s, n) = 1`, and `h_s mod n` of order more than 2 (which
+//! rejects `h_s = 1`, `h_s = n² − 1` and every `h_s ≡ ±1 (mod n)`, the values that make
+//! `h_s^r` constant up to sign or move the randomness into the plaintext). What cannot be
+//! checked without the factors — that `n` is a product of two large primes and `h_s` an
+//! `n`-th residue generating a large subgroup — is the premise of the DJN assumption above:
+//! whoever uses a public key trusts the party that generated it (a secret key import checks
+//! `h_s^φ(n) = 1 mod n²` as well).
+//!
 //! ## Constant time
 //! Decryption runs in time independent of the secret key and the plaintext: the reductions
 //! `c mod p²`, `c mod q²` are Montgomery reductions, the exponentiations by `p − 1`, `q − 1`
@@ -53,7 +64,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::bigint::monty::Monty;
-use crate::bigint::prime::{ADVERSARIAL_ROUNDS, is_probable_prime, random_prime_3mod4};
+use crate::bigint::prime::{
+    ADVERSARIAL_ROUNDS, has_small_factor, is_probable_prime, random_prime_3mod4,
+};
 use crate::bigint::{self, FixedBaseTable, Integer, random_bits, random_unit, serde_hex, wipe};
 use crate::error::{Error, Result};
 use crate::ifma::CtPow;
@@ -201,9 +214,23 @@ impl PublicKey {
         if n.is_even() {
             return Err(Error::InvalidKey("n is even"));
         }
+        if has_small_factor(&n) {
+            return Err(Error::InvalidKey("n has a prime factor below 4096"));
+        }
+        if is_probable_prime(&n, 1, &mut rand::rng()) {
+            return Err(Error::InvalidKey("n is prime"));
+        }
         let n2 = n.square();
         if hs <= 0u32 || hs >= n2 || hs.gcd(&n) != 1u32 {
             return Err(Error::InvalidKey("h_s is not a unit modulo n²"));
+        }
+        // `h_s mod n` of order 1 or 2 (h_s = 1, n² − 1, any `1 + k·n`, a square root of 1):
+        // `h_s^r` would take at most two values modulo n, and encryption would be
+        // deterministic up to a sign or add its randomness to the plaintext.
+        if hs.modulo(&n).square().modulo(&n) == 1u32 {
+            return Err(Error::InvalidKey(
+                "h_s has order at most 2 modulo n (encryption would be deterministic)",
+            ));
         }
         let max_int = &n / 3u32;
         let mont_n2 = Monty::new(&n2).ok_or(Error::InvalidKey("n is even"))?;
@@ -705,6 +732,11 @@ impl SecretKey {
             return Err(Error::InvalidKey("gcd(n, phi(n)) != 1"));
         }
         let pk = match hs {
+            // With the factors known, check what the public key alone cannot show: `h_s` is
+            // an n-th residue (`h_s^φ(n) = 1 mod n²`), so ciphertexts hide the plaintext.
+            Some(hs) if hs.pow_mod(&phi, &n.square()).is_none_or(|x| x != 1u32) => {
+                return Err(Error::InvalidKey("h_s is not an n-th residue modulo n²"));
+            }
             Some(hs) => PublicKey::from_parts(n, hs, min_bits)?,
             None => PublicKey::from_n_with_min(n, min_bits)?,
         };

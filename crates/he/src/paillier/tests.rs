@@ -228,6 +228,63 @@ fn serde_roundtrip() {
     assert!(!dbg.contains(&p.to_string()) && !dbg.contains(&p.to_string_radix(16)));
 }
 
+/// Public keys from parts (deserialisation, `from_n`, a secret key's import) are refused for
+/// the degenerate `n` and `h_s` that make encryption insecure or deterministic.
+#[test]
+fn public_key_validation_rejects_degenerate_values() {
+    let k = key2048();
+    let n = k.public.n();
+    let n2 = k.public.n_squared();
+    let (p, q) = k.secret.primes();
+    let one = Integer::from(1usize);
+    let invalid = |n: &Integer, hs: Integer, what: &str| match PublicKey::from_parts(
+        n.clone(),
+        hs,
+        MIN_INSECURE_BITS,
+    ) {
+        Err(Error::InvalidKey(m)) => assert!(m.contains(what), "{m} (expected {what})"),
+        other => panic!("expected InvalidKey({what}), got {other:?}"),
+    };
+    // A square root of 1 modulo n other than ±1: x ≡ 1 (mod p), x ≡ −1 (mod q).
+    let t = ((q - 2u32) * p.invert(q).expect("p is a unit mod q")).modulo(q);
+    let root = &one + &(p * &t);
+    for hs in [
+        one.clone(),
+        n2 - 1u32,
+        n - 1u32,
+        n + 1u32,
+        &one + &(n * &Integer::from(12345usize)),
+        root,
+    ] {
+        invalid(n, hs, "order at most 2");
+    }
+    for hs in [Integer::from(0usize), n2.clone(), n2 + 1u32, p.clone()] {
+        invalid(n, hs, "not a unit");
+    }
+    let hs = k.public.h_s().clone();
+    invalid(&(n + 1u32), hs.clone(), "even");
+    invalid(
+        &(n * &Integer::from(3usize)),
+        hs.clone(),
+        "factor below 4096",
+    );
+    invalid(p, Integer::from(5usize), "prime");
+    // The real key passes, also through serde.
+    assert!(PublicKey::from_parts(n.clone(), hs.clone(), MIN_BITS).is_ok());
+    let json = |hs: &Integer| format!(r#"{{"n":"{n:x}","hs":"{hs:x}"}}"#);
+    assert!(serde_json::from_str::<PublicKey>(&json(&hs)).is_ok());
+    assert!(serde_json::from_str::<PublicKey>(&json(&one)).is_err());
+    // A secret key import also checks that h_s is an n-th residue: 2 passes the public
+    // checks but is not one.
+    let two = Integer::from(2usize);
+    assert!(PublicKey::from_parts(n.clone(), two.clone(), MIN_BITS).is_ok());
+    assert!(matches!(
+        SecretKey::from_primes_inner(p, q, Some(two), MIN_BITS),
+        Err(Error::InvalidKey(m)) if m.contains("n-th residue")
+    ));
+    assert!(SecretKey::from_primes_inner(p, q, Some(hs), MIN_BITS).is_ok());
+}
+
 #[test]
 fn from_primes_rejects_bad_input() {
     let k = key2048();
