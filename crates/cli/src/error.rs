@@ -34,7 +34,7 @@ impl CliError {
 impl From<obliv_psi::Error> for CliError {
     fn from(e: obliv_psi::Error) -> Self {
         match e {
-            obliv_psi::Error::Net(n) => CliError::Network(n.to_string()),
+            obliv_psi::Error::Net(n) => CliError::from(n),
             obliv_psi::Error::InvalidParameter(p) => CliError::Usage(p),
             other => CliError::Protocol(other.to_string()),
         }
@@ -42,7 +42,13 @@ impl From<obliv_psi::Error> for CliError {
 }
 
 impl From<obliv_net::Error> for CliError {
+    /// Unusable TLS files are input errors (3); everything else on the network, TLS refusals
+    /// (another CA, expired, another host, plaintext against TLS) included, is a network
+    /// error (4).
     fn from(e: obliv_net::Error) -> Self {
-        CliError::Network(e.to_string())
+        match e {
+            obliv_net::Error::TlsConfig { .. } => CliError::Input(e.to_string()),
+            e => CliError::Network(e.to_string()),
+        }
     }
 }

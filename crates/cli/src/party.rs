@@ -133,6 +133,8 @@ pub struct PartyConfig {
     /// them one after the other on one session, as before. Both parties must give the same
     /// value (checked in the job handshake). `1..=`[`rr22::MAX_WORKERS`].
     pub workers: usize,
+    /// TLS on every link (`None`: plaintext); see [`crate::tls`].
+    pub tls: Option<crate::tls::TlsSetup>,
 }
 
 /// What a party reports when it is done.
@@ -273,10 +275,8 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         deadline: cfg.connect_timeout,
         ..ConnectOptions::default()
     };
-    let session = match listener {
-        Some(l) => Session::tcp_with_listener(cfg.rank, &l, &cfg.parties, &opts)?,
-        None => Session::tcp(cfg.rank, &cfg.parties, &opts)?,
-    };
+    let session = crate::tls::session(cfg.rank, listener, &cfg.parties, cfg.tls.as_ref(), &opts)?;
+    let tls_watch = crate::tls::TlsWatch::new(&session);
     let cp = checkpoint.as_mut();
     let out = match cfg.sim {
         Some(model) => run_buckets(
@@ -289,6 +289,7 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         )?,
         None => run_buckets(cfg, &shape, own_buckets, &mut files, session, cp)?,
     };
+    tls_watch.log();
     let rows_out = match &out.selected {
         Some(rows) => bucket::write_rows(
             &cfg.input,
@@ -896,6 +897,7 @@ mod tests {
             progress: ProgressMode::Off,
             memory_budget: bucket::DEFAULT_MEMORY_BUDGET,
             workers: 1,
+            tls: None,
         }
     }
 

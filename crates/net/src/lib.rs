@@ -62,7 +62,7 @@ pub use run::{run_mem, run_pair, run_parties, run_tcp};
 pub use session::Session;
 pub use sim::{LinkModel, SimLink, SimReceiver, SimSender};
 pub use tcp::{ConnectOptions, DEFAULT_READ_AHEAD, TcpChannel, TcpOptions, TcpReceiver, TcpSender};
-pub use tls::{TlsConfig, TlsStats};
+pub use tls::{TlsConfig, TlsCounters, TlsStats};
 
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -273,6 +273,15 @@ impl Session<TcpChannel> {
             .filter(|_| self.channels.len() > 1)
     }
 
+    /// Live views of every TLS channel's counters (empty for a plaintext session).
+    pub fn tls_counters(&self) -> Vec<crate::tls::TlsCounters> {
+        self.channels
+            .iter()
+            .flatten()
+            .filter_map(TcpChannel::tls_counters)
+            .collect()
+    }
+
     fn mesh(
         rank: usize,
         listener: &TcpListener,

@@ -703,6 +703,13 @@ impl TcpChannel {
         self.tls.as_ref().map(|l| l.stats())
     }
 
+    /// A live view of [`TcpChannel::tls_stats`] that outlives moving or splitting the channel.
+    pub fn tls_counters(&self) -> Option<crate::tls::TlsCounters> {
+        self.tls
+            .as_ref()
+            .map(|l| crate::tls::TlsCounters(Arc::clone(l)))
+    }
+
     /// The peer's certificate (DER), on a TLS channel.
     pub fn peer_certificate(&self) -> Option<rustls::pki_types::CertificateDer<'static>> {
         self.tls.as_ref().and_then(|l| l.peer_certificate())

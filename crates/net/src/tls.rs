@@ -234,6 +234,18 @@ impl fmt::Display for TlsStats {
     }
 }
 
+/// A live view of one TLS connection's [`TlsStats`], which stays valid while the channel is
+/// split, wrapped or moved to another thread.
+#[derive(Clone, Debug)]
+pub struct TlsCounters(pub(crate) Arc<TlsLink>);
+
+impl TlsCounters {
+    /// The counters now.
+    pub fn stats(&self) -> TlsStats {
+        self.0.stats()
+    }
+}
+
 /// The state shared by the two halves of a TLS connection.
 #[derive(Debug)]
 pub(crate) struct TlsLink {
