@@ -97,6 +97,7 @@ pub fn run(cfg: &DemoConfig) -> Result<DemoOutcome, CliError> {
                     progress: ProgressMode::Off,
                     memory_budget: crate::bucket::DEFAULT_MEMORY_BUDGET,
                     workers: 1,
+                    tls: None,
                 };
                 s.spawn(move || party::run(&pc, Some(l)))
             })

@@ -38,6 +38,9 @@ impl CliError {
 impl From<obliv_psi::Error> for CliError {
     fn from(e: obliv_psi::Error) -> Self {
         use obliv_psi::ErrorKind;
+        if let obliv_psi::Error::Net(n) = e {
+            return CliError::from(n);
+        }
         let msg = e.to_string();
         match e.kind() {
             ErrorKind::InvalidParameter => CliError::Usage(msg),
@@ -49,7 +52,13 @@ impl From<obliv_psi::Error> for CliError {
 }
 
 impl From<obliv_net::Error> for CliError {
+    /// Unusable TLS files are input errors (3); everything else on the network, TLS refusals
+    /// (another CA, expired, another host, plaintext against TLS) included, is a network
+    /// error (4).
     fn from(e: obliv_net::Error) -> Self {
-        CliError::Network(e.to_string())
+        match e {
+            obliv_net::Error::TlsConfig { .. } => CliError::Input(e.to_string()),
+            e => CliError::Network(e.to_string()),
+        }
     }
 }

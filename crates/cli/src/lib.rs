@@ -12,6 +12,7 @@ pub mod gen_data;
 pub mod merge;
 pub mod party;
 pub mod progress;
+pub mod tls;
 pub mod unbalanced;
 
 pub use error::CliError;

@@ -127,6 +127,8 @@ struct UbCmd {
     /// Seconds to wait for the peer.
     #[arg(long, default_value_t = 60)]
     connect_timeout: u64,
+    #[command(flatten)]
+    tls: obliv_cli::tls::TlsArgs,
 }
 
 #[derive(Args, Debug)]
@@ -239,6 +241,8 @@ struct PartyArgs {
     workers: usize,
     #[command(flatten)]
     link: LinkArgs,
+    #[command(flatten)]
+    tls: obliv_cli::tls::TlsArgs,
 }
 
 #[derive(Args, Debug)]
@@ -413,6 +417,11 @@ fn run_party(a: &PartyArgs) -> Result<(), CliError> {
         progress: a.progress.parse()?,
         memory_budget: a.memory_mib.saturating_mul(1 << 20),
         workers: a.workers,
+        tls: a.tls.setup(
+            parties_arg,
+            &party::parse_parties(parties_arg)?,
+            a.rank.unwrap_or(0),
+        )?,
     };
     let report = party::run(&cfg, None)?;
     println!("{}", report.to_json());
@@ -458,6 +467,9 @@ fn run_ub(u: &UbCmd) -> Result<(), CliError> {
         output: u.output.clone(),
         server_get_result: u.server_get_result,
         connect_timeout: Duration::from_secs(u.connect_timeout),
+        tls: u
+            .tls
+            .setup(&u.parties, &party::parse_parties(&u.parties)?, u.rank)?,
     };
     println!("{}", unbalanced::run(&args)?);
     Ok(())

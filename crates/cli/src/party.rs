@@ -133,6 +133,8 @@ pub struct PartyConfig {
     /// them one after the other on the connection itself. Both parties must give the same
     /// value (checked in the job handshake). `1..=`[`driver::MAX_WORKERS`].
     pub workers: usize,
+    /// TLS on every link (`None`: plaintext); see [`crate::tls`].
+    pub tls: Option<crate::tls::TlsSetup>,
 }
 
 /// What a party reports when it is done.
@@ -272,10 +274,8 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         deadline: cfg.connect_timeout,
         ..ConnectOptions::default()
     };
-    let session = match listener {
-        Some(l) => Session::tcp_with_listener(cfg.rank, &l, &cfg.parties, &opts)?,
-        None => Session::tcp(cfg.rank, &cfg.parties, &opts)?,
-    };
+    let session = crate::tls::session(cfg.rank, listener, &cfg.parties, cfg.tls.as_ref(), &opts)?;
+    let tls_watch = crate::tls::TlsWatch::new(&session);
     let cp = checkpoint.as_mut();
     let out = match cfg.sim {
         Some(model) => run_buckets(
@@ -288,6 +288,7 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         )?,
         None => run_buckets(cfg, &shape, own_buckets, &mut files, session, cp)?,
     };
+    tls_watch.log();
     let rows_out = match &out.selected {
         Some(rows) => bucket::write_rows(
             &cfg.input,
@@ -859,6 +860,7 @@ mod tests {
             progress: ProgressMode::Off,
             memory_budget: bucket::DEFAULT_MEMORY_BUDGET,
             workers: 1,
+            tls: None,
         }
     }
 

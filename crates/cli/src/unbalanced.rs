@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use obliv_core::AesRng;
 use obliv_ec::Curve;
-use obliv_net::{Channel, ConnectOptions, Session};
+use obliv_net::{Channel, ConnectOptions};
 use obliv_psi::unbalanced::{self, Cache, ServerKey, UbConfig};
 
 use crate::csvio;
@@ -60,6 +60,8 @@ pub struct UbArgs {
     pub server_get_result: bool,
     /// How long to wait for the peer.
     pub connect_timeout: Duration,
+    /// TLS on the link (`None`: plaintext); see [`crate::tls`].
+    pub tls: Option<crate::tls::TlsSetup>,
 }
 
 fn need<T: Clone>(v: &Option<T>, name: &str) -> Result<T, CliError> {
@@ -122,7 +124,7 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         deadline: a.connect_timeout,
         ..ConnectOptions::default()
     };
-    let mut session = Session::tcp(a.rank, &a.parties, &opts)?;
+    let mut session = crate::tls::session(a.rank, None, &a.parties, a.tls.as_ref(), &opts)?;
     let ch = session.channel(1 - a.rank)?;
     let mut matched = None;
     match (a.role, a.phase, &key, &keyed) {

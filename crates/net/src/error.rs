@@ -101,12 +101,67 @@ pub enum Error {
     /// An earlier error left the channel out of step with its peer; it cannot be used any more.
     #[error("channel unusable after an earlier error")]
     Broken,
+    /// This party's TLS settings are unusable (a PEM file that does not parse, a key that does
+    /// not fit the certificate, no trusted certificate, …).
+    #[error("TLS configuration: {reason}")]
+    TlsConfig {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The peer's certificate failed our checks (unknown CA, expired, not naming the host the
+    /// peer is known at, none presented); the connection was refused before any frame.
+    #[error("refused the certificate of {peer}: {reason}")]
+    CertificateRefused {
+        /// The peer (address, and host name if known).
+        peer: String,
+        /// Why.
+        reason: String,
+    },
+    /// The peer refused our certificate (it sent a TLS alert about it).
+    #[error("{peer} refused our certificate: {reason}")]
+    RefusedByPeer {
+        /// The peer.
+        peer: String,
+        /// The alert it sent.
+        reason: String,
+    },
+    /// The peer opened an obliv session in plaintext where this party requires TLS.
+    #[error(
+        "{peer} speaks plaintext, but this party requires TLS: refused (the peer must run with TLS too)"
+    )]
+    PlaintextPeer {
+        /// The peer.
+        peer: String,
+    },
+    /// The peer opened a TLS handshake, but this party runs without TLS.
+    #[error(
+        "{peer} opened a TLS handshake, but this party runs in plaintext: refused (give this party TLS settings too)"
+    )]
+    TlsPeer {
+        /// The peer.
+        peer: String,
+    },
+    /// Any other TLS failure: a handshake that breaks off, a record that fails authentication
+    /// (a byte changed on the way), an alert from the peer.
+    #[error("TLS with {peer}: {reason}")]
+    Tls {
+        /// The peer.
+        peer: String,
+        /// What failed.
+        reason: String,
+    },
 }
 
 impl Error {
     /// Maps an I/O error of a stream operation to the matching variant: timeouts become
     /// [`Error::Timeout`], resets and broken pipes [`Error::PeerDisconnected`].
     pub(crate) fn from_io(op: &'static str, e: io::Error, timeout: Option<Duration>) -> Self {
+        if let Some(t) = e
+            .get_ref()
+            .and_then(|x| x.downcast_ref::<crate::tls::TlsFailure>())
+        {
+            return t.0.clone_lossy();
+        }
         match e.kind() {
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Timeout {
                 after: timeout.unwrap_or_default(),
@@ -170,12 +225,41 @@ impl Error {
             },
             Error::SubChannelInUse { id } => Error::SubChannelInUse { id: *id },
             Error::Broken => Error::Broken,
+            Error::TlsConfig { reason } => Error::TlsConfig {
+                reason: reason.clone(),
+            },
+            Error::CertificateRefused { peer, reason } => Error::CertificateRefused {
+                peer: peer.clone(),
+                reason: reason.clone(),
+            },
+            Error::RefusedByPeer { peer, reason } => Error::RefusedByPeer {
+                peer: peer.clone(),
+                reason: reason.clone(),
+            },
+            Error::PlaintextPeer { peer } => Error::PlaintextPeer { peer: peer.clone() },
+            Error::TlsPeer { peer } => Error::TlsPeer { peer: peer.clone() },
+            Error::Tls { peer, reason } => Error::Tls {
+                peer: peer.clone(),
+                reason: reason.clone(),
+            },
         }
     }
 
     /// Whether this is a [`Error::Timeout`].
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::Timeout { .. })
+    }
+
+    /// Whether a peer was refused, or refused us, at connection set-up: a certificate that
+    /// fails the checks on either side, or one side in plaintext and the other in TLS.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            Error::CertificateRefused { .. }
+                | Error::RefusedByPeer { .. }
+                | Error::PlaintextPeer { .. }
+                | Error::TlsPeer { .. }
+        )
     }
 }
 

@@ -8,6 +8,8 @@
 //! - [`mem_pair`]: two ends in one process (tests, benches), zero-copy for owned messages;
 //! - [`TcpChannel`]: length-prefixed frames over TCP with connect retries, timeouts,
 //!   `TCP_NODELAY`, buffered writes and a frame-length limit checked before any allocation;
+//!   optionally inside TLS 1.3 with mutual authentication ([`tls`], rustls on *ring*), with the
+//!   same limits, timeouts and counters;
 //! - [`SimLink`]: wraps any channel and delays messages as a link of given bandwidth and
 //!   latency would, so WAN figures ("100 Mbps / 10 ms") can be measured in one process.
 //!
@@ -45,6 +47,7 @@ mod run;
 mod session;
 mod sim;
 mod tcp;
+pub mod tls;
 
 pub use channel::{
     Channel, ChannelExt, DEFAULT_MAX_FRAME_LEN, ExactBuf, FrameReceiver, FrameSender, RecvBuf,
@@ -59,6 +62,7 @@ pub use run::{run_mem, run_pair, run_parties, run_tcp};
 pub use session::Session;
 pub use sim::{LinkModel, SimLink, SimReceiver, SimSender};
 pub use tcp::{ConnectOptions, DEFAULT_READ_AHEAD, TcpChannel, TcpOptions, TcpReceiver, TcpSender};
+pub use tls::{TlsConfig, TlsCounters, TlsStats};
 
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -7,6 +7,7 @@ use crate::channel::{Channel, ChannelExt, Stats};
 use crate::error::{Error, Result};
 use crate::mem::{MemChannel, mem_pair};
 use crate::tcp::{ConnectOptions, TcpChannel, accept_stream};
+use crate::tls::{TlsConfig, TlsStats};
 
 /// Magic bytes that open a session handshake.
 const MAGIC: [u8; 8] = *b"OBLIVNET";
@@ -207,6 +208,87 @@ impl Session<TcpChannel> {
         addrs: &[SocketAddr],
         opts: &ConnectOptions,
     ) -> Result<Self> {
+        Self::mesh(rank, listener, addrs, opts, None)
+    }
+
+    /// Joins a session as [`Session::tcp_with_listener`] does, with every channel inside TLS 1.3
+    /// with mutual authentication (see [`crate::tls`]).
+    ///
+    /// `hosts[j]` is the name (DNS name or IP address) party `j` is known at, the host part
+    /// of its address as the operators wrote it; party `j`'s certificate must name it. A
+    /// dialling party checks the accepting party's certificate during the handshake; the
+    /// accepting party checks the dialling party's certificate against the host of the rank
+    /// it claims in its hello, so a party with a valid certificate for another party's host
+    /// is refused.
+    ///
+    /// A peer whose certificate fails the checks, or that refuses ours, or that speaks
+    /// plaintext, ends the set-up with the matching error ([`Error::is_refusal`]) before any
+    /// frame of the protocol; connections that are neither TLS nor obliv (a port scanner)
+    /// are dropped and accepting goes on.
+    ///
+    /// # Errors
+    /// As [`Session::tcp_with_listener`], [`Error::NoSuchParty`] if `hosts` and `addrs` differ
+    /// in length, and the refusals above.
+    pub fn tls_with_listener(
+        rank: usize,
+        listener: &TcpListener,
+        addrs: &[SocketAddr],
+        hosts: &[String],
+        tls: &TlsConfig,
+        opts: &ConnectOptions,
+    ) -> Result<Self> {
+        if hosts.len() != addrs.len() {
+            return Err(Error::NoSuchParty {
+                peer: hosts.len(),
+                rank,
+                parties: addrs.len(),
+            });
+        }
+        Self::mesh(rank, listener, addrs, opts, Some((tls, hosts)))
+    }
+
+    /// Joins a TLS session as party `rank`, listening on `addrs[rank]` (see
+    /// [`Session::tls_with_listener`]).
+    ///
+    /// # Errors
+    /// As [`Session::tls_with_listener`].
+    pub fn tls(
+        rank: usize,
+        addrs: &[SocketAddr],
+        hosts: &[String],
+        tls: &TlsConfig,
+        opts: &ConnectOptions,
+    ) -> Result<Self> {
+        let listener = bind(rank, addrs)?;
+        Self::tls_with_listener(rank, &listener, addrs, hosts, tls, opts)
+    }
+
+    /// What TLS added to the traffic of every channel (`None` for a plaintext session).
+    pub fn tls_stats(&self) -> Option<TlsStats> {
+        self.channels
+            .iter()
+            .flatten()
+            .map(TcpChannel::tls_stats)
+            .try_fold(TlsStats::default(), |acc, s| s.map(|s| acc + s))
+            .filter(|_| self.channels.len() > 1)
+    }
+
+    /// Live views of every TLS channel's counters (empty for a plaintext session).
+    pub fn tls_counters(&self) -> Vec<crate::tls::TlsCounters> {
+        self.channels
+            .iter()
+            .flatten()
+            .filter_map(TcpChannel::tls_counters)
+            .collect()
+    }
+
+    fn mesh(
+        rank: usize,
+        listener: &TcpListener,
+        addrs: &[SocketAddr],
+        opts: &ConnectOptions,
+        tls: Option<(&TlsConfig, &[String])>,
+    ) -> Result<Self> {
         let parties = addrs.len();
         if rank >= parties {
             return Err(Error::NoSuchParty {
@@ -223,12 +305,30 @@ impl Session<TcpChannel> {
                 deadline: left,
                 ..opts.clone()
             };
-            let mut c = TcpChannel::connect(addr, &o)?;
+            let mut c = match tls {
+                Some((cfg, hosts)) => TcpChannel::connect_tls(addr, &hosts[j], cfg, &o)?,
+                None => TcpChannel::connect(addr, &o)?,
+            };
             // The answer comes once party j reaches its accept loop, within the deadline.
             let left = end.saturating_duration_since(Instant::now());
             c.set_read_timeout(Some(left.min(opts.tcp.read_timeout.unwrap_or(left))))?;
             c.send(&hello(rank, parties))?;
-            let reply: [u8; 20] = c.recv_array()?;
+            let reply: [u8; 20] = c.recv_array().map_err(|e| match e {
+                Error::PeerDisconnected if tls.is_none() => Error::Handshake {
+                    reason: format!(
+                        "party {j} at {addr} closed the connection without answering \
+                         (does it require TLS?)"
+                    ),
+                },
+                Error::PeerDisconnected => Error::RefusedByPeer {
+                    peer: format!("party {j} at {addr}"),
+                    reason: "it closed the connection after the TLS handshake (our certificate \
+                             does not name the host of our rank, or it takes us for another \
+                             session)"
+                        .into(),
+                },
+                e => e,
+            })?;
             c.set_read_timeout(opts.tcp.read_timeout)?;
             let r = parse_hello(&reply, parties)?;
             if r != j {
@@ -242,12 +342,44 @@ impl Session<TcpChannel> {
         let mut missing = parties - rank - 1;
         while missing > 0 {
             let left = end.saturating_duration_since(Instant::now());
-            let (s, _) = accept_stream(listener, Some(left))?;
-            let mut c = TcpChannel::from_stream(s, opts.tcp.clone())?;
+            let (s, from) = accept_stream(listener, Some(left))?;
             // A stray client must not hold us long: real parties send their hello at once.
             let left = end.saturating_duration_since(Instant::now());
+            let mut c = match tls {
+                Some((cfg, _)) => {
+                    match TcpChannel::tls_server_from_stream(
+                        s,
+                        cfg,
+                        left.min(HELLO_TIMEOUT),
+                        opts.tcp.clone(),
+                    ) {
+                        Ok(c) => c,
+                        Err(e) if e.is_refusal() => return Err(e),
+                        // Not one of ours: drop it and keep accepting.
+                        Err(_) => continue,
+                    }
+                }
+                None => TcpChannel::from_stream(s, opts.tcp.clone())?,
+            };
             c.set_read_timeout(Some(left.min(HELLO_TIMEOUT)))?;
             let r = c.recv_array::<20>().and_then(|m| parse_hello(&m, parties));
+            if tls.is_none()
+                && let Err(
+                    Error::FrameTooLarge { len, .. } | Error::UnexpectedLength { got: len, .. },
+                ) = r
+                && len & 0xffff == 0x0316
+            {
+                // The record header of a TLS ClientHello read as a frame length.
+                return Err(Error::TlsPeer {
+                    peer: from.to_string(),
+                });
+            }
+            if let (Ok(r), Some((_, hosts))) = (&r, tls)
+                && let Some(host) = hosts.get(*r)
+            {
+                // The certificate must be that of the party the peer claims to be.
+                c.verify_peer_name(host)?;
+            }
             match r {
                 Ok(r) if r > rank && r < parties && channels[r].is_none() => {
                     c.send(&hello(rank, parties))?;
@@ -267,15 +399,20 @@ impl Session<TcpChannel> {
     /// Joins a TCP session as party `rank`, listening on `addrs[rank]` (see
     /// [`Session::tcp_with_listener`]).
     pub fn tcp(rank: usize, addrs: &[SocketAddr], opts: &ConnectOptions) -> Result<Self> {
-        let addr = addrs.get(rank).ok_or(Error::NoSuchParty {
-            peer: rank,
-            rank,
-            parties: addrs.len(),
-        })?;
-        let listener = TcpListener::bind(addr).map_err(|e| Error::Io {
-            op: "bind",
-            source: e,
-        })?;
+        let listener = bind(rank, addrs)?;
         Self::tcp_with_listener(rank, &listener, addrs, opts)
     }
+}
+
+/// Binds `addrs[rank]`.
+fn bind(rank: usize, addrs: &[SocketAddr]) -> Result<TcpListener> {
+    let addr = addrs.get(rank).ok_or(Error::NoSuchParty {
+        peer: rank,
+        rank,
+        parties: addrs.len(),
+    })?;
+    TcpListener::bind(addr).map_err(|e| Error::Io {
+        op: "bind",
+        source: e,
+    })
 }

@@ -20,6 +20,7 @@ use crate::channel::{
     StatsRecorder, VecBuf,
 };
 use crate::error::{Error, Result, len64};
+use crate::tls::{self, TlsConfig, TlsLink, TlsReader, TlsStats, TlsWriter};
 
 /// Size of the length prefix of a frame.
 const HEADER: usize = 8;
@@ -125,6 +126,8 @@ pub struct TcpChannel {
     rx: TcpReceiver,
     opts: TcpOptions,
     stats: StatsRecorder,
+    /// The TLS connection under the frames, if any (see [`crate::tls`]).
+    tls: Option<Arc<TlsLink>>,
 }
 
 /// The sending half of a [`TcpChannel`] (see [`Split`]). Dropping it flushes and shuts the
@@ -132,6 +135,8 @@ pub struct TcpChannel {
 #[derive(Debug)]
 pub struct TcpSender {
     stream: TcpStream,
+    /// Frames go through TLS records when set.
+    tls: Option<TlsWriter>,
     wbuf: Vec<u8>,
     capacity: usize,
     write_timeout: Option<Duration>,
@@ -161,9 +166,12 @@ impl TcpSender {
     /// Writes all of `parts`, marking the sender broken on failure.
     fn write_parts(&mut self, parts: &mut [IoSlice<'_>]) -> Result<()> {
         let mut parts = parts;
-        let mut s = &self.stream;
         while !parts.is_empty() {
-            match s.write_vectored(parts) {
+            let r = match &mut self.tls {
+                Some(t) => t.write_vectored(parts),
+                None => (&self.stream).write_vectored(parts),
+            };
+            match r {
                 Ok(0) => {
                     self.broken = true;
                     return Err(Error::PeerDisconnected);
@@ -218,6 +226,11 @@ impl Drop for TcpSender {
         if !self.broken && !self.wbuf.is_empty() {
             // Best effort: errors on drop have nowhere to go.
             let _ = self.flush();
+        }
+        if !self.broken
+            && let Some(t) = &mut self.tls
+        {
+            t.close_notify();
         }
         let _ = self.stream.shutdown(Shutdown::Write);
     }
@@ -377,8 +390,24 @@ impl Drop for TcpReceiver {
 
 #[derive(Debug)]
 enum Reader {
-    Direct(BufReader<TcpStream>),
+    Direct(BufReader<Wire>),
     Ahead(ReadAhead),
+}
+
+/// The byte stream under the frames: the socket itself, or the plaintext of a TLS connection.
+#[derive(Debug)]
+enum Wire {
+    Plain(TcpStream),
+    Tls(TlsReader),
+}
+
+impl Read for Wire {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Wire::Plain(s) => s.read(buf),
+            Wire::Tls(t) => t.read(buf),
+        }
+    }
 }
 
 /// The consumer side of a read-ahead thread.
@@ -498,7 +527,7 @@ fn piece_error(got: usize, want: u64, e: io::Error, timeout: Option<Duration>) -
 
 /// Body of the read-ahead thread: reads frames until an error or until the consumer leaves.
 fn read_ahead_loop(
-    mut r: BufReader<TcpStream>,
+    mut r: BufReader<Wire>,
     tx: &Sender<Result<Batch>>,
     pool: &Receiver<Vec<u8>>,
     shared: &Shared,
@@ -549,7 +578,7 @@ type Batch = Vec<Frame>;
 const BATCH_BYTES: usize = 1 << 20;
 
 /// Whether the read buffer already holds the next frame whole (so reading it cannot block).
-fn next_frame_buffered(r: &BufReader<TcpStream>) -> bool {
+fn next_frame_buffered(r: &BufReader<Wire>) -> bool {
     let b = r.buffer();
     match b.first_chunk::<HEADER>() {
         Some(h) => u64::from_le_bytes(*h) <= len64(b.len() - HEADER),
@@ -558,11 +587,7 @@ fn next_frame_buffered(r: &BufReader<TcpStream>) -> bool {
 }
 
 /// Reads one frame, checking its length against the channel's limit before allocating.
-fn read_frame(
-    r: &mut BufReader<TcpStream>,
-    pool: &Receiver<Vec<u8>>,
-    shared: &Shared,
-) -> Result<Frame> {
+fn read_frame(r: &mut BufReader<Wire>, pool: &Receiver<Vec<u8>>, shared: &Shared) -> Result<Frame> {
     let max_frame = shared.max_frame.load(Ordering::Relaxed);
     let mut h = [0u8; HEADER];
     read_full(r, &mut h, Some(&shared.progress))
@@ -590,6 +615,123 @@ fn read_frame(
 impl TcpChannel {
     /// Wraps a connected stream, applying `opts` (nodelay, timeouts, read mode).
     pub fn from_stream(stream: TcpStream, opts: TcpOptions) -> Result<Self> {
+        Self::from_parts(stream, None, opts)
+    }
+
+    /// Runs the client side of a TLS 1.3 handshake on a connected stream (both ends present a
+    /// certificate; the peer's must name `host`), then wraps it as [`TcpChannel::from_stream`]
+    /// does. The handshake must end within `handshake_timeout`.
+    ///
+    /// # Errors
+    /// [`Error::CertificateRefused`], [`Error::RefusedByPeer`], [`Error::Tls`] or
+    /// [`Error::Timeout`] if the handshake fails.
+    pub fn tls_client_from_stream(
+        stream: TcpStream,
+        host: &str,
+        tls: &TlsConfig,
+        handshake_timeout: Duration,
+        opts: TcpOptions,
+    ) -> Result<Self> {
+        let link = tls::client_handshake(&stream, host, tls, Instant::now() + handshake_timeout)?;
+        Self::from_parts(stream, Some(link), opts)
+    }
+
+    /// Runs the server side of a TLS 1.3 handshake on an accepted stream: the client must
+    /// open with a TLS handshake ([`Error::PlaintextPeer`] if it speaks obliv's plaintext
+    /// session hello instead) and present a certificate issued by a trusted CA. Which name
+    /// that certificate must carry is for the caller to check
+    /// ([`TcpChannel::verify_peer_name`]); [`crate::Session`] does.
+    ///
+    /// # Errors
+    /// As [`TcpChannel::tls_client_from_stream`], and [`Error::PlaintextPeer`].
+    pub fn tls_server_from_stream(
+        stream: TcpStream,
+        tls: &TlsConfig,
+        handshake_timeout: Duration,
+        opts: TcpOptions,
+    ) -> Result<Self> {
+        let link = tls::server_handshake(&stream, tls, Instant::now() + handshake_timeout)?;
+        Self::from_parts(stream, Some(link), opts)
+    }
+
+    /// Connects to `addr` as [`TcpChannel::connect`] does, then runs the TLS client handshake
+    /// (see [`TcpChannel::tls_client_from_stream`]) within what is left of the deadline.
+    ///
+    /// # Errors
+    /// As [`TcpChannel::connect`] and [`TcpChannel::tls_client_from_stream`].
+    pub fn connect_tls<A: ToSocketAddrs + Display>(
+        addr: A,
+        host: &str,
+        tls: &TlsConfig,
+        opts: &ConnectOptions,
+    ) -> Result<Self> {
+        let start = Instant::now();
+        let stream = connect_stream(addr, opts)?;
+        let left = opts
+            .deadline
+            .saturating_sub(start.elapsed())
+            .max(Duration::from_millis(1));
+        Self::tls_client_from_stream(stream, host, tls, left, opts.tcp.clone())
+    }
+
+    /// Accepts one connection as [`TcpChannel::accept`] does and runs the TLS server
+    /// handshake on it (see [`TcpChannel::tls_server_from_stream`]), both within `timeout`.
+    ///
+    /// # Errors
+    /// As [`TcpChannel::accept`] and [`TcpChannel::tls_server_from_stream`].
+    pub fn accept_tls(
+        listener: &TcpListener,
+        timeout: Duration,
+        tls: &TlsConfig,
+        opts: TcpOptions,
+    ) -> Result<Self> {
+        let start = Instant::now();
+        let (s, _) = accept_stream(listener, Some(timeout))?;
+        let left = timeout
+            .saturating_sub(start.elapsed())
+            .max(Duration::from_millis(1));
+        Self::tls_server_from_stream(s, tls, left, opts)
+    }
+
+    /// Whether the frames travel inside TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// What TLS added to the traffic (handshake included); `None` for a plaintext channel.
+    pub fn tls_stats(&self) -> Option<TlsStats> {
+        self.tls.as_ref().map(|l| l.stats())
+    }
+
+    /// A live view of [`TcpChannel::tls_stats`] that outlives moving or splitting the channel.
+    pub fn tls_counters(&self) -> Option<crate::tls::TlsCounters> {
+        self.tls
+            .as_ref()
+            .map(|l| crate::tls::TlsCounters(Arc::clone(l)))
+    }
+
+    /// The peer's certificate (DER), on a TLS channel.
+    pub fn peer_certificate(&self) -> Option<rustls::pki_types::CertificateDer<'static>> {
+        self.tls.as_ref().and_then(|l| l.peer_certificate())
+    }
+
+    /// Checks that the peer's certificate names `host` (a DNS name or IP address).
+    ///
+    /// # Errors
+    /// [`Error::CertificateRefused`] if it does not, [`Error::PlaintextPeer`] on a plaintext
+    /// channel.
+    pub fn verify_peer_name(&self, host: &str) -> Result<()> {
+        match &self.tls {
+            Some(l) => l.verify_peer_name(host),
+            None => Err(Error::PlaintextPeer {
+                peer: self
+                    .peer_addr()
+                    .map_or_else(|_| host.to_string(), |a| a.to_string()),
+            }),
+        }
+    }
+
+    fn from_parts(stream: TcpStream, link: Option<Arc<TlsLink>>, opts: TcpOptions) -> Result<Self> {
         let io = |e| Error::Io {
             op: "configure socket",
             source: e,
@@ -599,20 +741,27 @@ impl TcpChannel {
             .set_write_timeout(nonzero(opts.write_timeout))
             .map_err(io)?;
         let cap = opts.read_buffer.max(HEADER);
+        let wire = |stream: &TcpStream| -> Result<Wire> {
+            let s = stream.try_clone().map_err(io)?;
+            Ok(match &link {
+                Some(l) => Wire::Tls(
+                    TlsReader::new(Arc::clone(l), s)
+                        .map_err(|e| Error::from_io("TLS read", e, opts.read_timeout))?,
+                ),
+                None => Wire::Plain(s),
+            })
+        };
         let reader = match opts.read_ahead {
             None => {
                 stream
                     .set_read_timeout(nonzero(opts.read_timeout))
                     .map_err(io)?;
-                Reader::Direct(BufReader::with_capacity(
-                    cap,
-                    stream.try_clone().map_err(io)?,
-                ))
+                Reader::Direct(BufReader::with_capacity(cap, wire(&stream)?))
             }
             Some(limit) => {
                 // The thread blocks in read until data, EOF, or our shutdown on drop.
                 stream.set_read_timeout(None).map_err(io)?;
-                let r = BufReader::with_capacity(cap, stream.try_clone().map_err(io)?);
+                let r = BufReader::with_capacity(cap, wire(&stream)?);
                 let (tx, rx) = crossbeam_channel::unbounded();
                 let (pool_tx, pool_rx) = crossbeam_channel::bounded(POOL_SIZE);
                 let shared = Arc::new(Shared {
@@ -647,8 +796,16 @@ impl TcpChannel {
             max_frame_len: opts.max_frame_len,
             broken: false,
         };
+        let tls = match &link {
+            Some(l) => Some(TlsWriter::new(
+                Arc::clone(l),
+                stream.try_clone().map_err(io)?,
+            )),
+            None => None,
+        };
         let tx = TcpSender {
             stream,
+            tls,
             wbuf: Vec::with_capacity(opts.write_buffer),
             capacity: opts.write_buffer,
             write_timeout: opts.write_timeout,
@@ -659,42 +816,14 @@ impl TcpChannel {
             rx,
             opts,
             stats: StatsRecorder::default(),
+            tls: link,
         })
     }
 
     /// Connects to `addr`, retrying every [`ConnectOptions::retry_interval`] until
     /// [`ConnectOptions::deadline`]; fails with [`Error::ConnectFailed`].
     pub fn connect<A: ToSocketAddrs + Display>(addr: A, opts: &ConnectOptions) -> Result<Self> {
-        let start = Instant::now();
-        let end = start + opts.deadline;
-        let mut attempts = 0u32;
-        loop {
-            attempts += 1;
-            let last = match addr.to_socket_addrs() {
-                Ok(addrs) => {
-                    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address resolved");
-                    for a in addrs {
-                        let left = end.saturating_duration_since(Instant::now());
-                        let t = opts.attempt_timeout.min(left).max(Duration::from_millis(1));
-                        match TcpStream::connect_timeout(&a, t) {
-                            Ok(s) => return Self::from_stream(s, opts.tcp.clone()),
-                            Err(e) => last = e,
-                        }
-                    }
-                    last
-                }
-                Err(e) => e,
-            };
-            let now = Instant::now();
-            if now + opts.retry_interval >= end {
-                return Err(Error::ConnectFailed {
-                    addr: addr.to_string(),
-                    attempts,
-                    source: last,
-                });
-            }
-            thread::sleep(opts.retry_interval);
-        }
+        Self::from_stream(connect_stream(addr, opts)?, opts.tcp.clone())
     }
 
     /// Binds a listener on `addr` (`"127.0.0.1:0"` for an ephemeral loopback port), for
@@ -787,6 +916,41 @@ impl TcpChannel {
         } else {
             Ok(())
         }
+    }
+}
+
+/// Connects to `addr`, retrying every [`ConnectOptions::retry_interval`] until
+/// [`ConnectOptions::deadline`].
+fn connect_stream<A: ToSocketAddrs + Display>(addr: A, opts: &ConnectOptions) -> Result<TcpStream> {
+    let start = Instant::now();
+    let end = start + opts.deadline;
+    let mut attempts = 0u32;
+    loop {
+        attempts += 1;
+        let last = match addr.to_socket_addrs() {
+            Ok(addrs) => {
+                let mut last = io::Error::new(io::ErrorKind::NotFound, "no address resolved");
+                for a in addrs {
+                    let left = end.saturating_duration_since(Instant::now());
+                    let t = opts.attempt_timeout.min(left).max(Duration::from_millis(1));
+                    match TcpStream::connect_timeout(&a, t) {
+                        Ok(s) => return Ok(s),
+                        Err(e) => last = e,
+                    }
+                }
+                last
+            }
+            Err(e) => e,
+        };
+        let now = Instant::now();
+        if now + opts.retry_interval >= end {
+            return Err(Error::ConnectFailed {
+                addr: addr.to_string(),
+                attempts,
+                source: last,
+            });
+        }
+        thread::sleep(opts.retry_interval);
     }
 }
 

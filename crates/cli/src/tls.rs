@@ -1,0 +1,230 @@
+//! The TLS options of the party commands (`--tls-cert`, `--tls-key`, `--tls-ca`,
+//! `--insecure-plaintext`) and the session they open. See `docs/deployment.md`.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+
+use obliv_net::{ConnectOptions, Session, TcpChannel, TlsConfig, TlsStats};
+
+use crate::error::CliError;
+
+/// The TLS options, as given on the command line.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct TlsArgs {
+    /// This party's certificate chain (PEM); it must name this party's host in `--parties`
+    /// (a DNS or IP subject alternative name). With `--tls-key` and `--tls-ca`, every link
+    /// runs TLS 1.3 with mutual authentication.
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// This party's private key (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// The certificates to trust (PEM): the CA that issued the peers' certificates, or the
+    /// peers' certificates themselves.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// Run in plaintext although `--parties` names a non-loopback address: anyone on the path
+    /// can read and change the traffic, and impersonate a party.
+    #[arg(long)]
+    pub insecure_plaintext: bool,
+}
+
+/// The TLS settings of a run: the configuration and the host each party is dialled at.
+#[derive(Clone, Debug)]
+pub struct TlsSetup {
+    /// Certificate, key and trust anchors.
+    pub config: TlsConfig,
+    /// `hosts[j]`: the host part of party `j`'s address in `--parties`, which party `j`'s
+    /// certificate must name.
+    pub hosts: Vec<String>,
+}
+
+impl TlsArgs {
+    /// Checks the options against the parties: all three TLS files or none; without them a
+    /// non-loopback party address needs `--insecure-plaintext` (and gets a warning). Reads
+    /// the files, and warns if this party's certificate does not name its own host (the peers
+    /// will refuse it).
+    ///
+    /// # Errors
+    /// [`CliError::Usage`] for a wrong combination, [`CliError::Input`] for unusable files.
+    pub fn setup(
+        &self,
+        parties_arg: &str,
+        parties: &[SocketAddr],
+        rank: usize,
+    ) -> Result<Option<TlsSetup>, CliError> {
+        let files = [&self.tls_cert, &self.tls_key, &self.tls_ca];
+        let given = files.iter().filter(|f| f.is_some()).count();
+        if given == 0 {
+            let remote: Vec<String> = parties
+                .iter()
+                .filter(|a| !a.ip().is_loopback())
+                .map(ToString::to_string)
+                .collect();
+            if !remote.is_empty() {
+                if !self.insecure_plaintext {
+                    return Err(CliError::Usage(format!(
+                        "--parties names non-loopback addresses ({}): give --tls-cert, --tls-key \
+                         and --tls-ca, or --insecure-plaintext to run in plaintext anyway",
+                        remote.join(", ")
+                    )));
+                }
+                eprintln!(
+                    "obliv: WARNING: running in plaintext to {} (--insecure-plaintext): the \
+                     traffic can be read and changed on the way, and a party impersonated",
+                    remote.join(", ")
+                );
+            }
+            return Ok(None);
+        }
+        let (Some(cert), Some(key), Some(ca)) = (&self.tls_cert, &self.tls_key, &self.tls_ca)
+        else {
+            return Err(CliError::Usage(
+                "give all three of --tls-cert, --tls-key and --tls-ca".into(),
+            ));
+        };
+        if self.insecure_plaintext {
+            return Err(CliError::Usage(
+                "--insecure-plaintext contradicts the --tls-* options".into(),
+            ));
+        }
+        let hosts = hosts(parties_arg);
+        if hosts.len() != parties.len() {
+            return Err(CliError::Usage(format!(
+                "cannot take the host names out of --parties {parties_arg:?}"
+            )));
+        }
+        let config = TlsConfig::from_pem_files(cert, key, ca)?;
+        // A party's own entry may be the address it binds (`0.0.0.0:7000`): nothing to check.
+        if let Some(own) = hosts.get(rank)
+            && !own
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_unspecified())
+            && let Err(e) = config.check_own_name(own)
+        {
+            eprintln!("obliv: WARNING: {e}: the other parties will refuse it");
+        }
+        Ok(Some(TlsSetup { config, hosts }))
+    }
+}
+
+/// The host parts of `host:port,host:port[,…]` (`[v6]:port` gives `v6`).
+pub fn hosts(parties_arg: &str) -> Vec<String> {
+    parties_arg
+        .split(',')
+        .map(|a| {
+            let a = a.trim();
+            let host = a.rsplit_once(':').map_or(a, |(h, _)| h);
+            host.trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string()
+        })
+        .collect()
+}
+
+/// Opens the session of party `rank`: over TLS when `tls` is set, in plaintext otherwise;
+/// binds `parties[rank]` unless `listener` is given. Logs the transport on stderr.
+///
+/// # Errors
+/// [`CliError::Network`] for every failure to set the session up, refusals included.
+pub fn session(
+    rank: usize,
+    listener: Option<TcpListener>,
+    parties: &[SocketAddr],
+    tls: Option<&TlsSetup>,
+    opts: &ConnectOptions,
+) -> Result<Session<TcpChannel>, CliError> {
+    let s = match (tls, listener) {
+        (Some(t), Some(l)) => {
+            Session::tls_with_listener(rank, &l, parties, &t.hosts, &t.config, opts)?
+        }
+        (Some(t), None) => Session::tls(rank, parties, &t.hosts, &t.config, opts)?,
+        (None, Some(l)) => Session::tcp_with_listener(rank, &l, parties, opts)?,
+        (None, None) => Session::tcp(rank, parties, opts)?,
+    };
+    if let Some(t) = tls {
+        let peers: Vec<String> = s
+            .peers()
+            .map(|j| format!("party {j} ({})", t.hosts[j]))
+            .collect();
+        eprintln!(
+            "obliv: TLS 1.3, mutual authentication: certificates of {} verified",
+            peers.join(", ")
+        );
+    }
+    Ok(s)
+}
+
+/// Follows what TLS adds to a session's traffic after the session has moved on.
+#[derive(Debug)]
+pub struct TlsWatch(Vec<obliv_net::TlsCounters>);
+
+impl TlsWatch {
+    /// Watches every TLS channel of `s`.
+    pub fn new(s: &Session<TcpChannel>) -> Self {
+        TlsWatch(s.tls_counters())
+    }
+
+    /// The sum over the channels (`None` for a plaintext session).
+    pub fn stats(&self) -> Option<TlsStats> {
+        if self.0.is_empty() {
+            return None;
+        }
+        Some(
+            self.0
+                .iter()
+                .fold(TlsStats::default(), |acc, c| acc + c.stats()),
+        )
+    }
+
+    /// Logs the sum on stderr (nothing for a plaintext session).
+    pub fn log(&self) {
+        if let Some(t) = self.stats() {
+            eprintln!("obliv: {t} (payload counted in the report)");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_parts() {
+        assert_eq!(
+            hosts("a.example:7000, 10.0.0.2:7001,[::1]:7002"),
+            ["a.example", "10.0.0.2", "::1"]
+        );
+    }
+
+    #[test]
+    fn plaintext_to_remote_needs_the_flag() {
+        let remote: Vec<SocketAddr> = vec![
+            "127.0.0.1:1".parse().unwrap_or_else(|_| unreachable!()),
+            "10.1.2.3:1".parse().unwrap_or_else(|_| unreachable!()),
+        ];
+        let none = TlsArgs::default();
+        assert!(matches!(
+            none.setup("127.0.0.1:1,10.1.2.3:1", &remote, 0),
+            Err(CliError::Usage(_))
+        ));
+        let insecure = TlsArgs {
+            insecure_plaintext: true,
+            ..TlsArgs::default()
+        };
+        assert!(matches!(
+            insecure.setup("127.0.0.1:1,10.1.2.3:1", &remote, 0),
+            Ok(None)
+        ));
+        let partial = TlsArgs {
+            tls_cert: Some("c.pem".into()),
+            ..TlsArgs::default()
+        };
+        assert!(matches!(
+            partial.setup("127.0.0.1:1,10.1.2.3:1", &remote, 0),
+            Err(CliError::Usage(_))
+        ));
+        let local = &remote[..1];
+        assert!(matches!(none.setup("127.0.0.1:1", local, 0), Ok(None)));
+    }
+}
