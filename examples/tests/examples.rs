@@ -5,37 +5,36 @@ use obliv_examples::{ec_elgamal, paillier_sum, pir, psi_buckets, psi_tcp, psi3, 
 use obliv_psi::kkrt::{KkrtConfig, KkrtSession};
 use obliv_psi::rr22::{Rr22Config, Rr22Session, Variant};
 
-/// The plain answer of `psi_buckets::run(_, n, …)`: `user-n/2..n`, sorted as strings.
-fn bucketed_answer(n: usize) -> Vec<String> {
-    let mut want = obliv_examples::ids(n / 2..n);
+/// Runs `psi_buckets::run` with sessions from `make` on 3000 items per side for each
+/// `(buckets, workers)` and checks the plain answer, `user-1500..3000` sorted as strings.
+#[allow(clippy::unwrap_used)] // a test helper: failing is the point
+fn check_bucketed<P, F>(make: F, cases: &[(usize, usize)])
+where
+    P: obliv_psi::PsiSession + 'static,
+    F: Fn(obliv_psi::Role) -> obliv_psi::Result<P> + Sync + Copy,
+{
+    let mut want = obliv_examples::ids(1500..3000);
     want.sort();
-    want
+    for &(buckets, workers) in cases {
+        let found = psi_buckets::run(make, 3000, buckets, workers).unwrap();
+        assert_eq!(found, want, "{buckets} buckets, {workers} workers");
+    }
 }
 
 #[test]
 fn rr22_in_buckets_over_tcp() {
-    let make = |role| Rr22Session::new(role, &Rr22Config::new(Variant::Fast));
-    for (buckets, workers) in [(1, 1), (5, 2)] {
-        let found = psi_buckets::run(make, 3000, buckets, workers).unwrap();
-        assert_eq!(
-            found,
-            bucketed_answer(3000),
-            "{buckets} buckets, {workers} workers"
-        );
-    }
+    check_bucketed(
+        |role| Rr22Session::new(role, &Rr22Config::new(Variant::Fast)),
+        &[(1, 1), (5, 2)],
+    );
 }
 
 #[test]
 fn kkrt_in_buckets_over_tcp() {
-    let make = |role| KkrtSession::new(role, &KkrtConfig::default());
-    for (buckets, workers) in [(1, 1), (4, 3)] {
-        let found = psi_buckets::run(make, 3000, buckets, workers).unwrap();
-        assert_eq!(
-            found,
-            bucketed_answer(3000),
-            "{buckets} buckets, {workers} workers"
-        );
-    }
+    check_bucketed(
+        |role| KkrtSession::new(role, &KkrtConfig::default()),
+        &[(1, 1), (4, 3)],
+    );
 }
 
 #[test]
