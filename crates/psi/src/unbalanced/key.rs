@@ -1,22 +1,6 @@
 //! The server's OPRF key file.
 //!
-//! # File
-//!
-//! `OBUBKEY2` ‖ curve code ‖ scalar length ‖ scalar ‖ OPRF evaluations served (u64 LE) ‖ a
-//! BLAKE3 tag of all that (detects corruption). Files of the first format (`OBUBKEY1`, no
-//! counter) load with a count of 0. Every write goes to a fresh temporary file in the same
-//! directory (created exclusively, so never through a symlink, with mode 0600 on Unix), is
-//! synced, and is renamed over the destination, then the directory is synced: a crash leaves
-//! the old file or the new one, never a torn one. A destination that is a symbolic link is
-//! refused.
-//!
-//! # Query budget
-//!
-//! A [`ServerKey`] counts the OPRF evaluations it has answered (each online phase reserves
-//! the client's announced item count before answering anything) and refuses to go past the
-//! online phase's limit ([`super::UbConfig::max_key_queries`]). A key loaded from or saved
-//! to a file is bound to it: every reservation is written to the file before any point is
-//! answered, so the budget holds across processes that load the same file.
+//! The file format and the query budget are documented on [`ServerKey`].
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -43,8 +27,25 @@ struct Usage {
     file: Option<PathBuf>,
 }
 
-/// The server's OPRF key, reusable across online phases up to its query budget (see the
-/// [module docs](self)).
+/// The server's OPRF key, reusable across online phases up to its query budget.
+///
+/// # File
+///
+/// `OBUBKEY2` ‖ curve code ‖ scalar length ‖ scalar ‖ OPRF evaluations served (u64 LE) ‖ a
+/// BLAKE3 tag of all that (detects corruption). Files of the first format (`OBUBKEY1`, no
+/// counter) load with a count of 0. Every write goes to a fresh temporary file in the same
+/// directory (created exclusively, so never through a symlink, with mode 0600 on Unix), is
+/// synced, and is renamed over the destination, then the directory is synced: a crash leaves
+/// the old file or the new one, never a torn one. A destination that is a symbolic link is
+/// refused.
+///
+/// # Query budget
+///
+/// A A `ServerKey` counts the OPRF evaluations it has answered (each online phase reserves
+/// the client's announced item count before answering anything) and refuses to go past the
+/// online phase's limit ([`UbConfig::max_key_queries`](super::UbConfig::max_key_queries)). A key loaded from or saved
+/// to a file is bound to it: every reservation is written to the file before any point is
+/// answered, so the budget holds across processes that load the same file.
 pub struct ServerKey {
     pub(crate) group: DynGroup,
     pub(crate) secret: SecretKey,
@@ -94,8 +95,8 @@ impl ServerKey {
         ))
     }
 
-    /// Writes the key and its query count to `path` atomically (see the
-    /// [module docs](self)), with mode 0600 on Unix, and binds the key to the file: later
+    /// Writes the key and its query count to `path` atomically (see [`ServerKey`]'s
+    /// documentation), with mode 0600 on Unix, and binds the key to the file: later
     /// online phases record their reservations there.
     ///
     /// # Errors
