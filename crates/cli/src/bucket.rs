@@ -4,24 +4,27 @@
 //! before any network traffic), counts the rows, and files every key, as the 128-bit public hash
 //! [`key_hash`] with its row number, into [`Buckets`]: sub-buckets by the first hash word, in
 //! memory up to a budget and appended to temporary files beyond it. Only then does it connect.
-//! Each party's bucket count `B_own` is the power of two at or above `rows / bucket size`; the
-//! parties agree on `B = max B_own`, and bucket `b` of `B` holds the keys whose first hash word
-//! is `b` modulo `B`, so equal keys meet in the same bucket on every side. One PSI runs per
-//! bucket on that bucket's distinct key hashes (grouped by a radix sort, no per-key allocation).
+//! The bucket count `B` follows from public data only (every party's row count, the shard
+//! count and the agreed load; [`crate::plan`]), and bucket `b` of `B` holds the keys whose
+//! first hash word is `b` modulo `B`, so equal keys meet in the same bucket on every side. One
+//! PSI runs per bucket on that bucket's distinct key hashes (grouped by a radix sort, no
+//! per-key allocation), padded with dummies to the plan's public bound.
 //! Matching rows are marked in a bit set (one bit per input row), and a last pass over the input
 //! writes them out. Simple files (no quotes) are read and copied by a byte scanner
 //! (`fastcsv`); others by the `csv` parser.
 //!
 //! Sharding (`--shard I/N`): the same hash of a key ([`key_hash`], BLAKE3 in derive-key mode)
 //! gives two 64-bit words; the first picks the bucket, the second the shard (`h₂ mod N`). A
-//! shard counts, splits and runs only its own keys, so `B_own` follows from the shard's rows,
-//! and shard `I` of every party meets only shard `I` of the others (docs/sharding.md).
+//! shard splits and runs only its own keys; its bucket count and padded sizes follow from the
+//! whole file's row count (public), not from the shard's, and shard `I` of every party meets
+//! only shard `I` of the others (docs/sharding.md).
 //!
 //! Memory per party: 24 bytes per row of the shard up to the memory budget (default 1 GiB),
 //! then one bucket's entries, plus `rows / 8` bytes. The PSI runs on the keys' 128-bit hashes:
 //! two distinct keys collide with probability 2^-128 per pair (2^-75 for 10^8 rows a side).
-//! Leakage: each protocol run reveals its bucket's number of distinct keys to the peers, i.e.
-//! a histogram of a public hash of the keys, which says nothing about individual keys.
+//! Leakage: every bucket's PSI announces its padded size, a function of the public row counts,
+//! so the peers learn nothing about how the keys spread over the buckets or shards (with the
+//! public hash such a histogram would let a peer test candidate keys for membership).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -407,6 +410,17 @@ pub struct Bucket {
 }
 
 impl Bucket {
+    /// A bucket of the given distinct keys, key `i` on row `i` (for tests).
+    #[cfg(test)]
+    pub(crate) fn with_keys(keys: Vec<[u8; 16]>) -> Self {
+        let n = u32::try_from(keys.len()).unwrap_or(u32::MAX);
+        Bucket {
+            starts: (0..=n).collect(),
+            rows: (0..u64::from(n)).collect(),
+            keys,
+        }
+    }
+
     /// The distinct keys, sorted by hash (not in input order; the protocols hide order).
     pub fn distinct(&self) -> Vec<&[u8]> {
         self.keys.iter().map(|k| &k[..]).collect()
@@ -863,12 +877,6 @@ fn rewrite_rows(
     wtr.flush()
         .map_err(|e| CliError::Input(format!("writing output: {e}")))?;
     Ok((written, digest))
-}
-
-/// The local bucket count: the power of two at or above `rows / bucket_size` (at least 1).
-pub fn local_buckets(rows: u64, bucket_size: usize) -> usize {
-    let need = rows.div_ceil(bucket_size.max(1) as u64).max(1);
-    usize::try_from(need.next_power_of_two()).unwrap_or(1 << 30)
 }
 
 #[cfg(test)]

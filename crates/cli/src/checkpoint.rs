@@ -3,7 +3,7 @@
 //!
 //! Layout of `DIR`:
 //! - `manifest`: the job's identity, one `name=value` line each: format version, protocol,
-//!   curve, rank, receiver, broadcast, the `--parties` argument, key columns, bucket size,
+//!   curve, rank, receiver, broadcast, the `--parties` argument, key columns, bucket load,
 //!   shard, and the input's size and BLAKE3 hash. A directory whose manifest differs from the
 //!   current command is refused (exit code 3) with the first field that differs; it is never
 //!   reused silently.
@@ -32,8 +32,9 @@ use std::path::{Path, PathBuf};
 use crate::error::CliError;
 
 /// Format version of the directory. 2: keys are encoded injectively, so a key's bucket (and
-/// a finished bucket's rows) differ from format 1's.
-const FORMAT: u32 = 2;
+/// a finished bucket's rows) differ from format 1's. 3: the bucket count follows from the
+/// public plan (`crate::plan`), not from `--bucket-size`.
+const FORMAT: u32 = 3;
 const MANIFEST_HEAD: &str = "obliv psi checkpoint";
 const BUCKET_MAGIC: &[u8; 8] = b"OBLIVCB1";
 const RUN_MAGIC: &[u8; 8] = b"OBLIVCR1";

@@ -11,6 +11,7 @@ mod fastcsv;
 pub mod gen_data;
 pub mod merge;
 pub mod party;
+pub mod plan;
 pub mod progress;
 pub mod tls;
 pub mod unbalanced;

@@ -4,8 +4,8 @@
 //! obliv psi demo [--protocol ecdh] [--curve 25519] [--size N]
 //! obliv psi --protocol ecdh --curve 25519 --rank R --parties HOST:PORT,HOST:PORT
 //!           --input FILE --keys COL[,COL…] --output FILE [--receiver R] [--broadcast] [--sort]
-//!           [--bucket-size N] [--checkpoint DIR] [--shard I/N] [--progress auto|bar|log|off]
-//!           [--workers N]
+//!           [--bucket-size N] [--bucket-load N] [--checkpoint DIR] [--shard I/N]
+//!           [--progress auto|bar|log|off] [--workers N]
 //! obliv merge --output FILE [--sort --keys COL[,COL…]] PART…
 //! obliv ub-psi offline|online --role server|client --rank R --parties HOST:PORT,HOST:PORT
 //!           [--input FILE --keys COL[,COL…]] [--cache FILE] [--key-file FILE] [--output FILE]
@@ -209,10 +209,16 @@ struct PartyArgs {
     /// Items per streamed batch.
     #[arg(long, default_value_t = 4096)]
     batch_size: usize,
-    /// Rows per bucket: inputs are split by a hash of the key into buckets of about this
-    /// many rows, one PSI per bucket, so memory stays bounded.
-    #[arg(long, default_value_t = 1 << 20)]
+    /// Most keys per bucket this party accepts (padding included): a local memory limit,
+    /// never sent. The bucket count follows from public data only (both row counts, the
+    /// shard count and --bucket-load); a job that needs larger buckets is refused.
+    #[arg(long, default_value_t = 1 << 22)]
     bucket_size: usize,
+    /// Expected keys per bucket of the larger party: with the row counts and the shard
+    /// count it fixes the bucket count. Every party must give the same value. Below 65536
+    /// the padding of buckets to their public bound costs more than a few percent.
+    #[arg(long, default_value_t = obliv_cli::plan::DEFAULT_LOAD)]
+    bucket_load: u64,
     /// Write the report as JSON to this file too.
     #[arg(long)]
     report: Option<PathBuf>,
@@ -410,6 +416,7 @@ fn run_party(a: &PartyArgs) -> Result<(), CliError> {
         sort: a.sort,
         batch_size: a.batch_size,
         bucket_size: a.bucket_size,
+        bucket_load: a.bucket_load,
         sim: link(&a.link)?,
         connect_timeout: Duration::from_secs(a.connect_timeout),
         shard: a.shard.parse()?,

@@ -28,6 +28,7 @@ use rand_core::Rng;
 use crate::bucket::{self, Shard};
 use crate::checkpoint::{BucketResult, Checkpoint, Identity, RunInfo};
 use crate::error::CliError;
+use crate::plan::BucketPlan;
 use crate::progress::{self, Progress, ProgressMode};
 
 /// The PSI protocols the command knows.
@@ -113,8 +114,14 @@ pub struct PartyConfig {
     pub sort: bool,
     /// Items per streamed batch.
     pub batch_size: usize,
-    /// Rows per bucket (inputs are split into buckets so memory stays bounded).
+    /// Most keys per bucket this party accepts, padding included: a local memory limit, never
+    /// sent. A job whose public plan ([`crate::plan`]) needs larger buckets is refused before
+    /// any bucket runs (more shards make them smaller).
     pub bucket_size: usize,
+    /// Expected keys per bucket of the larger party ([`DEFAULT_LOAD`](crate::plan::DEFAULT_LOAD) by default): with
+    /// the row counts and the shard count, it fixes the bucket count ([`crate::plan`]). Part of
+    /// the settings every party must agree on.
+    pub bucket_load: u64,
     /// Simulated link (bandwidth, latency) on every channel, if any.
     pub sim: Option<LinkModel>,
     /// How long to wait for the other parties to come up.
@@ -269,7 +276,6 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         Some(lock) => Some(lock.open(&identity(cfg, &shape))?),
         None => None,
     };
-    let own_buckets = bucket::local_buckets(shape.shard_rows, cfg.bucket_size);
     let opts = ConnectOptions {
         deadline: cfg.connect_timeout,
         ..ConnectOptions::default()
@@ -281,12 +287,11 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         Some(model) => run_buckets(
             cfg,
             &shape,
-            own_buckets,
             &mut files,
             session.map(|_, c| SimLink::new(c, model)),
             cp,
         )?,
-        None => run_buckets(cfg, &shape, own_buckets, &mut files, session, cp)?,
+        None => run_buckets(cfg, &shape, &mut files, session, cp)?,
     };
     tls_watch.log();
     let rows_out = match &out.selected {
@@ -347,7 +352,7 @@ fn identity(cfg: &PartyConfig, shape: &bucket::InputShape) -> Identity {
         .with("broadcast", cfg.broadcast)
         .with("parties", &cfg.parties_arg)
         .with("keys", format!("{:?}", cfg.keys))
-        .with("bucket_size", cfg.bucket_size)
+        .with("bucket_load", cfg.bucket_load)
         .with("shard", cfg.shard)
         .with("input_bytes", shape.bytes)
         .with("input_rows", shape.rows)
@@ -369,19 +374,19 @@ struct Outcome {
 /// Version 2: the protocols run on the keys' 128-bit public hashes, not the keys themselves, so
 /// a peer of version 1 would silently find nothing in common; the magic makes it an error.
 /// Version 3: keys are encoded injectively (`csvio::push_key_field`), so their hashes differ.
-const JOB_MAGIC: &[u8; 8] = b"OBLIVJB3";
+/// Version 4: parties announce their row counts, not bucket counts, and pad every bucket
+/// ([`crate::plan`]).
+const JOB_MAGIC: &[u8; 8] = b"OBLIVJB4";
 /// Longest job hello accepted from a peer.
 const MAX_HELLO: usize = 4096;
-/// Most buckets a run may have.
-const MAX_BUCKETS: u64 = 1 << 30;
-
 /// What each party announces before the first bucket.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct JobHello {
     /// The settings that must agree, as text (shown in the error when they do not).
     params: String,
-    /// This party's local bucket count (a power of two).
-    buckets: u64,
+    /// This party's data rows in its whole input (all shards): the public size that the
+    /// bucket plan is computed from.
+    rows: u64,
     /// Whether this party keeps a checkpoint.
     checkpoint: bool,
     /// The run its checkpoint belongs to.
@@ -394,7 +399,7 @@ impl JobHello {
         let p = self.params.as_bytes();
         b.extend_from_slice(&(p.len() as u64).to_le_bytes());
         b.extend_from_slice(p);
-        b.extend_from_slice(&self.buckets.to_le_bytes());
+        b.extend_from_slice(&self.rows.to_le_bytes());
         b.push(u8::from(self.checkpoint));
         let run = self.run.unwrap_or(RunInfo {
             id: [0; 16],
@@ -426,7 +431,7 @@ impl JobHello {
         let end = 16usize.checked_add(plen).ok_or_else(bad)?;
         let params =
             String::from_utf8(b.get(16..end).ok_or_else(bad)?.to_vec()).map_err(|_| bad())?;
-        let buckets = u64_at(end)?;
+        let rows = u64_at(end)?;
         let checkpoint = match b.get(end + 8) {
             Some(0) => false,
             Some(1) => true,
@@ -442,7 +447,7 @@ impl JobHello {
         }
         Ok(JobHello {
             params,
-            buckets,
+            rows,
             checkpoint,
             run: (id != [0; 16]).then_some(RunInfo {
                 id,
@@ -452,18 +457,19 @@ impl JobHello {
     }
 }
 
-/// Agrees with every peer on the settings, the bucket count and where to resume.
+/// Agrees with every peer on the settings, the bucket plan and where to resume.
 ///
-/// Returns the bucket count and, for a checkpointed run, the buckets every party finished
-/// (recorded in `cp`). Every party takes the same decisions from the same hellos.
+/// Returns the plan (computed from every party's announced row count) and, for a
+/// checkpointed run, the buckets every party finished (recorded in `cp`). Every party takes
+/// the same decisions from the same hellos.
 fn agree<C: Channel>(
     cfg: &PartyConfig,
-    own_buckets: u64,
+    own_rows: u64,
     session: &mut Session<C>,
     cp: Option<&mut Checkpoint>,
-) -> Result<u64, CliError> {
+) -> Result<BucketPlan, CliError> {
     let mut params = format!(
-        "protocol={} curve={} receiver={} broadcast={} shard={}",
+        "protocol={} curve={} receiver={} broadcast={} shard={} bucket_load={}",
         cfg.protocol,
         if uses_curve(cfg.protocol) {
             cfg.curve.to_string()
@@ -472,7 +478,8 @@ fn agree<C: Channel>(
         },
         cfg.receiver,
         cfg.broadcast,
-        cfg.shard
+        cfg.shard,
+        cfg.bucket_load
     );
     // Only when not 1, so that a one-worker run still agrees with a peer of the version
     // before `--workers` existed (same messages), and a peer of that version facing more
@@ -482,7 +489,7 @@ fn agree<C: Channel>(
     }
     let ours = JobHello {
         params,
-        buckets: own_buckets,
+        rows: own_rows,
         checkpoint: cp.is_some(),
         run: cp.as_ref().and_then(|c| c.run()),
     };
@@ -494,6 +501,8 @@ fn agree<C: Channel>(
         ch.flush()?;
     }
     let mut hellos = vec![ours.clone()];
+    let mut rows = vec![0u64; cfg.protocol.parties().max(cfg.rank + 1)];
+    rows[cfg.rank] = own_rows;
     for &p in &peers {
         let theirs = JobHello::decode(&session.channel(p)?.recv_max(MAX_HELLO)?)?;
         if theirs.params != ours.params {
@@ -502,17 +511,25 @@ fn agree<C: Channel>(
                 theirs.params, ours.params
             )));
         }
-        if !theirs.buckets.is_power_of_two() || theirs.buckets > MAX_BUCKETS {
-            return Err(CliError::Protocol(format!(
-                "party {p} announced {} buckets",
-                theirs.buckets
-            )));
+        if let Some(r) = rows.get_mut(p) {
+            *r = theirs.rows;
         }
         hellos.push(theirs);
     }
-    let total = hellos.iter().map(|h| h.buckets).max().unwrap_or(1);
+    let plan = BucketPlan::new(&rows, cfg.shard.count, cfg.bucket_load)?;
+    // A local memory limit: refused here, on every party alike only if all set it alike.
+    if plan.largest() > cfg.bucket_size as u64 {
+        return Err(CliError::Usage(format!(
+            "the job's buckets hold up to {} keys (padded; rows per party {rows:?}, {} buckets \
+             per shard), above --bucket-size {}; raise it or split the job with --shard",
+            plan.largest(),
+            plan.buckets,
+            cfg.bucket_size
+        )));
+    }
+    let total = plan.buckets;
     if !hellos.iter().any(|h| h.checkpoint) {
-        return Ok(total);
+        return Ok(plan);
     }
     let resume = hellos
         .iter()
@@ -549,7 +566,7 @@ fn agree<C: Channel>(
                 cp.finished_count()
             ),
         );
-        return Ok(total);
+        return Ok(plan);
     }
     // A new run: rank 0 draws its id and tells everybody.
     let id = if cfg.rank == 0 {
@@ -586,15 +603,15 @@ fn agree<C: Channel>(
         }
         cp.start_run(RunInfo { id, buckets: total })?;
     }
-    Ok(total)
+    Ok(plan)
 }
 
-/// Agrees on the bucket count (and on where to resume) with every peer, then runs one PSI per
-/// bucket that is not finished on every side (RR22 with `workers > 1`: several at a time).
+/// Agrees on the bucket plan (and on where to resume) with every peer, then runs one PSI per
+/// bucket that is not finished on every side (two-party protocols with `workers > 1`:
+/// several at a time), each bucket padded to the plan's public bound.
 fn run_buckets<C>(
     cfg: &PartyConfig,
     shape: &bucket::InputShape,
-    own_buckets: usize,
     files: &mut bucket::Buckets,
     mut session: Session<C>,
     mut cp: Option<&mut Checkpoint>,
@@ -603,7 +620,17 @@ where
     C: Channel + Split,
     C::Sender: Send,
 {
-    let total = agree(cfg, own_buckets as u64, &mut session, cp.as_deref_mut())?;
+    let plan = agree(cfg, shape.rows, &mut session, cp.as_deref_mut())?;
+    let total = plan.buckets;
+    let pad_to = usize::try_from(plan.bound(cfg.rank))
+        .map_err(|_| CliError::Usage(format!("buckets of {} keys", plan.bound(cfg.rank))))?;
+    // The most items any peer may announce in a bucket: its public bound.
+    let peer_limit = (0..cfg.protocol.parties())
+        .filter(|&p| p != cfg.rank)
+        .map(|p| plan.bound(p))
+        .max()
+        .unwrap_or(0);
+    let peer_limit = usize::try_from(peer_limit).unwrap_or(usize::MAX);
     let total_usize =
         usize::try_from(total).map_err(|_| CliError::Protocol(format!("{total} buckets")))?;
     let learns = cfg.rank == cfg.receiver || cfg.broadcast;
@@ -632,6 +659,7 @@ where
         curve: cfg.curve,
         batch_size: cfg.batch_size,
         broadcast: cfg.broadcast,
+        max_peer_items: peer_limit,
         ..EcdhConfig::default()
     };
     let role = if cfg.rank == cfg.receiver {
@@ -653,7 +681,8 @@ where
             .copied()
             .ok_or_else(|| CliError::Protocol(format!("bucket {} out of range", out.index)))?;
         bar.set_label(format!("psi bucket {}/{total}", b + 1));
-        let (bucket, n_keys) = (&out.bucket.bucket, out.bucket.keys.len());
+        // Only the real keys: the dummies after them never match.
+        let (bucket, n_keys) = (&out.bucket.bucket, out.bucket.real);
         let mut result = BucketResult {
             rows_in: bucket.rows_len() as u64,
             keys_in: n_keys as u64,
@@ -661,12 +690,12 @@ where
             rows: None,
         };
         if let Some(idx) = out.result {
-            result.keys_out = idx.len() as u64;
             let mut hit = vec![false; n_keys];
             let mut matched: Vec<u64> = Vec::new();
             for i in idx {
                 if let Some(h) = hit.get_mut(i).filter(|h| !**h) {
                     *h = true;
+                    result.keys_out += 1;
                     matched.extend_from_slice(bucket.rows_of(i));
                 }
             }
@@ -708,8 +737,15 @@ where
         // The driver's input: the reader's buckets in `todo` order, until the reader fails
         // (its error is returned after the driver ends).
         let failed: std::cell::RefCell<Option<CliError>> = std::cell::RefCell::new(None);
-        let input = todo.iter().map_while(|_| match rx.recv() {
-            Ok(Ok(bucket)) => Some(PsiBucket::new(bucket)),
+        let mut dummies = AesRng::from_entropy();
+        let input = todo.iter().map_while(|&b| match rx.recv() {
+            Ok(Ok(bucket)) => match PsiBucket::padded(bucket, pad_to, b, &mut dummies) {
+                Ok(padded) => Some(padded),
+                Err(e) => {
+                    *failed.borrow_mut() = Some(e);
+                    None
+                }
+            },
             Ok(Err(e)) => {
                 *failed.borrow_mut() = Some(e);
                 None
@@ -728,7 +764,14 @@ where
             // Three parties: one bucket after the other on the whole session.
             let runs = driver::sequential(input, |b: &PsiBucket| {
                 let before = session.stats();
-                let r = ecdh3::run(&mut session, cfg.receiver, &b.keys, &ecfg, &mut rng)?;
+                let r = ecdh3::run_with_limit(
+                    &mut session,
+                    cfg.receiver,
+                    &b.keys,
+                    &ecfg,
+                    peer_limit,
+                    &mut rng,
+                )?;
                 Ok((r, session.stats() - before))
             });
             runs.into_iter().try_for_each(&mut each)?;
@@ -744,14 +787,22 @@ where
                     )
                 }
                 Protocol::Kkrt => {
-                    let s = KkrtSession::new(role, &KkrtConfig::default())?;
+                    let kcfg = KkrtConfig {
+                        max_peer_items: peer_limit,
+                        ..KkrtConfig::default()
+                    };
+                    let s = KkrtSession::new(role, &kcfg)?;
                     drive(
                         driver::run_buckets(ch, s, workers, input, &mut rng)?,
                         &mut each,
                     )
                 }
                 Protocol::Rr22(variant) => {
-                    let s = Rr22Session::new(role, &Rr22Config::new(variant))?;
+                    let rcfg = Rr22Config {
+                        max_peer_items: peer_limit,
+                        ..Rr22Config::new(variant)
+                    };
+                    let s = Rr22Session::new(role, &rcfg)?;
                     drive(
                         driver::run_buckets(ch, s, workers, input, &mut rng)?,
                         &mut each,
@@ -805,26 +856,53 @@ fn peer_channel<C: Channel>(session: Session<C>, peer: usize) -> Result<C, CliEr
 }
 
 /// A bucket for the driver: its distinct keys as owned 16-byte values (workers run on other
-/// threads), and the bucket itself for mapping results to rows.
+/// threads) followed by random dummies up to the public bound, and the bucket itself for
+/// mapping results to rows.
 struct PsiBucket {
     bucket: bucket::Bucket,
+    /// The real keys, then the dummies.
     keys: Vec<[u8; 16]>,
+    /// How many of `keys` are real.
+    real: usize,
 }
 
 impl PsiBucket {
-    fn new(bucket: bucket::Bucket) -> Self {
-        let keys = bucket
-            .distinct()
-            .iter()
-            .map(|k| {
-                // Every key of a bucket is 16 bytes (the public hash of the key columns).
-                let mut a = [0u8; 16];
-                let n = k.len().min(16);
-                a[..n].copy_from_slice(&k[..n]);
-                a
-            })
-            .collect();
-        PsiBucket { bucket, keys }
+    /// Bucket `index` padded with dummies to `pad_to` keys.
+    ///
+    /// A dummy is 16 uniformly random bytes of this party's own generator: it equals a key
+    /// hash or another party's dummy with probability 2^-128 per pair, so it never shows in
+    /// an intersection, and the protocols hide which positions are real.
+    ///
+    /// # Errors
+    /// [`CliError::Input`] if the bucket holds more distinct keys than `pad_to` (an overflow
+    /// of the public bound, probability below 2^-40 for the job).
+    fn padded(
+        bucket: bucket::Bucket,
+        pad_to: usize,
+        index: u64,
+        rng: &mut AesRng,
+    ) -> Result<Self, CliError> {
+        let real = bucket.distinct_len();
+        if real > pad_to {
+            return Err(CliError::Input(format!(
+                "bucket {index} holds {real} distinct keys, more than the public bound of \
+                 {pad_to} that every bucket is padded to (an event of probability below 2^-40 \
+                 for any fixed input; the peer learns only that the job stopped)"
+            )));
+        }
+        let mut keys = Vec::with_capacity(pad_to);
+        keys.extend(bucket.distinct().iter().map(|k| {
+            // Every key of a bucket is 16 bytes (the public hash of the key columns).
+            let mut a = [0u8; 16];
+            let n = k.len().min(16);
+            a[..n].copy_from_slice(&k[..n]);
+            a
+        }));
+        keys.resize(pad_to, [0u8; 16]);
+        for d in &mut keys[real..] {
+            rng.fill_bytes(d);
+        }
+        Ok(PsiBucket { bucket, keys, real })
     }
 }
 
@@ -852,7 +930,8 @@ mod tests {
             broadcast: false,
             sort: false,
             batch_size: 4096,
-            bucket_size: 1 << 20,
+            bucket_size: 1 << 22,
+            bucket_load: 500,
             sim: None,
             connect_timeout: Duration::from_secs(5),
             shard: Shard::default(),
@@ -873,7 +952,9 @@ mod tests {
         }
     }
 
-    /// Runs `agree` for both parties on an in-memory pair, each with its checkpoint.
+    /// Runs `agree` for both parties on an in-memory pair, each with its checkpoint and its
+    /// row count (at the test load of 500 keys per bucket, 2,000 rows make 4 buckets); returns
+    /// the bucket count each computed.
     fn agree_pair(cps: [&mut Checkpoint; 2], own: [u64; 2]) -> [u64; 2] {
         let mut sessions = Session::mem_mesh(2);
         let s1 = sessions.pop().unwrap();
@@ -882,10 +963,10 @@ mod tests {
         std::thread::scope(|t| {
             let h = t.spawn(move || {
                 let mut s1 = s1;
-                agree(&cfg(1), own[1], &mut s1, Some(c1)).unwrap()
+                agree(&cfg(1), own[1], &mut s1, Some(c1)).unwrap().buckets
             });
             let mut s0 = s0;
-            let a = agree(&cfg(0), own[0], &mut s0, Some(c0)).unwrap();
+            let a = agree(&cfg(0), own[0], &mut s0, Some(c0)).unwrap().buckets;
             [a, h.join().unwrap()]
         })
     }
@@ -896,8 +977,8 @@ mod tests {
         let id = |r: usize| Identity::default().with("rank", r);
         let mut a = Checkpoint::open(&dir.path().join("a"), &id(0)).unwrap();
         let mut b = Checkpoint::open(&dir.path().join("b"), &id(1)).unwrap();
-        // Fresh: both start the same new run with the larger bucket count.
-        assert_eq!(agree_pair([&mut a, &mut b], [4, 8]), [8, 8]);
+        // Fresh: both start the same new run; the larger party's rows set the bucket count.
+        assert_eq!(agree_pair([&mut a, &mut b], [2000, 4000]), [8, 8]);
         let run = a.run().unwrap();
         assert_eq!(b.run(), Some(run));
         assert_eq!(run.buckets, 8);
@@ -908,7 +989,7 @@ mod tests {
             b.save(x, &result()).unwrap();
         }
         // Resume: only the buckets finished on both sides count.
-        assert_eq!(agree_pair([&mut a, &mut b], [4, 8]), [8, 8]);
+        assert_eq!(agree_pair([&mut a, &mut b], [2000, 4000]), [8, 8]);
         assert_eq!(a.run(), Some(run));
         for cp in [&a, &b] {
             let done: Vec<u64> = (0..8).filter(|&x| cp.is_finished(x)).collect();
@@ -916,7 +997,7 @@ mod tests {
         }
         // A party whose checkpoint is of another run (here: started afresh): both start over.
         let mut c = Checkpoint::open(&dir.path().join("c"), &id(1)).unwrap();
-        assert_eq!(agree_pair([&mut a, &mut c], [4, 2]), [4, 4]);
+        assert_eq!(agree_pair([&mut a, &mut c], [2000, 1000]), [4, 4]);
         assert_ne!(a.run(), Some(run));
         assert_eq!(a.run(), c.run());
         assert_eq!(a.finished_count(), 0);
@@ -924,10 +1005,31 @@ mod tests {
     }
 
     #[test]
+    fn buckets_are_padded_with_fresh_dummies_and_overflow_is_an_error() {
+        let mut rng = AesRng::from_entropy();
+        let real: Vec<[u8; 16]> = (0u8..5).map(|i| [i; 16]).collect();
+        let b =
+            PsiBucket::padded(bucket::Bucket::with_keys(real.clone()), 64, 0, &mut rng).unwrap();
+        assert_eq!((b.keys.len(), b.real), (64, 5));
+        assert_eq!(&b.keys[..5], &real[..]);
+        let mut all = b.keys.clone();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 64, "dummies repeat or equal a real key");
+        // Exactly full is fine; one key more than the bound is refused (exit code 3).
+        assert!(PsiBucket::padded(bucket::Bucket::with_keys(real.clone()), 5, 1, &mut rng).is_ok());
+        let Err(e) = PsiBucket::padded(bucket::Bucket::with_keys(real), 4, 2, &mut rng) else {
+            panic!("an overflowing bucket was padded");
+        };
+        assert_eq!(e.exit_code(), 3, "{e}");
+        assert!(e.to_string().contains("bucket 2"), "{e}");
+    }
+
+    #[test]
     fn job_hello_round_trips_and_rejects_garbage() {
         let h = JobHello {
             params: "protocol=ecdh shard=0/1".into(),
-            buckets: 16,
+            rows: 16,
             checkpoint: true,
             run: Some(RunInfo {
                 id: [3; 16],

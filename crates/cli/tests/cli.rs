@@ -437,13 +437,14 @@ fn buckets_of_different_local_counts_meet() {
         (0..100).fold(String::from("id\n"), |s, i| s + &format!("k{}\n", i * 37)),
     )
     .unwrap();
-    // 3000 rows in buckets of 500 → 8 local buckets; 100 rows → 1: they must agree on 8.
+    // The larger party's 3000 rows at 375 keys per bucket make 8 buckets for both; the small
+    // party pads each of its buckets to the public bound.
     let (o0, o1) = run_pair(
         d,
         "small.csv",
         "big.csv",
         "id",
-        &["--bucket-size", "500", "--broadcast"],
+        &["--bucket-load", "375", "--broadcast"],
     );
     assert!(
         o0.status.success(),
@@ -494,7 +495,7 @@ fn fast_protocol_between_two_processes(protocol: &str) {
                 "--parties",
                 &parties,
             ])
-            .args(["--bucket-size", "2000"])
+            .args(["--bucket-load", "1250"])
             .arg("--input")
             .arg(d.join(format!("psi_{}.csv", rank + 1)))
             .arg("--output")
@@ -552,7 +553,7 @@ fn killed_run_resumes_from_checkpoint_with_identical_output() {
     let d = dir.path();
     gen_data(d, 6000);
     // The reference: an uninterrupted run without checkpoint.
-    let (o0, o1) = run_pair(d, "psi_1.csv", "psi_2.csv", "id", &["--bucket-size", "500"]);
+    let (o0, o1) = run_pair(d, "psi_1.csv", "psi_2.csv", "id", &["--bucket-load", "375"]);
     ok(&o0);
     ok(&o1);
     let reference = std::fs::read(d.join("out0.csv")).unwrap();
@@ -562,8 +563,8 @@ fn killed_run_resumes_from_checkpoint_with_identical_output() {
     let parties = format!("127.0.0.1:{pa},127.0.0.1:{pb}");
     let args = |rank: usize| -> Vec<String> {
         [
-            "--bucket-size",
-            "500",
+            "--bucket-load",
+            "375",
             "--sim-latency",
             "20ms",
             "--checkpoint",
@@ -640,8 +641,8 @@ fn killed_run_resumes_from_checkpoint_with_identical_output() {
         "psi_2.csv",
         "other.csv",
         &[
-            "--bucket-size",
-            "500",
+            "--bucket-load",
+            "375",
             "--checkpoint",
             &d.join("ck0").to_string_lossy(),
         ],
@@ -654,7 +655,7 @@ fn killed_run_resumes_from_checkpoint_with_identical_output() {
         err.contains("belongs to another job") && err.contains("input"),
         "{err}"
     );
-    // So is another parameter (the bucket size changes every bucket's contents).
+    // So is another parameter (the bucket load changes every bucket's contents).
     let o = spawn_party(
         d,
         0,
@@ -662,7 +663,7 @@ fn killed_run_resumes_from_checkpoint_with_identical_output() {
         "psi_1.csv",
         "other.csv",
         &[
-            "--bucket-size",
+            "--bucket-load",
             "700",
             "--checkpoint",
             &d.join("ck0").to_string_lossy(),
@@ -672,7 +673,7 @@ fn killed_run_resumes_from_checkpoint_with_identical_output() {
     .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(3), "{err}");
-    assert!(err.contains("bucket_size differs"), "{err}");
+    assert!(err.contains("bucket_load differs"), "{err}");
 }
 
 #[test]
@@ -680,7 +681,7 @@ fn shards_merge_to_the_unsharded_output() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     gen_data(d, 3000);
-    let base = ["--sort", "--bucket-size", "400"];
+    let base = ["--sort", "--bucket-load", "375"];
     let (o0, o1) = run_pair(d, "psi_1.csv", "psi_2.csv", "id", &base);
     ok(&o0);
     ok(&o1);
@@ -773,7 +774,7 @@ fn progress_goes_to_stderr_never_into_the_results() {
             "psi_1.csv",
             "psi_2.csv",
             "id",
-            &["--bucket-size", "300", "--progress", mode],
+            &["--bucket-load", "250", "--progress", mode],
         );
         let report = ok(&o0);
         ok(&o1);
@@ -828,7 +829,7 @@ fn three_parties_resume_from_the_buckets_all_of_them_finished() {
                 obliv()
                     .args(["psi", "--protocol", "ecdh-3pc", "--curve", "25519"])
                     .args(["--rank", &r.to_string(), "--parties", &parties])
-                    .args(["--bucket-size", "300", "--connect-timeout", "20"])
+                    .args(["--bucket-load", "250", "--connect-timeout", "20"])
                     .arg("--input")
                     .arg(d.join(format!("psi_{}.csv", r + 1)))
                     .arg("--output")
@@ -861,4 +862,79 @@ fn three_parties_resume_from_the_buckets_all_of_them_finished() {
         assert!(r.contains("\"buckets_resumed\":6"), "{r}");
     }
     assert_eq!(std::fs::read(d.join("o0.csv")).unwrap(), full);
+}
+
+/// The number after `"field":` in a JSON report.
+fn report_u64(report: &str, field: &str) -> u64 {
+    report
+        .split(&format!("\"{field}\":"))
+        .nth(1)
+        .and_then(|r| r.split([',', '}']).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in {report}"))
+}
+
+#[test]
+fn bucket_plan_follows_public_data_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let file = |name: &str, keys: &mut dyn Iterator<Item = String>| {
+        let body = keys.fold(String::from("id\n"), |s, k| s + &k + "\n");
+        std::fs::write(d.join(name), body).unwrap();
+    };
+    file("a.csv", &mut (0..2000).map(|i| format!("k{i}")));
+    // Three inputs of party 1 with the same row count: keys that spread differently over the
+    // buckets (other keys, so other public hashes), and only ten distinct keys in 2000 rows.
+    file("b1.csv", &mut (0..2000).map(|i| format!("k{}", i * 3)));
+    file("b2.csv", &mut (0..2000).map(|i| format!("other-{i}")));
+    file("b3.csv", &mut (0..2000).map(|i| format!("k{}", i % 10)));
+    let mut received = Vec::new();
+    for b in ["b1.csv", "b2.csv", "b3.csv"] {
+        let (o0, o1) = run_pair(d, "a.csv", b, "id", &["--bucket-load", "250"]);
+        let report = ok(&o0);
+        ok(&o1);
+        assert_eq!(report_u64(&report, "buckets"), 8, "{report}");
+        received.push(report_u64(&report, "bytes_received"));
+    }
+    // Every bucket is padded to the public bound: what party 0 receives is a function of the
+    // two row counts only, not of how party 1's keys fall into the buckets or how many of
+    // them are distinct.
+    assert_eq!(
+        received[0], received[1],
+        "traffic depends on the key distribution"
+    );
+    assert_eq!(
+        received[0], received[2],
+        "traffic depends on the distinct key count"
+    );
+
+    // A peer cannot choose the split: a huge bucket count by a small --bucket-size is only a
+    // local memory limit (that party refuses the job, exit 2) ...
+    let (pa, pb) = free_ports();
+    let parties = format!("127.0.0.1:{pa},127.0.0.1:{pb}");
+    let p0 = spawn_party(d, 0, &parties, "a.csv", "o0.csv", &[]);
+    let p1 = spawn_party(d, 1, &parties, "b1.csv", "o1.csv", &["--bucket-size", "1"]);
+    let (o0, o1) = (
+        p0.wait_with_output().unwrap(),
+        p1.wait_with_output().unwrap(),
+    );
+    let err1 = String::from_utf8_lossy(&o1.stderr);
+    assert_eq!(o1.status.code(), Some(2), "{err1}");
+    assert!(err1.contains("--bucket-size"), "{err1}");
+    assert!(!o0.status.success());
+    assert!(!String::from_utf8_lossy(&o0.stdout).contains("\"buckets\":"));
+    // ... and another --bucket-load is a settings mismatch that both refuse (exit 5).
+    let (pa, pb) = free_ports();
+    let parties = format!("127.0.0.1:{pa},127.0.0.1:{pb}");
+    let p0 = spawn_party(d, 0, &parties, "a.csv", "o0.csv", &[]);
+    let p1 = spawn_party(d, 1, &parties, "b1.csv", "o1.csv", &["--bucket-load", "64"]);
+    let (o0, o1) = (
+        p0.wait_with_output().unwrap(),
+        p1.wait_with_output().unwrap(),
+    );
+    for o in [&o0, &o1] {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(5), "{err}");
+        assert!(err.contains("bucket_load="), "{err}");
+    }
 }

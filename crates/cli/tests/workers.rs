@@ -29,7 +29,7 @@ fn spawn(
     obliv()
         .args(["psi", "--protocol", protocol, "--rank", &rank.to_string()])
         .args(["--parties", parties, "--connect-timeout", "20"])
-        .args(["--bucket-size", "500", "--progress", "off"])
+        .args(["--bucket-load", "375", "--progress", "off"])
         .arg("--input")
         .arg(dir.join(format!("psi_{}.csv", rank + 1)))
         .arg("--output")

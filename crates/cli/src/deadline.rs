@@ -1,0 +1,85 @@
+//! Total deadlines per protocol step: the job handshake, the driver's set-up and every
+//! bucket's PSI must each end within `--step-timeout`, however slowly a peer sends.
+//!
+//! The channels' own timeouts are idle timeouts: a peer that sends one byte every few seconds
+//! would never trip them. A deadline ([`obliv_net::Channel::set_deadline`]) bounds the whole
+//! step instead; when it passes, the receive fails with a network error and the party exits
+//! with code 4.
+
+use std::time::{Duration, Instant};
+
+use obliv_net::Channel;
+use obliv_psi::{PsiSession, Role};
+use rand_core::CryptoRng;
+
+/// Default of `--step-timeout`: 30 minutes for one step (one bucket of up to 2^22 keys on a
+/// slow link fits with a wide margin).
+pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// A [`PsiSession`] whose every run and split must end within `step` on its channel.
+#[derive(Debug)]
+pub struct StepDeadline<S> {
+    inner: S,
+    step: Duration,
+}
+
+impl<S> StepDeadline<S> {
+    /// `inner`, each of whose steps gets `step`.
+    pub fn new(inner: S, step: Duration) -> Self {
+        StepDeadline { inner, step }
+    }
+}
+
+/// Runs `f` on `ch` with a deadline `step` from now, removed afterwards.
+pub fn within<C, T>(
+    ch: &mut C,
+    step: Duration,
+    f: impl FnOnce(&mut C) -> obliv_psi::Result<T>,
+) -> obliv_psi::Result<T>
+where
+    C: Channel + ?Sized,
+{
+    ch.set_deadline(Instant::now().checked_add(step));
+    let r = f(ch);
+    ch.set_deadline(None);
+    r
+}
+
+impl<S: PsiSession> PsiSession for StepDeadline<S> {
+    fn protocol(&self) -> &'static str {
+        self.inner.protocol()
+    }
+
+    fn role(&self) -> Role {
+        self.inner.role()
+    }
+
+    fn run<C, T, R>(
+        &mut self,
+        ch: &mut C,
+        items: &[T],
+        rng: &mut R,
+    ) -> obliv_psi::Result<Option<Vec<usize>>>
+    where
+        C: Channel + ?Sized,
+        T: AsRef<[u8]> + Sync,
+        R: CryptoRng + ?Sized,
+    {
+        let inner = &mut self.inner;
+        within(ch, self.step, |ch| inner.run(ch, items, rng))
+    }
+
+    fn split<C, R>(&mut self, ch: &mut C, n: usize, rng: &mut R) -> obliv_psi::Result<Vec<Self>>
+    where
+        C: Channel + ?Sized,
+        R: CryptoRng + ?Sized,
+    {
+        let step = self.step;
+        let inner = &mut self.inner;
+        let children = within(ch, step, |ch| inner.split(ch, n, rng))?;
+        Ok(children
+            .into_iter()
+            .map(|c| StepDeadline::new(c, step))
+            .collect())
+    }
+}
