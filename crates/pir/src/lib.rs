@@ -11,8 +11,9 @@
 //!
 //! Security model: two non-colluding, semi-honest servers hold the same database; each one
 //! alone learns nothing about the index (computationally for DPF-PIR, perfectly for IT-PIR).
-//! The client learns the record (and, as in every PIR without database privacy, may learn
-//! other records' XORs from a cheating query). No integrity against a malicious server.
+//! The client learns the record and, as in every PIR without database privacy, more: each
+//! answer is the XOR of a set of records that the client's own keys determine, so every query
+//! gives it XORs of other records too. No integrity against a malicious server.
 //!
 //! ```
 //! use obliv_core::AesRng;
