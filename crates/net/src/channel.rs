@@ -1,6 +1,7 @@
 //! The [`Channel`] trait, its counters ([`Stats`]) and the typed helpers ([`ChannelExt`]).
 
 use std::ops::{Add, AddAssign, Sub};
+use std::time::Instant;
 
 use bytemuck::Pod;
 
@@ -14,6 +15,13 @@ use crate::error::{Error, Result, len64};
 /// actually touched grows only with the bytes that really arrive. Per call, the typed receives
 /// ([`ChannelExt::recv_pod_vec`], [`Channel::recv_max`]) take a tighter limit.
 pub const DEFAULT_MAX_FRAME_LEN: usize = 1 << 30;
+
+/// What a queued frame costs against a queue's byte budget on top of its payload: the
+/// read-ahead queue of a [`crate::TcpChannel`] ([`crate::TcpOptions::read_ahead`]) and the
+/// queues of a [`crate::Mux`] ([`crate::MuxOptions::max_queued`]) charge every frame its
+/// length plus this, so that a peer sending empty frames fills the budget too (each queued
+/// frame costs its bookkeeping in memory whatever its length).
+pub const QUEUED_FRAME_OVERHEAD: usize = 64;
 
 /// A destination for one received frame, chosen once the frame's length is known.
 ///
@@ -224,6 +232,9 @@ impl StatsRecorder {
 ///
 /// Receives never allocate more than their length limit (checked before allocating) and never
 /// wait forever: each implementation has a receive timeout that yields [`Error::Timeout`].
+/// That timeout is an *idle* timeout on most channels (a frame that trickles in byte by byte is
+/// not cut off); a total bound on a protocol step is a deadline,
+/// [`set_deadline`](Channel::set_deadline).
 ///
 /// Protocols take `&mut impl Channel` or `&mut dyn Channel`; `&mut C` and `Box<C>` are
 /// channels too, so a protocol can lend its channel to a sub-protocol. The typed helpers for
@@ -286,6 +297,20 @@ pub trait Channel: Send {
     fn max_frame_len(&self) -> usize {
         DEFAULT_MAX_FRAME_LEN
     }
+
+    /// Sets a total deadline for receives (`None` removes it).
+    ///
+    /// From now on every receive that has not completed by `deadline` fails with
+    /// [`Error::DeadlineExceeded`], however slowly bytes keep arriving, and so does every
+    /// receive started after it (nothing is consumed then). The idle timeout still applies
+    /// within the deadline. Whether the channel stays usable after a deadline struck depends on
+    /// where: between frames it does (as after a timeout); in the middle of a frame read
+    /// directly from a TCP stream the channel is broken, as after any mid-frame error (see
+    /// each implementation). Implementations that wrap another channel forward the deadline to
+    /// it. Where an implementation also bounds sends by it, it says so.
+    ///
+    /// Required, without a default, so that no channel ignores a deadline silently.
+    fn set_deadline(&mut self, deadline: Option<Instant>);
 }
 
 macro_rules! forward_channel {
@@ -316,6 +341,9 @@ macro_rules! forward_channel {
         }
         fn max_frame_len(&self) -> usize {
             (**self).max_frame_len()
+        }
+        fn set_deadline(&mut self, deadline: Option<Instant>) {
+            (**self).set_deadline(deadline)
         }
     };
 }
@@ -359,6 +387,10 @@ pub trait FrameReceiver: Send {
     fn max_frame_len(&self) -> usize {
         DEFAULT_MAX_FRAME_LEN
     }
+
+    /// As [`Channel::set_deadline`]. A split receiver starts with the deadline its channel
+    /// had.
+    fn set_deadline(&mut self, deadline: Option<Instant>);
 }
 
 /// A channel that divides into a sending and a receiving half, to be used from two threads

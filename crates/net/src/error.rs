@@ -9,9 +9,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// What went wrong on a channel.
 ///
 /// Every variant is reachable by a peer's behaviour (or the lack of it); none is a panic in
-/// disguise. After any error other than a [`Error::Timeout`] that struck *between* frames, or a
-/// length error on an in-memory channel, the byte stream of a TCP channel is out of step with the
-/// peer and the channel reports [`Error::Broken`] from then on.
+/// disguise. After any error other than a [`Error::Timeout`] or [`Error::DeadlineExceeded`]
+/// that struck *between* frames, or a length error on an in-memory channel, the byte stream of a
+/// TCP channel in direct-read mode is out of step with the peer and the channel reports
+/// [`Error::Broken`] from then on (see [`crate::TcpChannel`] for the read-ahead mode).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -29,6 +30,16 @@ pub enum Error {
     Timeout {
         /// The timeout that expired.
         after: Duration,
+    },
+    /// The deadline set with [`crate::Channel::set_deadline`] passed before the receive (or a
+    /// write that had to wait for the peer) completed, however slowly bytes were still arriving.
+    ///
+    /// Unlike [`Error::Timeout`] it is not transient: every later receive fails the same way
+    /// until the deadline is moved or removed, so [`Error::is_timeout`] is `false` for it.
+    #[error("deadline passed (it was set {set_for:?} ahead)")]
+    DeadlineExceeded {
+        /// How far in the future the deadline lay when it was set.
+        set_for: Duration,
     },
     /// The peer closed the connection (or dropped its end) between two frames.
     #[error("peer disconnected")]
@@ -98,6 +109,17 @@ pub enum Error {
         /// The id.
         id: u32,
     },
+    /// A [`crate::Mux`] already holds [`crate::MuxOptions::max_sub_channels`] sub-channels
+    /// (open ones, and ids the peer sent frames for that are still queued) and `id` would be
+    /// one more. From the peer, this stops the demultiplexer and every sub-channel reports it;
+    /// from [`crate::Mux::sub`], only that call fails.
+    #[error("sub-channel {id} would exceed the limit of {max} sub-channels")]
+    TooManySubChannels {
+        /// The id that would have been one too many.
+        id: u32,
+        /// The limit in force.
+        max: usize,
+    },
     /// An earlier error left the channel out of step with its peer; it cannot be used any more.
     #[error("channel unusable after an earlier error")]
     Broken,
@@ -162,6 +184,12 @@ impl Error {
         {
             return t.0.clone_lossy();
         }
+        if let Some(d) = e
+            .get_ref()
+            .and_then(|x| x.downcast_ref::<crate::deadline::DeadlinePassed>())
+        {
+            return Error::DeadlineExceeded { set_for: d.0 };
+        }
         match e.kind() {
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Timeout {
                 after: timeout.unwrap_or_default(),
@@ -185,6 +213,7 @@ impl Error {
                 source: io(source),
             },
             Error::Timeout { after } => Error::Timeout { after: *after },
+            Error::DeadlineExceeded { set_for } => Error::DeadlineExceeded { set_for: *set_for },
             Error::PeerDisconnected => Error::PeerDisconnected,
             Error::Truncated { expected, got } => Error::Truncated {
                 expected: *expected,
@@ -224,6 +253,9 @@ impl Error {
                 parties: *parties,
             },
             Error::SubChannelInUse { id } => Error::SubChannelInUse { id: *id },
+            Error::TooManySubChannels { id, max } => {
+                Error::TooManySubChannels { id: *id, max: *max }
+            }
             Error::Broken => Error::Broken,
             Error::TlsConfig { reason } => Error::TlsConfig {
                 reason: reason.clone(),
@@ -245,9 +277,19 @@ impl Error {
         }
     }
 
-    /// Whether this is a [`Error::Timeout`].
+    /// Whether this is a [`Error::Timeout`]: nothing arrived for a while, and trying again
+    /// may succeed.
+    ///
+    /// `false` for [`Error::DeadlineExceeded`], which a retry cannot cure (the
+    /// [`crate::Mux`] demultiplexer rides out timeouts of its inner channel but stops on a
+    /// deadline); see [`Error::is_deadline_exceeded`].
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::Timeout { .. })
+    }
+
+    /// Whether this is a [`Error::DeadlineExceeded`].
+    pub fn is_deadline_exceeded(&self) -> bool {
+        matches!(self, Error::DeadlineExceeded { .. })
     }
 
     /// Whether a peer was refused, or refused us, at connection set-up: a certificate that

@@ -6,12 +6,17 @@
 //! ([`Stats`]: bytes, messages, rounds). Three implementations:
 //!
 //! - [`mem_pair`]: two ends in one process (tests, benches), zero-copy for owned messages;
-//! - [`TcpChannel`]: length-prefixed frames over TCP with connect retries, timeouts,
-//!   `TCP_NODELAY`, buffered writes and a frame-length limit checked before any allocation;
-//!   optionally inside TLS 1.3 with mutual authentication ([`tls`], rustls on *ring*), with the
-//!   same limits, timeouts and counters;
+//! - [`TcpChannel`]: length-prefixed frames over TCP with connect retries, idle timeouts,
+//!   deadlines, `TCP_NODELAY`, buffered writes and a frame-length limit checked before any
+//!   allocation; optionally inside TLS 1.3 with mutual authentication ([`tls`], rustls on
+//!   *ring*), with the same limits, timeouts and counters;
 //! - [`SimLink`]: wraps any channel and delays messages as a link of given bandwidth and
 //!   latency would, so WAN figures ("100 Mbps / 10 ms") can be measured in one process.
+//!
+//! Every receive waits at most an idle timeout (no byte for that long); a total bound on a
+//! protocol step, which a peer trickling bytes in cannot stretch, is a deadline:
+//! [`Channel::set_deadline`] makes receives fail with [`Error::DeadlineExceeded`] once it has
+//! passed, on every channel kind.
 //!
 //! [`Session`] gives each of `n` parties its rank and a channel to every other party, in memory
 //! or over TCP. [`Mux`] runs many sub-channels over one connection, for sub-protocols that run
@@ -40,6 +45,7 @@ compile_error!(
 );
 
 mod channel;
+mod deadline;
 mod error;
 mod mem;
 mod mux;
@@ -50,8 +56,8 @@ mod tcp;
 pub mod tls;
 
 pub use channel::{
-    Channel, ChannelExt, DEFAULT_MAX_FRAME_LEN, ExactBuf, FrameReceiver, FrameSender, RecvBuf,
-    Split, Stats, StatsRecorder, VecBuf,
+    Channel, ChannelExt, DEFAULT_MAX_FRAME_LEN, ExactBuf, FrameReceiver, FrameSender,
+    QUEUED_FRAME_OVERHEAD, RecvBuf, Split, Stats, StatsRecorder, VecBuf,
 };
 pub use error::{Error, Result};
 pub use mem::{

@@ -1,6 +1,6 @@
 //! An in-memory channel pair between two threads of one process, for tests and benches.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
@@ -8,6 +8,7 @@ use crate::channel::{
     Channel, DEFAULT_MAX_FRAME_LEN, FrameReceiver, FrameSender, RecvBuf, Split, Stats,
     StatsRecorder,
 };
+use crate::deadline::Deadline;
 use crate::error::{Error, Result, len64};
 
 /// Default receive timeout of an in-memory channel: 60 s, so that a test whose peer never
@@ -20,12 +21,15 @@ pub const DEFAULT_MEM_TIMEOUT: Duration = Duration::from_secs(60);
 /// Messages travel as owned `Vec<u8>`s over an unbounded crossbeam channel: a send never
 /// blocks, [`Channel::send_vec`] and [`Channel::recv`] move the buffer without copying, and
 /// [`Channel::flush`] has nothing to do. Dropping one end makes the other's receives fail with
-/// [`Error::PeerDisconnected`] once the queued messages are consumed.
+/// [`Error::PeerDisconnected`] once the queued messages are consumed. A receive waits at most
+/// the timeout and at most until the deadline ([`Channel::set_deadline`]); messages are whole,
+/// so the channel stays usable after either.
 #[derive(Debug)]
 pub struct MemChannel {
     tx: Sender<Vec<u8>>,
     rx: Receiver<Vec<u8>>,
     timeout: Duration,
+    deadline: Deadline,
     max_frame_len: usize,
     stats: StatsRecorder,
 }
@@ -51,6 +55,7 @@ pub fn mem_pair_with_timeout(timeout: Duration) -> (MemChannel, MemChannel) {
         tx,
         rx,
         timeout,
+        deadline: Deadline::default(),
         max_frame_len: DEFAULT_MAX_FRAME_LEN,
         stats: StatsRecorder::default(),
     };
@@ -69,12 +74,23 @@ impl MemChannel {
     }
 
     fn next(&mut self) -> Result<Vec<u8>> {
-        match self.rx.recv_timeout(self.timeout) {
-            Ok(m) => Ok(m),
-            Err(RecvTimeoutError::Timeout) => Err(Error::Timeout {
-                after: self.timeout,
-            }),
-            Err(RecvTimeoutError::Disconnected) => Err(Error::PeerDisconnected),
+        next_message(&self.rx, self.timeout, &self.deadline)
+    }
+}
+
+/// Takes the next message from `rx`, waiting at most `timeout` and until `deadline`.
+fn next_message(rx: &Receiver<Vec<u8>>, timeout: Duration, deadline: &Deadline) -> Result<Vec<u8>> {
+    deadline.check()?;
+    loop {
+        let wait = deadline.bound(Some(timeout)).unwrap_or(timeout);
+        match rx.recv_timeout(wait) {
+            Ok(m) => return Ok(m),
+            Err(RecvTimeoutError::Timeout) => {
+                if let Some(e) = deadline.after_wait(wait, Some(timeout)) {
+                    return Err(e);
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => return Err(Error::PeerDisconnected),
         }
     }
 }
@@ -134,6 +150,10 @@ impl Channel for MemChannel {
     fn max_frame_len(&self) -> usize {
         self.max_frame_len
     }
+
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = Deadline::new(deadline);
+    }
 }
 
 /// The sending half of a [`MemChannel`] (see [`Split`]).
@@ -147,6 +167,7 @@ pub struct MemSender {
 pub struct MemReceiver {
     rx: Receiver<Vec<u8>>,
     timeout: Duration,
+    deadline: Deadline,
     max_frame_len: usize,
 }
 
@@ -166,15 +187,7 @@ impl FrameSender for MemSender {
 
 impl MemReceiver {
     fn next(&mut self, max_len: usize) -> Result<Vec<u8>> {
-        let m = match self.rx.recv_timeout(self.timeout) {
-            Ok(m) => m,
-            Err(RecvTimeoutError::Timeout) => {
-                return Err(Error::Timeout {
-                    after: self.timeout,
-                });
-            }
-            Err(RecvTimeoutError::Disconnected) => return Err(Error::PeerDisconnected),
-        };
+        let m = next_message(&self.rx, self.timeout, &self.deadline)?;
         check_len(m.len(), max_len.min(self.max_frame_len))?;
         Ok(m)
     }
@@ -201,6 +214,10 @@ impl FrameReceiver for MemReceiver {
     fn max_frame_len(&self) -> usize {
         self.max_frame_len
     }
+
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = Deadline::new(deadline);
+    }
 }
 
 impl Split for MemChannel {
@@ -213,6 +230,7 @@ impl Split for MemChannel {
             MemReceiver {
                 rx: self.rx,
                 timeout: self.timeout,
+                deadline: self.deadline,
                 max_frame_len: self.max_frame_len,
             },
         )

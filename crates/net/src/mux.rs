@@ -10,12 +10,15 @@
 //! Wire format: each message of sub-channel `id` is two frames of the inner channel, the id
 //! (4 bytes, little-endian) and then the payload, written together under one lock. Frames for
 //! an id not opened yet wait in its queue. All queues together hold at most
-//! [`MuxOptions::max_queued`] bytes (plus one frame); beyond that the demultiplexer stops
-//! reading, which pushes back on the peer.
+//! [`MuxOptions::max_queued`] bytes (plus one frame), each queued frame counted as its length
+//! plus [`QUEUED_FRAME_OVERHEAD`](crate::QUEUED_FRAME_OVERHEAD) (so empty frames count too);
+//! beyond that the demultiplexer stops reading, which pushes back on the peer.
 //!
 //! Sends may stay buffered in the inner channel until some sub-channel flushes, receives or is
 //! dropped (each of which flushes the shared connection). A frame that arrives for a sub-channel
 //! that is never opened stays queued, counted against `max_queued`.
+//!
+//! See [`Mux`] for the limits on sub-channels and for deadlines.
 //!
 //! ```
 //! use obliv_net::{Channel, Mux, mem_pair};
@@ -30,16 +33,19 @@
 //! ```
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::fmt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::channel::{
-    Channel, ExactBuf, FrameReceiver, FrameSender, RecvBuf, Split, Stats, StatsRecorder, VecBuf,
+    Channel, ExactBuf, FrameReceiver, FrameSender, QUEUED_FRAME_OVERHEAD, RecvBuf, Split, Stats,
+    StatsRecorder, VecBuf,
 };
+use crate::deadline::Deadline;
 use crate::error::{Error, Result, len64};
 
 /// Settings of a [`Mux`].
@@ -47,9 +53,13 @@ use crate::error::{Error, Result, len64};
 pub struct MuxOptions {
     /// How long a sub-channel's receive waits for a message. Default 60 s.
     pub recv_timeout: Duration,
-    /// Bytes the demultiplexer queues (over all sub-channels) before it stops reading.
-    /// Default 64 MiB.
+    /// Bytes the demultiplexer queues (over all sub-channels) before it stops reading, each
+    /// frame counted as its length plus [`QUEUED_FRAME_OVERHEAD`]. Default 64 MiB.
     pub max_queued: usize,
+    /// Most sub-channel ids with a queue at a time (see [`Mux`](Mux#limits-and-deadlines)).
+    /// Default 256: the PSI bucket driver uses at most 65 (a control id and one per worker,
+    /// up to 64 workers).
+    pub max_sub_channels: usize,
 }
 
 impl Default for MuxOptions {
@@ -57,12 +67,36 @@ impl Default for MuxOptions {
         MuxOptions {
             recv_timeout: Duration::from_secs(60),
             max_queued: 64 << 20,
+            max_sub_channels: 256,
         }
     }
 }
 
-/// A factory of sub-channels over one connection (see the module documentation). Cloning it
-/// is cheap and gives another handle on the same connection.
+/// A factory of sub-channels over one connection. Cloning it is cheap and gives another
+/// handle on the same connection.
+///
+/// [`Mux::new`] splits a channel ([`Split`]) and starts a demultiplexing thread that reads
+/// every incoming frame and queues it for its sub-channel; [`Mux::sub`] opens the sub-channel
+/// with a given `u32` id, which the peer opens on its side too. All queues together hold at
+/// most [`MuxOptions::max_queued`] bytes (plus one frame), each queued frame counted as its
+/// length plus [`QUEUED_FRAME_OVERHEAD`]; beyond that the demultiplexer stops reading, which
+/// pushes back on the peer.
+///
+/// # Limits and deadlines
+///
+/// At most [`MuxOptions::max_sub_channels`] ids have a queue at a time: the open sub-channels
+/// and the ids the peer sent frames for that nobody has taken yet (a sub-channel dropped with
+/// its queue empty frees its id's slot). A frame for one id more stops the demultiplexer with
+/// [`Error::TooManySubChannels`], which every sub-channel reports once its queue is drained;
+/// [`Mux::sub`] past the limit fails with the same error (the connection is not affected).
+///
+/// Each sub-channel has its own deadline ([`Channel::set_deadline`]), which bounds the wait for
+/// its queue; messages are queued whole, so a sub-channel stays usable after its deadline
+/// struck. Sub-channel sends are not bounded by it (they share the inner sender, bounded by its
+/// write timeout). A deadline set on the inner channel before [`Mux::new`] bounds the whole
+/// connection: when it passes, the demultiplexer stops with [`Error::DeadlineExceeded`] (it
+/// rides out idle timeouts of the inner channel, not a deadline) and every sub-channel reports
+/// that.
 pub struct Mux<S> {
     shared: Arc<Shared<S>>,
 }
@@ -123,19 +157,29 @@ struct Routes {
 }
 
 impl Routes {
-    /// The queue of `id`, created if needed.
-    fn route(&mut self, id: u32) -> &mut Route {
+    /// The queue of `id`, created if needed and if fewer than `max` ids have one.
+    fn route(&mut self, id: u32, max: usize) -> Result<&mut Route> {
         let live = self.ended.is_none();
-        self.queues.entry(id).or_insert_with(|| {
-            let (tx, rx) = crossbeam_channel::unbounded();
-            Route {
-                // After the end, new queues are born disconnected.
-                tx: live.then_some(tx),
-                rx,
-                opened: false,
+        let n = self.queues.len();
+        match self.queues.entry(id) {
+            Entry::Occupied(e) => Ok(e.into_mut()),
+            Entry::Vacant(_) if n >= max => Err(Error::TooManySubChannels { id, max }),
+            Entry::Vacant(e) => {
+                let (tx, rx) = crossbeam_channel::unbounded();
+                Ok(e.insert(Route {
+                    // After the end, new queues are born disconnected.
+                    tx: live.then_some(tx),
+                    rx,
+                    opened: false,
+                }))
             }
-        })
+        }
     }
+}
+
+/// What a queued frame of `len` bytes counts against [`MuxOptions::max_queued`].
+fn charge(len: usize) -> usize {
+    len.saturating_add(QUEUED_FRAME_OVERHEAD)
 }
 
 struct Route {
@@ -179,9 +223,13 @@ impl<S: FrameSender + 'static> Mux<S> {
     }
 
     /// Opens sub-channel `id`. Each id can be opened once on each side.
+    ///
+    /// # Errors
+    /// [`Error::SubChannelInUse`] if `id` is open already; [`Error::TooManySubChannels`] if
+    /// [`MuxOptions::max_sub_channels`] ids have a queue already and `id` is not one of them.
     pub fn sub(&self, id: u32) -> Result<SubChannel<S>> {
         let mut routes = lock(&self.shared.demux.routes);
-        let route = routes.route(id);
+        let route = routes.route(id, self.shared.opts.max_sub_channels)?;
         if route.opened {
             return Err(Error::SubChannelInUse { id });
         }
@@ -192,6 +240,7 @@ impl<S: FrameSender + 'static> Mux<S> {
             shared: Arc::clone(&self.shared),
             rx,
             stats: StatsRecorder::default(),
+            deadline: Deadline::default(),
         })
     }
 }
@@ -214,11 +263,16 @@ fn demux<R: FrameReceiver>(mut rx: R, st: &DemuxState, opts: &MuxOptions, max_fr
         }
         let v = payload.0;
         let mut routes = lock(&st.routes);
-        routes.queued += v.len();
-        if let Some(tx) = &routes.route(u32::from_le_bytes(id)).tx {
+        let route = match routes.route(u32::from_le_bytes(id), opts.max_sub_channels) {
+            Ok(r) => r,
+            Err(e) => break e,
+        };
+        let cost = charge(v.len());
+        if let Some(tx) = &route.tx {
             // The route holds the receiving end too, so this cannot fail.
             let _ = tx.send(v);
         }
+        routes.queued = routes.queued.saturating_add(cost);
         while routes.queued > opts.max_queued && !routes.closed {
             routes = st.cv.wait(routes).unwrap_or_else(PoisonError::into_inner);
         }
@@ -254,12 +308,14 @@ fn recv_patiently<R: FrameReceiver>(
     }
 }
 
-/// One sub-channel of a [`Mux`]: a [`Channel`] with its own queue and counters.
+/// One sub-channel of a [`Mux`]: a [`Channel`] with its own queue, counters and deadline (see
+/// [`Mux`](Mux#limits-and-deadlines)).
 pub struct SubChannel<S: FrameSender> {
     id: u32,
     shared: Arc<Shared<S>>,
     rx: Receiver<Vec<u8>>,
     stats: StatsRecorder,
+    deadline: Deadline,
 }
 
 impl<S: FrameSender> fmt::Debug for SubChannel<S> {
@@ -290,31 +346,41 @@ impl<S: FrameSender> SubChannel<S> {
     }
 
     fn next(&mut self, max_len: usize) -> Result<Vec<u8>> {
+        self.deadline.check()?;
         self.with_sender(|s| s.flush())?;
         let t = self.shared.opts.recv_timeout;
-        match self.rx.recv_timeout(t) {
-            Ok(v) => {
-                {
-                    let mut routes = lock(&self.shared.demux.routes);
-                    routes.queued = routes.queued.saturating_sub(v.len());
+        loop {
+            let wait = self.deadline.bound(Some(t)).unwrap_or(t);
+            match self.rx.recv_timeout(wait) {
+                Ok(v) => {
+                    {
+                        let mut routes = lock(&self.shared.demux.routes);
+                        routes.queued = routes.queued.saturating_sub(charge(v.len()));
+                    }
+                    self.shared.demux.cv.notify_all();
+                    self.stats.record_recv(v.len());
+                    let max = max_len.min(self.shared.max_frame_len);
+                    if v.len() > max {
+                        return Err(Error::FrameTooLarge {
+                            len: len64(v.len()),
+                            max: len64(max),
+                        });
+                    }
+                    return Ok(v);
                 }
-                self.shared.demux.cv.notify_all();
-                self.stats.record_recv(v.len());
-                let max = max_len.min(self.shared.max_frame_len);
-                if v.len() > max {
-                    return Err(Error::FrameTooLarge {
-                        len: len64(v.len()),
-                        max: len64(max),
-                    });
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(e) = self.deadline.after_wait(wait, Some(t)) {
+                        return Err(e);
+                    }
                 }
-                Ok(v)
+                // The demultiplexer stopped and this queue is drained: report why.
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(lock(&self.shared.demux.routes)
+                        .ended
+                        .as_ref()
+                        .map_or(Error::PeerDisconnected, Error::clone_lossy));
+                }
             }
-            Err(RecvTimeoutError::Timeout) => Err(Error::Timeout { after: t }),
-            // The demultiplexer stopped and this queue is drained: report why.
-            Err(RecvTimeoutError::Disconnected) => Err(lock(&self.shared.demux.routes)
-                .ended
-                .as_ref()
-                .map_or(Error::PeerDisconnected, Error::clone_lossy)),
         }
     }
 }
@@ -369,15 +435,165 @@ impl<S: FrameSender> Channel for SubChannel<S> {
     fn max_frame_len(&self) -> usize {
         self.shared.max_frame_len
     }
+
+    /// Bounds this sub-channel's receives only (see [`Mux`](Mux#limits-and-deadlines)).
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = Deadline::new(deadline);
+    }
 }
 
 impl<S: FrameSender> Drop for SubChannel<S> {
     fn drop(&mut self) {
         // Push out what this sub-protocol sent last (best effort: nowhere to report errors).
         let _ = self.with_sender(|s| s.flush());
-        // Reopening the id later is allowed; queued frames stay for that.
-        if let Some(r) = lock(&self.shared.demux.routes).queues.get_mut(&self.id) {
-            r.opened = false;
+        // Reopening the id later is allowed; queued frames stay for that. An empty queue is
+        // removed, so that the id no longer counts against `max_sub_channels`.
+        let mut routes = lock(&self.shared.demux.routes);
+        if let Some(r) = routes.queues.get_mut(&self.id) {
+            if r.rx.is_empty() {
+                routes.queues.remove(&self.id);
+            } else {
+                r.opened = false;
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+    use std::time::Instant;
+
+    use super::*;
+    use crate::{TcpChannel, TcpOptions, mem_pair};
+
+    /// The number of ids with a queue, and the bytes charged, of `mux`.
+    fn load<S>(mux: &Mux<S>) -> (usize, usize) {
+        let r = lock(&mux.shared.demux.routes);
+        (r.queues.len(), r.queued)
+    }
+
+    /// A peer that sends one message to each of 10,000 ids: past the cap the demultiplexer
+    /// stops with the typed error, which the open sub-channels report after their queued
+    /// messages; no more than the cap of queues ever exists.
+    #[test]
+    fn a_peer_opening_ten_thousand_ids_is_stopped_at_the_cap() {
+        let (mut raw, b) = mem_pair();
+        let opts = MuxOptions {
+            recv_timeout: Duration::from_secs(10),
+            ..MuxOptions::default()
+        };
+        let max = opts.max_sub_channels;
+        let mux = Mux::with_options(b, opts).unwrap();
+        let mut s0 = mux.sub(0).unwrap();
+        for id in 0..10_000u32 {
+            raw.send(&id.to_le_bytes()).unwrap();
+            raw.send(b"x").unwrap();
+        }
+        assert_eq!(s0.recv().unwrap(), b"x");
+        let e = s0.recv().unwrap_err();
+        let want = u32::try_from(max).unwrap();
+        assert!(
+            matches!(e, Error::TooManySubChannels { id, max: m } if id == want && m == max),
+            "{e:?}"
+        );
+        let (queues, _) = load(&mux);
+        assert_eq!(queues, max, "one queue per id up to the cap, none beyond");
+        // An id the peer reached still delivers its message, then the same error.
+        let mut s5 = mux.sub(5).unwrap();
+        assert_eq!(s5.recv().unwrap(), b"x");
+        assert!(matches!(s5.recv(), Err(Error::TooManySubChannels { .. })));
+        // Opening one more id locally respects the cap too.
+        assert!(matches!(
+            mux.sub(9_999),
+            Err(Error::TooManySubChannels { id: 9_999, .. })
+        ));
+        // A dropped sub-channel with an empty queue frees its slot.
+        drop(s5);
+        assert_eq!(load(&mux).0, max - 1);
+        assert!(mux.sub(9_999).is_ok());
+    }
+
+    /// Locally, the cap counts open sub-channels; closing one frees its slot.
+    #[test]
+    fn local_opens_respect_the_cap() {
+        let (a, _b) = mem_pair();
+        let mux = Mux::with_options(
+            a,
+            MuxOptions {
+                max_sub_channels: 3,
+                ..MuxOptions::default()
+            },
+        )
+        .unwrap();
+        let subs: Vec<_> = (10..13).map(|id| mux.sub(id).unwrap()).collect();
+        assert!(matches!(
+            mux.sub(13),
+            Err(Error::TooManySubChannels { id: 13, max: 3 })
+        ));
+        assert!(matches!(
+            mux.sub(11),
+            Err(Error::SubChannelInUse { id: 11 })
+        ));
+        drop(subs);
+        assert!(mux.sub(13).is_ok());
+    }
+
+    /// A peer that sends 10^6 empty frames to an id nobody opens: each costs
+    /// `QUEUED_FRAME_OVERHEAD`, so `max_queued` stops the demultiplexer (and, with the
+    /// read-ahead queue and the kernel buffers full, the peer's writes block) instead of the
+    /// queue growing by a million entries.
+    #[test]
+    fn a_million_empty_frames_are_stopped_by_max_queued() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut raw = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let o = TcpOptions {
+            read_ahead: Some(64 << 10),
+            ..TcpOptions::default()
+        };
+        let ch = TcpChannel::accept(&l, Some(Duration::from_secs(5)), o).unwrap();
+        let max_queued = 64 << 10;
+        let mux = Mux::with_options(
+            ch,
+            MuxOptions {
+                max_queued,
+                ..MuxOptions::default()
+            },
+        )
+        .unwrap();
+        const FRAMES: usize = 1_000_000;
+        // id frame (8 + 4 bytes) and an empty payload frame (8 bytes), per message.
+        let mut msg = Vec::with_capacity(20);
+        msg.extend_from_slice(&4u64.to_le_bytes());
+        msg.extend_from_slice(&7u32.to_le_bytes());
+        msg.extend_from_slice(&0u64.to_le_bytes());
+        let chunk: Vec<u8> = msg.iter().copied().cycle().take(20 * 1000).collect();
+        raw.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+        let writer = thread::spawn(move || {
+            let mut sent = 0;
+            while sent < FRAMES {
+                if raw.write_all(&chunk).is_err() {
+                    return (sent, raw);
+                }
+                sent += 1000;
+            }
+            (sent, raw)
+        });
+        let t0 = Instant::now();
+        let (sent, raw) = writer.join().unwrap();
+        assert!(
+            sent < FRAMES,
+            "the peer's writes must block ({sent} messages went out in {:?})",
+            t0.elapsed()
+        );
+        let (queues, queued) = load(&mux);
+        assert_eq!(queues, 1);
+        assert!(queued <= max_queued + QUEUED_FRAME_OVERHEAD, "{queued}");
+        assert!(queued > max_queued / 2, "{queued}");
+        // The queued messages are still there for whoever opens the id.
+        let mut s = mux.sub(7).unwrap();
+        assert_eq!(s.recv().unwrap(), b"");
+        drop((s, raw));
     }
 }

@@ -21,14 +21,23 @@
 //! clock, so the ends live in one process or on one machine (wall clock, `SystemTime`). The
 //! timestamp frames are not counted in [`SimLink::stats`]; per-frame protocol headers (TCP/IP,
 //! our 8-byte length) are not charged to the bandwidth either.
+//!
+//! # Deadlines
+//!
+//! [`Channel::set_deadline`] bounds the wait for the inner channel (the deadline is forwarded
+//! to it) and the wait for a message's arrival time. A message that is taken from the inner
+//! channel but would arrive only after the deadline is lost (the receive fails at the
+//! deadline), so the link answers [`Error::Broken`] to every later receive, as it does when
+//! the deadline strikes between a message's two inner frames.
 
 use std::thread;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::channel::{
     Channel, ExactBuf, FrameReceiver, FrameSender, RecvBuf, Split, Stats, StatsRecorder,
 };
-use crate::error::Result;
+use crate::deadline::Deadline;
+use crate::error::{Error, Result};
 
 /// Parameters of a simulated link, the same in both directions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +76,12 @@ impl LinkModel {
 
 /// A [`Channel`] that delays its inner channel's messages as a link of the given
 /// [`LinkModel`] would (see the module documentation for the model). Wrap both ends.
+///
+/// A deadline ([`Channel::set_deadline`]) is forwarded to the inner channel and also bounds
+/// the wait for a message's arrival time. A message taken from the inner channel that would
+/// arrive only after the deadline is lost (the receive fails at the deadline), so the link
+/// answers [`Error::Broken`] to every later receive; the same holds for a split
+/// [`SimReceiver`].
 #[derive(Debug)]
 pub struct SimLink<C> {
     inner: C,
@@ -74,6 +89,14 @@ pub struct SimLink<C> {
     /// When the outgoing link is next free, in nanoseconds since the Unix epoch.
     free_ns: u64,
     stats: StatsRecorder,
+    rx: RecvState,
+}
+
+/// The receiving side's deadline, and whether a deadline made it lose a message.
+#[derive(Clone, Copy, Debug, Default)]
+struct RecvState {
+    deadline: Deadline,
+    broken: bool,
 }
 
 impl<C: Channel> SimLink<C> {
@@ -84,6 +107,7 @@ impl<C: Channel> SimLink<C> {
             model,
             free_ns: 0,
             stats: StatsRecorder::default(),
+            rx: RecvState::default(),
         }
     }
 
@@ -131,13 +155,18 @@ fn stamp(model: &LinkModel, free_ns: &mut u64, len: usize) -> [u8; 8] {
         .to_le_bytes()
 }
 
-/// Receives a stamped frame through `recv` and waits until its arrival time; returns its
-/// length.
+/// Receives a stamped frame through `recv` and waits until its arrival time, or until the
+/// deadline of `st` (see the module documentation); returns its length.
 fn recv_stamped(
     mut recv: impl FnMut(usize, &mut dyn RecvBuf) -> Result<()>,
     max_len: usize,
     buf: &mut dyn RecvBuf,
+    st: &mut RecvState,
 ) -> Result<usize> {
+    if st.broken {
+        return Err(Error::Broken);
+    }
+    st.deadline.check()?;
     let mut t = [0u8; 8];
     recv(8, &mut ExactBuf(&mut t))?;
     let mut len = 0usize;
@@ -145,8 +174,23 @@ fn recv_stamped(
         inner: buf,
         len: &mut len,
     };
-    recv(max_len, &mut counting)?;
-    sleep_until(u64::from_le_bytes(t));
+    if let Err(e) = recv(max_len, &mut counting) {
+        // The timestamp is consumed without its message: out of step.
+        if e.is_deadline_exceeded() {
+            st.broken = true;
+        }
+        return Err(e);
+    }
+    let arrival = u64::from_le_bytes(t);
+    if let Some(left) = st.deadline.remaining() {
+        let wait = Duration::from_nanos(arrival.saturating_sub(now_ns()));
+        if wait > left {
+            thread::sleep(left);
+            st.broken = true;
+            return Err(st.deadline.error());
+        }
+    }
+    sleep_until(arrival);
     Ok(len)
 }
 
@@ -161,7 +205,7 @@ impl<C: Channel> Channel for SimLink<C> {
 
     fn recv_frame(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()> {
         let inner = &mut self.inner;
-        let len = recv_stamped(|m, b| inner.recv_frame(m, b), max_len, buf)?;
+        let len = recv_stamped(|m, b| inner.recv_frame(m, b), max_len, buf, &mut self.rx)?;
         self.stats.record_recv(len);
         Ok(())
     }
@@ -177,6 +221,11 @@ impl<C: Channel> Channel for SimLink<C> {
     fn max_frame_len(&self) -> usize {
         self.inner.max_frame_len()
     }
+
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.rx.deadline = Deadline::new(deadline);
+        self.inner.set_deadline(deadline);
+    }
 }
 
 /// The sending half of a split [`SimLink`].
@@ -191,6 +240,7 @@ pub struct SimSender<S> {
 #[derive(Debug)]
 pub struct SimReceiver<R> {
     inner: R,
+    st: RecvState,
 }
 
 impl<S: FrameSender> FrameSender for SimSender<S> {
@@ -208,11 +258,16 @@ impl<S: FrameSender> FrameSender for SimSender<S> {
 impl<R: FrameReceiver> FrameReceiver for SimReceiver<R> {
     fn recv_frame(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()> {
         let inner = &mut self.inner;
-        recv_stamped(|m, b| inner.recv_frame(m, b), max_len, buf).map(|_| ())
+        recv_stamped(|m, b| inner.recv_frame(m, b), max_len, buf, &mut self.st).map(|_| ())
     }
 
     fn max_frame_len(&self) -> usize {
         self.inner.max_frame_len()
+    }
+
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.st.deadline = Deadline::new(deadline);
+        self.inner.set_deadline(deadline);
     }
 }
 
@@ -228,7 +283,10 @@ impl<C: Split> Split for SimLink<C> {
                 model: self.model,
                 free_ns: self.free_ns,
             },
-            SimReceiver { inner: r },
+            SimReceiver {
+                inner: r,
+                st: self.rx,
+            },
         )
     }
 }

@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::channel::{
-    Channel, DEFAULT_MAX_FRAME_LEN, FrameReceiver, FrameSender, RecvBuf, Split, Stats,
-    StatsRecorder, VecBuf,
+    Channel, DEFAULT_MAX_FRAME_LEN, FrameReceiver, FrameSender, QUEUED_FRAME_OVERHEAD, RecvBuf,
+    Split, Stats, StatsRecorder, VecBuf,
 };
+use crate::deadline::{Deadline, TimedSock, is_timeout_kind, nonzero};
 use crate::error::{Error, Result, len64};
 use crate::tls::{self, TlsConfig, TlsLink, TlsReader, TlsStats, TlsWriter};
 
@@ -34,7 +35,8 @@ pub struct TcpOptions {
     /// Longest time a receive waits with no byte arriving (`None`: forever). Default 60 s.
     ///
     /// This is an *idle* timeout, applied to each read: a frame that keeps arriving, however
-    /// slowly, is not cut off; a peer that goes silent is detected within this time.
+    /// slowly, is not cut off; a peer that goes silent is detected within this time. To bound
+    /// a receive in total, set a deadline ([`Channel::set_deadline`]).
     pub read_timeout: Option<Duration>,
     /// Longest time a write may block because the peer does not read (`None`: forever).
     /// Default 60 s.
@@ -49,8 +51,10 @@ pub struct TcpOptions {
     /// Capacity of the read buffer; larger reads bypass it. Default 64 KiB.
     pub read_buffer: usize,
     /// Read ahead on a background thread, queueing up to this many bytes of received frames
-    /// (plus one frame) before it stops reading. Default `Some(64 MiB)`; `None` reads in the
-    /// caller's thread, straight into the caller's buffer.
+    /// (plus one frame; each frame counted as its length plus
+    /// [`QUEUED_FRAME_OVERHEAD`](crate::QUEUED_FRAME_OVERHEAD)) before it stops reading.
+    /// Default `Some(64 MiB)`; `None` reads in the caller's thread, straight into the caller's
+    /// buffer.
     ///
     /// Reading ahead means both parties may send large messages at the same time (as
     /// ECDH-PSI does) without the two writes blocking each other on full kernel buffers, and
@@ -120,6 +124,19 @@ impl Default for ConnectOptions {
 /// In both modes the channel's `max_frame_len` caps every receive; a per-call limit can only
 /// tighten it. Dropping the channel flushes and shuts the connection down. [`Split::split`]
 /// divides it into a [`TcpSender`] and a [`TcpReceiver`] for use from two threads.
+///
+/// **Deadlines** ([`Channel::set_deadline`]) bound receives in total, on top of the idle
+/// timeout: a receive fails with [`Error::DeadlineExceeded`] when the deadline passes, however
+/// slowly bytes keep arriving, and so does every receive started after it. With read-ahead the
+/// wait for the queue is bounded by the deadline and the channel stays usable (the reader
+/// thread keeps the partial frame; a later receive, after the deadline is moved or removed,
+/// gets it whole). With direct reads each socket read waits at most for what is left of the
+/// deadline; a deadline that strikes in the middle of a frame breaks the channel (like any
+/// mid-frame error), one that strikes between frames leaves it usable. Sends too: a socket
+/// write that has to wait for the peer past the deadline fails with
+/// [`Error::DeadlineExceeded`] and breaks the channel, as a write timeout does (writes that
+/// the kernel takes at once still succeed; the best-effort flush on drop ignores the
+/// deadline). With TLS the same holds for each socket read and write under the records.
 #[derive(Debug)]
 pub struct TcpChannel {
     tx: TcpSender,
@@ -140,6 +157,9 @@ pub struct TcpSender {
     wbuf: Vec<u8>,
     capacity: usize,
     write_timeout: Option<Duration>,
+    deadline: Deadline,
+    /// The write timeout the socket has now.
+    applied_write: Option<Duration>,
     broken: bool,
 }
 
@@ -150,6 +170,7 @@ pub struct TcpReceiver {
     stream: TcpStream,
     reader: Reader,
     read_timeout: Option<Duration>,
+    deadline: Deadline,
     max_frame_len: usize,
     broken: bool,
 }
@@ -163,10 +184,28 @@ impl TcpSender {
         }
     }
 
-    /// Writes all of `parts`, marking the sender broken on failure.
+    /// Sets the deadline for writes that wait for the peer (see [`TcpChannel`]; `None`
+    /// removes it). A sender split from a channel starts with the channel's deadline.
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = Deadline::new(deadline);
+    }
+
+    /// Writes all of `parts`, marking the sender broken on failure. Each socket write waits at
+    /// most the write timeout and what is left of the deadline.
     fn write_parts(&mut self, parts: &mut [IoSlice<'_>]) -> Result<()> {
         let mut parts = parts;
         while !parts.is_empty() {
+            let wait = nonzero(self.deadline.bound(self.write_timeout));
+            if wait != self.applied_write {
+                if let Err(e) = self.stream.set_write_timeout(wait) {
+                    self.broken = true;
+                    return Err(Error::Io {
+                        op: "set_write_timeout",
+                        source: e,
+                    });
+                }
+                self.applied_write = wait;
+            }
             let r = match &mut self.tls {
                 Some(t) => t.write_vectored(parts),
                 None => (&self.stream).write_vectored(parts),
@@ -178,6 +217,15 @@ impl TcpSender {
                 }
                 Ok(n) => IoSlice::advance_slices(&mut parts, n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // The wait was the deadline's (a TLS write may have written part of a record,
+                // so it is not retried even if the clock has not quite reached the deadline).
+                Err(e)
+                    if is_timeout_kind(&e)
+                        && (self.deadline.passed() || wait != nonzero(self.write_timeout)) =>
+                {
+                    self.broken = true;
+                    return Err(self.deadline.error());
+                }
                 Err(e) => {
                     self.broken = true;
                     return Err(Error::from_io("write", e, self.write_timeout));
@@ -223,6 +271,8 @@ impl FrameSender for TcpSender {
 
 impl Drop for TcpSender {
     fn drop(&mut self) {
+        // The last frames go out even after a deadline (bounded by the write timeout).
+        self.deadline = Deadline::default();
         if !self.broken && !self.wbuf.is_empty() {
             // Best effort: errors on drop have nowhere to go.
             let _ = self.flush();
@@ -254,8 +304,8 @@ impl TcpReceiver {
         let mut h = [0u8; HEADER];
         if let Err((got, e)) = read_full(r, &mut h, None) {
             let err = piece_error(got, len64(HEADER), e, timeout);
-            // Nothing of this frame consumed: a timeout leaves the channel usable.
-            if !(got == 0 && err.is_timeout()) {
+            // Nothing of this frame consumed: a timeout or deadline leaves the channel usable.
+            if !(got == 0 && (err.is_timeout() || err.is_deadline_exceeded())) {
                 self.broken = true;
             }
             return Err(err);
@@ -283,19 +333,22 @@ impl TcpReceiver {
         Ok(n)
     }
 
-    /// Read-ahead mode: takes the next whole frame from the queue.
+    /// Read-ahead mode: takes the next whole frame from the queue, waiting at most the idle
+    /// timeout (while no byte arrives) and until the deadline.
     fn next_ahead(&mut self) -> Result<Frame> {
         let timeout = self.read_timeout;
+        let deadline = self.deadline;
         let Reader::Ahead(ra) = &mut self.reader else {
             return Err(Error::Broken);
         };
         if let Some(f) = ra.pending.pop_front() {
-            ra.release(f.len);
+            ra.release(charge(f.len));
             return Ok(f);
         }
         let mut seen = ra.shared.progress.load(Ordering::Relaxed);
         loop {
-            let r = match timeout {
+            let wait = deadline.bound(timeout);
+            let r = match wait {
                 Some(t) => ra.rx.recv_timeout(t),
                 None => ra.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
             };
@@ -303,7 +356,7 @@ impl TcpReceiver {
                 Ok(Ok(batch)) => {
                     ra.pending.extend(batch);
                     if let Some(f) = ra.pending.pop_front() {
-                        ra.release(f.len);
+                        ra.release(charge(f.len));
                         return Ok(f);
                     }
                 }
@@ -314,10 +367,17 @@ impl TcpReceiver {
                     return Err(e);
                 }
                 Err(RecvTimeoutError::Timeout) => {
+                    if deadline.passed() {
+                        return Err(deadline.error());
+                    }
                     let now = ra.shared.progress.load(Ordering::Relaxed);
                     if now != seen {
                         // Bytes are arriving, only slowly: an idle timeout does not apply.
                         seen = now;
+                        continue;
+                    }
+                    if wait != timeout {
+                        // Cut short by the deadline, which has not quite passed: wait on.
                         continue;
                     }
                     return Err(Error::Timeout {
@@ -333,6 +393,7 @@ impl TcpReceiver {
     /// Receives one frame into `buf`; returns its length.
     fn recv_frame_len(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<usize> {
         self.check()?;
+        self.deadline.check()?;
         let max_len = max_len.min(self.max_frame_len);
         if let Reader::Direct(_) = self.reader {
             return self.recv_direct(max_len, buf);
@@ -366,6 +427,7 @@ impl FrameReceiver for TcpReceiver {
             return Ok(b.0);
         }
         self.check()?;
+        self.deadline.check()?;
         let f = self.next_ahead()?;
         let r = check_len(f.len, max_len.min(self.max_frame_len)).map(|()| f.bytes().to_vec());
         self.recycle(f);
@@ -374,6 +436,13 @@ impl FrameReceiver for TcpReceiver {
 
     fn max_frame_len(&self) -> usize {
         self.max_frame_len
+    }
+
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = Deadline::new(deadline);
+        if let Reader::Direct(r) = &mut self.reader {
+            r.get_mut().timed().set_deadline(self.deadline);
+        }
     }
 }
 
@@ -397,8 +466,18 @@ enum Reader {
 /// The byte stream under the frames: the socket itself, or the plaintext of a TLS connection.
 #[derive(Debug)]
 enum Wire {
-    Plain(TcpStream),
+    Plain(TimedSock),
     Tls(TlsReader),
+}
+
+impl Wire {
+    /// The socket, whose reads honour the idle timeout and the deadline.
+    fn timed(&mut self) -> &mut TimedSock {
+        match self {
+            Wire::Plain(s) => s,
+            Wire::Tls(t) => t.sock_mut(),
+        }
+    }
 }
 
 impl Read for Wire {
@@ -467,6 +546,11 @@ struct Shared {
     progress: AtomicU64,
     /// The channel's frame limit, which the reader applies before allocating.
     max_frame: AtomicUsize,
+}
+
+/// What a queued frame of `len` bytes counts against the read-ahead budget.
+fn charge(len: usize) -> usize {
+    len.saturating_add(QUEUED_FRAME_OVERHEAD)
 }
 
 impl ReadAhead {
@@ -546,13 +630,13 @@ fn read_ahead_loop(
         // One frame, waiting for it; then every further frame that already sits whole in the
         // read buffer, so that a burst of small frames costs one hand-over, not one each.
         let first = read_frame(&mut r, pool, shared)?;
-        let mut bytes = first.len;
+        let mut bytes = charge(first.len);
         let mut batch = vec![first];
         let mut failed = None;
         while bytes < BATCH_BYTES && next_frame_buffered(&r) {
             match read_frame(&mut r, pool, shared) {
                 Ok(f) => {
-                    bytes += f.len;
+                    bytes = bytes.saturating_add(charge(f.len));
                     batch.push(f);
                 }
                 Err(e) => {
@@ -737,12 +821,17 @@ impl TcpChannel {
             source: e,
         };
         stream.set_nodelay(opts.nodelay).map_err(io)?;
-        stream
-            .set_write_timeout(nonzero(opts.write_timeout))
-            .map_err(io)?;
+        let applied_write = nonzero(opts.write_timeout);
+        stream.set_write_timeout(applied_write).map_err(io)?;
         let cap = opts.read_buffer.max(HEADER);
+        // The read timeout is the idle timeout in direct mode; the read-ahead thread blocks in
+        // read until data, EOF, or our shutdown on drop.
+        let idle = match opts.read_ahead {
+            None => opts.read_timeout,
+            Some(_) => None,
+        };
         let wire = |stream: &TcpStream| -> Result<Wire> {
-            let s = stream.try_clone().map_err(io)?;
+            let s = TimedSock::new(stream.try_clone().map_err(io)?, idle).map_err(io)?;
             Ok(match &link {
                 Some(l) => Wire::Tls(
                     TlsReader::new(Arc::clone(l), s)
@@ -752,15 +841,8 @@ impl TcpChannel {
             })
         };
         let reader = match opts.read_ahead {
-            None => {
-                stream
-                    .set_read_timeout(nonzero(opts.read_timeout))
-                    .map_err(io)?;
-                Reader::Direct(BufReader::with_capacity(cap, wire(&stream)?))
-            }
+            None => Reader::Direct(BufReader::with_capacity(cap, wire(&stream)?)),
             Some(limit) => {
-                // The thread blocks in read until data, EOF, or our shutdown on drop.
-                stream.set_read_timeout(None).map_err(io)?;
                 let r = BufReader::with_capacity(cap, wire(&stream)?);
                 let (tx, rx) = crossbeam_channel::unbounded();
                 let (pool_tx, pool_rx) = crossbeam_channel::bounded(POOL_SIZE);
@@ -793,6 +875,7 @@ impl TcpChannel {
             stream: stream.try_clone().map_err(io)?,
             reader,
             read_timeout: opts.read_timeout,
+            deadline: Deadline::default(),
             max_frame_len: opts.max_frame_len,
             broken: false,
         };
@@ -809,6 +892,8 @@ impl TcpChannel {
             wbuf: Vec::with_capacity(opts.write_buffer),
             capacity: opts.write_buffer,
             write_timeout: opts.write_timeout,
+            deadline: Deadline::default(),
+            applied_write,
             broken: false,
         };
         Ok(TcpChannel {
@@ -868,14 +953,11 @@ impl TcpChannel {
 
     /// Changes the idle read timeout.
     pub fn set_read_timeout(&mut self, t: Option<Duration>) -> Result<()> {
-        if let Reader::Direct(_) = self.rx.reader {
-            self.rx
-                .stream
-                .set_read_timeout(nonzero(t))
-                .map_err(|e| Error::Io {
-                    op: "set_read_timeout",
-                    source: e,
-                })?;
+        if let Reader::Direct(r) = &mut self.rx.reader {
+            r.get_mut().timed().set_idle(t).map_err(|e| Error::Io {
+                op: "set_read_timeout",
+                source: e,
+            })?;
         }
         self.rx.read_timeout = t;
         self.opts.read_timeout = t;
@@ -954,11 +1036,6 @@ fn connect_stream<A: ToSocketAddrs + Display>(addr: A, opts: &ConnectOptions) ->
     }
 }
 
-/// `set_*_timeout` rejects a zero duration; treat it as the smallest positive one.
-fn nonzero(t: Option<Duration>) -> Option<Duration> {
-    t.map(|d| d.max(Duration::from_micros(1)))
-}
-
 fn local_addr(l: &TcpListener) -> Result<SocketAddr> {
     l.local_addr().map_err(|e| Error::Io {
         op: "local_addr",
@@ -1010,6 +1087,7 @@ impl Channel for TcpChannel {
 
     fn recv_frame(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()> {
         self.check()?;
+        self.rx.deadline.check()?;
         self.tx.flush()?;
         let r = self.rx.recv_frame_len(max_len, buf);
         match r {
@@ -1023,6 +1101,7 @@ impl Channel for TcpChannel {
 
     fn recv_max(&mut self, max_len: usize) -> Result<Vec<u8>> {
         self.check()?;
+        self.rx.deadline.check()?;
         self.tx.flush()?;
         let v = self.rx.recv_max(max_len)?;
         self.stats.record_recv(v.len());
@@ -1040,6 +1119,12 @@ impl Channel for TcpChannel {
 
     fn max_frame_len(&self) -> usize {
         self.opts.max_frame_len
+    }
+
+    /// Bounds receives and the writes that wait for the peer (see [`TcpChannel`]).
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.rx.set_deadline(deadline);
+        self.tx.set_deadline(deadline);
     }
 }
 

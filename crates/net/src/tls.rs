@@ -35,6 +35,7 @@ use rustls::{
     ServerConnection,
 };
 
+use crate::deadline::TimedSock;
 use crate::error::{Error, Result, len64};
 
 /// First byte of a TLS handshake record.
@@ -597,7 +598,8 @@ impl Write for TlsWriter {
 #[derive(Debug)]
 pub(crate) struct TlsReader {
     link: Arc<TlsLink>,
-    sock: TcpStream,
+    /// Each raw read is bounded by the idle timeout and the deadline.
+    sock: TimedSock,
     raw: Vec<u8>,
     plain: Vec<u8>,
     pos: usize,
@@ -608,7 +610,7 @@ pub(crate) struct TlsReader {
 impl TlsReader {
     /// The receiving half; plaintext that arrived with the end of the handshake is taken
     /// over.
-    pub(crate) fn new(link: Arc<TlsLink>, sock: TcpStream) -> io::Result<Self> {
+    pub(crate) fn new(link: Arc<TlsLink>, sock: TimedSock) -> io::Result<Self> {
         let mut r = TlsReader {
             link,
             sock,
@@ -619,6 +621,11 @@ impl TlsReader {
         };
         r.feed_buffered()?;
         Ok(r)
+    }
+
+    /// The socket under the records.
+    pub(crate) fn sock_mut(&mut self) -> &mut TimedSock {
+        &mut self.sock
     }
 
     /// Processes what rustls already holds and collects its plaintext.
@@ -690,7 +697,7 @@ impl Read for TlsReader {
                 Some(false) => return Err(io::ErrorKind::UnexpectedEof.into()),
                 None => {}
             }
-            let n = (&self.sock).read(&mut self.raw)?;
+            let n = self.sock.read(&mut self.raw)?;
             self.link
                 .wire_received
                 .fetch_add(len64(n), Ordering::Relaxed);

@@ -1,11 +1,14 @@
 //! A TCP peer that misbehaves (disconnects mid-frame, announces a huge frame, never answers,
-//! never reads) gives a typed error within the timeout: no hang, no panic, no huge allocation.
-//! Each scenario runs in both read modes (read-ahead thread and direct reads).
+//! never reads, trickles a frame in byte by byte) gives a typed error within the timeout or the
+//! deadline: no hang, no panic, no huge allocation. Each scenario runs in both read modes
+//! (read-ahead thread and direct reads).
 
 #![allow(clippy::unwrap_used)] // test helpers, outside #[test] functions
 
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -65,7 +68,129 @@ both_modes!(
     slow_frame_is_not_an_idle_timeout,
     simultaneous_large_sends,
     lowered_limit_applies_before_allocating,
+    slow_loris_meets_the_deadline,
+    deadline_between_frames_leaves_the_channel_usable,
+    passed_deadline_fails_at_once_and_consumes_nothing,
+    deadline_bounds_a_write_the_peer_never_takes,
 );
+
+/// Our channel, with a long idle timeout (so that only a deadline can cut a trickle off), and
+/// a raw socket as the hostile peer.
+fn patient_pair(mode: Mode) -> (TcpChannel, TcpStream) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let raw = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let o = TcpOptions {
+        read_timeout: Some(Duration::from_secs(30)),
+        write_timeout: Some(Duration::from_secs(30)),
+        ..opts(mode)
+    };
+    let ch = TcpChannel::accept(&l, Some(Duration::from_secs(5)), o).unwrap();
+    (ch, raw)
+}
+
+/// A peer announces a 1 KiB frame and sends one byte of it every 50 ms, which never trips the
+/// idle timeout: a receive with a 500 ms deadline fails at the deadline.
+fn slow_loris_meets_the_deadline(mode: Mode) {
+    let (mut ch, mut raw) = patient_pair(mode);
+    let stop = Arc::new(AtomicBool::new(false));
+    let st = Arc::clone(&stop);
+    let w = thread::spawn(move || {
+        raw.write_all(&1024u64.to_le_bytes()).unwrap();
+        let mut sent = 0;
+        while !st.load(Ordering::SeqCst) && sent < 1024 {
+            raw.write_all(&[5]).unwrap();
+            sent += 1;
+            thread::sleep(Duration::from_millis(50));
+        }
+        (raw, sent)
+    });
+    let t0 = Instant::now();
+    ch.set_deadline(Some(t0 + Duration::from_millis(500)));
+    let e = ch.recv().unwrap_err();
+    let dt = t0.elapsed();
+    stop.store(true, Ordering::SeqCst);
+    assert!(
+        matches!(e, Error::DeadlineExceeded { set_for } if set_for <= Duration::from_millis(500)),
+        "{e:?}"
+    );
+    assert!(!e.is_timeout() && e.is_deadline_exceeded());
+    assert!(dt >= Duration::from_millis(500), "{dt:?}");
+    assert!(dt < Duration::from_secs(3), "{dt:?}");
+    let (mut raw, sent) = w.join().unwrap();
+    assert!(sent < 1024, "the frame must not have completed");
+    ch.set_deadline(None);
+    match mode {
+        // Direct reads consumed part of the frame: the stream is out of step.
+        Mode::Direct => assert!(matches!(ch.recv(), Err(Error::Broken))),
+        // The reader thread holds the partial frame; the rest completes it.
+        Mode::Ahead => {
+            raw.write_all(&vec![5u8; 1024 - sent]).unwrap();
+            assert_eq!(ch.recv().unwrap(), vec![5u8; 1024]);
+        }
+    }
+}
+
+/// A deadline that passes while the peer is silent between frames leaves the channel usable in
+/// both modes, and removing it restores the idle timeout alone.
+fn deadline_between_frames_leaves_the_channel_usable(mode: Mode) {
+    let (mut ch, mut raw) = patient_pair(mode);
+    let t0 = Instant::now();
+    ch.set_deadline(Some(t0 + Duration::from_millis(300)));
+    let e = ch.recv().unwrap_err();
+    assert!(e.is_deadline_exceeded(), "{e:?}");
+    let dt = t0.elapsed();
+    assert!(
+        dt >= Duration::from_millis(300) && dt < Duration::from_secs(3),
+        "{dt:?}"
+    );
+    ch.set_deadline(None);
+    raw.write_all(&2u64.to_le_bytes()).unwrap();
+    raw.write_all(b"ok").unwrap();
+    assert_eq!(ch.recv().unwrap(), b"ok");
+    // A deadline far away does not disturb a receive that completes.
+    ch.set_deadline(Some(Instant::now() + Duration::from_secs(60)));
+    raw.write_all(&3u64.to_le_bytes()).unwrap();
+    raw.write_all(b"yes").unwrap();
+    assert_eq!(ch.recv().unwrap(), b"yes");
+}
+
+/// A receive started after the deadline fails at once, even with a whole frame waiting, and
+/// leaves that frame for the next receive.
+fn passed_deadline_fails_at_once_and_consumes_nothing(mode: Mode) {
+    let (mut ch, mut raw) = patient_pair(mode);
+    raw.write_all(&4u64.to_le_bytes()).unwrap();
+    raw.write_all(b"kept").unwrap();
+    thread::sleep(Duration::from_millis(50));
+    ch.set_deadline(Some(Instant::now()));
+    let t0 = Instant::now();
+    let e = ch.recv().unwrap_err();
+    assert!(e.is_deadline_exceeded(), "{e:?}");
+    assert!(t0.elapsed() < Duration::from_secs(1));
+    ch.set_deadline(None);
+    assert_eq!(ch.recv().unwrap(), b"kept");
+}
+
+/// A peer that never reads: with a 30 s write timeout, the deadline ends the blocked write.
+fn deadline_bounds_a_write_the_peer_never_takes(mode: Mode) {
+    let (mut ch, raw) = patient_pair(mode);
+    let chunk = vec![0u8; 1 << 20];
+    let t0 = Instant::now();
+    ch.set_deadline(Some(t0 + Duration::from_millis(500)));
+    let mut err = None;
+    // Loopback buffers hold a few MiB at most; 256 MiB must block.
+    for _ in 0..256 {
+        if let Err(e) = ch.send(&chunk) {
+            err = Some(e);
+            break;
+        }
+    }
+    let e = err.expect("sends to a peer that never reads must fail at the deadline");
+    assert!(e.is_deadline_exceeded(), "{e:?}");
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    // A write cut off mid-frame leaves the stream out of step.
+    assert!(matches!(ch.send(b"x"), Err(Error::Broken)));
+    drop(raw);
+}
 
 fn lowered_limit_applies_before_allocating(mode: Mode) {
     let (mut ch, mut raw) = hostile_pair(mode);

@@ -6,8 +6,10 @@
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use obliv_net::{Channel, ConnectOptions, Error, Session, TcpChannel, TcpOptions, TlsConfig};
 use rcgen::{
@@ -388,6 +390,91 @@ fn flipped_byte_fails_both_sides() {
                 "flip at {at}: party {rank} finished without an error"
             );
         }
+        r.join().unwrap();
+    }
+}
+
+/// Forwards `listener`'s first connection to `to` and back; once `trickle` is set, the
+/// client→server direction passes one byte every 50 ms.
+fn trickling_relay(listener: TcpListener, to: SocketAddr, trickle: Arc<AtomicBool>) {
+    let (a, _) = listener.accept().unwrap();
+    let b = TcpStream::connect(to).unwrap();
+    let pump = |mut r: TcpStream, mut w: TcpStream, trickle: Option<Arc<AtomicBool>>| {
+        thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            loop {
+                let n = match r.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                let slow = trickle.as_ref().is_some_and(|t| t.load(Ordering::SeqCst));
+                let ok = if slow {
+                    buf[..n].iter().all(|b| {
+                        thread::sleep(Duration::from_millis(50));
+                        w.write_all(&[*b]).is_ok()
+                    })
+                } else {
+                    w.write_all(&buf[..n]).is_ok()
+                };
+                if !ok {
+                    break;
+                }
+            }
+            let _ = w.shutdown(Shutdown::Write);
+            let _ = r.shutdown(Shutdown::Read);
+        })
+    };
+    let up = pump(
+        a.try_clone().unwrap(),
+        b.try_clone().unwrap(),
+        Some(trickle),
+    );
+    let down = pump(b, a, None);
+    up.join().unwrap();
+    down.join().unwrap();
+}
+
+/// A TLS record that trickles in one byte every 50 ms (each socket read makes progress, no
+/// plaintext comes out) is cut off by the deadline in both read modes.
+#[test]
+fn trickled_tls_record_meets_the_deadline() {
+    let ca = Ca::new("test CA");
+    let server = ca.party("localhost", &ca);
+    let client = ca.party("client.example", &ca);
+    for read_ahead in [None, Some(1 << 20)] {
+        let opts = TcpOptions {
+            read_ahead,
+            read_timeout: Some(Duration::from_secs(30)),
+            ..TcpOptions::default()
+        };
+        let l = TcpChannel::listen("127.0.0.1:0").unwrap();
+        let relay = TcpListener::bind("127.0.0.1:0").unwrap();
+        let (to, via) = (l.local_addr().unwrap(), relay.local_addr().unwrap());
+        let trickle = Arc::new(AtomicBool::new(false));
+        let tr = Arc::clone(&trickle);
+        let r = thread::spawn(move || trickling_relay(relay, to, tr));
+        let (sc, so) = (server.clone(), opts.clone());
+        let t = thread::spawn(move || {
+            TcpChannel::accept_tls(&l, Duration::from_secs(10), &sc, so).unwrap()
+        });
+        let o = ConnectOptions {
+            tcp: opts,
+            ..copts()
+        };
+        let mut c = TcpChannel::connect_tls(via, "localhost", &client, &o).unwrap();
+        let mut s = t.join().unwrap();
+        // The handshake is through; from now on the client's bytes trickle.
+        trickle.store(true, Ordering::SeqCst);
+        c.send(&[1u8; 1000]).unwrap();
+        c.flush().unwrap();
+        let t0 = Instant::now();
+        s.set_deadline(Some(t0 + Duration::from_millis(500)));
+        let e = s.recv().unwrap_err();
+        let dt = t0.elapsed();
+        assert!(e.is_deadline_exceeded(), "{read_ahead:?}: {e:?}");
+        assert!(dt >= Duration::from_millis(500), "{dt:?}");
+        assert!(dt < Duration::from_secs(3), "{read_ahead:?}: {dt:?}");
+        drop((c, s));
         r.join().unwrap();
     }
 }

@@ -585,6 +585,9 @@ mod tests {
         fn stats(&self) -> obliv_net::Stats {
             self.0.stats()
         }
+        fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+            self.0.set_deadline(deadline)
+        }
     }
 
     #[test]

@@ -20,7 +20,9 @@
 //! [`PirServer`] accepts connections on a [`TcpListener`]; each connection gets a light I/O
 //! thread (at most [`ServerConfig::max_connections`]; beyond that a connection is answered
 //! "busy" and closed) that reads requests of at most [`ServerConfig::max_query_len`] bytes with
-//! an idle timeout. The work (key expansion and scan) runs on a pool of
+//! an idle timeout, and closes the connection (freeing its slot) when a request is not received
+//! whole and answered within [`ServerConfig::request_deadline`], however slowly its bytes
+//! trickle in. The work (key expansion and scan) runs on a pool of
 //! [`ServerConfig::workers`] threads, by default one per core, fed by a bounded queue of
 //! [`ServerConfig::queue_depth`] requests: when the queue is full a connection waits up to
 //! [`ServerConfig::queue_timeout`] (back-pressure) and then answers "busy". A worker takes up
@@ -31,16 +33,17 @@
 //!
 //! [`PirClient`] checks every size in the servers' info message (records, record length,
 //! buckets) and the response length every query implies against its [`ClientLimits`] before
-//! allocating for it ([`Error::LimitExceeded`] names the field), and builds the batch layout
-//! only on its first batch query.
+//! allocating for it ([`Error::LimitExceeded`] names the field), builds the batch layout only
+//! on its first batch query, and gives every request [`ClientLimits::request_deadline`] to be
+//! answered by both servers.
 
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, SendTimeoutError, Sender, bounded};
+use crossbeam_channel::{Receiver, RecvTimeoutError, SendTimeoutError, Sender, bounded};
 use obliv_core::AesRng;
 use obliv_net::{Channel, ConnectOptions, Stats, TcpChannel, TcpOptions};
 
@@ -71,8 +74,17 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// Largest request frame accepted. Default 1 MiB (a DPF key for `N = 2^32` is 449 bytes).
     pub max_query_len: usize,
-    /// A connection idle for this long is closed. Default 60 s.
+    /// A connection idle for this long is closed, and a response write that the client does
+    /// not take for this long fails. Default 60 s.
     pub idle_timeout: Duration,
+    /// Total time for each request: from when the connection's thread starts waiting for it
+    /// (on accepting the connection, then after each response) until its response is written,
+    /// the request must arrive whole, find room in the queue, be computed and be written back;
+    /// otherwise the connection is closed and its slot freed. A client that trickles a request
+    /// in one byte at a time, or reads the response that slowly, is cut off by this; so is a
+    /// connection that sends nothing for this long (when that is shorter than
+    /// `idle_timeout`). Default 30 s.
+    pub request_deadline: Duration,
     /// Batch layout offered to clients (`None`: no batch queries). Default: batches of 10.
     pub batch: Option<BatchParams>,
     /// Most queued DPF-PIR queries a worker answers together in one pass over the database
@@ -93,6 +105,7 @@ impl Default for ServerConfig {
             max_connections: 1024,
             max_query_len: 1 << 20,
             idle_timeout: Duration::from_secs(60),
+            request_deadline: Duration::from_secs(30),
             batch: Some(BatchParams::for_batch(10)),
             coalesce: 16,
             scan_threads: 1,
@@ -190,7 +203,9 @@ impl ServerState {
     }
 
     /// Serves requests on `ch` in this thread until the peer disconnects (then `Ok`) or the
-    /// channel fails (a timeout included).
+    /// channel fails (a timeout included, or a deadline set on `ch` beforehand, which bounds
+    /// the whole session). [`PirServer`] adds a deadline per request
+    /// ([`ServerConfig::request_deadline`]); this loop does not.
     pub fn serve_channel<C: Channel + ?Sized>(
         &self,
         ch: &mut C,
@@ -281,11 +296,16 @@ impl Drop for ServerHandle {
 impl PirServer {
     /// A server for `db` (builds the batch layout if `config.batch` is set).
     ///
-    /// Errors: [`Error::InvalidParameter`] for zero workers, queue depth or limits.
+    /// Errors: [`Error::InvalidParameter`] for zero workers, queue depth, limits or request
+    /// deadline.
     pub fn new(db: Database, config: ServerConfig) -> Result<Self> {
-        if config.workers == 0 || config.queue_depth == 0 || config.max_connections == 0 {
+        if config.workers == 0
+            || config.queue_depth == 0
+            || config.max_connections == 0
+            || config.request_deadline.is_zero()
+        {
             return Err(Error::InvalidParameter {
-                what: "workers, queue depth and connection limit must be positive",
+                what: "workers, queue depth, connection limit and request deadline must be positive",
             });
         }
         let state =
@@ -389,7 +409,8 @@ fn refuse(stream: TcpStream) {
     }
 }
 
-/// Serves one connection: read a request, queue it for the pool, send the reply.
+/// Serves one connection: read a request, queue it for the pool, send the reply; each request
+/// within [`ServerConfig::request_deadline`] of the start of its wait.
 fn connection(stream: TcpStream, jobs: &Sender<Job>, config: &ServerConfig) -> Result<()> {
     let opts = TcpOptions {
         read_timeout: Some(config.idle_timeout),
@@ -401,10 +422,14 @@ fn connection(stream: TcpStream, jobs: &Sender<Job>, config: &ServerConfig) -> R
     let mut ch = TcpChannel::from_stream(stream, opts)?;
     let (reply_tx, reply_rx) = bounded(1);
     loop {
+        let end = Instant::now() + config.request_deadline;
+        ch.set_deadline(Some(end));
         let req = match ch.recv_max(config.max_query_len) {
             Ok(r) => r,
             Err(obliv_net::Error::PeerDisconnected) => return Ok(()),
             Err(e) => {
+                // Best effort (a channel broken mid-frame sends nothing): tell the client why.
+                ch.set_deadline(None);
                 let mut v = vec![STATUS_ERROR];
                 v.extend_from_slice(e.to_string().as_bytes());
                 let _ = ch.send(&v);
@@ -416,16 +441,33 @@ fn connection(stream: TcpStream, jobs: &Sender<Job>, config: &ServerConfig) -> R
             req,
             reply: reply_tx.clone(),
         };
-        let resp = match jobs.send_timeout(job, config.queue_timeout) {
-            Ok(()) => reply_rx
-                .recv()
-                .map_err(|_| Error::Server("worker pool stopped".into()))?,
+        let left = || end.saturating_duration_since(Instant::now());
+        let resp = match jobs.send_timeout(job, config.queue_timeout.min(left())) {
+            Ok(()) => match reply_rx.recv_timeout(left()) {
+                Ok(r) => r,
+                // The answer would come too late: close (the worker's reply is dropped).
+                Err(RecvTimeoutError::Timeout) => return Err(deadline_passed(config)),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(Error::Server("worker pool stopped".into()));
+                }
+            },
+            Err(SendTimeoutError::Timeout(_)) if left().is_zero() => {
+                return Err(deadline_passed(config));
+            }
             Err(SendTimeoutError::Timeout(_)) => vec![STATUS_BUSY],
             Err(SendTimeoutError::Disconnected(_)) => return Ok(()),
         };
+        // The write is bounded by what is left of the deadline, too.
         ch.send_vec(resp)?;
         ch.flush()?;
     }
+}
+
+/// The error that ends a connection whose request ran out of time before it was answered.
+fn deadline_passed(config: &ServerConfig) -> Error {
+    Error::Net(obliv_net::Error::DeadlineExceeded {
+        set_for: config.request_deadline,
+    })
 }
 
 /// Serves `db` on `listener` with the default configuration, forever: the entry point for
@@ -447,7 +489,8 @@ pub struct ServerInfo {
 
 /// What a [`PirClient`] agrees to from the servers' info messages: every size a server
 /// announces is checked against these before the client allocates anything for it, and a
-/// larger one is [`Error::LimitExceeded`] naming the field.
+/// larger one is [`Error::LimitExceeded`] naming the field. Also how long it waits for an
+/// answer.
 ///
 /// The batch layout costs the client about 24 bytes per record (built on the first batch
 /// query), and every response frame is read into memory, so the defaults keep a hostile
@@ -463,6 +506,13 @@ pub struct ClientLimits {
     /// Longest response a query may imply (one padded record for DPF-PIR, `B` for a batch,
     /// `rows` for IT-PIR). Default 256 MiB.
     pub max_response_len: usize,
+    /// Total time for each request, the info request of [`PirClient::with_limits`] included:
+    /// from sending it to the two servers until both responses are in, however slowly their
+    /// bytes arrive; past it the request fails with the channel's
+    /// [`obliv_net::Error::DeadlineExceeded`] (inside [`Error::Net`]). `None`: only the
+    /// channels' idle timeouts apply. Default 60 s (a server's own default
+    /// [`ServerConfig::request_deadline`] is 30 s).
+    pub request_deadline: Option<Duration>,
 }
 
 impl Default for ClientLimits {
@@ -472,6 +522,7 @@ impl Default for ClientLimits {
             max_record_len: 1 << 20,
             max_buckets: batch::MAX_BATCH * 2,
             max_response_len: 1 << 28,
+            request_deadline: Some(Duration::from_secs(60)),
         }
     }
 }
@@ -538,7 +589,7 @@ impl<C: Channel> PirClient<C> {
         let mut servers = [ch0, ch1];
         let mut infos = [None, None];
         for (s, info) in servers.iter_mut().zip(&mut infos) {
-            let body = exchange(s, &[TAG_INFO], 1 + 40)?;
+            let body = exchange(s, &[TAG_INFO], 1 + 40, limits.request_deadline)?;
             if body.len() != 40 {
                 return Err(Error::WrongLength {
                     expected: 40,
@@ -622,6 +673,24 @@ impl<C: Channel> PirClient<C> {
             resp_len as u64,
             self.limits.max_response_len,
         )?;
+        let end = self.limits.request_deadline.map(|d| Instant::now() + d);
+        for s in &mut self.servers {
+            s.set_deadline(end);
+        }
+        let r = self.both_within(tag, m0, m1, resp_len);
+        for s in &mut self.servers {
+            s.set_deadline(None);
+        }
+        r
+    }
+
+    fn both_within(
+        &mut self,
+        tag: u8,
+        m0: &[u8],
+        m1: &[u8],
+        resp_len: usize,
+    ) -> Result<[Vec<u8>; 2]> {
         for (s, m) in self.servers.iter_mut().zip([m0, m1]) {
             let mut req = Vec::with_capacity(m.len() + 1);
             req.push(tag);
@@ -714,10 +783,21 @@ fn response<C: Channel + ?Sized>(ch: &mut C, max: usize) -> Result<Vec<u8>> {
     }
 }
 
-fn exchange<C: Channel + ?Sized>(ch: &mut C, req: &[u8], max: usize) -> Result<Vec<u8>> {
-    ch.send(req)?;
-    ch.flush()?;
-    response(ch, max)
+/// Sends `req` and reads the response, within `deadline` from now if given.
+fn exchange<C: Channel + ?Sized>(
+    ch: &mut C,
+    req: &[u8],
+    max: usize,
+    deadline: Option<Duration>,
+) -> Result<Vec<u8>> {
+    ch.set_deadline(deadline.map(|d| Instant::now() + d));
+    let r = ch
+        .send(req)
+        .and_then(|()| ch.flush())
+        .map_err(Error::from)
+        .and_then(|()| response(ch, max));
+    ch.set_deadline(None);
+    r
 }
 
 /// Retrieves record `index` from the servers at `addr0` and `addr1`: the entry point for

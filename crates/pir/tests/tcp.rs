@@ -1,12 +1,16 @@
 //! End-to-end: two PIR servers and clients over real TCP on loopback.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
 
-use std::net::TcpListener;
-use std::time::Duration;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
 
 use obliv_core::AesRng;
 use obliv_net::{Channel, ConnectOptions, TcpChannel, TcpOptions};
-use obliv_pir::{Database, Error, PirClient, PirServer, ServerConfig};
+use obliv_pir::{ClientLimits, Database, Error, PirClient, PirServer, ServerConfig};
 use rand_core::{Rng, SeedableRng};
 
 fn start(db: &Database, config: ServerConfig) -> [obliv_pir::ServerHandle; 2] {
@@ -127,4 +131,142 @@ fn hostile_requests_and_limits() {
         PirClient::connect(s2.local_addr(), s3.local_addr()),
         Err(Error::Malformed { .. })
     ));
+}
+
+/// A raw connection that announces a 1000-byte request and sends one byte of it every 50 ms
+/// (about 50 s for all of it) until told to stop or the server closes it; returns how long it
+/// was served.
+fn slow_loris(addr: std::net::SocketAddr, stop: Arc<AtomicBool>) -> thread::JoinHandle<Duration> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    thread::spawn(move || {
+        let t0 = Instant::now();
+        let mut closed = s.write_all(&1000u64.to_le_bytes()).is_err();
+        let mut r = s.try_clone().unwrap();
+        r.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let mut buf = [0u8; 64];
+        while !closed && !stop.load(Ordering::SeqCst) {
+            closed = s.write_all(&[2]).is_err()
+                || match r.read(&mut buf) {
+                    Ok(_) => true, // EOF (or an error frame before it)
+                    Err(e) => !matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ),
+                };
+        }
+        t0.elapsed()
+    })
+}
+
+/// A client that trickles its request in (never idle for the idle timeout) is disconnected at
+/// the request deadline and its connection slot is free again.
+#[test]
+fn slow_loris_client_is_cut_off_at_the_request_deadline() {
+    let mut rng = AesRng::from_seed([4; 16]);
+    let db = Database::random(100, 16, &mut rng).unwrap();
+    let deadline = Duration::from_secs(1);
+    let config = ServerConfig {
+        max_connections: 1,
+        idle_timeout: Duration::from_secs(30),
+        request_deadline: deadline,
+        ..ServerConfig::default()
+    };
+    let [s0, _s1] = start(&db, config);
+    let stop = Arc::new(AtomicBool::new(false));
+    let loris = slow_loris(s0.local_addr(), Arc::clone(&stop));
+    // It holds the only slot meanwhile.
+    thread::sleep(Duration::from_millis(200));
+    let opts = ConnectOptions {
+        tcp: TcpOptions {
+            read_ahead: None,
+            ..TcpOptions::default()
+        },
+        ..ConnectOptions::default()
+    };
+    let mut busy = TcpChannel::connect(s0.local_addr(), &opts).unwrap();
+    assert_eq!(busy.recv().unwrap(), vec![2], "the slot is taken");
+    // Closed at the deadline, not after the 30 s idle timeout (10 s: the safety stop).
+    let watchdog = {
+        let stop = Arc::clone(&stop);
+        thread::spawn(move || {
+            thread::sleep(Duration::from_secs(10));
+            stop.store(true, Ordering::SeqCst);
+        })
+    };
+    let served = loris.join().unwrap();
+    assert!(!stop.load(Ordering::SeqCst), "not disconnected within 10 s");
+    assert!(
+        served >= deadline - Duration::from_millis(250),
+        "{served:?}"
+    );
+    assert!(served < Duration::from_secs(5), "{served:?}");
+    // The slot is free again (the server's thread releases it right after closing).
+    let t0 = Instant::now();
+    loop {
+        let mut c = TcpChannel::connect(s0.local_addr(), &opts).unwrap();
+        c.send(&[1]).unwrap();
+        match c.recv().unwrap()[0] {
+            0 => break,
+            2 if t0.elapsed() < Duration::from_secs(5) => {
+                thread::sleep(Duration::from_millis(50));
+            }
+            s => panic!("status {s} after {:?}", t0.elapsed()),
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    drop(watchdog);
+}
+
+/// A client whose request deadline passes while a server trickles its answer in fails with
+/// the deadline error instead of waiting for the idle timeout.
+#[test]
+fn client_request_deadline_cuts_off_a_trickling_server() {
+    let fake = |l: TcpListener| {
+        thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut req = [0u8; 9];
+            if s.read_exact(&mut req).is_err() {
+                return;
+            }
+            // An info response of 41 bytes, one byte every 50 ms.
+            let _ = s.write_all(&41u64.to_le_bytes());
+            for _ in 0..41 {
+                if s.write_all(&[0]).is_err() {
+                    break;
+                }
+                thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+    let (l0, l1) = (
+        TcpListener::bind("127.0.0.1:0").unwrap(),
+        TcpListener::bind("127.0.0.1:0").unwrap(),
+    );
+    let opts = ConnectOptions {
+        tcp: TcpOptions {
+            read_ahead: None,
+            read_timeout: Some(Duration::from_secs(30)),
+            ..TcpOptions::default()
+        },
+        ..ConnectOptions::default()
+    };
+    let c0 = TcpChannel::connect(l0.local_addr().unwrap(), &opts).unwrap();
+    let c1 = TcpChannel::connect(l1.local_addr().unwrap(), &opts).unwrap();
+    let (f0, _f1) = (fake(l0), fake(l1));
+    let limits = ClientLimits {
+        request_deadline: Some(Duration::from_millis(500)),
+        ..ClientLimits::default()
+    };
+    let t0 = Instant::now();
+    let e = PirClient::with_limits(c0, c1, AesRng::from_seed([5; 16]), limits).unwrap_err();
+    let dt = t0.elapsed();
+    assert!(
+        matches!(e, Error::Net(ref n) if n.is_deadline_exceeded()),
+        "{e:?}"
+    );
+    assert!(
+        dt >= Duration::from_millis(500) && dt < Duration::from_secs(3),
+        "{dt:?}"
+    );
+    f0.join().unwrap();
 }

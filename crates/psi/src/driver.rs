@@ -574,4 +574,8 @@ impl<C: Channel> Channel for Watch<C> {
     fn max_frame_len(&self) -> usize {
         self.inner.max_frame_len()
     }
+
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.inner.set_deadline(deadline)
+    }
 }

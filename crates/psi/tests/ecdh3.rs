@@ -209,6 +209,9 @@ impl<C: Channel> Channel for Recorder<C> {
     fn stats(&self) -> Stats {
         self.inner.stats()
     }
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.inner.set_deadline(deadline)
+    }
 }
 
 /// Runs the three parties (receiver 0 = `C`, 1 = `P`, 2 = `Q`) with every frame of the

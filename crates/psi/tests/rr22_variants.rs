@@ -399,6 +399,9 @@ impl Channel for Tamper {
     fn stats(&self) -> obliv_net::Stats {
         self.inner.stats()
     }
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.inner.set_deadline(deadline)
+    }
 }
 
 #[test]

@@ -857,6 +857,9 @@ impl<C: Channel> Channel for Recording<C> {
     fn stats(&self) -> Stats {
         self.ch.stats()
     }
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.ch.set_deadline(deadline)
+    }
 }
 
 /// The bytes of every output of `P` on a fixed schedule (dealer base from fixed seeds, then
