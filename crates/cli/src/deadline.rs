@@ -83,3 +83,11 @@ impl<S: PsiSession> PsiSession for StepDeadline<S> {
             .collect())
     }
 }
+
+/// Sets `deadline` on every channel of `session` (the job handshake and the three-party
+/// protocol use all of them at once).
+pub fn set_on_session<C: Channel>(session: &mut obliv_net::Session<C>, deadline: Option<Instant>) {
+    for (_, ch) in session.channels_mut() {
+        ch.set_deadline(deadline);
+    }
+}

@@ -93,6 +93,7 @@ pub fn run(cfg: &DemoConfig) -> Result<DemoOutcome, CliError> {
                     bucket_load: crate::plan::DEFAULT_LOAD,
                     sim: cfg.sim,
                     connect_timeout: Duration::from_secs(30),
+                    step_timeout: crate::deadline::DEFAULT_STEP_TIMEOUT,
                     shard: Shard::default(),
                     checkpoint: None,
                     progress: ProgressMode::Off,

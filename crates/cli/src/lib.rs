@@ -5,6 +5,7 @@
 pub mod bucket;
 pub mod checkpoint;
 pub mod csvio;
+pub mod deadline;
 pub mod demo;
 pub mod error;
 mod fastcsv;

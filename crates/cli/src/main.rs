@@ -127,6 +127,10 @@ struct UbCmd {
     /// Seconds to wait for the peer.
     #[arg(long, default_value_t = 60)]
     connect_timeout: u64,
+    /// Online phase: seconds it may take in all, however slowly the peer sends (exit code 4
+    /// when it passes). The offline phase has only the idle timeouts.
+    #[arg(long, default_value_t = obliv_cli::deadline::DEFAULT_STEP_TIMEOUT.as_secs())]
+    step_timeout: u64,
     #[command(flatten)]
     tls: obliv_cli::tls::TlsArgs,
 }
@@ -225,6 +229,10 @@ struct PartyArgs {
     /// Seconds to wait for the other parties to come up.
     #[arg(long, default_value_t = 60)]
     connect_timeout: u64,
+    /// Seconds each protocol step may take in all (the job handshake, the set-up, every
+    /// bucket), however slowly a peer sends: exit code 4 when one passes.
+    #[arg(long, default_value_t = obliv_cli::deadline::DEFAULT_STEP_TIMEOUT.as_secs())]
+    step_timeout: u64,
     /// Record every finished bucket in this directory; the same command run again after a
     /// crash resumes from the buckets all parties finished (one directory per party and shard).
     #[arg(long)]
@@ -419,6 +427,7 @@ fn run_party(a: &PartyArgs) -> Result<(), CliError> {
         bucket_load: a.bucket_load,
         sim: link(&a.link)?,
         connect_timeout: Duration::from_secs(a.connect_timeout),
+        step_timeout: Duration::from_secs(a.step_timeout),
         shard: a.shard.parse()?,
         checkpoint: a.checkpoint.clone(),
         progress: a.progress.parse()?,
@@ -474,6 +483,7 @@ fn run_ub(u: &UbCmd) -> Result<(), CliError> {
         output: u.output.clone(),
         server_get_result: u.server_get_result,
         connect_timeout: Duration::from_secs(u.connect_timeout),
+        step_timeout: Duration::from_secs(u.step_timeout),
         tls: u
             .tls
             .setup(&u.parties, &party::parse_parties(&u.parties)?, u.rank)?,

@@ -27,6 +27,7 @@ use rand_core::Rng;
 
 use crate::bucket::{self, Shard};
 use crate::checkpoint::{BucketResult, Checkpoint, Identity, RunInfo};
+use crate::deadline::{self, StepDeadline};
 use crate::error::CliError;
 use crate::plan::BucketPlan;
 use crate::progress::{self, Progress, ProgressMode};
@@ -126,6 +127,9 @@ pub struct PartyConfig {
     pub sim: Option<LinkModel>,
     /// How long to wait for the other parties to come up.
     pub connect_timeout: Duration,
+    /// How long each protocol step (the job handshake, the driver's set-up, every bucket) may
+    /// take in all ([`crate::deadline`]).
+    pub step_timeout: Duration,
     /// Run only the buckets of this shard (`0/1`: everything).
     pub shard: Shard,
     /// Checkpoint directory: finished buckets are recorded there and a rerun resumes.
@@ -620,7 +624,9 @@ where
     C: Channel + Split,
     C::Sender: Send,
 {
+    deadline::set_on_session(&mut session, Instant::now().checked_add(cfg.step_timeout));
     let plan = agree(cfg, shape.rows, &mut session, cp.as_deref_mut())?;
+    deadline::set_on_session(&mut session, None);
     let total = plan.buckets;
     let pad_to = usize::try_from(plan.bound(cfg.rank))
         .map_err(|_| CliError::Usage(format!("buckets of {} keys", plan.bound(cfg.rank))))?;
@@ -655,6 +661,7 @@ where
         .filter(|&b| !cp.as_deref().is_some_and(|c| c.is_finished(b)))
         .collect();
     let mut rng = AesRng::from_entropy();
+    let step = cfg.step_timeout;
     let ecfg = EcdhConfig {
         curve: cfg.curve,
         batch_size: cfg.batch_size,
@@ -764,6 +771,7 @@ where
             // Three parties: one bucket after the other on the whole session.
             let runs = driver::sequential(input, |b: &PsiBucket| {
                 let before = session.stats();
+                deadline::set_on_session(&mut session, Instant::now().checked_add(step));
                 let r = ecdh3::run_with_limit(
                     &mut session,
                     cfg.receiver,
@@ -771,7 +779,9 @@ where
                     &ecfg,
                     peer_limit,
                     &mut rng,
-                )?;
+                );
+                deadline::set_on_session(&mut session, None);
+                let r = r?;
                 Ok((r, session.stats() - before))
             });
             runs.into_iter().try_for_each(&mut each)?;
@@ -780,7 +790,7 @@ where
             let workers = cfg.workers;
             let setup = match cfg.protocol {
                 Protocol::Ecdh => {
-                    let s = EcdhSession::new(role, &ecfg)?;
+                    let s = StepDeadline::new(EcdhSession::new(role, &ecfg)?, step);
                     drive(
                         driver::run_buckets(ch, s, workers, input, &mut rng)?,
                         &mut each,
@@ -791,7 +801,7 @@ where
                         max_peer_items: peer_limit,
                         ..KkrtConfig::default()
                     };
-                    let s = KkrtSession::new(role, &kcfg)?;
+                    let s = StepDeadline::new(KkrtSession::new(role, &kcfg)?, step);
                     drive(
                         driver::run_buckets(ch, s, workers, input, &mut rng)?,
                         &mut each,
@@ -802,7 +812,7 @@ where
                         max_peer_items: peer_limit,
                         ..Rr22Config::new(variant)
                     };
-                    let s = Rr22Session::new(role, &rcfg)?;
+                    let s = StepDeadline::new(Rr22Session::new(role, &rcfg)?, step);
                     drive(
                         driver::run_buckets(ch, s, workers, input, &mut rng)?,
                         &mut each,
@@ -934,6 +944,7 @@ mod tests {
             bucket_load: 500,
             sim: None,
             connect_timeout: Duration::from_secs(5),
+            step_timeout: Duration::from_secs(60),
             shard: Shard::default(),
             checkpoint: None,
             progress: ProgressMode::Off,

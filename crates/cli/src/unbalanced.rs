@@ -60,6 +60,8 @@ pub struct UbArgs {
     pub server_get_result: bool,
     /// How long to wait for the peer.
     pub connect_timeout: Duration,
+    /// How long the online phase may take in all ([`crate::deadline`]).
+    pub step_timeout: Duration,
     /// TLS on the link (`None`: plaintext); see [`crate::tls`].
     pub tls: Option<crate::tls::TlsSetup>,
 }
@@ -126,6 +128,11 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
     };
     let mut session = crate::tls::session(a.rank, None, &a.parties, a.tls.as_ref(), &opts)?;
     let ch = session.channel(1 - a.rank)?;
+    if a.phase == Phase::Online {
+        // The online phase is one step: it must end within the step timeout, however slowly
+        // the peer sends (a network error, exit code 4, when it passes).
+        ch.set_deadline(std::time::Instant::now().checked_add(a.step_timeout));
+    }
     let mut matched = None;
     match (a.role, a.phase, &key, &keyed) {
         (UbRole::Server, Phase::Offline, Some(k), Some(kd)) => {

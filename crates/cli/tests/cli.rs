@@ -938,3 +938,74 @@ fn bucket_plan_follows_public_data_only() {
         assert!(err.contains("bucket_load="), "{err}");
     }
 }
+
+/// Relays `from` to `to`, the first `free` bytes at once and then one byte every 200 ms.
+fn trickle(mut from: std::net::TcpStream, mut to: std::net::TcpStream, free: usize) {
+    use std::io::{Read, Write};
+    let mut sent = 0usize;
+    let mut buf = [0u8; 4096];
+    loop {
+        let want = if sent < free { (free - sent).min(buf.len()) } else { 1 };
+        let n = match from.read(&mut buf[..want]) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if to.write_all(&buf[..n]).is_err() {
+            return;
+        }
+        sent += n;
+        if sent >= free {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+}
+
+#[test]
+fn a_peer_that_trickles_is_cut_off_by_the_step_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    gen_data(d, 200);
+    // Party 1 reaches party 0 through a relay that passes the session hello (one 20-byte
+    // frame with its 8-byte length) and then trickles one byte every 200 ms: never idle for
+    // the 60 s idle timeout, yet far too slow for a 2 s step.
+    let (p0, p1) = free_ports();
+    let relay = TcpListener::bind("127.0.0.1:0").unwrap();
+    let relay_port = relay.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let (down, _) = relay.accept().unwrap();
+        let up = loop {
+            match std::net::TcpStream::connect(("127.0.0.1", p0)) {
+                Ok(s) => break s,
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            }
+        };
+        let (down2, up2) = (down.try_clone().unwrap(), up.try_clone().unwrap());
+        std::thread::spawn(move || trickle(up2, down2, usize::MAX));
+        trickle(down, up, 28);
+    });
+    let start = std::time::Instant::now();
+    let a = spawn_party(
+        d,
+        0,
+        &format!("127.0.0.1:{p0},127.0.0.1:{p1}"),
+        "psi_1.csv",
+        "o0.csv",
+        &["--step-timeout", "2"],
+    );
+    let b = spawn_party(
+        d,
+        1,
+        &format!("127.0.0.1:{relay_port},127.0.0.1:{p1}"),
+        "psi_2.csv",
+        "o1.csv",
+        &["--step-timeout", "2"],
+    );
+    let o0 = a.wait_with_output().unwrap();
+    let took = start.elapsed();
+    let err = String::from_utf8_lossy(&o0.stderr);
+    assert_eq!(o0.status.code(), Some(4), "{err}");
+    assert!(err.contains("deadline"), "{err}");
+    assert!(took.as_secs() < 30, "cut off only after {took:?}: {err}");
+    let o1 = b.wait_with_output().unwrap();
+    assert!(!o1.status.success());
+}
