@@ -14,8 +14,12 @@
 //!    whose answer `T(H(x_j)^{rs})` is among them. With `broadcast`, it then tells the sender
 //!    which of the sender's (shuffled) positions matched, and the sender maps them back.
 //!
-//! `w = ⌈(40 + log2 n_r + log2 n_s) / 8⌉` bytes (at most 16), so the chance of any false
-//! match across all `n_r · n_s` pairs is below 2^-40.
+//! `w = ⌈(λ + log2 n_r + log2 n_s) / 8⌉` bytes, with `λ` = [`EcdhConfig::stat_security`]
+//! (40 by default; [`crate::job_stat_security`] for a job of many runs), so the chance of any
+//! false match across all `n_r · n_s` pairs is below `2^-λ`. `λ` is in the handshake: peers
+//! with different values stop there with [`Error::HandshakeMismatch`] on the field
+//! `statistical security`. A `w` above 16 bytes (only for `λ` near 128 and large sets) is an
+//! [`Error::InvalidParameter`] on both sides.
 //!
 //! # Security and leakage
 //!
@@ -38,7 +42,6 @@
 
 use std::collections::HashSet;
 
-use obliv_core::psi_compare_bytes;
 use obliv_ec::{Curve, DynGroup, SecretKey};
 use obliv_net::Channel;
 use rand::seq::SliceRandom;
@@ -50,7 +53,9 @@ use crate::session::{PsiSession, agree_split};
 
 /// Protocol identifier of two-party ECDH-PSI in the handshake.
 pub(crate) const PROTOCOL_ID: u8 = 1;
-pub(crate) use crate::wire::{RngAdapter, batch_len, frame, pack, parse, peer_count};
+pub(crate) use crate::wire::{
+    RngAdapter, batch_len, check_stat_security, compare_width, frame, pack, parse, peer_count,
+};
 pub use crate::wire::{Role, STAT_SECURITY};
 /// Largest batch a peer may announce (bounds every allocation made for one of its frames).
 pub const MAX_BATCH: usize = 1 << 20;
@@ -76,6 +81,12 @@ pub struct EcdhConfig {
     /// more is refused before anything is allocated, and the receiver's storage of the
     /// peer's values grows batch by batch as they arrive. [`MAX_PEER_ITEMS`] by default.
     pub max_peer_items: usize,
+    /// Statistical security parameter λ of one run (compared in the handshake): a false
+    /// match has probability at most `2^-λ`, which sets the comparison width. In
+    /// `STAT_SECURITY..=`[`crate::MAX_STAT_SECURITY`]; [`STAT_SECURITY`] (40) by default, and
+    /// [`crate::job_stat_security`] of the number of runs for a job of many runs (buckets,
+    /// shards) that must meet `2^-40` as a whole.
+    pub stat_security: u32,
 }
 
 /// The default of [`EcdhConfig::max_peer_items`].
@@ -89,6 +100,7 @@ impl Default for EcdhConfig {
             window: 8,
             broadcast: false,
             max_peer_items: MAX_PEER_ITEMS,
+            stat_security: STAT_SECURITY,
         }
     }
 }
@@ -142,8 +154,10 @@ pub(crate) fn truncate(hashes: &[[u8; 32]], w: usize) -> Vec<u8> {
 /// Duplicate items are allowed: every index of a common item is returned.
 ///
 /// # Errors
-/// A handshake mismatch, a network error, a group error (the peer sent an invalid point), or a
-/// protocol violation (a frame of the wrong kind, order or size).
+/// A handshake mismatch (curve, batch size, options, statistical security, roles), a network
+/// error, a group error (the peer sent an invalid point), a protocol violation (a frame of the
+/// wrong kind, order or size), or [`Error::InvalidParameter`] for a bad `cfg` (or a
+/// comparison width above 16 bytes).
 pub fn run<C, T, R>(
     ch: &mut C,
     role: Role,
@@ -165,15 +179,15 @@ where
         flags: u8::from(cfg.broadcast),
         batch: u32::try_from(cfg.batch_size).unwrap_or(u32::MAX),
         n_items: items.len() as u64,
-        param: 0,
+        param: handshake::stat_param(cfg.stat_security, 0),
     };
-    let theirs = handshake::exchange(ch, &ours, role.other().code(), code_name)?;
+    let theirs = handshake::exchange_stat(ch, &ours, role.other().code(), code_name)?;
     let n_peer = peer_count("n_items", theirs.n_items, cfg.max_peer_items)?;
     let (n_r, n_s) = match role {
         Role::Receiver => (items.len(), n_peer),
         Role::Sender => (n_peer, items.len()),
     };
-    let w = psi_compare_bytes(STAT_SECURITY, n_r as u64, n_s as u64).min(16);
+    let w = compare_width(cfg.stat_security, n_r, n_s)?;
     let key = group.random_secret(rng)?;
     let stream = Stream {
         group,
@@ -194,7 +208,7 @@ fn check(cfg: &EcdhConfig) -> Result<()> {
             "batch size must be in 1..={MAX_BATCH} and window at least 1"
         )));
     }
-    Ok(())
+    check_stat_security(cfg.stat_security)
 }
 
 /// State shared by both roles once the handshake is done.
@@ -411,8 +425,8 @@ impl EcdhSession {
     /// every run's handshake). Nothing is sent until the first run.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for a batch size outside `1..=`[`MAX_BATCH`] or a zero
-    /// window.
+    /// [`Error::InvalidParameter`] for a batch size outside `1..=`[`MAX_BATCH`], a zero
+    /// window or a statistical security parameter outside `40..=128`.
     pub fn new(role: Role, cfg: &EcdhConfig) -> Result<Self> {
         check(cfg)?;
         Ok(EcdhSession {
@@ -431,7 +445,7 @@ impl EcdhSession {
             flags: u8::from(self.cfg.broadcast),
             batch: u32::try_from(self.cfg.batch_size).unwrap_or(u32::MAX),
             n_items: 0,
-            param: 0,
+            param: handshake::stat_param(self.cfg.stat_security, 0),
         }
     }
 }

@@ -21,8 +21,9 @@
 //!    `Q`, which raises it to `b` and returns `T(H(x_C)^{cab})` to `C`.
 //! 3. `C` outputs the indices of its items whose value lies in `T(W^c)`.
 //!
-//! `T` keeps `⌈(40 + log₂ n_C + log₂ min(n_P, n_Q))/8⌉` bytes, so a false member of the result
-//! has probability at most 2^-40. `w_I = ⌈(8 + log₂ n_P + log₂ n_Q)/8⌉` bytes: an index shared
+//! `T` keeps `⌈(λ + log₂ n_C + log₂ min(n_P, n_Q))/8⌉` bytes, `λ` =
+//! [`EcdhConfig::stat_security`] (40 by default; the same at all three parties, checked in the
+//! handshakes), so a false member of the result has probability at most `2^-λ`. `w_I = ⌈(8 + log₂ n_P + log₂ n_Q)/8⌉` bytes: an index shared
 //! by a key and a sealed point of another element happens about 2^-8 times per run and costs one
 //! failed key check, never a wrong result.
 //!
@@ -59,7 +60,7 @@
 //! `X_P ∩ X_Q`, `g_x` appears nowhere else in the view, so `T(g_x^c)` is uniform. (c) The orders
 //! of both lists are uniform because `P` and `Q` shuffle their sets and do not collude with `C`;
 //! which key opens which seal is a uniform matching of `m` pairs, as in the simulation. The
-//! distributions then differ only on collisions of truncated hashes, below 2^-40.
+//! distributions then differ only on collisions of truncated hashes, below `2^-λ`.
 //!
 //! Simulators for `P` and `Q`: `P` sees `H(x_Q)^b` (shuffled) and `H(x_C)^c`, `Q` sees
 //! `H(x_P)^a` (shuffled) and `H(x_C)^{ca}`: under DDH these are uniform elements, so `n_Q` and
@@ -76,7 +77,7 @@
 //! element of `W`. The sealing adds hashing only: `P` two BLAKE3 calls of one block per item of
 //! `Q`, `Q` one per item of `P`, `C` one per key and two per opened element. On the wire `P`
 //! sends `w_I` more bytes per item of `Q`, and `Q` sends 16-byte keys instead of
-//! `⌈(40 + log₂ n_P + log₂ n_Q)/8⌉`-byte hashes per item of `P`.
+//! `⌈(λ + log₂ n_P + log₂ n_Q)/8⌉`-byte hashes per item of `P`.
 //!
 //! # Bounds on what peers announce
 //!
@@ -102,8 +103,8 @@ use rand_core::CryptoRng;
 use rayon::prelude::*;
 
 use crate::ecdh::{
-    EcdhConfig, MAX_BATCH, RngAdapter, STAT_SECURITY, batch_len, code_name, curve_code, frame,
-    pack, parse, truncate,
+    EcdhConfig, MAX_BATCH, RngAdapter, batch_len, check_stat_security, code_name, compare_width,
+    curve_code, frame, pack, parse, truncate,
 };
 use crate::error::{Error, Result};
 use crate::handshake::{self, Hello};
@@ -113,9 +114,10 @@ pub const DEFAULT_MAX_PEER_ITEMS: usize = 1 << 30;
 
 /// Protocol identifier of three-party ECDH-PSI in the handshake.
 const PROTOCOL_ID: u8 = 2;
-/// Message layout of this version, in the handshake's parameter field: 2 = `Q` sends keys and
-/// `P` sealed points (layout 1 sent `V` as points, which let `C` test its items against `X_Q`;
-/// a peer of that layout is refused before any item-dependent data).
+/// Message layout of this version, in the handshake's parameter field above the statistical
+/// security parameter: 2 = `Q` sends keys and `P` sealed points (layout 1 sent `V` as points,
+/// which let `C` test its items against `X_Q`; a peer of that layout is refused before any
+/// item-dependent data).
 const LAYOUT: u64 = 2;
 /// Role codes in the handshake.
 const ROLE_C: u8 = 0;
@@ -195,6 +197,7 @@ where
             "batch size must be in 1..={MAX_BATCH}"
         )));
     }
+    check_stat_security(cfg.stat_security)?;
     let me = session.rank();
     let others: Vec<usize> = (0..3).filter(|&r| r != receiver).collect();
     let (p, q) = (others[0], others[1]);
@@ -216,14 +219,14 @@ where
         flags: 0,
         batch: u32::try_from(cfg.batch_size).unwrap_or(u32::MAX),
         n_items: distinct.len() as u64,
-        param: LAYOUT,
+        param: handshake::stat_param(cfg.stat_security, LAYOUT),
     };
     // Handshakes in rank order of the peers (each pair talks in both directions at once).
     let mut sizes = [0usize; 3];
     sizes[me] = distinct.len();
     for peer in [0, 1, 2].into_iter().filter(|&r| r != me) {
         let ch = session.channel(peer)?;
-        let theirs = handshake::exchange(ch, &hello(role(me)), role(peer), code_name)?;
+        let theirs = handshake::exchange_stat(ch, &hello(role(me)), role(peer), code_name)?;
         sizes[peer] = usize::try_from(theirs.n_items)
             .ok()
             .filter(|&n| n <= max_peer_items)
@@ -233,6 +236,7 @@ where
                 theirs: theirs.n_items.to_string(),
             })?;
     }
+    let w = compare_width(cfg.stat_security, sizes[receiver], sizes[p].min(sizes[q]))?;
     let key = group.random_secret(rng)?;
     let st = Three {
         group,
@@ -241,12 +245,7 @@ where
         n_p: sizes[p],
         n_q: sizes[q],
         n_c: sizes[receiver],
-        w: psi_compare_bytes(
-            STAT_SECURITY,
-            sizes[receiver] as u64,
-            sizes[p].min(sizes[q]) as u64,
-        )
-        .min(16),
+        w,
         w_idx: psi_compare_bytes(INDEX_SECURITY, sizes[p] as u64, sizes[q] as u64).min(16),
     };
     if me == receiver {

@@ -27,7 +27,10 @@ pub struct Hello {
     pub batch: u32,
     /// Number of items this party holds (public in every protocol here).
     pub n_items: u64,
-    /// An extra protocol-specific parameter that must agree (0 if unused).
+    /// An extra protocol-specific parameter that must agree (0 if unused). In every protocol
+    /// of this crate but the unbalanced one, its low byte is the run's statistical security
+    /// parameter (`stat_security` of the configuration) and the bits above it are the
+    /// protocol's own.
     pub param: u64,
 }
 
@@ -89,6 +92,37 @@ pub fn exchange<C: Channel + ?Sized>(
     expected_peer_role: u8,
     name_of: impl Fn(&'static str, u8) -> String,
 ) -> Result<Hello> {
+    exchange_checked(ch, ours, expected_peer_role, name_of, false)
+}
+
+/// Bits of [`Hello::param`] that hold the statistical security parameter.
+const STAT_MASK: u64 = 0xff;
+
+/// The `param` of a hello that carries `stat_security` in its low byte and `rest` above it.
+pub(crate) fn stat_param(stat_security: u32, rest: u64) -> u64 {
+    (u64::from(stat_security) & STAT_MASK) | (rest << 8)
+}
+
+/// [`exchange`] for a hello whose `param` carries the statistical security parameter in its
+/// low byte ([`stat_param`]): two peers that differ there get
+/// [`Error::HandshakeMismatch`] on the field `statistical security` (with both values), any
+/// other difference of `param` is the field `parameters`.
+pub(crate) fn exchange_stat<C: Channel + ?Sized>(
+    ch: &mut C,
+    ours: &Hello,
+    expected_peer_role: u8,
+    name_of: impl Fn(&'static str, u8) -> String,
+) -> Result<Hello> {
+    exchange_checked(ch, ours, expected_peer_role, name_of, true)
+}
+
+fn exchange_checked<C: Channel + ?Sized>(
+    ch: &mut C,
+    ours: &Hello,
+    expected_peer_role: u8,
+    name_of: impl Fn(&'static str, u8) -> String,
+    stat_in_param: bool,
+) -> Result<Hello> {
     ch.send(&ours.encode())?;
     ch.flush()?;
     let msg = ch.recv_max(HELLO_LEN)?;
@@ -140,6 +174,13 @@ pub fn exchange<C: Channel + ?Sized>(
             theirs.batch.to_string(),
         ));
     }
+    if stat_in_param && (theirs.param & STAT_MASK) != (ours.param & STAT_MASK) {
+        return Err(mismatch(
+            "statistical security",
+            (ours.param & STAT_MASK).to_string(),
+            (theirs.param & STAT_MASK).to_string(),
+        ));
+    }
     if theirs.param != ours.param {
         return Err(mismatch(
             "parameters",
@@ -185,6 +226,44 @@ mod tests {
         let err = exchange(&mut a, &hello(1), 0, names).unwrap_err();
         assert!(
             matches!(err, Error::HandshakeMismatch { field: "curve", .. }),
+            "{err}"
+        );
+        assert!(t.join().unwrap().is_err());
+    }
+
+    #[test]
+    fn statistical_security_mismatch_is_named() {
+        let names = |_: &'static str, v: u8| v.to_string();
+        let with = |role: u8, stat: u32, rest: u64| Hello {
+            param: stat_param(stat, rest),
+            ..hello(role)
+        };
+        assert_eq!(stat_param(40, 0), 40);
+        assert_eq!(stat_param(50, 2), 50 | 2 << 8);
+        let (mut a, mut b) = obliv_net::mem_pair();
+        let t = std::thread::spawn(move || exchange_stat(&mut b, &with(0, 50, 1), 1, names));
+        let err = exchange_stat(&mut a, &with(1, 40, 1), 0, names).unwrap_err();
+        match err {
+            Error::HandshakeMismatch {
+                field: "statistical security",
+                ours,
+                theirs,
+            } => assert_eq!((ours.as_str(), theirs.as_str()), ("40", "50")),
+            e => panic!("{e}"),
+        }
+        assert!(t.join().unwrap().is_err());
+        // Same statistical security, other bits: the generic field.
+        let (mut a, mut b) = obliv_net::mem_pair();
+        let t = std::thread::spawn(move || exchange_stat(&mut b, &with(0, 40, 2), 1, names));
+        let err = exchange_stat(&mut a, &with(1, 40, 1), 0, names).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::HandshakeMismatch {
+                    field: "parameters",
+                    ..
+                }
+            ),
             "{err}"
         );
         assert!(t.join().unwrap().is_err());

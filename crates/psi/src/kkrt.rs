@@ -7,8 +7,9 @@
 //! (both public, exchanged in the handshake):
 //!
 //! 1. **Cuckoo hashing (receiver).** The receiver picks a fresh seed, derives three hash
-//!    functions `h_0, h_1, h_2 : Block → [0, m)` with `m ≈ e·n_R` bins (`e` =
-//!    [`KkrtConfig::cuckoo_factor`]) and places each of its distinct items `x` in exactly one
+//!    functions `h_0, h_1, h_2 : Block → [0, m)` with `m ≈ e·n_R` bins (`e` from
+//!    [`KkrtConfig::cuckoo_factor`]: by default the factor for failure probability `2^-λ`,
+//!    see [`KkrtConfig::bins`]) and places each of its distinct items `x` in exactly one
 //!    bin `b = h_k(x)`, no stash ([`obliv_cuckoo::CuckooTable`]). It sends the seed and `m`.
 //! 2. **OPRF.** One KKRT16 OPRF instance per bin ([`obliv_ot::kkrt`], 512-bit pseudorandom
 //!    code): the receiver's input in bin `b` holding `x` placed by `h_k` is `x ⊕ ⟨k⟩` (the
@@ -16,7 +17,7 @@
 //!    input. It obtains `F_b(x ⊕ ⟨k⟩)`; the sender obtains a key that evaluates every `F_b`.
 //! 3. **Simple hashing (sender).** For each hash function `k` the sender computes, for each of
 //!    its distinct items `y`, `F_{h_k(y)}(y ⊕ ⟨k⟩)`, truncates it to
-//!    `w = ⌈(40 + log2 n_R + log2 n_S)/8⌉` bytes, pads the set with random values up to `n_S`
+//!    `w = ⌈(λ + log2 n_R + log2 n_S)/8⌉` bytes, pads the set with random values up to `n_S`
 //!    (so duplicates in its input are not revealed), shuffles it and sends it: three sets
 //!    `V_0, V_1, V_2` as in the paper.
 //! 4. **Comparison (receiver).** Item `x` in bin `b` placed by `h_k` is in the intersection iff
@@ -25,9 +26,13 @@
 //!
 //! Because the receiver compares each bin only against the set of the hash function that
 //! placed it, it makes `n_R · n_S` comparisons in all, and `w` bytes keep the probability of
-//! any false match below `2^-40`. Appending the hash index (rather than feeding the bare item,
+//! any false match below `2^-λ`. Appending the hash index (rather than feeding the bare item,
 //! as libOTe does) means that an item whose hash functions coincide still yields distinct,
 //! independent values, so the sender never needs to deduplicate per bin.
+//!
+//! `λ` is [`KkrtConfig::stat_security`] (40 by default, [`crate::job_stat_security`] for a
+//! job of many runs); it is in every handshake, so peers with different values stop with
+//! [`Error::HandshakeMismatch`] on the field `statistical security`.
 //!
 //! # Sessions and buckets
 //!
@@ -41,15 +46,27 @@
 //!
 //! Semi-honest security, as in [KKRT16, §5] (the OPRF is secure in the random-oracle /
 //! correlation-robust model given secure base OTs). The receiver learns the intersection and
-//! `n_S`; the sender learns `n_R` and `m` (which depends only on `n_R`). The cuckoo seed is
-//! drawn after the inputs are fixed. If a table fails to build, the receiver draws another
-//! seed (up to [`CUCKOO_TRIES`] times) before sending one; the seed the sender sees is then
-//! uniform conditioned on success, which is within statistical distance of the failure
-//! probability from uniform. With the default `e = 1.27` that probability is about `2^-7` at
-//! `n = 2^20` by the conservative [PSZ18] fit (empirically far lower; see `obliv-cuckoo`'s
-//! README), and below `2^-40` with `e` from [`obliv_cuckoo::CuckooParams::factor`]. Tables
-//! below [`SMALL_TABLE`] items always use the 2^-40 factor (they cost nothing). Not secure
-//! against a malicious party (the OPRF is not).
+//! `n_S`; the sender learns `n_R` and `m` (a function of `n_R` and the configuration: the
+//! table is sized for `n_R` items even when some repeat). The cuckoo seed is drawn after the
+//! inputs are fixed. If a table fails to build, the receiver draws another seed (up to
+//! [`CUCKOO_TRIES`] times) before sending one: the seed the sender sees is then uniform
+//! conditioned on the receiver's set hashing under it, which depends on the set; its
+//! statistical distance from uniform is at most the failure probability of one table.
+//!
+//! - **Default** (`cuckoo_factor: None`): `m = ⌈e·n_R⌉` with
+//!   `e = `[`obliv_cuckoo::CuckooParams::factor`]`(n_R, λ)`, the conservative [PSZ18] fit
+//!   for failure probability `2^-λ` (`e ≈ 1.54` at `n = 2^20`, λ = 40), so a retry, and what
+//!   the accepted seed says about the receiver's set, are below `2^-λ`.
+//! - **Explicit** `Some(e)` (for instance 1.27, what KKRT16, libOTe and SecretFlow benchmark
+//!   with, about 18 % less OPRF traffic than the default at 2^20): the failure probability is
+//!   the caller's choice, about `2^-(a_n·e + b_n)` by the same fit — `2^-7` for `e = 1.27` at
+//!   `n = 2^20` (empirically far lower; see `obliv-cuckoo`'s README). With that probability
+//!   the receiver needs another seed, and the seed the sender sees tells it that the
+//!   receiver's set hashes under it, which a fraction of about that size of the possible
+//!   sets do not: a leak of the receiver's set of that order. Tables below [`SMALL_TABLE`]
+//!   items use at least the `2^-λ` factor (they cost nothing).
+//!
+//! Not secure against a malicious party (the OPRF is not).
 //!
 //! # Cost
 //!
@@ -64,8 +81,8 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use obliv_core::Block;
 use obliv_core::hash::RoHasher;
-use obliv_core::{Block, psi_compare_bytes};
 use obliv_cuckoo::{CuckooHasher, CuckooParams, CuckooTable, NUM_HASHES};
 use obliv_net::Channel;
 use obliv_ot::kkrt::{KkrtReceiver, KkrtSender};
@@ -77,7 +94,7 @@ use zeroize::Zeroize;
 use crate::error::{Error, Result};
 use crate::handshake::{self, Hello};
 use crate::session::{PsiSession, agree_split};
-use crate::wire::{RngAdapter, Role, peer_count};
+use crate::wire::{RngAdapter, Role, check_stat_security, compare_width, peer_count};
 
 /// Protocol identifier of KKRT16 PSI in the handshake.
 pub const PROTOCOL_ID: u8 = 20;
@@ -86,11 +103,12 @@ pub use crate::wire::STAT_SECURITY;
 pub const FRAME_VALUES: usize = 1 << 14;
 /// Seeds the receiver tries before giving up on a cuckoo table.
 pub const CUCKOO_TRIES: usize = 8;
-/// Below this many receiver items the table is sized for 2^-40 failure whatever the factor.
+/// Below this many receiver items the table is sized for `2^-λ` failure whatever the factor.
 pub const SMALL_TABLE: usize = 1 << 12;
 /// Domain of the item hash.
 const ITEM_DOMAIN: &str = "obliv-psi kkrt16 v1 item";
-/// `param` of the session handshake and of the per-bucket handshake.
+/// The stage in `param` of the session handshake and of the per-bucket handshake (above the
+/// statistical security parameter in the low byte).
 const STAGE_SETUP: u64 = 1;
 const STAGE_BUCKET: u64 = 2;
 /// Length of the receiver's table message: seed (16 bytes) and `m` (8 bytes).
@@ -99,34 +117,80 @@ const TABLE_MSG_LEN: usize = 24;
 /// Parameters of a KKRT16 PSI session.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct KkrtConfig {
-    /// Bins per receiver item, `e = m / n_R` (in `(1, 2]`; used by the receiver only). The
-    /// default 1.27 is the size KKRT16, libOTe and SecretFlow benchmark with; see the module
-    /// documentation for its failure probability and
-    /// [`obliv_cuckoo::CuckooParams::factor`] for the conservative 2^-40 value (≈ 1.54 at
-    /// 2^20, about 18 % more OPRF traffic).
-    pub cuckoo_factor: f64,
+    /// Bins per receiver item, `e = m / n_R` (used by the receiver only; see [`Self::bins`]).
+    ///
+    /// - `None` (the default): for each bucket of `n_R` items, the conservative [PSZ18] fit
+    ///   [`obliv_cuckoo::CuckooParams::factor`]`(n_R, stat_security)`, so that a table fails to
+    ///   build with probability at most `2^-stat_security` (≈ 1.54 at 2^20 for λ = 40).
+    /// - `Some(e)` with `e` in `(1, 2]`: an explicit factor, for instance 1.27, the size
+    ///   KKRT16, libOTe and SecretFlow benchmark with (about 18 % less OPRF traffic than the
+    ///   default at 2^20). A table then fails with probability about `2^-7` at 2^20 by the
+    ///   same fit (empirically far lower); on a failure the receiver retries with a fresh
+    ///   seed, so the seed the sender sees leaks, with about that probability, that the
+    ///   receiver's set hashes under it (see the [module documentation](self)). Buckets below
+    ///   [`SMALL_TABLE`] items still get at least the `2^-λ` factor.
+    ///
+    /// [PSZ18]: https://eprint.iacr.org/2016/930
+    pub cuckoo_factor: Option<f64>,
     /// Most items a peer may announce per bucket (bounds what its messages make us allocate:
-    /// the sender allocates `64 · m ≤ 64 · (2·n_R + 4096)` bytes).
+    /// the sender allocates `64 · m` bytes, with `m` at most
+    /// `max(2, CuckooParams::factor(n_R, λ))·n_R + 4096`).
     pub max_peer_items: usize,
+    /// Statistical security parameter λ of one run (compared in the handshake): a false
+    /// match, and with the default `cuckoo_factor` a cuckoo failure, have probability at most
+    /// `2^-λ`; it sets the comparison width and the table size. In
+    /// `STAT_SECURITY..=`[`crate::MAX_STAT_SECURITY`]; [`STAT_SECURITY`] (40) by default, and
+    /// [`crate::job_stat_security`] of the number of runs for a job of many runs (buckets,
+    /// shards) that must meet `2^-40` as a whole.
+    pub stat_security: u32,
 }
 
 impl Default for KkrtConfig {
     fn default() -> Self {
         KkrtConfig {
-            cuckoo_factor: 1.27,
+            cuckoo_factor: None,
             max_peer_items: 1 << 26,
+            stat_security: STAT_SECURITY,
         }
     }
 }
 
 impl KkrtConfig {
+    /// The expansion factor `e = m / n` the receiver uses for a bucket of `n` items: the
+    /// [PSZ18] fit [`CuckooParams::factor`]`(n, stat_security)` by default, the explicit
+    /// `cuckoo_factor` otherwise (at least the fit below [`SMALL_TABLE`] items).
+    ///
+    /// [PSZ18]: https://eprint.iacr.org/2016/930
+    pub fn factor(&self, n: usize) -> f64 {
+        let fit = CuckooParams::factor(n, self.stat_security);
+        match self.cuckoo_factor {
+            None => fit,
+            Some(e) if n < SMALL_TABLE => e.max(fit),
+            Some(e) => e,
+        }
+    }
+
+    /// The number of bins `m` of the receiver's table for a bucket of `n` items
+    /// (`⌈factor(n)·n⌉`, at least `n + 8`), which the sender sees.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if the table would exceed [`obliv_cuckoo::MAX_ITEMS`]
+    /// bins.
+    pub fn bins(&self, n: usize) -> Result<usize> {
+        CuckooParams::with_factor(n, self.factor(n))
+            .map(|p| p.bins)
+            .map_err(|err| Error::InvalidParameter(format!("cuckoo parameters: {err}")))
+    }
+
     fn check(&self) -> Result<()> {
-        if !(self.cuckoo_factor > 1.0 && self.cuckoo_factor <= 2.0) {
+        if let Some(e) = self.cuckoo_factor
+            && !(e > 1.0 && e <= 2.0)
+        {
             return Err(Error::InvalidParameter(format!(
-                "cuckoo factor {} is not in (1, 2]",
-                self.cuckoo_factor
+                "cuckoo factor {e} is not in (1, 2]"
             )));
         }
+        check_stat_security(self.stat_security)?;
         if self.max_peer_items > obliv_cuckoo::MAX_ITEMS / 2 {
             return Err(Error::InvalidParameter(format!(
                 "max_peer_items {} is above {}",
@@ -153,24 +217,30 @@ fn ot_err(e: obliv_ot::Error) -> Error {
     }
 }
 
-/// Exchanges a hello at `stage` and returns the peer's item count (checked against `max`).
-fn hello<C: Channel + ?Sized>(
-    ch: &mut C,
-    role: Role,
-    stage: u64,
-    n_items: usize,
-    max: usize,
-) -> Result<usize> {
-    let ours = Hello {
+/// The hello of `role` at `stage` for `n_items` items under `cfg`.
+fn our_hello(role: Role, stage: u64, n_items: usize, cfg: &KkrtConfig) -> Hello {
+    Hello {
         protocol: PROTOCOL_ID,
         curve: 0,
         role: role.code(),
         flags: 0,
         batch: 0,
         n_items: n_items as u64,
-        param: stage,
-    };
-    let theirs = handshake::exchange(ch, &ours, role.other().code(), name_of)?;
+        param: handshake::stat_param(cfg.stat_security, stage),
+    }
+}
+
+/// Exchanges a hello at `stage` and returns the peer's item count (checked against `max`).
+fn hello<C: Channel + ?Sized>(
+    ch: &mut C,
+    role: Role,
+    stage: u64,
+    n_items: usize,
+    cfg: &KkrtConfig,
+    max: usize,
+) -> Result<usize> {
+    let ours = our_hello(role, stage, n_items, cfg);
+    let theirs = handshake::exchange_stat(ch, &ours, role.other().code(), name_of)?;
     peer_count("n_items", theirs.n_items, max)
 }
 
@@ -222,9 +292,17 @@ impl Hasher for PrfHasher {
 
 type PrfMap = HashMap<u128, u32, BuildHasherDefault<PrfHasher>>;
 
-/// Largest `m` a sender accepts for `n_r` receiver items.
-fn max_bins(n_r: usize) -> usize {
-    n_r.saturating_mul(2).saturating_add(4096)
+/// Largest `m` a sender accepts for `n_r` receiver items at statistical security
+/// `stat_security`: `max(2·n_r, ⌈CuckooParams::factor(n_r, λ)·n_r⌉) + 4096`, which admits
+/// every table [`KkrtConfig::bins`] gives (any explicit factor is at most 2; the slack covers
+/// the rounding of the fit on another platform).
+fn max_bins(n_r: usize, stat_security: u32) -> usize {
+    #[allow(clippy::cast_precision_loss)] // n_r < 2^53: exact enough for a bound
+    let fit = (CuckooParams::factor(n_r, stat_security) * n_r as f64).ceil();
+    // A float to usize cast saturates; the fit is positive.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let fit = fit as usize;
+    n_r.saturating_mul(2).max(fit).saturating_add(4096)
 }
 
 /// The receiver's side of a KKRT16 PSI session (base OTs done once, many buckets).
@@ -257,7 +335,7 @@ impl KkrtPsiReceiver {
         R: CryptoRng + ?Sized,
     {
         cfg.check()?;
-        hello(ch, Role::Receiver, STAGE_SETUP, 0, 0)?;
+        hello(ch, Role::Receiver, STAGE_SETUP, 0, cfg, 0)?;
         let oprf = KkrtReceiver::setup(ch, rng).map_err(ot_err)?;
         Ok(KkrtPsiReceiver { oprf, cfg: *cfg })
     }
@@ -294,13 +372,17 @@ impl KkrtPsiReceiver {
             Role::Receiver,
             STAGE_BUCKET,
             items.len(),
+            &self.cfg,
             self.cfg.max_peer_items,
         )?;
         if items.is_empty() || n_s == 0 {
             return Ok(Vec::new());
         }
+        // Width from the announced sizes (the sender knows no other), checked before anything
+        // else is sent.
+        let w = compare_width(self.cfg.stat_security, items.len(), n_s)?;
         let blocks = hash_items(items);
-        self.run_blocks(ch, blocks, n_s, rng)
+        self.run_blocks(ch, blocks, n_s, w, rng)
     }
 
     fn run_blocks<C, R>(
@@ -308,6 +390,7 @@ impl KkrtPsiReceiver {
         ch: &mut C,
         blocks: Vec<Block>,
         n_s: usize,
+        w: usize,
         rng: &mut R,
     ) -> Result<Vec<usize>>
     where
@@ -336,13 +419,10 @@ impl KkrtPsiReceiver {
         let n_r = blocks.len();
         drop(blocks);
 
-        // 1. Cuckoo table under a fresh seed.
+        // 1. Cuckoo table under a fresh seed, sized for the announced `n_r` items (so `m`
+        //    does not reveal how many of them repeat).
         let n = uniq.len();
-        let mut e = self.cfg.cuckoo_factor;
-        if n < SMALL_TABLE {
-            e = e.max(CuckooParams::factor(n, STAT_SECURITY));
-        }
-        let params = CuckooParams::with_factor(n, e)
+        let params = CuckooParams::with_bins(n_r, self.cfg.bins(n_r)?)
             .map_err(|err| Error::InvalidParameter(format!("cuckoo parameters: {err}")))?;
         let mut built = None;
         let mut last_err = None;
@@ -396,8 +476,6 @@ impl KkrtPsiReceiver {
         drop(inputs);
 
         // 3. Comparison maps: V_k lookups for the bins placed by h_k.
-        // Width from the announced sizes (the sender knows no other).
-        let w = psi_compare_bytes(STAT_SECURITY, n_r as u64, n_s as u64).min(16);
         let mut maps: [PrfMap; NUM_HASHES] =
             per_hash.map(|c| PrfMap::with_capacity_and_hasher(c, Default::default()));
         for (out, &(i, k)) in outs.iter().zip(&place) {
@@ -449,7 +527,7 @@ impl KkrtPsiSender {
         R: CryptoRng + ?Sized,
     {
         cfg.check()?;
-        hello(ch, Role::Sender, STAGE_SETUP, 0, 0)?;
+        hello(ch, Role::Sender, STAGE_SETUP, 0, cfg, 0)?;
         let oprf = KkrtSender::setup(ch, rng).map_err(ot_err)?;
         Ok(KkrtPsiSender { oprf, cfg: *cfg })
     }
@@ -485,24 +563,28 @@ impl KkrtPsiSender {
             Role::Sender,
             STAGE_BUCKET,
             items.len(),
+            &self.cfg,
             self.cfg.max_peer_items,
         )?;
         if items.is_empty() || n_r == 0 {
             return Ok(());
         }
+        let w = compare_width(self.cfg.stat_security, n_r, items.len())?;
         let mut ys = hash_items(items);
         ys.sort_unstable();
         ys.dedup();
-        self.run_blocks(ch, &ys, items.len(), n_r, rng)
+        self.run_blocks(ch, &ys, items.len(), n_r, w, rng)
     }
 
-    /// `ys`: the distinct item blocks; `n_s`: the announced count (the sets are padded to it).
+    /// `ys`: the distinct item blocks; `n_s`: the announced count (the sets are padded to it);
+    /// `w`: the comparison width.
     fn run_blocks<C, R>(
         &mut self,
         ch: &mut C,
         ys: &[Block],
         n_s: usize,
         n_r: usize,
+        w: usize,
         rng: &mut R,
     ) -> Result<()>
     where
@@ -523,13 +605,13 @@ impl KkrtPsiSender {
         let mut mb = [0u8; 8];
         mb.copy_from_slice(&msg[16..]);
         let m_raw = u64::from_le_bytes(mb);
+        let max_m = max_bins(n_r, self.cfg.stat_security);
         let m = usize::try_from(m_raw)
             .ok()
-            .filter(|&m| m >= n_r && m <= max_bins(n_r))
+            .filter(|&m| m >= n_r && m <= max_m)
             .ok_or_else(|| {
                 Error::Protocol(format!(
-                    "receiver announced {m_raw} bins for {n_r} items (allowed {n_r}..={})",
-                    max_bins(n_r)
+                    "receiver announced {m_raw} bins for {n_r} items (allowed {n_r}..={max_m})"
                 ))
             })?;
         let hasher = CuckooHasher::new(seed, m)
@@ -541,7 +623,6 @@ impl KkrtPsiSender {
         // 3. Simple hashing and the three shuffled, padded sets.
         let mut bins = vec![[0u32; NUM_HASHES]; ys.len()];
         hasher.hash_many(ys, &mut bins);
-        let w = psi_compare_bytes(STAT_SECURITY, n_r as u64, n_s as u64).min(16);
         let n_s32 = u32::try_from(n_s)
             .map_err(|_| Error::InvalidParameter("more than 2^32 items in one bucket".into()))?;
         let mut perm: Vec<u32> = (0..n_s32).collect();
@@ -679,15 +760,7 @@ impl PsiSession for KkrtSession {
         R: CryptoRng + ?Sized,
     {
         self.set_up(ch, rng)?;
-        let ours = Hello {
-            protocol: PROTOCOL_ID,
-            curve: 0,
-            role: self.role.code(),
-            flags: 0,
-            batch: 0,
-            n_items: 0,
-            param: STAGE_SETUP,
-        };
+        let ours = our_hello(self.role, STAGE_SETUP, 0, &self.cfg);
         agree_split(ch, ours, self.role, n, name_of)?;
         let (role, cfg) = (self.role, self.cfg);
         let child = |state| KkrtSession { role, cfg, state };
@@ -752,18 +825,42 @@ mod tests {
 
     #[test]
     fn table_bounds_and_config() {
-        assert_eq!(max_bins(0), 4096);
-        assert!(max_bins(1 << 20) >= (1.27 * f64::from(1u32 << 20)) as usize);
-        // The 2^-40 factor for small tables stays within what a sender accepts.
-        for n in [1usize, 2, 16, 100, 1000, SMALL_TABLE - 1] {
-            let e = CuckooParams::factor(n, STAT_SECURITY).max(1.27);
-            let bins = CuckooParams::with_factor(n, e).unwrap().bins;
-            assert!(bins >= n && bins <= max_bins(n), "n = {n}: {bins} bins");
+        assert_eq!(max_bins(0, STAT_SECURITY), 4096);
+        assert!(max_bins(1 << 20, STAT_SECURITY) >= (1.27 * f64::from(1u32 << 20)) as usize);
+        // Every table the receiver builds, at the default factor, an explicit one, and for
+        // small tables the 2^-λ floor, is within what a sender accepts, at every λ.
+        let mut sizes: Vec<usize> = (0..=2 * SMALL_TABLE).step_by(7).collect();
+        sizes.extend((12..=26).map(|k| 1usize << k));
+        sizes.extend([(1 << 26) - 1, 1_000_000, 10_000_000, 50_000_000]);
+        for stat_security in [40, 41, 50, 64, 96, 128] {
+            for cuckoo_factor in [None, Some(1.01), Some(1.27), Some(2.0)] {
+                let cfg = KkrtConfig {
+                    cuckoo_factor,
+                    stat_security,
+                    ..KkrtConfig::default()
+                };
+                assert!(cfg.check().is_ok());
+                for &n in &sizes {
+                    let bins = cfg.bins(n).unwrap();
+                    let max = max_bins(n, stat_security);
+                    assert!(
+                        bins >= n && bins <= max,
+                        "λ = {stat_security}, e = {cuckoo_factor:?}, n = {n}: {bins} bins, max {max}"
+                    );
+                }
+            }
         }
         assert!(KkrtConfig::default().check().is_ok());
         for e in [1.0, 2.5, f64::NAN] {
             let c = KkrtConfig {
-                cuckoo_factor: e,
+                cuckoo_factor: Some(e),
+                ..KkrtConfig::default()
+            };
+            assert!(c.check().is_err());
+        }
+        for stat_security in [0, 39, 129] {
+            let c = KkrtConfig {
+                stat_security,
                 ..KkrtConfig::default()
             };
             assert!(c.check().is_err());

@@ -20,6 +20,17 @@
 //! peer message as untrusted: sizes are checked before allocation (against bounds this party
 //! sets, not the peer), points are validated, and anything out of place is an [`Error`] whose
 //! [`ErrorKind`] says whose fault it is, never a panic.
+//!
+//! # Statistical security
+//!
+//! Each run keeps its probability of a false match (and of a hashing or encoding failure)
+//! below `2^-λ`, with `λ` the `stat_security` of its configuration ([`STAT_SECURITY`] = 40
+//! by default, at most [`MAX_STAT_SECURITY`]); `λ` sets the comparison width and the table
+//! and OKVS sizes, and travels in the handshake, so peers with different values stop with
+//! [`Error::HandshakeMismatch`]. A job of many runs (buckets, shards) that must fail with
+//! probability `2^-40` as a whole runs each at [`job_stat_security`]`(runs)`
+//! (`40 + ⌈log₂ runs⌉`, by the union bound). The unbalanced protocol keeps its own width
+//! ([`unbalanced::UbConfig`]).
 #![forbid(unsafe_code)]
 
 pub mod driver;
@@ -35,7 +46,7 @@ mod wire;
 
 pub use error::{Error, ErrorKind, PeerMisbehaved, Result};
 pub use session::PsiSession;
-pub use wire::{Role, STAT_SECURITY};
+pub use wire::{MAX_STAT_SECURITY, Role, STAT_SECURITY, job_stat_security};
 
 /// The plain intersection: indices (ascending) of `ours` whose item occurs in `theirs`. The
 /// oracle that the protocol tests compare against, and a reference for callers.

@@ -72,8 +72,9 @@ pub trait PsiSession: Send + Sized {
 pub(crate) const FLAG_SPLIT: u8 = 8;
 
 /// The split step's agreement: a hello like the protocol's own (`ours`, with
-/// [`FLAG_SPLIT`] set and the child count as its item count), and a mismatch on any field
-/// or on the count is an error.
+/// [`FLAG_SPLIT`] set and the child count as its item count, its `param` carrying the
+/// statistical security parameter in the low byte), and a mismatch on any field or on the
+/// count is an error.
 pub(crate) fn agree_split<C: Channel + ?Sized>(
     ch: &mut C,
     mut ours: Hello,
@@ -83,7 +84,7 @@ pub(crate) fn agree_split<C: Channel + ?Sized>(
 ) -> Result<()> {
     ours.flags |= FLAG_SPLIT;
     ours.n_items = n as u64;
-    let theirs = handshake::exchange(ch, &ours, role.other().code(), name_of)?;
+    let theirs = handshake::exchange_stat(ch, &ours, role.other().code(), name_of)?;
     if theirs.n_items != ours.n_items {
         return Err(Error::HandshakeMismatch {
             field: "workers",

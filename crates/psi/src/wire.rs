@@ -10,9 +10,57 @@ use rand_core::CryptoRng;
 
 use crate::error::{Error, PeerMisbehaved, Result};
 
-/// Statistical security parameter: every protocol keeps its probability of a false match (and
-/// of an encoding or hashing failure) below `2^-STAT_SECURITY` per run.
+/// The default statistical security parameter λ: with it, every protocol keeps its
+/// probability of a false match (and of an encoding or hashing failure) below `2^-40` per run.
+///
+/// Each protocol's configuration carries its own `stat_security` (this value by default); a
+/// job of many runs sets it to [`job_stat_security`] of its number of runs so that the whole
+/// job, not each run, meets `2^-40`.
 pub const STAT_SECURITY: u32 = 40;
+
+/// The largest `stat_security` a configuration accepts (the comparison values and OKVS of
+/// this crate have at most 128 bits).
+pub const MAX_STAT_SECURITY: u32 = 128;
+
+/// The per-run statistical security parameter for a job of `runs` independent PSI runs (the
+/// buckets or shards of one job): `STAT_SECURITY + ⌈log₂ runs⌉`, so 40 for one run, 41 for
+/// two, 50 for 1,024 and 51 for 1,025 (`runs = 0` is treated as 1).
+///
+/// Union bound: a job fails (a false match or an encoding or hashing failure in any of its
+/// runs) only if one of its runs fails. If each run fails with probability at most `2^-λ`
+/// with `λ = 40 + ⌈log₂ runs⌉`, the job fails with probability at most
+/// `runs · 2^-λ ≤ 2^-40`, whatever the runs have in common. Both parties must derive the
+/// parameter from the same public count of runs: a peer with another value is refused by
+/// every protocol's handshake.
+pub fn job_stat_security(runs: u64) -> u32 {
+    STAT_SECURITY + obliv_core::log2_ceil(runs)
+}
+
+/// Checks a configured statistical security parameter: `STAT_SECURITY..=MAX_STAT_SECURITY`.
+pub(crate) fn check_stat_security(stat_security: u32) -> Result<()> {
+    if (STAT_SECURITY..=MAX_STAT_SECURITY).contains(&stat_security) {
+        Ok(())
+    } else {
+        Err(Error::InvalidParameter(format!(
+            "statistical security {stat_security} is not in {STAT_SECURITY}..={MAX_STAT_SECURITY}"
+        )))
+    }
+}
+
+/// Bytes of the comparison values for `n_r · n_s` comparisons at `2^-stat_security`
+/// (`⌈(λ + ⌈log₂ n_r⌉ + ⌈log₂ n_s⌉)/8⌉`), at most 16: the protocols compare at most 128
+/// bits, so a larger width is an [`Error::InvalidParameter`] (both sides compute it from the
+/// same public sizes and stop alike, before any item-dependent message).
+pub(crate) fn compare_width(stat_security: u32, n_r: usize, n_s: usize) -> Result<usize> {
+    let w = obliv_core::psi_compare_bytes(stat_security, n_r as u64, n_s as u64);
+    if w > 16 {
+        return Err(Error::InvalidParameter(format!(
+            "statistical security {stat_security} for {n_r} × {n_s} items needs {w}-byte \
+             comparison values, more than 16: lower it or split the sets into buckets"
+        )));
+    }
+    Ok(w)
+}
 
 /// Which side of a two-party protocol a party plays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -133,6 +181,24 @@ mod tests {
         let e = peer_count("n_items", 1 << 40, 1 << 20).unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::PeerMisbehaved);
         assert!(e.to_string().contains("n_items"), "{e}");
+    }
+
+    #[test]
+    fn stat_security_bounds_and_widths() {
+        assert!(check_stat_security(STAT_SECURITY).is_ok());
+        assert!(check_stat_security(MAX_STAT_SECURITY).is_ok());
+        for bad in [0, 39, 129, u32::MAX] {
+            let e = check_stat_security(bad).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidParameter);
+        }
+        assert_eq!(compare_width(40, 100, 100).unwrap(), 7);
+        assert_eq!(compare_width(50, 100, 100).unwrap(), 8);
+        assert_eq!(compare_width(40, 0, 0).unwrap(), 5);
+        assert_eq!(compare_width(128, 1, 1).unwrap(), 16);
+        let e = compare_width(128, 2, 1).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidParameter);
+        // At the default, every pair of sets up to 2^44 items fits.
+        assert_eq!(compare_width(40, 1 << 44, 1 << 44).unwrap(), 16);
     }
 
     #[test]

@@ -156,7 +156,8 @@ fn bucket_hello(role: u8, n: u64) -> Hello {
         flags: 0,
         batch: 0,
         n_items: n,
-        param: 2,
+        // The bucket stage (2) above the statistical security parameter (40).
+        param: 40 | 2 << 8,
     }
 }
 
@@ -270,7 +271,7 @@ fn role_and_protocol_mismatch() {
     ));
     assert!(t.join().unwrap().is_err());
     let bad = KkrtConfig {
-        cuckoo_factor: 0.9,
+        cuckoo_factor: Some(0.9),
         ..cfg
     };
     let (mut a, _b) = mem_pair();
@@ -300,7 +301,11 @@ fn measure() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1 << 20);
     let (r_items, s_items) = (items("m", 0..n), items("m", n / 2..n + n / 2));
-    let cfg = KkrtConfig::default();
+    // The factor of the published KKRT16 / SecretFlow figures these are compared with.
+    let cfg = KkrtConfig {
+        cuckoo_factor: Some(1.27),
+        ..KkrtConfig::default()
+    };
     let (mut a, mut b) = mem_pair();
     let wall = std::time::Instant::now();
     let t = std::thread::spawn(move || {
@@ -372,7 +377,11 @@ fn party() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(47811);
-    let cfg = KkrtConfig::default();
+    // The factor of the published KKRT16 / SecretFlow figures these are compared with.
+    let cfg = KkrtConfig {
+        cuckoo_factor: Some(1.27),
+        ..KkrtConfig::default()
+    };
     let (role, mine, stream) = if role == "receiver" {
         let l = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
         (Role::Receiver, items("m", 0..n), l.accept().unwrap().0)

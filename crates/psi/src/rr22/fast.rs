@@ -7,7 +7,8 @@
 //!   keys, size `≈ 1.35·n_r` at bins of 2^14), values `h(k) ∈ GF(2^128)`;
 //! - the silent GF(2^128) VOLE of `obliv-vole` (dual LPN with ExConv7x24 codes), so `A'` is
 //!   `16·m` bytes;
-//! - the sender's values truncated to `w = ⌈(40 + log₂ n_r + log₂ n_s)/8⌉` bytes.
+//! - the sender's values truncated to `w = ⌈(λ + log₂ n_r + log₂ n_s)/8⌉` bytes, `λ` =
+//!   [`Rr22Config::stat_security`], which also sets the OKVS's failure probability `2^-λ`.
 //!
 //! # Security and leakage (fast)
 //!
@@ -17,8 +18,8 @@
 //! masked OKVS `A'` is uniform to S since `A` is; S's values for items outside `X` are
 //! pseudorandom to R because each involves `e·Δ` for a known non-zero `e` and the unknown `Δ`.
 //! The OKVS seed is chosen by R (semi-honest: any seed is as good as another). False positives
-//! occur with probability below `2^-40` overall: each of the `n_r·n_s` pairs matches with
-//! probability `2^-8w ≤ 2^-40/(n_r·n_s)`.
+//! occur with probability below `2^-λ` overall: each of the `n_r·n_s` pairs matches with
+//! probability `2^-8w ≤ 2^-λ/(n_r·n_s)`.
 
 use obliv_core::{Block, gf128};
 use obliv_net::Channel;
@@ -29,16 +30,17 @@ use rayon::prelude::*;
 use zeroize::Zeroizing;
 
 use super::{
-    Rr22Config, STAT_SECURITY, TAG_COMMIT, TAG_OKVS, TAG_OPEN, TAG_SEED, VoleBuffers,
-    encode_with_retry, keys_and_values, malicious, okvs_err, out_hash, recv_and_intersect,
-    recv_block, recv_chunks, send_chunks, send_values, vole_err,
+    Rr22Config, TAG_COMMIT, TAG_OKVS, TAG_OPEN, TAG_SEED, VoleBuffers, encode_with_retry,
+    keys_and_values, malicious, okvs_err, out_hash, recv_and_intersect, recv_block, recv_chunks,
+    send_chunks, send_values, vole_err,
 };
 use crate::error::{Error, Result};
 use crate::wire::{frame, parse};
 
 /// The OKVS both sides use for `n_r` receiver keys (its size does not depend on the seed).
 fn okvs(n_r: usize, cfg: &Rr22Config, seed: Block) -> Result<BinnedPaxos<Gf128>> {
-    BinnedPaxos::<Gf128>::with_bin_size(n_r, cfg.bin_size, STAT_SECURITY, seed).map_err(okvs_err)
+    BinnedPaxos::<Gf128>::with_bin_size(n_r, cfg.bin_size, cfg.stat_security, seed)
+        .map_err(okvs_err)
 }
 
 /// `out[i] ^= x[i]·Δ` for all `i`, in parallel batches.

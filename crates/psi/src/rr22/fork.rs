@@ -22,8 +22,8 @@
 //!
 //! Each child is an ordinary session (its first run starts with its own [`Hello`]), tagged
 //! with a lineage value derived from its parent's, the fork count and `j`: the tag is part
-//! of every hello of the child (in the `param` field, which stays exactly
-//! [`STAT_SECURITY`](super::STAT_SECURITY) for a session that was not forked), so child `j`
+//! of every hello of the child (in the `param` field above the statistical security
+//! parameter, which is all the field holds for a session that was not forked), so child `j`
 //! of one side talking to child `j' ≠ j` of the other — whose VOLE outputs would not be
 //! correlated, silently giving a wrong intersection — is a handshake mismatch instead.
 //!
@@ -184,7 +184,7 @@ impl Rr22Session {
             n_items: children as u64,
             param: self.hello_param(),
         };
-        let theirs = handshake::exchange(ch, &ours, role.other().code(), code_name)?;
+        let theirs = handshake::exchange_stat(ch, &ours, role.other().code(), code_name)?;
         if theirs.n_items != ours.n_items {
             return Err(Error::HandshakeMismatch {
                 field: "fork children",

@@ -4,7 +4,7 @@
 //! RR22 §4, "Low communication instantiation": the OKVS values live in a small field `𝔹`
 //! (here 64-bit strings, GF(2^64) as a GF(2)-vector space) while the VOLE's `Δ`, `B`, `C` stay
 //! in `𝔽 = GF(2^128)`, so the masked OKVS costs 8 bytes per slot instead of 16; the OKVS is
-//! the unbinned `Paxos<Binary>` (`m ≈ 1.23·n_r + g + 40`), the most compact one.
+//! the unbinned `Paxos<Binary>` (`m ≈ 1.23·n_r + g + λ`), the most compact one.
 //!
 //! 1. Hello (protocol 11).
 //! 2. Subfield VOLE of length `m` ([`obliv_vole::Subfield64VoleSender`]/`Receiver`): S gets
@@ -14,13 +14,15 @@
 //!    of `π(k) ⊕ k`) and sends the seed and `A' = A ⊕ P` (8 bytes per slot).
 //! 4. S sets `K[i] = B[i] ⊕ embed64(A'[i])·Δ = C[i] ⊕ embed64(P[i])·Δ` and sends, for each `y`,
 //!    `H_out(k_y, Decode(K, k_y) ⊕ embed64(H64(k_y))·Δ)` truncated to
-//!    `w = ⌈(40 + ⌈log₂ n_r⌉ + ⌈log₂ n_s⌉)/8⌉` bytes, sorted, without repeats. Decoding is
+//!    `w = ⌈(λ + ⌈log₂ n_r⌉ + ⌈log₂ n_s⌉)/8⌉` bytes, sorted, without repeats. Decoding is
 //!    GF(2)-linear and so is `embed64`, hence
 //!    `Decode(K, k) ⊕ embed64(H64(k))·Δ = Decode(C, k) ⊕ embed64(e_k)·Δ` with
 //!    `e_k = Decode(P, k) ⊕ H64(k) ∈ {0,1}^64`.
 //! 5. R outputs the `x` whose `H_out(k_x, Decode(C, k_x))` (truncated) S sent.
 //!
-//! # The 2^-40 statistical bound
+//! # The 2^-λ statistical bound
+//!
+//! `λ` is [`Rr22Config::stat_security`](super::Rr22Config::stat_security), 40 by default.
 //!
 //! For `x ∈ X`, `e_{k_x} = 0` by construction, so S's value for `x` equals R's: no false
 //! negatives (the OKVS failing to encode is retried with a new seed). Two bad events remain:
@@ -31,19 +33,22 @@
 //!   only depends on the `H64(k_x)`, `x ∈ X`, and `k_y ≠ k_x` except with probability
 //!   `n_r·n_s·2^-120` — a collision of the item keys; collisions of `H64` alone between
 //!   different keys change nothing, since the OKVS rows differ). So
-//!   `Pr[e_y = 0] = 2^-64` per item and `Pr[∃y] ≤ n_s·2^-64`, which is `≤ 2^-40` for
-//!   `n_s ≤ 2^24` = [`MAX_SENDER_ITEMS`] (larger sets must be split into buckets; over
-//!   buckets the bound adds up to `N_s·2^-64` for `N_s` sender items in total).
+//!   `Pr[e_y = 0] = 2^-64` per item and `Pr[∃y] ≤ n_s·2^-64`, which is `≤ 2^-λ` for
+//!   `n_s ≤ 2^(64-λ)` = [`max_sender_items`]`(λ)` (2^24 = [`MAX_SENDER_ITEMS`] at λ = 40,
+//!   2^14 at λ = 50; a larger set must be split into buckets, and a run with more is
+//!   refused). Over buckets the bound adds up to `N_s·2^-64` for `N_s` sender items in
+//!   total: `runs` buckets at λ = [`crate::job_stat_security`]`(runs)` hold at most
+//!   `runs·2^(64-λ) ≤ 2^24` sender items, so the job stays below `2^-40`.
 //! - **A false match**: R's value for `x` equals (in its first `w` bytes) S's value for some
 //!   `y ≠ x`. If `e_y ≠ 0`, `embed64(e_y)·Δ` is uniform over GF(2^128) (Δ uniform and
 //!   unknown to R, `embed64(e_y) ≠ 0` invertible), so the hash input and hence the
 //!   truncated output is uniform: probability `2^-8w` per pair. If `e_y = 0`, the two values
 //!   are random-oracle outputs at different tweaks `k_x ≠ k_y`: again `2^-8w`. Over the
-//!   `n_r·n_s` pairs: `n_r·n_s·2^-8w ≤ 2^-40` by the choice of `w`.
+//!   `n_r·n_s` pairs: `n_r·n_s·2^-8w ≤ 2^-λ` by the choice of `w`.
 //!
 //! RR22 states the requirement as `|𝔹| ≥ 2^(λ + log₂(n_x·n_y))`, which is what the
 //! comparison width `w` (bytes of `H_out`) meets here; the OKVS values themselves need only
-//! the `n_s·2^-64` bound above, which is why 64-bit values suffice up to `n_s = 2^24`.
+//! the `n_s·2^-64` bound above, which is why 64-bit values suffice up to `n_s = 2^(64-λ)`.
 //!
 //! # Security and leakage
 //!
@@ -67,13 +72,24 @@ use super::{
 use crate::error::{Error, Result};
 use crate::wire::frame;
 
-/// The largest sender set of one low-communication run (`n_s·2^-64 ≤ 2^-40`, see the module
-/// documentation).
-pub const MAX_SENDER_ITEMS: usize = 1 << 24;
+/// The largest sender set of one low-communication run at the default statistical security
+/// (`n_s·2^-64 ≤ 2^-40`, see the module documentation): [`max_sender_items`]`(40)`.
+pub const MAX_SENDER_ITEMS: usize = 1 << (64 - STAT_SECURITY);
 
-/// The unbinned binary-dense OKVS both sides use for `n_r` receiver keys.
-fn okvs(n_r: usize, seed: Block) -> Result<Paxos<Binary>> {
-    Paxos::<Binary>::new(n_r, STAT_SECURITY, seed).map_err(okvs_err)
+/// The largest sender set of one low-communication run at statistical security
+/// `stat_security` (`n_s·2^-64 ≤ 2^-λ`): `2^(64-λ)` for `λ ≤ 64`, none above (every
+/// non-empty sender set is then refused; use [`super::Variant::Fast`]).
+pub fn max_sender_items(stat_security: u32) -> usize {
+    match 64u32.checked_sub(stat_security) {
+        None => 0,
+        Some(k) => 1usize.checked_shl(k).unwrap_or(usize::MAX),
+    }
+}
+
+/// The unbinned binary-dense OKVS both sides use for `n_r` receiver keys at statistical
+/// security `stat_security`.
+fn okvs(n_r: usize, stat_security: u32, seed: Block) -> Result<Paxos<Binary>> {
+    Paxos::<Binary>::new(n_r, stat_security, seed).map_err(okvs_err)
 }
 
 /// `H64(k)`: the low 64 bits of `h(k) = π(k) ⊕ k`.
@@ -105,7 +121,7 @@ pub(super) fn receiver<C, T, R>(
     ch: &mut C,
     items: &[T],
     n_s: usize,
-    w: usize,
+    (w, stat_security): (usize, u32),
     (vole, bufs): (&mut Option<Subfield64VoleReceiver>, &mut VoleBuffers),
     rng: &mut R,
 ) -> Result<Vec<usize>>
@@ -117,7 +133,7 @@ where
     let n = items.len();
     let (keys, values128) = keys_and_values(items);
     let values: Vec<u64> = values128.iter().map(h64).collect();
-    let m = okvs(n, Block::ZERO)?.size();
+    let m = okvs(n, stat_security, Block::ZERO)?.size();
     // The session's generator, set up (base OTs) on its first use.
     let generator = match vole {
         Some(g) => g,
@@ -133,7 +149,7 @@ where
 
     let mut p = Zeroizing::new(vec![0u64; m]);
     let (seed, o) = encode_with_retry(
-        |s| okvs(n, s),
+        |s| okvs(n, stat_security, s),
         &keys,
         &values,
         |k| {
@@ -162,7 +178,7 @@ pub(super) fn sender<C, T, R>(
     ch: &mut C,
     items: &[T],
     n_r: usize,
-    w: usize,
+    (w, stat_security): (usize, u32),
     (vole, bufs): (&mut Option<Subfield64VoleSender>, &mut VoleBuffers),
     rng: &mut R,
 ) -> Result<()>
@@ -171,7 +187,7 @@ where
     T: AsRef<[u8]> + Sync,
     R: CryptoRng + ?Sized,
 {
-    let m = okvs(n_r, Block::ZERO)?.size();
+    let m = okvs(n_r, stat_security, Block::ZERO)?.size();
     let (keys, values) = keys_and_values(items);
     // The session's generator, set up (base OTs) on its first use.
     let generator = match vole {
@@ -187,7 +203,11 @@ where
         return Err(Error::Protocol("VOLE returned the wrong length".into()));
     }
 
-    let o = okvs(n_r, recv_block(ch, TAG_SEED, "the OKVS seed")?)?;
+    let o = okvs(
+        n_r,
+        stat_security,
+        recv_block(ch, TAG_SEED, "the OKVS seed")?,
+    )?;
     let d = *delta;
     recv_chunks(ch, TAG_OKVS, "OKVS", m, 8, |start, payload| {
         let a: Vec<u64> = payload

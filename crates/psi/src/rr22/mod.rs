@@ -6,13 +6,21 @@
 //!
 //! | [`Variant`] | module | OKVS | VOLE | compared bytes | security |
 //! |---|---|---|---|---|---|
-//! | [`Variant::Fast`] | [`fast`] | binned, GF(2^128) dense | GF(2^128) silent VOLE | `⌈(40 + log₂ n_r + log₂ n_s)/8⌉` | semi-honest |
+//! | [`Variant::Fast`] | [`fast`] | binned, GF(2^128) dense | GF(2^128) silent VOLE | `⌈(λ + log₂ n_r + log₂ n_s)/8⌉` | semi-honest |
 //! | [`Variant::LowComm`] | [`lowcomm`] | unbinned, binary dense, `u64` values | subfield VOLE over GF(2^64) | as fast | semi-honest |
 //! | [`Variant::Malicious`] | [`malicious`] | binned, GF(2^128) dense | malicious GF(2^128) silent VOLE on SoftSpokenOT | 16 | malicious (see there) |
 //!
 //! All variants run through [`run`] with an [`Rr22Config`]; the variant is part of the
 //! handshake (protocol ids 10, 11 and 12), so two parties that picked different variants stop
 //! with [`Error::HandshakeMismatch`] before any item-dependent data flows.
+//!
+//! `λ` is [`Rr22Config::stat_security`] (40 by default, [`crate::job_stat_security`] for a
+//! job of many runs): it sets the comparison width, the OKVS's failure probability `2^-λ`
+//! and, for low-comm, the largest sender set of one run
+//! ([`lowcomm::max_sender_items`]). It is in every hello, so peers with different values stop
+//! with [`Error::HandshakeMismatch`] on the field `statistical security`. A comparison width
+//! above 16 bytes (λ near 128 with large sets) is an [`Error::InvalidParameter`] on both
+//! sides, in every variant.
 //!
 //! For many buckets with one peer, an [`Rr22Session`] sets the silent VOLE's base
 //! correlations up once and runs one bucket per [`Rr22Session::run`] (each a fresh VOLE
@@ -36,7 +44,7 @@
 //! 2. R and S run a silent VOLE of length `m`: S gets `(Δ, B)`, R gets `(A, C)` with
 //!    `C = B ⊕ A·Δ`.
 //! 3. R picks a random OKVS seed, solves `P = Encode({k_x ↦ h(k_x)})` (a new seed on the
-//!    `2^-40` chance of failure), and sends the seed and `A' = A ⊕ P`.
+//!    `2^-λ` chance of failure), and sends the seed and `A' = A ⊕ P`.
 //! 4. S computes `K = B ⊕ A'·Δ = C ⊕ P·Δ`, so that for every key
 //!    `Decode(K, k) ⊕ h(k)·Δ = Decode(C, k) ⊕ (Decode(P, k) ⊕ h(k))·Δ`, which is
 //!    `Decode(C, k)` exactly when `k` is one of R's keys and uniform (through Δ) otherwise.
@@ -119,8 +127,8 @@
 //! [ePrint 2022/320]: https://eprint.iacr.org/2022/320
 //! [RS21]: https://eprint.iacr.org/2021/266
 
+use obliv_core::Block;
 use obliv_core::aes::Aes;
-use obliv_core::{Block, psi_compare_bytes};
 use obliv_net::Channel;
 use obliv_okvs::{DenseKind, DenseValue, Okvs};
 use rand_core::CryptoRng;
@@ -130,7 +138,7 @@ use zeroize::Zeroizing;
 use crate::error::{Error, Result};
 use crate::handshake::{self, Hello};
 use crate::session::{PsiSession, agree_split};
-use crate::wire::{Role, frame, pack, parse, peer_count};
+use crate::wire::{Role, check_stat_security, compare_width, frame, pack, parse, peer_count};
 
 pub mod fast;
 mod intersect;
@@ -149,7 +157,7 @@ pub use crate::wire::STAT_SECURITY;
 pub const MAX_ITEMS: usize = 1 << 28;
 /// Blocks (or comparison values) per frame.
 const CHUNK: usize = 1 << 16;
-/// Encoding attempts before giving up (each fails with probability `≤ 2^-40`).
+/// Encoding attempts before giving up (each fails with probability `≤ 2^-λ`).
 const MAX_ATTEMPTS: usize = 8;
 
 const TAG_SEED: u8 = 1;
@@ -211,6 +219,14 @@ pub struct Rr22Config {
     /// [`MAX_ITEMS`] (the default); a caller that knows the agreed bucket bound sets it
     /// tighter.
     pub max_peer_items: usize,
+    /// Statistical security parameter λ of one run (compared in the handshake): a false
+    /// match and an OKVS failure have probability at most `2^-λ`; it sets the comparison
+    /// width, the OKVS size and low-comm's largest sender set. In
+    /// `STAT_SECURITY..=`[`crate::MAX_STAT_SECURITY`]; [`STAT_SECURITY`] (40) by default, and
+    /// [`crate::job_stat_security`] of the number of runs for a job of many runs (buckets,
+    /// shards) that must meet `2^-40` as a whole. The malicious variant always compares 16
+    /// bytes; λ still sizes its OKVS and must leave 16 bytes enough.
+    pub stat_security: u32,
 }
 
 impl Default for Rr22Config {
@@ -226,6 +242,7 @@ impl Rr22Config {
             variant,
             bin_size: obliv_okvs::DEFAULT_BIN_SIZE,
             max_peer_items: MAX_ITEMS,
+            stat_security: STAT_SECURITY,
         }
     }
 }
@@ -408,7 +425,7 @@ where
             Err(e) => return Err(okvs_err(e)),
         }
     }
-    // Every attempt failed with a retryable error (probability `2^-STAT_SECURITY` each).
+    // Every attempt failed with a retryable error (probability `2^-λ` each).
     Err(Error::Okvs(last.unwrap_or(
         obliv_okvs::Error::SolveFailed { gap: 0, rank: 0 },
     )))
@@ -690,12 +707,13 @@ fn intersect(ours: &[Block], theirs: &[u128], w: usize) -> Vec<usize> {
 /// for the sender. Duplicate items are allowed (see the [module documentation](self)).
 ///
 /// # Errors
-/// A handshake mismatch (different variants, bin sizes or roles), a network error, a VOLE or
+/// A handshake mismatch (different variants, bin sizes, statistical security or roles), a
+/// network error, a VOLE or
 /// base-OT failure (as [`Error::Protocol`]; in the malicious variant this includes a failed
 /// consistency check or a wrong opening of the coin toss), a protocol violation (a frame of
 /// the wrong kind, order or size, a peer set above [`MAX_ITEMS`]), or
 /// [`Error::InvalidParameter`] for a bad configuration (or a low-communication sender set
-/// above [`lowcomm::MAX_SENDER_ITEMS`]).
+/// above [`lowcomm::max_sender_items`], or a comparison width above 16 bytes).
 pub fn run<C, T, R>(
     ch: &mut C,
     role: Role,
@@ -847,8 +865,9 @@ impl core::fmt::Debug for VoleBuffers {
 /// # Message flow
 ///
 /// The first run is byte for byte the one-shot [`run`]: its [`Hello`] (protocol, role, bin
-/// size, set sizes) is the session's handshake, so mismatched variants, bin sizes or roles
-/// stop there with [`Error::HandshakeMismatch`]; the VOLE generator (base OT + IKNP for the
+/// size, statistical security, set sizes) is the session's handshake, so mismatched
+/// variants, bin sizes, statistical security or roles stop there with
+/// [`Error::HandshakeMismatch`]; the VOLE generator (base OT + IKNP for the
 /// semi-honest variants, base OT + SoftSpokenOT with its check for the malicious one) is set
 /// up inside the first run whose two sets are non-empty, at the point where the one-shot
 /// protocol runs it. Every later run starts with another [`Hello`] carrying the bucket's set
@@ -895,7 +914,8 @@ impl Rr22Session {
     /// the first run's handshake). Nothing is sent until the first [`run`](Self::run).
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] if the bin size is outside `1..=2^24`.
+    /// [`Error::InvalidParameter`] if the bin size is outside `1..=2^24`, `max_peer_items`
+    /// above [`MAX_ITEMS`] or the statistical security parameter outside `40..=128`.
     pub fn new(role: Role, cfg: &Rr22Config) -> Result<Self> {
         if cfg.bin_size == 0 || cfg.bin_size > 1 << 24 {
             return Err(Error::InvalidParameter(
@@ -907,6 +927,7 @@ impl Rr22Session {
                 "max_peer_items must be at most {MAX_ITEMS}"
             )));
         }
+        check_stat_security(cfg.stat_security)?;
         Ok(Rr22Session {
             role,
             cfg: *cfg,
@@ -926,10 +947,11 @@ impl Rr22Session {
         }
     }
 
-    /// The `param` field of this session's hellos: [`STAT_SECURITY`], with the lineage tag
-    /// of a forked session above bit 16 (unchanged for a session that was not forked).
+    /// The `param` field of this session's hellos: the configured statistical security
+    /// parameter in the low byte, with the lineage tag of a forked session above bit 16 (just
+    /// the parameter for a session that was not forked).
     fn hello_param(&self) -> u64 {
-        u64::from(STAT_SECURITY) | (self.lineage << 16)
+        handshake::stat_param(self.cfg.stat_security, self.lineage << 8)
     }
 
     /// Whether this session is a child of [`split`](Self::split) or [`fork`](Self::fork).
@@ -1010,16 +1032,18 @@ impl Rr22Session {
             n_items: items.len() as u64,
             param: self.hello_param(),
         };
-        let theirs = handshake::exchange(ch, &ours, role.other().code(), code_name)?;
+        let theirs = handshake::exchange_stat(ch, &ours, role.other().code(), code_name)?;
         let n_peer = peer_count("n_items", theirs.n_items, cfg.max_peer_items)?;
         let (n_r, n_s) = match role {
             Role::Receiver => (items.len(), n_peer),
             Role::Sender => (n_peer, items.len()),
         };
-        if cfg.variant == Variant::LowComm && n_s > lowcomm::MAX_SENDER_ITEMS {
+        let max_s = lowcomm::max_sender_items(cfg.stat_security);
+        if cfg.variant == Variant::LowComm && n_s > max_s {
             return Err(Error::InvalidParameter(format!(
-                "rr22-lowcomm: the sender's {n_s} items exceed 2^24 (the 2^-40 bound needs \
-                 n_s ≤ 2^24; split the set into buckets)"
+                "rr22-lowcomm: the sender's {n_s} items exceed {max_s} (the 2^-{} bound needs \
+                 n_s ≤ 2^(64 - {}); split the set into buckets)",
+                cfg.stat_security, cfg.stat_security
             )));
         }
         if n_r == 0 || n_s == 0 {
@@ -1028,7 +1052,8 @@ impl Rr22Session {
                 Role::Sender => None,
             });
         }
-        let w = psi_compare_bytes(STAT_SECURITY, n_r as u64, n_s as u64).min(16);
+        // Malicious compares 16 bytes, which the width for λ must not exceed either.
+        let w = compare_width(cfg.stat_security, n_r, n_s)?;
         let v = &mut self.vole;
         match (cfg.variant, role) {
             (Variant::Fast, Role::Receiver) => fast::receiver(
@@ -1079,7 +1104,7 @@ impl Rr22Session {
                 ch,
                 items,
                 n_s,
-                w,
+                (w, cfg.stat_security),
                 (v.generator.sub64_receiver()?, &mut v.bufs),
                 rng,
             )
@@ -1088,7 +1113,7 @@ impl Rr22Session {
                 ch,
                 items,
                 n_r,
-                w,
+                (w, cfg.stat_security),
                 (v.generator.sub64_sender()?, &mut v.bufs),
                 rng,
             )
