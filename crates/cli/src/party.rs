@@ -637,6 +637,10 @@ where
         .max()
         .unwrap_or(0);
     let peer_limit = usize::try_from(peer_limit).unwrap_or(usize::MAX);
+    // Every run of the job (all buckets of all shards) gets the statistical parameter that
+    // keeps the whole job's failure probability at 2^-40; both sides derive it from the
+    // agreed plan, and every bucket's handshake checks it again.
+    let lambda = obliv_psi::job_stat_security(plan.runs());
     let total_usize =
         usize::try_from(total).map_err(|_| CliError::Protocol(format!("{total} buckets")))?;
     let learns = cfg.rank == cfg.receiver || cfg.broadcast;
@@ -667,6 +671,7 @@ where
         batch_size: cfg.batch_size,
         broadcast: cfg.broadcast,
         max_peer_items: peer_limit,
+        stat_security: lambda,
         ..EcdhConfig::default()
     };
     let role = if cfg.rank == cfg.receiver {
@@ -799,6 +804,7 @@ where
                 Protocol::Kkrt => {
                     let kcfg = KkrtConfig {
                         max_peer_items: peer_limit,
+                        stat_security: lambda,
                         ..KkrtConfig::default()
                     };
                     let s = StepDeadline::new(KkrtSession::new(role, &kcfg)?, step);
@@ -810,6 +816,7 @@ where
                 Protocol::Rr22(variant) => {
                     let rcfg = Rr22Config {
                         max_peer_items: peer_limit,
+                        stat_security: lambda,
                         ..Rr22Config::new(variant)
                     };
                     let s = StepDeadline::new(Rr22Session::new(role, &rcfg)?, step);

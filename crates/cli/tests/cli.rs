@@ -945,7 +945,11 @@ fn trickle(mut from: std::net::TcpStream, mut to: std::net::TcpStream, free: usi
     let mut sent = 0usize;
     let mut buf = [0u8; 4096];
     loop {
-        let want = if sent < free { (free - sent).min(buf.len()) } else { 1 };
+        let want = if sent < free {
+            (free - sent).min(buf.len())
+        } else {
+            1
+        };
         let n = match from.read(&mut buf[..want]) {
             Ok(0) | Err(_) => return,
             Ok(n) => n,

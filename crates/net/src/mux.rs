@@ -488,8 +488,14 @@ mod tests {
         let mux = Mux::with_options(b, opts).unwrap();
         let mut s0 = mux.sub(0).unwrap();
         for id in 0..10_000u32 {
-            raw.send(&id.to_le_bytes()).unwrap();
-            raw.send(b"x").unwrap();
+            // Once the demultiplexer has stopped at the cap it drops its end, and sends fail.
+            if raw.send(&id.to_le_bytes()).is_err() || raw.send(b"x").is_err() {
+                assert!(
+                    id >= u32::try_from(max).unwrap(),
+                    "stopped early, at id {id}"
+                );
+                break;
+            }
         }
         assert_eq!(s0.recv().unwrap(), b"x");
         let e = s0.recv().unwrap_err();
