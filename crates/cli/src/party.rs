@@ -641,6 +641,21 @@ where
     // keeps the whole job's failure probability at 2^-40; both sides derive it from the
     // agreed plan, and every bucket's handshake checks it again.
     let lambda = obliv_psi::job_stat_security(plan.runs());
+    if cfg.protocol == Protocol::Rr22(rr22::Variant::LowComm) {
+        // The low-communication variant's privacy bound adds up over the sender's keys of the
+        // whole job (n_s·2^-64 per run): refused here, on both sides alike, before any bucket.
+        let sender = 1 - cfg.receiver.min(1);
+        let cap = rr22::lowcomm::max_sender_items(lambda) as u64;
+        if plan.bound(sender) > cap {
+            return Err(CliError::Usage(format!(
+                "rr22-lowcomm keeps its 2^-40 bound only up to {cap} sender keys per bucket for \
+                 this job ({} buckets, statistical parameter {lambda}); the sender's buckets \
+                 hold {}: use --protocol rr22",
+                plan.runs(),
+                plan.bound(sender)
+            )));
+        }
+    }
     let total_usize =
         usize::try_from(total).map_err(|_| CliError::Protocol(format!("{total} buckets")))?;
     let learns = cfg.rank == cfg.receiver || cfg.broadcast;

@@ -24,8 +24,10 @@ const R2: [u64; 4] = [
     0x0006A5F16AC8F9D3,
 ];
 
-/// An integer modulo `N`, the order of FourQ's prime subgroup. Secret by default: zeroized on
-/// drop, compared in constant time, and its `Debug` prints nothing of the value.
+/// An integer modulo `N`, the order of FourQ's prime subgroup. Treated as secret: compared in
+/// constant time, its `Debug` prints nothing of the value, and it implements [`Zeroize`]. It is
+/// `Copy` (as `ff::Field` requires), so it is *not* wiped when dropped: keep long-lived secret
+/// scalars in a [`SecretScalar`], which is.
 #[derive(Clone, Copy, Default)]
 pub struct Scalar(pub(crate) [u64; 4]);
 

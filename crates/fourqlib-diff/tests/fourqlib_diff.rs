@@ -87,3 +87,55 @@ fn batch_matches_fourqlib() {
         assert_eq!(projected, want);
     }
 }
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Regenerates `vectors/fourqlib.txt`, FourQlib's answers on fixed pseudo-random inputs,
+/// which `tests/fourqlib_vectors.rs` checks obliv-fourq against in every build (no FourQlib
+/// needed). Run by `.ci/fourqlib-diff`, which fails if the committed file differs.
+#[test]
+#[ignore = "writes the committed vector file; run by .ci/fourqlib-diff"]
+fn write_vectors() {
+    let mut out = String::from(
+        "# FourQlib's answers on fixed inputs (written by fourqlib_diff.rs::write_vectors).\n\
+         # hash IN OUT: FourQlib's HashToCurve of IN, encoded; mul IN K OUT: that point times K;\n\
+         # base K OUT: the generator times K; batch K N, then N lines IN OUT: as mul, one scalar.\n",
+    );
+    let mut rng = StdRng::seed_from_u64(0x0f0e_4c1b);
+    for _ in 0..32 {
+        let b: [u8; 32] = rng.random();
+        out += &format!(
+            "hash {} {}\n",
+            hex(&b),
+            hex(&fourqlib_encode(&fourqlib_hash(&b)))
+        );
+    }
+    let g = fourq::point::Point::decode(&Point::generator().to_bytes());
+    for _ in 0..32 {
+        let b: [u8; 32] = rng.random();
+        let k = Scalar::random(&mut rng).to_bytes();
+        let fk = fourq::scalar::Scalar::new(k);
+        let prod = fourqlib_hash(&b) * fourq::scalar::Scalar::new(k);
+        out += &format!(
+            "mul {} {} {}\n",
+            hex(&b),
+            hex(&k),
+            hex(&fourqlib_encode(&prod))
+        );
+        out += &format!("base {} {}\n", hex(&k), hex(&fourqlib_encode(&(g * fk))));
+    }
+    for n in [75usize, 8, 1] {
+        let k = Scalar::random(&mut rng).to_bytes();
+        out += &format!("batch {} {n}\n", hex(&k));
+        for _ in 0..n {
+            let b: [u8; 32] = rng.random();
+            let prod = fourqlib_hash(&b) * fourq::scalar::Scalar::new(k);
+            out += &format!("{} {}\n", hex(&b), hex(&fourqlib_encode(&prod)));
+        }
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors/fourqlib.txt");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, out).unwrap();
+}

@@ -528,7 +528,10 @@ impl KkrtPsiSender {
     {
         cfg.check()?;
         hello(ch, Role::Sender, STAGE_SETUP, 0, cfg, 0)?;
-        let oprf = KkrtSender::setup(ch, rng).map_err(ot_err)?;
+        let mut oprf = KkrtSender::setup(ch, rng).map_err(ot_err)?;
+        // A second bound under the table-size check of every bucket: the OT extension itself
+        // refuses a batch above what the largest agreed bucket needs.
+        oprf.set_max_batch(max_bins(cfg.max_peer_items, cfg.stat_security));
         Ok(KkrtPsiSender { oprf, cfg: *cfg })
     }
 

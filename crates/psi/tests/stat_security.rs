@@ -48,6 +48,9 @@ impl Channel for Recorder {
     fn max_frame_len(&self) -> usize {
         self.inner.max_frame_len()
     }
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.inner.set_deadline(deadline);
+    }
 }
 
 /// What a recorded run gives: both outputs and the frames each side sent.
