@@ -381,6 +381,11 @@ struct Outcome {
 /// Version 4: parties announce their row counts, not bucket counts, and pad every bucket
 /// ([`crate::plan`]).
 const JOB_MAGIC: &[u8; 8] = b"OBLIVJB4";
+/// A party pads its buckets to at most this many times its rows (or [`MIN_PADDING_CAP`])
+/// before it refuses a plan that the peers' row counts imply.
+const MAX_PADDING_FACTOR: u64 = 16;
+/// Padded keys a party always accepts, whatever its row count.
+const MIN_PADDING_CAP: u64 = 1 << 24;
 /// Longest job hello accepted from a peer.
 const MAX_HELLO: usize = 4096;
 /// What each party announces before the first bucket.
@@ -529,6 +534,21 @@ fn agree<C: Channel>(
             plan.largest(),
             plan.buckets,
             cfg.bucket_size
+        )));
+    }
+    // The peers' row counts set the bucket count, so a peer that overstates its rows would
+    // make this party pad many small buckets: its padded total is capped (with room for the
+    // genuinely unbalanced case, which stays far below it).
+    let own_total = plan.bound(cfg.rank).saturating_mul(plan.runs());
+    let cap = own_rows
+        .saturating_mul(MAX_PADDING_FACTOR)
+        .max(MIN_PADDING_CAP);
+    if own_total > cap {
+        return Err(CliError::Usage(format!(
+            "the peers' row counts ({rows:?}) would make this party pad its {own_rows} rows to \
+             {own_total} keys over {} buckets; refused (raise --bucket-load on every party to \
+             use fewer buckets)",
+            plan.runs()
         )));
     }
     let total = plan.buckets;
@@ -1056,6 +1076,26 @@ mod tests {
         };
         assert_eq!(e.exit_code(), 3, "{e}");
         assert!(e.to_string().contains("bucket 2"), "{e}");
+    }
+
+    #[test]
+    fn a_peer_that_overstates_its_rows_is_refused() {
+        let run = |own: u64, theirs: u64| {
+            let mut sessions = Session::mem_mesh(2);
+            let mut s1 = sessions.pop().unwrap();
+            let mut s0 = sessions.pop().unwrap();
+            std::thread::scope(|t| {
+                let h = t.spawn(move || agree(&cfg(1), theirs, &mut s1, None).map(|p| p.buckets));
+                let a = agree(&cfg(0), own, &mut s0, None).map(|p| p.buckets);
+                (a, h.join().unwrap())
+            })
+        };
+        // Unbalanced but honest: accepted on both sides.
+        let (a, b) = run(1_000, 10_000_000);
+        assert_eq!((a.unwrap(), b.unwrap()), (1 << 14, 1 << 14));
+        // 2^40 rows claimed against 1000: party 0 would pad to far more than 16x its rows.
+        let (a, _) = run(1_000, 1 << 40);
+        assert_eq!(a.unwrap_err().exit_code(), 2);
     }
 
     #[test]
