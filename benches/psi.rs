@@ -315,7 +315,7 @@ fn ub_offline(
 /// Online: the client's query against the cache. Returns the bytes on the wire.
 fn ub_online(
     key: &unbalanced::ServerKey,
-    n_server: usize,
+    set: &unbalanced::ServerSet,
     client: &[Vec<u8>],
     cache: &unbalanced::Cache,
     cfg: unbalanced::UbConfig,
@@ -323,7 +323,7 @@ fn ub_online(
     let (mut a, mut b) = mem_pair();
     std::thread::scope(|sc| {
         let t = sc.spawn(move || {
-            unbalanced::online_server(&mut a, key, n_server, &cfg).unwrap();
+            unbalanced::online_server(&mut a, key, set, &cfg).unwrap();
             a.flush().unwrap();
             a.stats().bytes_sent
         });
@@ -368,9 +368,11 @@ fn unbalanced_psi(c: &mut Criterion) {
             ub_offline(&key, &server, cfg, &scratch).1
         });
         let (cache, _) = ub_offline(&key, &server, cfg, &path);
+        // The server keeps its set's digest from the offline phase (not timed online).
+        let set = unbalanced::ServerSet::new(&key, &server);
         println!("psi/unbalanced_online/{curve}/{nc}: server set {ns}");
         bench_run(&mut g, &format!("unbalanced_online/{curve}"), nc, || {
-            ub_online(&key, ns, &client, &cache, cfg)
+            ub_online(&key, &set, &client, &cache, cfg)
         });
     }
     g.finish();

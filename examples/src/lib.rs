@@ -263,7 +263,7 @@ pub mod unbalanced {
         let path = dir.path().join("server-values.cache");
 
         // Offline: the whole server set, once.
-        let (sent, cache) = run_mem(
+        let (set, cache) = run_mem(
             |ch| {
                 unbalanced::offline_server(
                     ch,
@@ -275,14 +275,15 @@ pub mod unbalanced {
             },
             |ch| unbalanced::offline_client(ch, &cfg, &path),
         );
-        sent?;
+        // The server keeps the digest of the set the client's cache now holds.
+        let set = set?;
         let cache: Cache = cache?;
 
         // Online: each query costs two scalar multiplications per client item only.
         let mut last = Vec::new();
         for _ in 0..2 {
             let (served, found) = run_mem(
-                |ch| unbalanced::online_server(ch, &key, server_items.len(), &cfg),
+                |ch| unbalanced::online_server(ch, &key, &set, &cfg),
                 |ch| {
                     unbalanced::online_client(
                         ch,

@@ -141,7 +141,10 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         (UbRole::Server, Phase::Online, Some(k), Some(kd)) => {
             // With `server_get_result`, indices into the server's distinct keys, which
             // `read_keys` lists in the same order as in the offline phase (first appearance).
-            matched = unbalanced::online_server(ch, k, kd.distinct.len(), &cfg)?;
+            // The digest of the keys read now: the client refuses the phase if they are not
+            // the keys its cache was built from (a file edited since the offline phase).
+            let set = unbalanced::ServerSet::new(k, &kd.distinct);
+            matched = unbalanced::online_server(ch, k, &set, &cfg)?;
         }
         (UbRole::Client, Phase::Offline, _, _) => {
             unbalanced::offline_client(ch, &cfg, &need(&a.cache, "cache")?)?;

@@ -300,7 +300,7 @@ fn unbalanced_run(server_gets_result: bool) {
     } else {
         &[]
     };
-    let run = |phase: &str| {
+    let run_both = |phase: &str| {
         let (pa, pb) = free_ports();
         let parties = format!("127.0.0.1:{pa},127.0.0.1:{pb}");
         let mut s = obliv();
@@ -344,7 +344,10 @@ fn unbalanced_run(server_gets_result: bool) {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
         let (s, c) = (s.spawn().unwrap(), c.spawn().unwrap());
-        let (so, co) = (s.wait_with_output().unwrap(), c.wait_with_output().unwrap());
+        (s.wait_with_output().unwrap(), c.wait_with_output().unwrap())
+    };
+    let run = |phase: &str| {
+        let (so, co) = run_both(phase);
         assert!(
             so.status.success(),
             "{}",
@@ -374,6 +377,25 @@ fn unbalanced_run(server_gets_result: bool) {
             assert_eq!(lines(&d.join("server_out.csv")), vec!["id", "u5", "u2999"]);
         }
     }
+    // The server's file edited after the offline phase, same number of rows: the client
+    // refuses the cache (exit 3, before it sends a point) rather than let the server map the
+    // matches onto rows the cache was not built from.
+    std::fs::write(
+        d.join("server.csv"),
+        (0..3000).fold(String::from("id\n"), |s, i| {
+            s + &if i == 7 {
+                "edited\n".to_string()
+            } else {
+                format!("u{i}\n")
+            }
+        }),
+    )
+    .unwrap();
+    let (so, co) = run_both("online");
+    let err = String::from_utf8_lossy(&co.stderr);
+    assert_eq!(co.status.code(), Some(3), "{err}");
+    assert!(err.contains("changed since the offline phase"), "{err}");
+    assert!(!so.status.success(), "the server's phase must fail too");
 }
 
 #[test]

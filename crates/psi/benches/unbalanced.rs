@@ -13,7 +13,8 @@ use criterion::{
 use obliv_core::AesRng;
 use obliv_net::{Channel, mem_pair};
 use obliv_psi::unbalanced::{
-    Cache, ServerKey, UbConfig, offline_client, offline_server, online_client, online_server,
+    Cache, ServerKey, ServerSet, UbConfig, offline_client, offline_server, online_client,
+    online_server,
 };
 use rand_core::SeedableRng;
 
@@ -42,11 +43,17 @@ fn offline(
 }
 
 /// One online phase; returns the bytes on the wire.
-fn online(key: &ServerKey, n: usize, client: &[Vec<u8>], cache: &Cache, cfg: UbConfig) -> u64 {
+fn online(
+    key: &ServerKey,
+    set: &ServerSet,
+    client: &[Vec<u8>],
+    cache: &Cache,
+    cfg: UbConfig,
+) -> u64 {
     let (mut a, mut b) = mem_pair();
     std::thread::scope(|s| {
         let t = s.spawn(move || {
-            let r = online_server(&mut a, key, n, &cfg).expect("server");
+            let r = online_server(&mut a, key, set, &cfg).expect("server");
             assert_eq!(
                 r.map(|v| v.len()),
                 cfg.server_get_result.then_some(client.len() / 2)
@@ -94,13 +101,15 @@ fn unbalanced(c: &mut Criterion) {
                 &ns,
                 |b, _| b.iter(|| offline(&key, &server, cfg, &scratch).1),
             );
-            let bytes = online(&key, ns, &client, &cache, cfg);
+            // The server keeps its set's digest from the offline phase (not timed online).
+            let set = ServerSet::new(&key, &server);
+            let bytes = online(&key, &set, &client, &cache, cfg);
             println!("psi/unbalanced/online{tag}/{nc} (server {ns}): {bytes} B on the wire");
             g.throughput(Throughput::Elements(nc as u64));
             g.bench_with_input(
                 BenchmarkId::new(format!("online{tag}/server_{ns}"), nc),
                 &nc,
-                |b, _| b.iter(|| online(&key, ns, &client, &cache, cfg)),
+                |b, _| b.iter(|| online(&key, &set, &client, &cache, cfg)),
             );
         }
     }

@@ -74,13 +74,12 @@ fn main() {
 
     let (mut a, mut b) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
     let t = Instant::now();
-    let cache = std::thread::scope(|s| {
+    let (cache, set) = std::thread::scope(|s| {
         let srv = s.spawn(|| {
             offline_server(&mut a, &key, &server, &cfg, &mut AesRng::from_seed([2; 16])).unwrap()
         });
         let cache = offline_client(&mut b, &cfg, &path).unwrap();
-        srv.join().unwrap();
-        cache
+        (cache, srv.join().unwrap())
     });
     let secs = t.elapsed().as_secs_f64();
     let bytes = a.stats().bytes_sent + b.stats().bytes_sent;
@@ -96,7 +95,7 @@ fn main() {
         let (mut a, mut b) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
         let t = Instant::now();
         let (found, srv) = std::thread::scope(|s| {
-            let srv = s.spawn(|| online_server(&mut a, &key, n_server, &cfg).unwrap());
+            let srv = s.spawn(|| online_server(&mut a, &key, &set, &cfg).unwrap());
             let found = online_client(
                 &mut b,
                 &client,

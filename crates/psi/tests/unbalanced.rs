@@ -8,8 +8,8 @@ use common::items;
 use obliv_core::AesRng;
 use obliv_net::mem_pair;
 use obliv_psi::unbalanced::{
-    Cache, ServerKey, UbConfig, offline_append_client, offline_append_server, offline_client,
-    offline_server, online_client, online_server, online_server_segments,
+    Cache, ServerKey, ServerSet, UbConfig, offline_append_client, offline_append_server,
+    offline_client, offline_server, online_client, online_server,
 };
 use obliv_psi::{Error, plain_intersection};
 use rand_core::SeedableRng;
@@ -27,14 +27,14 @@ fn offline(key: &ServerKey, server: &[Vec<u8>], cfg: UbConfig, path: &std::path:
 /// Both sides' results of an append (the server's error, if any, is what the test checks).
 fn append(
     key: &ServerKey,
-    offset: usize,
+    set: &ServerSet,
     added: &[Vec<u8>],
     cfg: UbConfig,
     cache: &Cache,
-) -> (Result<(), Error>, Result<Cache, Error>) {
+) -> (Result<ServerSet, Error>, Result<Cache, Error>) {
     let (mut a, mut b) = mem_pair();
     std::thread::scope(|s| {
-        let t = s.spawn(move || offline_append_server(&mut a, key, offset, added, &cfg));
+        let t = s.spawn(move || offline_append_server(&mut a, key, set, added, &cfg));
         let r = offline_append_client(&mut b, &cfg, cache);
         drop(b);
         (t.join().unwrap(), r)
@@ -47,14 +47,14 @@ type Both = (Result<Vec<usize>, Error>, Result<Option<Vec<usize>>, Error>);
 /// Runs the online phase; returns the client's and the server's results.
 fn online_both(
     key: &ServerKey,
-    segments: &[usize],
+    set: &ServerSet,
     client: &[Vec<u8>],
     cache: &Cache,
     cfg: UbConfig,
 ) -> Both {
     let (mut a, mut b) = mem_pair();
     std::thread::scope(|s| {
-        let t = s.spawn(move || online_server_segments(&mut a, key, segments, &cfg));
+        let t = s.spawn(move || online_server(&mut a, key, set, &cfg));
         let r = online_client(&mut b, client, cache, &cfg, &mut AesRng::from_seed([4; 16]));
         drop(b);
         (r, t.join().unwrap())
@@ -63,12 +63,12 @@ fn online_both(
 
 fn online(
     key: &ServerKey,
-    n_server: usize,
+    set: &ServerSet,
     client: &[Vec<u8>],
     cache: &Cache,
     cfg: UbConfig,
 ) -> Result<Vec<usize>, Error> {
-    online_both(key, &[n_server], client, cache, cfg).0
+    online_both(key, set, client, cache, cfg).0
 }
 
 fn key(cfg: &UbConfig) -> ServerKey {
@@ -94,7 +94,7 @@ fn offline_then_online_twice() {
             .chain(items("z", 0..7))
             .collect(),
     ] {
-        let (got, srv) = online_both(&key, &[server.len()], &client, &cache, cfg);
+        let (got, srv) = online_both(&key, &ServerSet::new(&key, &server), &client, &cache, cfg);
         assert_eq!(got.unwrap(), plain_intersection(&client, &server));
         assert_eq!(srv.unwrap(), None);
     }
@@ -105,13 +105,26 @@ fn offline_then_online_twice() {
     let reopened = Cache::open(&dir.path().join("cache.bin")).unwrap();
     let client = items("s", 10..20);
     assert_eq!(
-        online(&key2, server.len(), &client, &reopened, cfg).unwrap(),
+        online(
+            &key2,
+            &ServerSet::new(&key2, &server),
+            &client,
+            &reopened,
+            cfg
+        )
+        .unwrap(),
         (0..10).collect::<Vec<_>>()
     );
     // Another key: the cache is refused.
     let other = ServerKey::generate(cfg.curve, &mut AesRng::from_seed([9; 16])).unwrap();
     assert!(matches!(
-        online(&other, server.len(), &client, &cache, cfg),
+        online(
+            &other,
+            &ServerSet::new(&other, &server),
+            &client,
+            &cache,
+            cfg
+        ),
         Err(Error::Cache(_))
     ));
 }
@@ -155,18 +168,18 @@ fn server_gets_the_result_with_duplicates_twice() {
         } else {
             &ServerKey::load(&kpath).unwrap()
         };
-        let (c, s) = online_both(key, &[server.len()], client, &cache, cfg);
+        let (c, s) = online_both(key, &ServerSet::new(key, &server), client, &cache, cfg);
         assert_eq!(c.unwrap(), plain_intersection(client, &server), "run {run}");
         let s = s.unwrap().unwrap();
         assert_eq!(s, plain_intersection(&server, client), "run {run}");
     }
     // Exactly the duplicates: five server indices for the client {"s7", "s42"}.
     let client = vec![b"s42".to_vec(), b"s7".to_vec(), b"s7".to_vec()];
-    let (c, s) = online_both(&key, &[server.len()], &client, &cache, cfg);
+    let (c, s) = online_both(&key, &ServerSet::new(&key, &server), &client, &cache, cfg);
     assert_eq!(c.unwrap(), vec![0, 1, 2]);
     assert_eq!(s.unwrap().unwrap().len(), 5);
     // Empty client: the server learns the empty set.
-    let (c, s) = online_both(&key, &[server.len()], &[], &cache, cfg);
+    let (c, s) = online_both(&key, &ServerSet::new(&key, &server), &[], &cache, cfg);
     assert!(c.unwrap().is_empty());
     assert_eq!(s.unwrap(), Some(vec![]));
 }
@@ -201,12 +214,12 @@ fn server_result_option_must_agree() {
     // A cache with positions serves both; the two sides must agree in the handshake.
     let with = offline(&key, &server, on, &dir.path().join("with.bin"));
     assert_eq!(
-        online(&key, 300, &client, &with, off).unwrap(),
+        online(&key, &ServerSet::new(&key, &server), &client, &with, off).unwrap(),
         vec![0, 1, 2, 3, 4]
     );
     let (mut a, mut b) = mem_pair();
     let t = std::thread::scope(|s| {
-        let t = s.spawn(|| online_server(&mut a, &key, 300, &on));
+        let t = s.spawn(|| online_server(&mut a, &key, &ServerSet::new(&key, &server), &on));
         let r = online_client(
             &mut b,
             &client,
@@ -247,12 +260,19 @@ fn appends_extend_the_cache_and_the_server_result() {
         .collect();
     let path = dir.path().join("c.bin");
     let cache = offline(&key, &first, cfg, &path);
-    let (s, cache) = append(&key, 1000, &second, cfg, &cache);
-    s.unwrap();
+    let set0 = ServerSet::new(&key, &first);
+    let (set1, cache) = append(&key, &set0, &second, cfg, &cache);
     let cache = cache.unwrap();
-    let (s, cache) = append(&key, 1300, &third, cfg, &cache);
-    s.unwrap();
+    let (set, cache) = append(&key, &set1.unwrap(), &third, cfg, &cache);
+    let set = set.unwrap();
     let cache = cache.unwrap();
+    assert_eq!(set.segments(), &[1000, 300, 2]);
+    assert_eq!(
+        set,
+        ServerSet::new(&key, &first)
+            .append(&key, &second)
+            .append(&key, &third)
+    );
     assert_eq!(cache.len(), 1302);
     assert_eq!(Cache::open(&path).unwrap(), cache);
     let server: Vec<Vec<u8>> = [first, second, third].concat();
@@ -263,16 +283,16 @@ fn appends_extend_the_cache_and_the_server_result() {
         .chain(items("q", 0..10))
         .collect();
     for _ in 0..2 {
-        let (c, s) = online_both(&key, &[1000, 300, 2], &client, &cache, cfg);
+        let (c, s) = online_both(&key, &set, &client, &cache, cfg);
         assert_eq!(c.unwrap(), plain_intersection(&client, &server));
         assert_eq!(s.unwrap().unwrap(), plain_intersection(&server, &client));
     }
     // The client refuses an append at another offset or under another key, and leaves the
     // cache as it was.
-    let (_, r) = append(&key, 1000, &items("t", 0..3), cfg, &cache);
+    let (_, r) = append(&key, &set0, &items("t", 0..3), cfg, &cache);
     assert!(matches!(r, Err(Error::Cache(_))), "{r:?}");
     let other = ServerKey::generate(cfg.curve, &mut AesRng::from_seed([9; 16])).unwrap();
-    let (_, r) = append(&other, 1302, &items("t", 0..3), cfg, &cache);
+    let (_, r) = append(&other, &set, &items("t", 0..3), cfg, &cache);
     assert!(matches!(r, Err(Error::Cache(_))), "{r:?}");
     assert_eq!(Cache::open(&path).unwrap(), cache);
     // An append to a tampered cache is refused (the old body's checksum is re-verified).
@@ -280,7 +300,7 @@ fn appends_extend_the_cache_and_the_server_result() {
     let mid = bytes.len() - 100;
     bytes[mid] ^= 4;
     std::fs::write(&path, &bytes).unwrap();
-    let (_, r) = append(&key, 1302, &items("t", 0..3), cfg, &cache);
+    let (_, r) = append(&key, &set, &items("t", 0..3), cfg, &cache);
     assert!(matches!(r, Err(Error::Cache(_))), "{r:?}");
 }
 
@@ -294,16 +314,21 @@ fn appends_without_server_result() {
     let key = key(&cfg);
     let empty: Vec<Vec<u8>> = vec![];
     let cache = offline(&key, &empty, cfg, &dir.path().join("c.bin"));
-    let (s, cache) = append(&key, 0, &items("s", 0..5000), cfg, &cache);
-    s.unwrap();
+    let (set, cache) = append(
+        &key,
+        &ServerSet::new(&key, &empty),
+        &items("s", 0..5000),
+        cfg,
+        &cache,
+    );
     let cache = cache.unwrap();
-    let (s, cache) = append(&key, 5000, &empty, cfg, &cache);
-    s.unwrap();
+    let (set, cache) = append(&key, &set.unwrap(), &empty, cfg, &cache);
+    let set = set.unwrap();
     let cache = cache.unwrap();
     assert_eq!(cache.len(), 5000);
     let client = items("s", 4995..5005);
     assert_eq!(
-        online(&key, 5000, &client, &cache, cfg).unwrap(),
+        online(&key, &set, &client, &cache, cfg).unwrap(),
         vec![0, 1, 2, 3, 4]
     );
     // The option must match the cache's.
@@ -311,7 +336,7 @@ fn appends_without_server_result() {
         server_get_result: true,
         ..cfg
     };
-    let (_, r) = append(&key, 5000, &client, on, &cache);
+    let (_, r) = append(&key, &set, &client, on, &cache);
     assert!(matches!(r, Err(Error::Cache(_))), "{r:?}");
 }
 
@@ -327,13 +352,20 @@ fn external_sort_with_many_runs_and_empty_sets() {
     let cache = offline(&key, &empty, cfg, &dir.path().join("empty.bin"));
     assert!(cache.is_empty());
     assert_eq!(
-        online(&key, 0, &items("a", 0..5), &cache, cfg).unwrap(),
+        online(
+            &key,
+            &ServerSet::new(&key, &empty),
+            &items("a", 0..5),
+            &cache,
+            cfg
+        )
+        .unwrap(),
         Vec::<usize>::new()
     );
     let server = items("s", 0..3000);
     let cache = offline(&key, &server, cfg, &dir.path().join("c.bin"));
     assert_eq!(
-        online(&key, 3000, &empty, &cache, cfg).unwrap(),
+        online(&key, &ServerSet::new(&key, &server), &empty, &cache, cfg).unwrap(),
         Vec::<usize>::new()
     );
 }
@@ -354,7 +386,13 @@ fn tampered_cache_is_detected() {
     let last = bytes.len() - 1;
     bytes[last] ^= 1; // a position byte
     std::fs::write(&path, &bytes).unwrap();
-    let r = online(&key, 1000, &items("s", 0..10), &cache, cfg);
+    let r = online(
+        &key,
+        &ServerSet::new(&key, &server),
+        &items("s", 0..10),
+        &cache,
+        cfg,
+    );
     assert!(matches!(r, Err(Error::Cache(_))), "{r:?}");
     std::fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
     assert!(matches!(Cache::open(&path), Err(Error::Cache(_))));
@@ -387,19 +425,31 @@ fn online_server_enforces_client_items_and_key_budget() {
         other => panic!("expected a refusal naming {field}, got {other:?}"),
     };
     // Too many items in one phase: refused before anything is answered or counted.
-    let (c, s) = online_both(&key, &[200], &items("s", 0..31), &cache, cfg);
+    let (c, s) = online_both(
+        &key,
+        &ServerSet::new(&key, &server),
+        &items("s", 0..31),
+        &cache,
+        cfg,
+    );
     assert!(c.is_err());
     protocol(s, "max_client_items");
     assert_eq!(key.queries_served(), 0);
     // 30 + 10 fit the budget of 45; 10 more do not.
     for n in [30, 10] {
         let client = items("s", 0..n);
-        let (c, s) = online_both(&key, &[200], &client, &cache, cfg);
+        let (c, s) = online_both(&key, &ServerSet::new(&key, &server), &client, &cache, cfg);
         assert_eq!(c.unwrap(), (0..n).collect::<Vec<_>>());
         s.unwrap();
     }
     assert_eq!(key.queries_served(), 40);
-    let (c, s) = online_both(&key, &[200], &items("s", 0..10), &cache, cfg);
+    let (c, s) = online_both(
+        &key,
+        &ServerSet::new(&key, &server),
+        &items("s", 0..10),
+        &cache,
+        cfg,
+    );
     assert!(c.is_err());
     protocol(s, "max_key_queries");
     // The count is in the key file: a reloaded key has 5 left, and records what it uses.
@@ -407,10 +457,22 @@ fn online_server_enforces_client_items_and_key_budget() {
     key.save(&kpath).unwrap();
     let reloaded = ServerKey::load(&kpath).unwrap();
     assert_eq!(reloaded.queries_served(), 40);
-    let (c, s) = online_both(&reloaded, &[200], &items("s", 0..6), &cache, cfg);
+    let (c, s) = online_both(
+        &reloaded,
+        &ServerSet::new(&reloaded, &server),
+        &items("s", 0..6),
+        &cache,
+        cfg,
+    );
     assert!(c.is_err());
     protocol(s, "max_key_queries");
-    let (c, s) = online_both(&reloaded, &[200], &items("s", 0..5), &cache, cfg);
+    let (c, s) = online_both(
+        &reloaded,
+        &ServerSet::new(&reloaded, &server),
+        &items("s", 0..5),
+        &cache,
+        cfg,
+    );
     assert_eq!(c.unwrap().len(), 5);
     s.unwrap();
     assert_eq!(ServerKey::load(&kpath).unwrap().queries_served(), 45);
@@ -453,4 +515,50 @@ fn key_file_is_private_atomic_and_follows_no_link() {
             .file_type()
             .is_symlink()
     );
+}
+
+/// The cache is bound to the server's items, not just their number: an online phase on a set
+/// with one item changed, two items swapped or the same items split into other segments is
+/// refused by the client before it sends a point, and the server's phase fails with it.
+#[test]
+fn a_server_set_that_changed_since_the_offline_phase_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = UbConfig {
+        batch_size: 64,
+        server_get_result: true,
+        ..UbConfig::default()
+    };
+    let key = key(&cfg);
+    let server = items("s", 0..500);
+    let (mut a, mut b) = mem_pair();
+    let path = dir.path().join("c.bin");
+    let (set, cache) = std::thread::scope(|s| {
+        let t = s
+            .spawn(|| offline_server(&mut a, &key, &server, &cfg, &mut AesRng::from_seed([3; 16])));
+        let c = offline_client(&mut b, &cfg, &path).unwrap();
+        (t.join().unwrap().unwrap(), c)
+    });
+    assert_eq!(set, ServerSet::new(&key, &server));
+    let client = items("s", 490..510);
+    let mut edited = server.clone();
+    edited[123] = b"not the same".to_vec();
+    let mut swapped = server.clone();
+    swapped.swap(10, 11);
+    let resplit = ServerSet::new(&key, &server[..200]).append(&key, &server[200..]);
+    for (what, changed) in [
+        ("an edited item", ServerSet::new(&key, &edited)),
+        ("two items swapped", ServerSet::new(&key, &swapped)),
+        ("other segments", resplit),
+    ] {
+        let (c, s) = online_both(&key, &changed, &client, &cache, cfg);
+        match c {
+            Err(Error::Cache(m)) => assert!(m.contains("changed"), "{what}: {m}"),
+            other => panic!("{what}: expected a refusal, got {other:?}"),
+        }
+        assert!(s.is_err(), "{what}: the server's phase must fail too");
+    }
+    // The right set still works.
+    let (c, s) = online_both(&key, &set, &client, &cache, cfg);
+    assert_eq!(c.unwrap(), (0..10).collect::<Vec<_>>());
+    assert_eq!(s.unwrap().unwrap(), (490..500).collect::<Vec<_>>());
 }

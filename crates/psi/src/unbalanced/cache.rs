@@ -14,11 +14,12 @@ use super::io_err;
 const CACHE_MAGIC: &[u8; 8] = b"OBUBCACH";
 /// Version 2 added the optional server positions. Version 3: the `obliv` command encodes
 /// multi-column keys injectively, so a cache of versions 1 and 2 may hold the values of keys in
-/// the older encoding, which would silently match nothing; such a cache is refused (build it
-/// again with the offline phase).
-const CACHE_VERSION: u32 = 3;
+/// the older encoding, which would silently match nothing. Version 4 added the digest of the
+/// server's set ([`ServerSet`](super::ServerSet)). A cache of an earlier version is refused
+/// (build it again with the offline phase).
+const CACHE_VERSION: u32 = 4;
 /// Bytes of the cache header.
-pub(crate) const HEADER_LEN: usize = 8 + 4 + 1 + 1 + 1 + 1 + 8 + 32 + 32;
+pub(crate) const HEADER_LEN: usize = 8 + 4 + 1 + 1 + 1 + 1 + 8 + 32 + 32 + 32;
 /// Bytes of a stored server position (big-endian, so records sort by value, then position).
 pub(crate) const POS_BYTES: usize = 5;
 /// Largest server set whose positions fit in [`POS_BYTES`].
@@ -30,9 +31,10 @@ const RUN: usize = 1 << 22;
 
 /// The client's sorted, checksummed file of the server's OPRF values.
 ///
-/// Layout: `"OBUBCACH"`, version (u32 LE, 3), curve code, width `w`, position bytes `p`
+/// Layout: `"OBUBCACH"`, version (u32 LE, 4), curve code, width `w`, position bytes `p`
 /// (0, or 5 when the cache was built for `server_get_result`), 1 reserved byte, count
-/// (u64 LE), the server key's fingerprint (32 bytes), BLAKE3 of the body (32 bytes); then the
+/// (u64 LE), the server key's fingerprint (32 bytes), BLAKE3 of the body (32 bytes), the
+/// digest of the server's set ([`ServerSet`](super::ServerSet), 32 bytes); then the
 /// body: `count` records of `w + p` bytes in ascending byte order, each the OPRF value
 /// followed by its position in the server's shuffled stream (big-endian).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,6 +46,7 @@ pub struct Cache {
     pub(crate) count: u64,
     pub(crate) fingerprint: [u8; 32],
     checksum: [u8; 32],
+    pub(crate) set_digest: [u8; 32],
 }
 
 /// What a lookup found.
@@ -71,10 +74,10 @@ impl Cache {
             return Err(bad("not an obliv unbalanced-PSI cache"));
         }
         let version = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
-        if version == 1 || version == 2 {
+        if (1..=3).contains(&version) {
             return Err(bad(&format!(
-                "cache version {version} was built by an older obliv, whose keys may be \
-                 encoded differently: run the offline phase again"
+                "cache version {version} was built by an older obliv (keys encoded otherwise, \
+                 or no digest of the server's set): run the offline phase again"
             )));
         }
         if version != CACHE_VERSION {
@@ -92,6 +95,8 @@ impl Cache {
         fingerprint.copy_from_slice(&h[24..56]);
         let mut checksum = [0u8; 32];
         checksum.copy_from_slice(&h[56..88]);
+        let mut set_digest = [0u8; 32];
+        set_digest.copy_from_slice(&h[88..120]);
         let len = f.metadata().map_err(io_err(path))?.len();
         if !(8..=32).contains(&width)
             || count
@@ -111,6 +116,7 @@ impl Cache {
             count,
             fingerprint,
             checksum,
+            set_digest,
         })
     }
 
@@ -283,8 +289,14 @@ impl CacheBuilder {
         Ok(())
     }
 
-    /// Writes the cache for the key with `fingerprint` on the curve with code `curve`.
-    pub(crate) fn finish(mut self, curve: u8, fingerprint: [u8; 32]) -> Result<Cache> {
+    /// Writes the cache for the key with `fingerprint` on the curve with code `curve`, of the
+    /// server set with digest `set_digest`.
+    pub(crate) fn finish(
+        mut self,
+        curve: u8,
+        fingerprint: [u8; 32],
+        set_digest: [u8; 32],
+    ) -> Result<Cache> {
         let rec = self.w + self.pos_bytes;
         let dir = self.dir().to_path_buf();
         let tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io_err(&dir))?;
@@ -367,6 +379,7 @@ impl CacheBuilder {
         header.extend_from_slice(&count.to_le_bytes());
         header.extend_from_slice(&fingerprint);
         header.extend_from_slice(&checksum);
+        header.extend_from_slice(&set_digest);
         {
             let mut f = tmp.as_file();
             f.seek(SeekFrom::Start(0)).map_err(io_err(&dir))?;
@@ -416,14 +429,14 @@ mod tests {
         for (i, chunk) in vals.chunks(w * 10).enumerate() {
             b.push(chunk, (i * 10) as u64).unwrap();
         }
-        let c = b.finish(1, [9; 32]).unwrap();
+        let c = b.finish(1, [9; 32], [7; 32]).unwrap();
         assert!(b_runs_sorted(&path, w + POS_BYTES));
         let mut more = vec![0u8; 500 * w];
         prg.fill_bytes(&mut more);
         let mut b = CacheBuilder::extend(&c);
         b.run = 41;
         b.push(&more, 1000).unwrap();
-        let c = b.finish(1, [9; 32]).unwrap();
+        let c = b.finish(1, [9; 32], [7; 32]).unwrap();
         assert_eq!(c.len(), 1500);
         assert!(b_runs_sorted(&path, w + POS_BYTES));
         // Query values 3, 999 (first part) and 1000 + 7 (appended), and a miss.
@@ -447,7 +460,7 @@ mod tests {
         obliv_core::Prg::new(obliv_core::Block::from(8u128)).fill_bytes(&mut vals);
         let mut b = CacheBuilder::new(&path, w, 0);
         b.push(&vals, 0).unwrap();
-        b.finish(1, [0; 32]).unwrap();
+        b.finish(1, [0; 32], [7; 32]).unwrap();
         let mut bytes = std::fs::read(&path).unwrap();
         let body = HEADER_LEN..bytes.len();
         let (x, y) = (HEADER_LEN + 40 * w, HEADER_LEN + 41 * w);

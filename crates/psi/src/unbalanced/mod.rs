@@ -30,12 +30,16 @@
 //! `(|Y| so far, added)`. The key file is therefore all the server keeps; it recomputes
 //! `π(j)` for the returned positions only, so the online phase does not depend on `|Y|`.
 //! The server indexes its set as the concatenation of the initial set and of the appended
-//! items, in the order given to the offline runs, and must give the online phase the same
-//! items in the same order (only their number and the segment sizes are used).
+//! items, in the order given to the offline runs.
 //!
-//! The server keeps `k` in a [`ServerKey`] file and reuses it for every online phase; the cache
-//! records a fingerprint of the key (a hash of `k·G`), and the online phase refuses a cache made
-//! under another key or for another set size.
+//! The server keeps `k` in a [`ServerKey`] file and reuses it for every online phase. The
+//! cache records a fingerprint of the key (a hash of `k·G`) and the digest of the server's
+//! set, [`ServerSet`]: the segment sizes and a BLAKE3 digest of the items in stream order,
+//! keyed by a key derived from `k` (so it tells the client nothing about the items). The
+//! online phase sends both, and the client refuses, before it sends a point, a cache made
+//! under another key or from another set — another size, or the same size with any item
+//! changed, moved or reordered — so that the positions of `server_get_result` are never
+//! mapped back onto items the cache does not hold.
 //!
 //! # Query budget
 //!
@@ -88,10 +92,12 @@ use crate::handshake::{self, Hello};
 
 mod cache;
 mod key;
+mod set;
 mod shuffle;
 
 pub use cache::Cache;
 pub use key::ServerKey;
+pub use set::ServerSet;
 
 use cache::{CacheBuilder, MAX_POSITIONS, POS_BYTES};
 
@@ -286,6 +292,12 @@ fn receive_values<C: Channel + ?Sized>(
     Ok(())
 }
 
+fn recv_digest<C: Channel + ?Sized>(ch: &mut C) -> Result<[u8; 32]> {
+    ch.recv_max(32)?
+        .try_into()
+        .map_err(|_| Error::Protocol("the server set's digest must be 32 bytes".into()))
+}
+
 fn recv_fingerprint<C: Channel + ?Sized>(ch: &mut C) -> Result<[u8; 32]> {
     ch.recv_max(32)?
         .try_into()
@@ -303,6 +315,9 @@ fn announced(n: u64, who: &str) -> Result<usize> {
 /// recompute it for [`UbConfig::server_get_result`]; the parameter keeps the signature of the
 /// other protocols.
 ///
+/// Returns the [`ServerSet`] the client's cache now holds (its digest was sent with the
+/// values); keep it, or compute it again from the items, for the online phases and appends.
+///
 /// # Errors
 /// Handshake, network or group errors; [`Error::InvalidParameter`] if the key's curve is not
 /// `cfg.curve`, or if `server_get_result` is set and the set has 2^40 items or more.
@@ -312,7 +327,7 @@ pub fn offline_server<C, T, R>(
     items: &[T],
     cfg: &UbConfig,
     rng: &mut R,
-) -> Result<()>
+) -> Result<ServerSet>
 where
     C: Channel + ?Sized,
     T: AsRef<[u8]> + Sync,
@@ -327,8 +342,11 @@ where
         ROLE_CLIENT,
         names,
     )?;
+    let set = ServerSet::new(key, items);
     ch.send(&key.fingerprint()?)?;
-    stream_values(ch, key, items, 0, cfg)
+    ch.send(set.digest())?;
+    stream_values(ch, key, items, 0, cfg)?;
+    Ok(set)
 }
 
 /// The client's offline phase: receives the server's values and builds the cache at `path`
@@ -351,32 +369,34 @@ pub fn offline_client<C: Channel + ?Sized>(
     let n = announced(theirs.n_items, "the server")?;
     check_positions(cfg, theirs.n_items)?;
     let fp = recv_fingerprint(ch)?;
+    let set_digest = recv_digest(ch)?;
     let pos = if cfg.server_get_result { POS_BYTES } else { 0 };
     let mut builder = CacheBuilder::new(path, cfg.width, pos);
     receive_values(ch, &mut builder, n, 0, cfg)?;
-    builder.finish(curve_code(cfg.curve), fp)
+    builder.finish(curve_code(cfg.curve), fp, set_digest)
 }
 
 /// The server's side of an append: streams the OPRF values of `added`, items appended to its
-/// set after the offline phase (and any earlier appends), which held `offset` items so far.
-/// The server's set is from then on the concatenation of the earlier items and `added`.
+/// set `set` after the offline phase (and any earlier appends). The server's set is from then
+/// on the concatenation of the earlier items and `added`, which this returns.
 ///
 /// # Errors
-/// As [`offline_server`]; the client refuses the append if `offset` is not the size of its
+/// As [`offline_server`]; the client refuses the append if `set` is not the size of its
 /// cache or the key is not the cache's.
 pub fn offline_append_server<C, T>(
     ch: &mut C,
     key: &ServerKey,
-    offset: usize,
+    set: &ServerSet,
     added: &[T],
     cfg: &UbConfig,
-) -> Result<()>
+) -> Result<ServerSet>
 where
     C: Channel + ?Sized,
     T: AsRef<[u8]> + Sync,
 {
     check_key(key, cfg)?;
-    let total = (offset as u64).saturating_add(added.len() as u64);
+    let offset = set.len();
+    let total = offset.saturating_add(added.len() as u64);
     check_positions(cfg, total)?;
     handshake::exchange(
         ch,
@@ -384,9 +404,12 @@ where
         ROLE_CLIENT,
         names,
     )?;
+    let segment = set::segment_digest(key, offset, added);
     ch.send(&key.fingerprint()?)?;
-    ch.send(&(offset as u64).to_le_bytes())?;
-    stream_values(ch, key, added, offset as u64, cfg)
+    ch.send(&offset.to_le_bytes())?;
+    ch.send(&segment)?;
+    stream_values(ch, key, added, offset, cfg)?;
+    Ok(set.extended(added.len() as u64, &segment))
 }
 
 /// The client's side of an append: receives the values of the server's added items and
@@ -422,6 +445,7 @@ pub fn offline_append_client<C: Channel + ?Sized>(
         .try_into()
         .map_err(|_| Error::Protocol("the append offset must be 8 bytes".into()))?;
     let offset = u64::from_le_bytes(offset);
+    let segment = recv_digest(ch)?;
     if fp != cache.fingerprint || offset != cache.count {
         return Err(Error::Cache(format!(
             "the server appends to a set of {offset} items under {} key; the cache holds {} \
@@ -442,7 +466,11 @@ pub fn offline_append_client<C: Channel + ?Sized>(
     check_positions(cfg, offset.saturating_add(theirs.n_items))?;
     let mut builder = CacheBuilder::extend(cache);
     receive_values(ch, &mut builder, n, offset, cfg)?;
-    builder.finish(cache.curve, cache.fingerprint)
+    builder.finish(
+        cache.curve,
+        cache.fingerprint,
+        set::chain(&cache.set_digest, &segment),
+    )
 }
 
 fn check_cache(cache: &Cache, cfg: &UbConfig) -> Result<()> {
@@ -454,41 +482,27 @@ fn check_cache(cache: &Cache, cfg: &UbConfig) -> Result<()> {
     Ok(())
 }
 
-/// The server's online phase for a set that was never appended to: as
-/// [`online_server_segments`] with the one segment `[n_server]`.
-///
-/// # Errors
-/// As [`online_server_segments`].
-pub fn online_server<C: Channel + ?Sized>(
-    ch: &mut C,
-    key: &ServerKey,
-    n_server: usize,
-    cfg: &UbConfig,
-) -> Result<Option<Vec<usize>>> {
-    online_server_segments(ch, key, &[n_server], cfg)
-}
-
-/// The server's online phase: raises every blinded point the client sends to `k`. With
+/// The server's online phase on its set `set` (the offline set and its appends, as
+/// [`ServerSet`] describes them): raises every blinded point the client sends to `k`. With
 /// `cfg.server_get_result`, then receives the positions of the client's matches and returns
-/// `Some(indices)`, ascending, of the server's items in the intersection; otherwise `None`.
+/// `Some(indices)`, ascending, of the server's items in the intersection (indices into the
+/// concatenation of the segments); otherwise `None`.
 ///
-/// `segments` are the sizes of the offline set and of each append, in order (the server's
-/// set is their concatenation).
+/// The client refuses the phase, before it sends any point, unless `set` is the set its cache
+/// was built from (same digest): compute `set` from the items the indices will select.
 ///
 /// # Errors
 /// Handshake, network, protocol and group errors (a point that is not in the group, a
 /// position out of range or out of order).
-pub fn online_server_segments<C: Channel + ?Sized>(
+pub fn online_server<C: Channel + ?Sized>(
     ch: &mut C,
     key: &ServerKey,
-    segments: &[usize],
+    set: &ServerSet,
     cfg: &UbConfig,
 ) -> Result<Option<Vec<usize>>> {
     check_key(key, cfg)?;
-    let n_server = segments
-        .iter()
-        .try_fold(0usize, |a, &s| a.checked_add(s))
-        .ok_or_else(|| Error::InvalidParameter("the segments overflow".into()))?;
+    let n_server = usize::try_from(set.len())
+        .map_err(|_| Error::InvalidParameter("the server set is too large".into()))?;
     check_positions(cfg, n_server as u64)?;
     let theirs = handshake::exchange(
         ch,
@@ -497,6 +511,7 @@ pub fn online_server_segments<C: Channel + ?Sized>(
         names,
     )?;
     ch.send(&key.fingerprint()?)?;
+    ch.send(set.digest())?;
     let n = announced(theirs.n_items, "the client")?;
     if n > cfg.max_client_items {
         return Err(Error::Protocol(format!(
@@ -520,11 +535,11 @@ pub fn online_server_segments<C: Channel + ?Sized>(
         return Ok(None);
     }
     let positions = recv_positions(ch, n_server as u64, b)?;
-    let mut starts = Vec::with_capacity(segments.len());
+    let mut starts = Vec::with_capacity(set.segments().len());
     let mut at = 0u64;
-    for &s in segments {
-        starts.push((at, key.shuffle(at, s as u64)));
-        at += s as u64;
+    for &s in set.segments() {
+        starts.push((at, key.shuffle(at, s)));
+        at += s;
     }
     let mut out: Vec<usize> = positions
         .par_iter()
@@ -653,10 +668,18 @@ where
         ROLE_SERVER,
         names,
     )?;
-    let fp = ch.recv_max(32)?;
+    let fp = recv_fingerprint(ch)?;
+    let set_digest = recv_digest(ch)?;
     if fp != cache.fingerprint || theirs.n_items != cache.count {
         return Err(Error::Cache(
             "the cache was built for another server key or set size: run the offline phase again"
+                .into(),
+        ));
+    }
+    if set_digest != cache.set_digest {
+        return Err(Error::Cache(
+            "the server's set is not the one this cache was built from (its items changed \
+             since the offline phase): run the offline phase again"
                 .into(),
         ));
     }
