@@ -126,3 +126,16 @@ pub fn run(cfg: &DemoConfig) -> Result<DemoOutcome, CliError> {
         expected,
     })
 }
+
+/// The SIMD backends this CPU runs, one `name kind backend` entry per group operation whose
+/// speed depends on it (FourQ's batch and serial paths, the X25519-style and ristretto255
+/// batches), as `obliv psi demo` prints them on its `backends:` line.
+pub fn backends() -> String {
+    format!(
+        "fourq batch {}, fourq serial {}, x25519 batch {}, ristretto255 batch {}",
+        obliv_fourq::Point::batch_backend(),
+        obliv_fourq::Point::serial_backend(),
+        obliv_ec::X25519::batch_backend(),
+        obliv_ec::Ristretto255::batch_backend(),
+    )
+}

@@ -73,6 +73,10 @@ enum PirCmd {
         /// Seed of a generated database.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// TLS: this server's certificate must name the host clients dial it at; clients
+        /// must present a certificate issued by `--tls-ca`.
+        #[command(flatten)]
+        tls: obliv_cli::tls::TlsArgs,
     },
     /// Fetch record --index from the two servers without either learning which.
     Query {
@@ -85,6 +89,9 @@ enum PirCmd {
         /// Write the record here (default: print its first bytes in hex).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// TLS: each server's certificate must name its host in `--servers`.
+        #[command(flatten)]
+        tls: obliv_cli::tls::TlsArgs,
     },
 }
 
@@ -376,6 +383,7 @@ fn run_demo(a: &DemoArgs) -> Result<(), CliError> {
             m.bandwidth_bps, m.latency
         ))
     );
+    println!("backends: {}", demo::backends());
     let out = demo::run(&cfg)?;
     for r in &out.reports {
         println!(
@@ -503,6 +511,7 @@ fn run_pir(cmd: &PirCmd) -> Result<(), CliError> {
             generate,
             record_size,
             seed,
+            tls,
         } => {
             let database = match (db, generate) {
                 (Some(path), None) => Database::from_file(path, *record_size)
@@ -519,24 +528,43 @@ fn run_pir(cmd: &PirCmd) -> Result<(), CliError> {
                     ));
                 }
             };
+            let addr = obliv_cli::party::parse_parties(listen)?;
+            let tls = tls.setup(listen, &addr, 0)?;
             let listener = std::net::TcpListener::bind(listen.as_str())
                 .map_err(|e| CliError::Network(format!("cannot listen on {listen}: {e}")))?;
-            eprintln!("obliv pir: serving on {listen}");
-            server::serve(listener, database, ServerConfig::default()).map_err(pir_err)
+            eprintln!(
+                "obliv pir: serving on {listen}{}",
+                if tls.is_some() {
+                    " over TLS 1.3 (clients must present a certificate of --tls-ca)"
+                } else {
+                    " in plaintext"
+                }
+            );
+            let config = ServerConfig {
+                tls: tls.map(|t| t.config),
+                ..ServerConfig::default()
+            };
+            server::serve(listener, database, config).map_err(pir_err)
         }
         PirCmd::Query {
             servers,
             index,
             out,
+            tls,
         } => {
             let addrs: Vec<&str> = servers.split(',').map(str::trim).collect();
             let [a0, a1] = addrs[..] else {
                 return Err(CliError::Usage("--servers takes two HOST:PORT".into()));
             };
-            let record = server::query(a0, a1, *index).map_err(|e| match e {
-                obliv_pir::Error::Net(n) => CliError::Network(n.to_string()),
-                other => CliError::Protocol(other.to_string()),
-            })?;
+            let resolved = obliv_cli::party::parse_parties(servers)?;
+            // The client has no address of its own in the list: no own-name check (rank 2).
+            let tls = tls.setup(servers, &resolved, 2)?;
+            let record = server::query(a0, a1, *index, tls.as_ref().map(|t| &t.config)).map_err(
+                |e| match e {
+                    obliv_pir::Error::Net(n) => CliError::Network(n.to_string()),
+                    other => CliError::Protocol(other.to_string()),
+                },
+            )?;
             match out {
                 Some(path) => std::fs::write(path, &record)
                     .map_err(|e| CliError::Input(format!("{}: {e}", path.display())))?,

@@ -1,5 +1,6 @@
-//! `obliv psi` over mutual TLS: separate processes, certificates made here (rcgen). The right
-//! intersection for every protocol; another CA, another host and a plaintext peer refused with
+//! `obliv psi`, `obliv ub-psi` and `obliv pir` over mutual TLS: separate processes,
+//! certificates made here (rcgen). The right intersection for every protocol and the right PIR
+//! record; another CA, an expired certificate, another host and a plaintext peer refused with
 //! exit code 4; plaintext to a non-loopback address only with `--insecure-plaintext`.
 #![allow(clippy::unwrap_used)] // test helpers unwrap like the tests do
 
@@ -30,9 +31,18 @@ impl Ca {
     /// Writes `<tag>.crt`, `<tag>.key` (a certificate for `ip` issued by this CA) and
     /// `<tag>.ca` (the certificate of `trust`) into `dir`; returns the three TLS arguments.
     fn files(&self, dir: &Path, tag: &str, ip: &str, trust: &Ca) -> Vec<String> {
+        self.files_valid(dir, tag, ip, trust, true)
+    }
+
+    /// As [`Ca::files`]; with `valid` false the certificate expired in 2021.
+    fn files_valid(&self, dir: &Path, tag: &str, ip: &str, trust: &Ca, valid: bool) -> Vec<String> {
         let key = KeyPair::generate().unwrap();
         let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
         p.subject_alt_names = vec![SanType::IpAddress(ip.parse::<IpAddr>().unwrap())];
+        if !valid {
+            p.not_before = rcgen::date_time_ymd(2020, 1, 1);
+            p.not_after = rcgen::date_time_ymd(2021, 1, 1);
+        }
         let cert = p.signed_by(&key, &self.cert, &self.key).unwrap();
         let path = |ext: &str| dir.join(format!("{tag}.{ext}"));
         std::fs::write(path("crt"), cert.pem()).unwrap();
@@ -169,6 +179,12 @@ fn refusals_exit_4() {
         good.clone(),
         "refused the certificate",
     );
+    // Issued by the right CA for the right host, but expired.
+    refused(
+        ca.files_valid(d, "expired", "127.0.0.2", &ca, false),
+        good.clone(),
+        "refused the certificate",
+    );
     // A valid certificate, but for another host than party 1's.
     refused(
         ca.files(d, "other-host", "127.0.0.3", &ca),
@@ -243,4 +259,142 @@ fn tls_cost_1e6() {
             100.0 * (s / p - 1.0)
         );
     }
+}
+
+/// `obliv ub-psi` offline and online over mutual TLS, with the server learning the result.
+#[test]
+fn unbalanced_psi_over_mutual_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ca = Ca::new("test CA");
+    let tls = [
+        ca.files(d, "tls-server", "127.0.0.1", &ca),
+        ca.files(d, "tls-client", "127.0.0.2", &ca),
+    ];
+    std::fs::write(
+        d.join("server.csv"),
+        (0..2000).fold(String::from("id\n"), |s, i| s + &format!("u{i}\n")),
+    )
+    .unwrap();
+    std::fs::write(d.join("client.csv"), "id\nu3\nx\nu1999\n").unwrap();
+    for phase in ["offline", "online"] {
+        let p = parties(&["127.0.0.1", "127.0.0.2"]);
+        let spawn = |role: &str, rank: usize, extra: &[&str]| {
+            obliv()
+                .args(["ub-psi", phase, "--role", role, "--rank", &rank.to_string()])
+                .args(["--parties", &p, "--server-get-result"])
+                .args(extra)
+                .args(&tls[rank])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let path = |f: &str| d.join(f).to_string_lossy().into_owned();
+        let s = spawn(
+            "server",
+            0,
+            &[
+                "--input",
+                &path("server.csv"),
+                "--key-file",
+                &path("server.key"),
+                "--output",
+                &path("server_out.csv"),
+            ],
+        );
+        let c = spawn(
+            "client",
+            1,
+            &[
+                "--input",
+                &path("client.csv"),
+                "--cache",
+                &path("cache.bin"),
+                "--output",
+                &path("out.csv"),
+            ],
+        );
+        for o in [s.wait_with_output().unwrap(), c.wait_with_output().unwrap()] {
+            assert!(o.status.success(), "{phase}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains("TLS 1.3, mutual authentication"),
+                "{}",
+                stderr(&o)
+            );
+        }
+    }
+    let lines = |f: &str| -> Vec<String> {
+        std::fs::read_to_string(d.join(f))
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(lines("out.csv"), ["id", "u3", "u1999"]);
+    assert_eq!(lines("server_out.csv"), ["id", "u3", "u1999"]);
+}
+
+/// `obliv pir serve` and `obliv pir query` over TLS: the record comes back; a plaintext query
+/// and a query whose certificate another CA issued are refused with exit 4.
+#[test]
+fn pir_over_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ca = Ca::new("PIR CA");
+    let servers = parties(&["127.0.0.1", "127.0.0.1"]);
+    let addrs: Vec<String> = servers.split(',').map(String::from).collect();
+    let mut kids: Vec<_> = addrs
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            obliv()
+                .args(["pir", "serve", "--listen", a])
+                .args(["--generate", "300", "--record-size", "40", "--seed", "9"])
+                .args(ca.files(d, &format!("s{i}"), "127.0.0.1", &ca))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let query = |tls: &[String], out: &str| {
+        obliv()
+            .args([
+                "pir",
+                "query",
+                "--servers",
+                &servers,
+                "--index",
+                "77",
+                "--out",
+            ])
+            .arg(d.join(out))
+            .args(tls)
+            .output()
+            .unwrap()
+    };
+    let client = ca.files(d, "client", "127.0.0.1", &ca);
+    // The servers may still be starting: retry the good query for a while.
+    let mut good = query(&client, "rec.bin");
+    for _ in 0..100 {
+        if good.status.success() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        good = query(&client, "rec.bin");
+    }
+    let plain = query(&[], "plain.bin");
+    let other = Ca::new("another CA");
+    let foreign = query(&other.files(d, "foreign", "127.0.0.1", &ca), "foreign.bin");
+    for k in &mut kids {
+        k.kill().unwrap();
+        let _ = k.wait();
+    }
+    assert!(good.status.success(), "{}", stderr(&good));
+    assert_eq!(std::fs::read(d.join("rec.bin")).unwrap().len(), 40);
+    for (what, o) in [("plaintext", &plain), ("another CA", &foreign)] {
+        assert_eq!(o.status.code(), Some(4), "{what}: {}", stderr(o));
+    }
+    assert!(!d.join("plain.bin").exists() && !d.join("foreign.bin").exists());
 }

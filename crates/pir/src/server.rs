@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, SendTimeoutError, Sender, bounded};
 use obliv_core::AesRng;
-use obliv_net::{Channel, ConnectOptions, Stats, TcpChannel, TcpOptions};
+use obliv_net::{Channel, ConnectOptions, Stats, TcpChannel, TcpOptions, TlsConfig};
 
 use crate::batch::{self, BatchLayout, BatchParams};
 use crate::db::{Database, MAX_RECORD_LEN, MAX_RECORDS};
@@ -94,6 +94,14 @@ pub struct ServerConfig {
     /// Default 1: concurrency comes from the workers; raise it (to cores / workers, or with
     /// fewer workers) for lower latency at low load when memory bandwidth grows with cores.
     pub scan_threads: usize,
+    /// TLS 1.3 on every connection (`None`: plaintext, the default). Clients must open with a
+    /// TLS handshake (a plaintext client is refused) and present a certificate issued by one
+    /// of the configuration's trusted certificates; any such client may query. Over the
+    /// connection limit a TLS server closes the connection without an answer (a "busy" reply
+    /// would need a handshake first).
+    pub tls: Option<TlsConfig>,
+    /// Time for a client's TLS handshake, from the accepted connection. Default 10 s.
+    pub handshake_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -109,6 +117,8 @@ impl Default for ServerConfig {
             batch: Some(BatchParams::for_batch(10)),
             coalesce: 16,
             scan_threads: 1,
+            tls: None,
+            handshake_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -372,7 +382,9 @@ impl PirServer {
             let Ok(stream) = stream else { continue };
             if active.fetch_add(1, Ordering::SeqCst) >= self.config.max_connections {
                 active.fetch_sub(1, Ordering::SeqCst);
-                refuse(stream);
+                if self.config.tls.is_none() {
+                    refuse(stream);
+                }
                 continue;
             }
             let tx = tx.clone();
@@ -419,7 +431,12 @@ fn connection(stream: TcpStream, jobs: &Sender<Job>, config: &ServerConfig) -> R
         read_ahead: None,
         ..TcpOptions::default()
     };
-    let mut ch = TcpChannel::from_stream(stream, opts)?;
+    let mut ch = match &config.tls {
+        Some(tls) => {
+            TcpChannel::tls_server_from_stream(stream, tls, config.handshake_timeout, opts)?
+        }
+        None => TcpChannel::from_stream(stream, opts)?,
+    };
     let (reply_tx, reply_rx) = bounded(1);
     loop {
         let end = Instant::now() + config.request_deadline;
@@ -558,17 +575,40 @@ impl<C: Channel> core::fmt::Debug for PirClient<C> {
 }
 
 impl PirClient<TcpChannel> {
-    /// Connects to the two servers (retrying for up to 30 s while they start).
-    pub fn connect<A: ToSocketAddrs + std::fmt::Display>(addr0: A, addr1: A) -> Result<Self> {
-        let opts = ConnectOptions {
+    fn connect_options() -> ConnectOptions {
+        ConnectOptions {
             tcp: TcpOptions {
                 read_ahead: None,
                 ..TcpOptions::default()
             },
             ..ConnectOptions::default()
-        };
+        }
+    }
+
+    /// Connects to the two servers (retrying for up to 30 s while they start).
+    pub fn connect<A: ToSocketAddrs + std::fmt::Display>(addr0: A, addr1: A) -> Result<Self> {
+        let opts = Self::connect_options();
         let c0 = TcpChannel::connect(addr0, &opts)?;
         let c1 = TcpChannel::connect(addr1, &opts)?;
+        Self::new(c0, c1, AesRng::from_entropy())
+    }
+
+    /// Connects to the two servers over TLS 1.3 with mutual authentication: server `b`'s
+    /// certificate must be issued by one of `tls`'s trusted certificates and name
+    /// `hosts[b]` (a DNS or IP subject alternative name), and this client presents its own.
+    ///
+    /// # Errors
+    /// As [`PirClient::connect`]; a server that is refused, refuses this client or speaks
+    /// plaintext gives [`Error::Net`].
+    pub fn connect_tls<A: ToSocketAddrs + std::fmt::Display>(
+        addrs: [A; 2],
+        hosts: [&str; 2],
+        tls: &TlsConfig,
+    ) -> Result<Self> {
+        let opts = Self::connect_options();
+        let [a0, a1] = addrs;
+        let c0 = TcpChannel::connect_tls(a0, hosts[0], tls, &opts)?;
+        let c1 = TcpChannel::connect_tls(a1, hosts[1], tls, &opts)?;
         Self::new(c0, c1, AesRng::from_entropy())
     }
 }
@@ -801,9 +841,22 @@ fn exchange<C: Channel + ?Sized>(
 }
 
 /// Retrieves record `index` from the servers at `addr0` and `addr1`: the entry point for
-/// `obliv pir query`.
-pub fn query(addr0: &str, addr1: &str, index: usize) -> Result<Vec<u8>> {
-    PirClient::connect(addr0, addr1)?.query(index)
+/// `obliv pir query`. With `tls`, over TLS as [`PirClient::connect_tls`], server `b`'s
+/// certificate naming the host part of its address.
+pub fn query(addr0: &str, addr1: &str, index: usize, tls: Option<&TlsConfig>) -> Result<Vec<u8>> {
+    match tls {
+        Some(t) => {
+            let (h0, h1) = (host_of(addr0), host_of(addr1));
+            PirClient::connect_tls([addr0, addr1], [h0, h1], t)?.query(index)
+        }
+        None => PirClient::connect(addr0, addr1)?.query(index),
+    }
+}
+
+/// The host part of `host:port` (`[v6]:port` gives `v6`).
+fn host_of(addr: &str) -> &str {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
 }
 
 #[cfg(test)]

@@ -42,6 +42,7 @@ fn tcp_round_trip_single_batch_it() {
         &s0.local_addr().to_string(),
         &s1.local_addr().to_string(),
         1999,
+        None,
     )
     .unwrap();
     assert_eq!(rec, db.record(1999).unwrap());
