@@ -126,8 +126,9 @@ pub fn ro_hash_block(domain: &str, input: &[u8]) -> Block {
 /// [`RoHasher::new`] runs BLAKE3's key derivation for the domain once; each call then hashes
 /// one input, so the outputs equal `ro_hash(domain, input)` exactly. Inputs of at most 64
 /// bytes (one BLAKE3 block) take a direct single-block path, and
-/// [`hash_blocks`](Self::hash_blocks) hashes sixteen of them at a time in AVX-512 lanes where
-/// the CPU has them. Keep one per thread (for example with rayon's `map_init`).
+/// [`hash_blocks`](Self::hash_blocks) hashes sixteen of them at a time in SIMD lanes: in one
+/// pass of sixteen AVX-512 lanes where the CPU has AVX-512F/BW, else in two passes of eight
+/// AVX2 lanes where it has AVX2. Keep one per thread (for example with rayon's `map_init`).
 #[derive(Clone, Debug)]
 pub struct RoHasher {
     state: blake3::Hasher,
@@ -191,7 +192,7 @@ impl RoHasher {
     }
 
     /// [`hash_block`](Self::hash_block) of every input, sixteen short inputs at a time in SIMD
-    /// lanes.
+    /// lanes (AVX-512, else AVX2, else one at a time).
     pub fn hash_blocks<T: AsRef<[u8]>>(&mut self, inputs: &[T]) -> Vec<Block> {
         let mut out = Vec::with_capacity(inputs.len());
         let Some((key, mode)) = self.short else {

@@ -1,5 +1,6 @@
 //! BLAKE3 for many short messages at once: sixteen single-block compressions side by side in
-//! the sixteen 32-bit lanes of AVX-512 registers, with a portable one-at-a-time fallback.
+//! the sixteen 32-bit lanes of AVX-512 registers, or eight at a time in the eight lanes of AVX2
+//! registers on CPUs without AVX-512, with a portable one-at-a-time fallback.
 //!
 //! A BLAKE3 input of at most 64 bytes is one block of one chunk, so its hash (in any mode) is
 //! one call of the compression function with the flags `CHUNK_START | CHUNK_END | ROOT` plus
@@ -80,7 +81,8 @@ pub(crate) fn block_words(msg: &[u8]) -> [u32; 16] {
 
 /// The seven rounds of BLAKE3 on the state `v` with message words `m`: the column steps then
 /// the diagonal steps, message words in each round's order. `g` is the quarter-round, on
-/// `u32` words (portable) or on 16-lane vectors (AVX-512); one definition serves both.
+/// `u32` words (portable), on 16-lane vectors (AVX-512) or on 8-lane vectors (AVX2); one
+/// definition serves all three.
 macro_rules! rounds {
     ($g:ident, $v:ident, $m:ident) => {
         for s in &SCHEDULE {
@@ -144,8 +146,14 @@ obliv_cpu::feature_set! {
     pub(crate) mod avx512 = ["avx512f", "avx512bw"];
 }
 
-/// [`hash_short`] of sixteen messages of at most 64 bytes each, in AVX-512 lanes when the CPU
-/// has AVX-512F.
+obliv_cpu::feature_set! {
+    /// The eight-lane kernel, for CPUs with AVX2 but not AVX-512.
+    pub(crate) mod avx2 = ["avx2"];
+}
+
+/// [`hash_short`] of sixteen messages of at most 64 bytes each: in the sixteen AVX-512 lanes
+/// when the CPU has AVX-512F/BW, else in two passes of eight AVX2 lanes when it has AVX2, else
+/// one message at a time.
 pub(crate) fn hash_short16(key: &[u32; 8], mode: u32, msgs: [&[u8]; 16]) -> [[u8; 16]; 16] {
     #[cfg(obliv_x86_simd)]
     if avx512::detected() {
@@ -153,6 +161,20 @@ pub(crate) fn hash_short16(key: &[u32; 8], mode: u32, msgs: [&[u8]; 16]) -> [[u8
         // is compiled for; every message is at most 64 bytes (checked by the callers, asserted
         // inside).
         return unsafe { x86::hash_short16_avx512(key, mode, msgs) };
+    }
+    #[cfg(obliv_x86_simd)]
+    if avx2::detected() {
+        let lo: [&[u8]; 8] = core::array::from_fn(|l| msgs[l]);
+        let hi: [&[u8]; 8] = core::array::from_fn(|l| msgs[8 + l]);
+        // SAFETY: AVX2 was confirmed at run time, the feature the kernel is compiled for;
+        // every message is at most 64 bytes (checked by the callers, asserted inside).
+        let (a, b) = unsafe {
+            (
+                x86::hash_short8_avx2(key, mode, lo),
+                x86::hash_short8_avx2(key, mode, hi),
+            )
+        };
+        return core::array::from_fn(|l| if l < 8 { a[l] } else { b[l - 8] });
     }
     msgs.map(|m| hash_short(key, mode, m))
 }
@@ -268,6 +290,209 @@ mod x86 {
             }
         }
     }
+
+    /// `a + b` in each 32-bit lane.
+    #[inline(always)]
+    unsafe fn add8(a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: only called from the `avx2` kernel below.
+        unsafe { _mm256_add_epi32(a, b) }
+    }
+
+    /// `a ^ b`.
+    #[inline(always)]
+    unsafe fn xor8(a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: only called from the `avx2` kernel below.
+        unsafe { _mm256_xor_si256(a, b) }
+    }
+
+    /// Each 32-bit lane rotated right by 16 bits: a byte shuffle (AVX2 has no rotate).
+    #[inline(always)]
+    unsafe fn rot16(x: __m256i) -> __m256i {
+        // SAFETY: only called from the `avx2` kernel below.
+        unsafe {
+            _mm256_shuffle_epi8(
+                x,
+                _mm256_set_epi8(
+                    13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2, 13, 12, 15, 14, 9, 8, 11,
+                    10, 5, 4, 7, 6, 1, 0, 3, 2,
+                ),
+            )
+        }
+    }
+
+    /// Each 32-bit lane rotated right by 12 bits: two shifts and an or.
+    #[inline(always)]
+    unsafe fn rot12(x: __m256i) -> __m256i {
+        // SAFETY: only called from the `avx2` kernel below.
+        unsafe { _mm256_or_si256(_mm256_srli_epi32::<12>(x), _mm256_slli_epi32::<20>(x)) }
+    }
+
+    /// Each 32-bit lane rotated right by 8 bits: a byte shuffle.
+    #[inline(always)]
+    unsafe fn rot8(x: __m256i) -> __m256i {
+        // SAFETY: only called from the `avx2` kernel below.
+        unsafe {
+            _mm256_shuffle_epi8(
+                x,
+                _mm256_set_epi8(
+                    12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0, 3, 2, 1, 12, 15, 14, 13, 8, 11,
+                    10, 9, 4, 7, 6, 5, 0, 3, 2, 1,
+                ),
+            )
+        }
+    }
+
+    /// Each 32-bit lane rotated right by 7 bits: two shifts and an or.
+    #[inline(always)]
+    unsafe fn rot7(x: __m256i) -> __m256i {
+        // SAFETY: only called from the `avx2` kernel below.
+        unsafe { _mm256_or_si256(_mm256_srli_epi32::<7>(x), _mm256_slli_epi32::<25>(x)) }
+    }
+
+    /// The quarter-round on eight lanes.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn g8(
+        v: &mut [__m256i; 16],
+        a: usize,
+        b: usize,
+        c: usize,
+        d: usize,
+        x: __m256i,
+        y: __m256i,
+    ) {
+        // SAFETY: only called from the `avx2` kernel below.
+        unsafe {
+            v[a] = add8(add8(v[a], v[b]), x);
+            v[d] = rot16(xor8(v[d], v[a]));
+            v[c] = add8(v[c], v[d]);
+            v[b] = rot12(xor8(v[b], v[c]));
+            v[a] = add8(add8(v[a], v[b]), y);
+            v[d] = rot8(xor8(v[d], v[a]));
+            v[c] = add8(v[c], v[d]);
+            v[b] = rot7(xor8(v[b], v[c]));
+        }
+    }
+
+    /// Transposes eight vectors of eight 32-bit words: word `w` of `r[l]` becomes word `l` of
+    /// the result's vector `w` (the blake3 crate's `transpose_vecs`).
+    #[inline(always)]
+    unsafe fn transpose8(r: [__m256i; 8]) -> [__m256i; 8] {
+        // SAFETY: only called from the `avx2` kernel below.
+        unsafe {
+            // Pairs of rows interleaved by words, then by word pairs: each 128-bit half holds
+            // one word of four rows (words 0–3 in the low halves, 4–7 in the high halves).
+            let ab0 = _mm256_unpacklo_epi32(r[0], r[1]);
+            let ab2 = _mm256_unpackhi_epi32(r[0], r[1]);
+            let cd0 = _mm256_unpacklo_epi32(r[2], r[3]);
+            let cd2 = _mm256_unpackhi_epi32(r[2], r[3]);
+            let ef0 = _mm256_unpacklo_epi32(r[4], r[5]);
+            let ef2 = _mm256_unpackhi_epi32(r[4], r[5]);
+            let gh0 = _mm256_unpacklo_epi32(r[6], r[7]);
+            let gh2 = _mm256_unpackhi_epi32(r[6], r[7]);
+            let abcd0 = _mm256_unpacklo_epi64(ab0, cd0);
+            let abcd1 = _mm256_unpackhi_epi64(ab0, cd0);
+            let abcd2 = _mm256_unpacklo_epi64(ab2, cd2);
+            let abcd3 = _mm256_unpackhi_epi64(ab2, cd2);
+            let efgh0 = _mm256_unpacklo_epi64(ef0, gh0);
+            let efgh1 = _mm256_unpackhi_epi64(ef0, gh0);
+            let efgh2 = _mm256_unpacklo_epi64(ef2, gh2);
+            let efgh3 = _mm256_unpackhi_epi64(ef2, gh2);
+            [
+                _mm256_permute2x128_si256::<0x20>(abcd0, efgh0),
+                _mm256_permute2x128_si256::<0x20>(abcd1, efgh1),
+                _mm256_permute2x128_si256::<0x20>(abcd2, efgh2),
+                _mm256_permute2x128_si256::<0x20>(abcd3, efgh3),
+                _mm256_permute2x128_si256::<0x31>(abcd0, efgh0),
+                _mm256_permute2x128_si256::<0x31>(abcd1, efgh1),
+                _mm256_permute2x128_si256::<0x31>(abcd2, efgh2),
+                _mm256_permute2x128_si256::<0x31>(abcd3, efgh3),
+            ]
+        }
+    }
+
+    super::avx2::enable! {
+        /// Eight single-block BLAKE3 compressions, lane `l` hashing `msgs[l]`: the AVX2 form of
+        /// [`hash_short16_avx512`] for CPUs without AVX-512.
+        // Casts: lengths ≤ 64, and key words reinterpreted bit for bit.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+        pub(super) unsafe fn hash_short8_avx2(
+            key: &[u32; 8],
+            mode: u32,
+            msgs: [&[u8]; 8],
+        ) -> [[u8; 16]; 8] {
+            // Each message as its 16 zero-padded block words (the portable `block_words`: AVX2
+            // has only word-granular masked loads, and masked loads plus merging in the partial
+            // last word measured slower than this), as two vectors of eight words each, then
+            // transposed in registers below.
+            let mut lo = [_mm256_setzero_si256(); 8];
+            let mut hi = [_mm256_setzero_si256(); 8];
+            let mut lens = [0i32; 8];
+            for (l, msg) in msgs.iter().enumerate() {
+                assert!(msg.len() <= 64, "a single-block message");
+                let w = super::block_words(msg);
+                // SAFETY: AVX2 is enabled for this function; the loads read words 0–7 and
+                // 8–15 of the 16-word array `w`.
+                unsafe {
+                    lo[l] = _mm256_loadu_si256(w.as_ptr().cast());
+                    hi[l] = _mm256_loadu_si256(w[8..].as_ptr().cast());
+                }
+                lens[l] = msg.len() as i32;
+            }
+            // SAFETY: AVX2 is enabled for this function; every load and store is of a local
+            // array of the vector's size.
+            unsafe {
+                // m[w] holds message word w of every lane.
+                let m0 = transpose8(lo);
+                let m1 = transpose8(hi);
+                let m: [__m256i; 16] =
+                    core::array::from_fn(|w| if w < 8 { m0[w] } else { m1[w - 8] });
+                let splat = |x: u32| _mm256_set1_epi32(x as i32);
+                let mut v = [
+                    splat(key[0]),
+                    splat(key[1]),
+                    splat(key[2]),
+                    splat(key[3]),
+                    splat(key[4]),
+                    splat(key[5]),
+                    splat(key[6]),
+                    splat(key[7]),
+                    splat(IV[0]),
+                    splat(IV[1]),
+                    splat(IV[2]),
+                    splat(IV[3]),
+                    _mm256_setzero_si256(),
+                    _mm256_setzero_si256(),
+                    _mm256_loadu_si256(lens.as_ptr().cast()),
+                    splat(mode | CHUNK_START | CHUNK_END | ROOT),
+                ];
+                rounds!(g8, v, m);
+                // Output words 0–3 of every lane, transposed back so that each 128-bit half
+                // holds the 16 output bytes of one lane: the low halves lanes 0–3, the high
+                // halves lanes 4–7.
+                let o: [__m256i; 4] = core::array::from_fn(|i| xor8(v[i], v[i + 8]));
+                let w01lo = _mm256_unpacklo_epi32(o[0], o[1]);
+                let w01hi = _mm256_unpackhi_epi32(o[0], o[1]);
+                let w23lo = _mm256_unpacklo_epi32(o[2], o[3]);
+                let w23hi = _mm256_unpackhi_epi32(o[2], o[3]);
+                let lanes = [
+                    _mm256_unpacklo_epi64(w01lo, w23lo), // lanes 0 and 4
+                    _mm256_unpackhi_epi64(w01lo, w23lo), // lanes 1 and 5
+                    _mm256_unpacklo_epi64(w01hi, w23hi), // lanes 2 and 6
+                    _mm256_unpackhi_epi64(w01hi, w23hi), // lanes 3 and 7
+                ];
+                let mut out = [[0u8; 16]; 8];
+                for (l, x) in lanes.iter().enumerate() {
+                    _mm_storeu_si128(out[l].as_mut_ptr().cast(), _mm256_castsi256_si128(*x));
+                    _mm_storeu_si128(
+                        out[l + 4].as_mut_ptr().cast(),
+                        _mm256_extracti128_si256::<1>(*x),
+                    );
+                }
+                out
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -322,5 +547,158 @@ mod tests {
         for l in 0..16 {
             assert_eq!(lanes[l], hash_short(&key, KEYED_HASH, &msgs[l]));
         }
+    }
+
+    /// A splitmix64 stream: reproducible random test keys and messages.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+
+        fn bytes(&mut self, n: usize) -> Vec<u8> {
+            (0..n).map(|_| self.next() as u8).collect()
+        }
+
+        fn key(&mut self) -> [u32; 8] {
+            core::array::from_fn(|_| self.next() as u32)
+        }
+    }
+
+    /// Every mode the tests above use, under random keys: plain hashing, keyed hashing, and
+    /// both halves of `derive_key` (a context string, then key material under its key).
+    fn modes(rng: &mut Rng) -> Vec<([u32; 8], u32)> {
+        let ctx = rng.bytes(40);
+        let ck = compress(
+            &IV,
+            &block_words(&ctx),
+            ctx.len() as u32,
+            DERIVE_KEY_CONTEXT | CHUNK_START | CHUNK_END | ROOT,
+        );
+        vec![
+            (IV, 0),
+            (rng.key(), KEYED_HASH),
+            (IV, DERIVE_KEY_CONTEXT),
+            (ck, DERIVE_KEY_MATERIAL),
+        ]
+    }
+
+    /// Checks an `N`-lane kernel lane for lane against [`hash_short`]: random keys, every mode,
+    /// and over 65 calls every length 0..=64 in every lane, lengths mixed within each call
+    /// (lane `l` of call `c` hashes `(c + 7l) mod 65` bytes). Each message is a slice of a
+    /// larger random buffer at a varying offset, so a kernel that read past a message's end or
+    /// relied on alignment would get a different hash.
+    fn check_lanes<const N: usize>(kernel: impl Fn(&[u32; 8], u32, [&[u8]; N]) -> [[u8; 16]; N]) {
+        let mut rng = Rng(0x0b11_7c03_e000_0000 ^ N as u64);
+        for _ in 0..4 {
+            for (key, mode) in modes(&mut rng) {
+                for c in 0..65 {
+                    let buf = rng.bytes(N * 80);
+                    let lens: [usize; N] = core::array::from_fn(|l| (c + 7 * l) % 65);
+                    let msgs: [&[u8]; N] = core::array::from_fn(|l| {
+                        let start = 80 * l + (c + l) % 13;
+                        &buf[start..start + lens[l]]
+                    });
+                    let got = kernel(&key, mode, msgs);
+                    for l in 0..N {
+                        assert_eq!(
+                            got[l],
+                            hash_short(&key, mode, msgs[l]),
+                            "lane {l} of {N}, {} bytes, mode {mode}",
+                            lens[l]
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Prints that `test` is skipped because the kernel's feature set is missing on this CPU or
+    /// switched off (`OBLIV_CPU_DISABLE`), or x86 SIMD is compiled out.
+    fn skipped(test: &str, features: &[&str]) {
+        eprintln!(
+            "{test}: skipped, the kernel's CPU features ({}) are not available here (missing \
+             on this CPU, switched off by OBLIV_CPU_DISABLE, or x86 SIMD compiled out)",
+            features.join(", ")
+        );
+    }
+
+    #[test]
+    fn avx2_lanes_match_hash_short() {
+        if !avx2::detected() {
+            return skipped("avx2_lanes_match_hash_short", avx2::FEATURES);
+        }
+        // SAFETY: AVX2 was detected; every test message is at most 64 bytes.
+        #[cfg(obliv_x86_simd)]
+        check_lanes(|k, m, msgs| unsafe { x86::hash_short8_avx2(k, m, msgs) });
+    }
+
+    #[test]
+    fn avx512_lanes_match_hash_short() {
+        if !avx512::detected() {
+            return skipped("avx512_lanes_match_hash_short", avx512::FEATURES);
+        }
+        // SAFETY: AVX-512F/BW were detected; every test message is at most 64 bytes.
+        #[cfg(obliv_x86_simd)]
+        check_lanes(|k, m, msgs| unsafe { x86::hash_short16_avx512(k, m, msgs) });
+    }
+
+    #[test]
+    fn dispatch_matches_hash_short() {
+        // Whichever kernel `hash_short16` picks here (AVX-512, AVX2 or none).
+        check_lanes(hash_short16);
+    }
+
+    /// Both kernels on messages that end exactly at the end of a readable page, before an
+    /// inaccessible one: reading any byte past a message's end would fault (the AVX-512
+    /// kernel's masked loads must leave the masked-out bytes alone).
+    #[test]
+    #[cfg(all(obliv_x86_simd, target_os = "linux"))]
+    fn lanes_do_not_read_past_the_message() {
+        const PAGE: usize = 4096;
+        // SAFETY: a fresh anonymous private mapping of two pages, the second made
+        // inaccessible; only the first is read, through `page`, and both are unmapped below.
+        let base = unsafe {
+            let p = libc::mmap(
+                core::ptr::null_mut(),
+                2 * PAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED);
+            assert_eq!(
+                libc::mprotect(p.cast::<u8>().add(PAGE).cast(), PAGE, libc::PROT_NONE),
+                0
+            );
+            p.cast::<u8>()
+        };
+        // SAFETY: the first page is mapped readable and writable, and nothing else refers to it.
+        let page = unsafe { core::slice::from_raw_parts_mut(base, PAGE) };
+        let mut rng = Rng(7);
+        page.copy_from_slice(&rng.bytes(PAGE));
+        let key = rng.key();
+        for len in 0..=64 {
+            let msg = &page[PAGE - len..];
+            let want = hash_short(&key, KEYED_HASH, msg);
+            if avx2::detected() {
+                // SAFETY: AVX2 was detected; the message is at most 64 bytes.
+                let got = unsafe { x86::hash_short8_avx2(&key, KEYED_HASH, [msg; 8]) };
+                assert!(got.iter().all(|h| *h == want), "AVX2, {len} bytes");
+            }
+            if avx512::detected() {
+                // SAFETY: AVX-512F/BW were detected; the message is at most 64 bytes.
+                let got = unsafe { x86::hash_short16_avx512(&key, KEYED_HASH, [msg; 16]) };
+                assert!(got.iter().all(|h| *h == want), "AVX-512, {len} bytes");
+            }
+        }
+        // SAFETY: the mapping made above, no longer referred to.
+        assert_eq!(unsafe { libc::munmap(base.cast(), 2 * PAGE) }, 0);
     }
 }
