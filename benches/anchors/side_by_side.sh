@@ -2,14 +2,29 @@
 # The PSI side-by-side table of docs/benchmarks.md: obliv (release build of the CLI, `obliv psi
 # demo`) then SecretFlow on the same sizes, one after the other, on this machine. Each
 # measurement is printed and appended as one JSON line
-#   {"system", "protocol", "curve", "n", "link", "wall_s", "bytes", "date", "correct", "note"}
+#   {"system", "protocol", "curve", "n", "link", "wall_s", "bytes", "date", "correct", "note",
+#    "cpu", "cpu_class", "features"[, "backend"]}
 # to $OBLIV_SIDE_BY_SIDE (default docs/data/side_by_side.jsonl, committed), which
-# `cargo run -p obliv-bench --release --bin report` renders (fastest run of each side, the
-# others in brackets).
+# `cargo run -p obliv-bench --release --bin report` renders per CPU class (for each class
+# obliv's latest run against the reference system's fastest, the others in a list below).
+#
+# The CPU fields: "cpu" is the model name of /proc/cpuinfo (`uname -m` where it has none);
+# "cpu_class" the SIMD class obliv's dispatch runs on: avx512ifma, else avx512f, else avx2,
+# else x86-64 (aarch64 on that architecture), after taking away the features listed in
+# $OBLIV_CPU_DISABLE (comma-separated, as obliv honours it at run time; avx512f or avx2 there
+# also takes away every avx512* feature); "features" the flags among aes avx2 bmi2 adx avx512f
+# avx512ifma vaes vpclmulqdq that remain, space-separated. The obliv records also get
+# "backend": the rest of the `backends:` line `obliv psi demo` prints. OBLIV_CPU_DISABLE only
+# changes obliv's paths: SecretFlow still runs on the whole CPU (its records carry the same
+# class, so that the report compares them with obliv's runs of that session).
 #
 # Needs the anchors venv of shared/anchors/setup.sh (python in $OBLIV_ANCHORS_PY, default
 # ~/.cache/obliv-anchors/bin/python) and shared/anchors/secretflow_psi.py (path in
 # $OBLIV_SF_PSI). Without the venv only the obliv runs are recorded.
+# Switches: OBLIV_SIDE_SKIP_SLOW=1 skips SecretFlow's SM2 and secp256k1 runs (over a minute
+# each); OBLIV_SIDE_SKIP_1E6_ECDH=1 skips the two ECDH-2PC rows at 1e6 per side (obliv FourQ
+# and Curve25519, SecretFlow Curve25519: many minutes on a CPU without AVX-512 IFMA);
+# OBLIV_SIDE_1E7=1 adds the 1e7 RR22 and KKRT rows.
 # Usage: bash benches/anchors/side_by_side.sh [NOTE]   (run on a quiet machine; NOTE, e.g.
 # "machine loaded", goes into every record)
 set -u
@@ -24,11 +39,56 @@ DATE=$(date -u +%Y-%m-%dT%H:%MZ)
 LOAD=$(cut -d' ' -f1 /proc/loadavg)
 mkdir -p "$(dirname "$OUT")"
 
-# record SYSTEM PROTOCOL CURVE N LINK WALL_S BYTES CORRECT
+# The CPU this session runs on, as obliv's dispatch sees it (see the header).
+CPU=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -1)
+[ -n "$CPU" ] || CPU=$(uname -m)
+FLAGS=" $(sed -n 's/^flags[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -1) "
+IFS=', ' read -r -a DISABLED <<<"${OBLIV_CPU_DISABLE:-}"
+for d in ${DISABLED[@]+"${DISABLED[@]}"}; do
+    [ -n "$d" ] || continue
+    FLAGS=${FLAGS// $d / }
+    # Without AVX-512F or AVX2 no AVX-512 path runs.
+    if [ "$d" = avx512f ] || [ "$d" = avx2 ]; then
+        FLAGS=$(tr ' ' '\n' <<<"$FLAGS" | grep -v '^avx512' | tr '\n' ' ')
+        FLAGS=" $FLAGS "
+    fi
+done
+has() { [[ "$FLAGS" == *" $1 "* ]]; }
+FEATURES=""
+for f in aes avx2 bmi2 adx avx512f avx512ifma vaes vpclmulqdq; do
+    has "$f" && FEATURES="${FEATURES:+$FEATURES }$f"
+done
+case "$(uname -m)" in
+    aarch64 | arm64) CPU_CLASS=aarch64 ;;
+    *)
+        if has avx512ifma; then CPU_CLASS=avx512ifma
+        elif has avx512f; then CPU_CLASS=avx512f
+        elif has avx2; then CPU_CLASS=avx2
+        else CPU_CLASS=x86-64
+        fi ;;
+esac
+echo "# CPU: $CPU; class $CPU_CLASS; features: $FEATURES${OBLIV_CPU_DISABLE:+ (OBLIV_CPU_DISABLE=$OBLIV_CPU_DISABLE)}" >&2
+
+# json_str TEXT: TEXT as a JSON string (quotes, backslashes and control characters escaped).
+json_str() {
+    local s=$1
+    s=${s//\\/\\\\}
+    s=${s//\"/\\\"}
+    s=${s//$'\t'/\\t}
+    s=${s//$'\r'/\\r}
+    s=${s//$'\n'/\\n}
+    s=$(tr -d '\000-\037' <<<"$s")
+    printf '"%s"' "$s"
+}
+
+# record SYSTEM PROTOCOL CURVE N LINK WALL_S BYTES CORRECT [BACKEND]
 record() {
-    local note="load average $LOAD at the start${NOTE:+; $NOTE}"
-    printf '{"system": "%s", "protocol": "%s", "curve": "%s", "n": %s, "link": "%s", "wall_s": %s, "bytes": %s, "date": "%s", "correct": %s, "note": "%s"}\n' \
-        "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$DATE" "$8" "$note" | tee -a "$OUT"
+    local note="load average $LOAD at the start${NOTE:+; $NOTE}" backend=""
+    [ -n "${9:-}" ] && backend=", \"backend\": $(json_str "$9")"
+    printf '{"system": %s, "protocol": %s, "curve": %s, "n": %s, "link": %s, "wall_s": %s, "bytes": %s, "date": %s, "correct": %s, "note": %s, "cpu": %s, "cpu_class": %s, "features": %s%s}\n' \
+        "$(json_str "$1")" "$(json_str "$2")" "$(json_str "$3")" "$4" "$(json_str "$5")" "$6" "$7" \
+        "$(json_str "$DATE")" "$8" "$(json_str "$note")" "$(json_str "$CPU")" \
+        "$(json_str "$CPU_CLASS")" "$(json_str "$FEATURES")" "$backend" | tee -a "$OUT"
 }
 
 # ours PROTOCOL CURVE N [LINK]: one `obliv psi demo` run. Its last line reads
@@ -41,9 +101,11 @@ ours() {
     args=(--protocol "$cli" --size "$n")
     [ -n "$curve" ] && args+=(--curve "$curve")
     [ "$link" = wan100m10ms ] && args+=(--sim-bandwidth 100mbit --sim-latency 10ms)
-    local last
-    last=$("$B" psi demo "${args[@]}" 2>&1 | tail -1)
-    echo "# obliv ${args[*]}: $last" >&2
+    local out last backend
+    out=$("$B" psi demo "${args[@]}" 2>&1)
+    last=$(tail -1 <<<"$out")
+    backend=$(sed -n 's/^backends:[[:space:]]*//p' <<<"$out" | head -1)
+    echo "# obliv ${args[*]}: $last${backend:+ (backends: $backend)}" >&2
     local got exp wall mb
     got=$(sed -n 's/^intersection: \([0-9]*\) items.*/\1/p' <<<"$last")
     exp=$(sed -n 's/.*(expected \([0-9]*\)).*/\1/p' <<<"$last")
@@ -55,7 +117,7 @@ ours() {
     fi
     local ok=false
     [ -n "$got" ] && [ "$got" = "$exp" ] && ok=true
-    record obliv "$proto" "$curve" "$n" "$link" "$wall" "$(awk -v m="$mb" 'BEGIN{printf "%.0f", m*1e6}')" "$ok"
+    record obliv "$proto" "$curve" "$n" "$link" "$wall" "$(awk -v m="$mb" 'BEGIN{printf "%.0f", m*1e6}')" "$ok" "$backend"
 }
 
 # sf TOKEN PROTOCOL CURVE N: one SecretFlow run (secretflow_psi.py prints one JSON line).
@@ -96,8 +158,12 @@ if [ -z "${OBLIV_SIDE_SKIP_SLOW:-}" ]; then
     sf ecdh:SM2 ecdh_2pc sm2 65536
 fi
 ours ecdh_2pc fourq 65536 wan100m10ms
-ours ecdh_2pc fourq 1000000; sf ecdh:25519 ecdh_2pc 25519 1000000
-ours ecdh_2pc 25519 1000000
+# The two ECDH-2PC rows at 1e6 per side (many minutes without AVX-512 IFMA):
+# OBLIV_SIDE_SKIP_1E6_ECDH=1 skips them.
+if [ -z "${OBLIV_SIDE_SKIP_1E6_ECDH:-}" ]; then
+    ours ecdh_2pc fourq 1000000; sf ecdh:25519 ecdh_2pc 25519 1000000
+    ours ecdh_2pc 25519 1000000
+fi
 # The 1e7 rows of the RR22 issue (SecretFlow: about 45 s for RR22 fast): OBLIV_SIDE_1E7=1.
 if [ -n "${OBLIV_SIDE_1E7:-}" ]; then
     ours rr22_fast "" 10000000; sf rr22 rr22_fast "" 10000000

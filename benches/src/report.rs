@@ -151,6 +151,81 @@ pub struct PsiRun {
     pub date: String,
     /// A remark (machine load, …).
     pub note: String,
+    /// The CPU model the run was taken on (see [`LEGACY_CPU`] for records without one).
+    pub cpu: String,
+    /// The SIMD class obliv's dispatch ran on (one of [`CPU_CLASSES`]; [`LEGACY_CPU_CLASS`]
+    /// for records without one).
+    pub cpu_class: String,
+    /// The CPU features of note that obliv could use, space-separated.
+    pub features: String,
+    /// The backends the obliv CLI reported (`backends:` line), `""` if not recorded.
+    pub backend: String,
+}
+
+/// The SIMD classes of obliv's run-time dispatch, in the order the report shows them: AVX-512
+/// IFMA, AVX-512F without IFMA, AVX2, plain x86-64, and aarch64 (portable code).
+pub const CPU_CLASSES: [&str; 5] = ["avx512ifma", "avx512f", "avx2", "x86-64", "aarch64"];
+
+/// The CPU class of side-by-side records written before the `cpu`, `cpu_class` and `features`
+/// fields existed: every one of them was taken on an AMD EPYC (Zen 4) with AVX-512 IFMA.
+pub const LEGACY_CPU_CLASS: &str = "avx512ifma";
+
+/// The CPU model of the records without a `cpu_class` (see [`LEGACY_CPU_CLASS`]).
+pub const LEGACY_CPU: &str = "AMD EPYC (Zen 4)";
+
+/// The CPU features of the records without a `cpu_class` (see [`LEGACY_CPU_CLASS`]).
+pub const LEGACY_FEATURES: &str = "aes avx2 bmi2 adx avx512f avx512ifma vaes vpclmulqdq";
+
+/// The CPU features `benches/anchors/side_by_side.sh` records and the Machine section lists.
+pub const NOTABLE_FEATURES: [&str; 8] = [
+    "aes",
+    "avx2",
+    "bmi2",
+    "adx",
+    "avx512f",
+    "avx512ifma",
+    "vaes",
+    "vpclmulqdq",
+];
+
+/// `features` less those an `OBLIV_CPU_DISABLE` list (comma-separated) switches off, as obliv
+/// honours it: `avx512f` or `avx2` in the list also takes away every `avx512*` feature.
+pub fn without_disabled<'a>(features: &[&'a str], disable: &str) -> Vec<&'a str> {
+    let off: Vec<&str> = disable
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .collect();
+    let no_avx512 = off.iter().any(|d| *d == "avx512f" || *d == "avx2");
+    features
+        .iter()
+        .copied()
+        .filter(|f| !(off.contains(f) || (no_avx512 && f.starts_with("avx512"))))
+        .collect()
+}
+
+/// The SIMD class obliv's dispatch runs on with `features` (already less `OBLIV_CPU_DISABLE`,
+/// see [`without_disabled`]) on the architecture `arch` (`std::env::consts::ARCH`).
+pub fn cpu_class(arch: &str, features: &[&str]) -> &'static str {
+    if arch == "aarch64" {
+        "aarch64"
+    } else if features.contains(&"avx512ifma") {
+        "avx512ifma"
+    } else if features.contains(&"avx512f") {
+        "avx512f"
+    } else if features.contains(&"avx2") {
+        "avx2"
+    } else {
+        "x86-64"
+    }
+}
+
+/// The rank of a CPU class in the report's order ([`CPU_CLASSES`], unknown classes after).
+fn class_rank(c: &str) -> usize {
+    CPU_CLASSES
+        .iter()
+        .position(|k| *k == c)
+        .unwrap_or(CPU_CLASSES.len())
 }
 
 /// A line of `shared/anchors/he_anchors.py`.
@@ -218,11 +293,29 @@ pub fn canon_link(l: &str) -> String {
     }
 }
 
+impl Anchors {
+    /// A copy with only the PSI runs of CPU class `class` (the HE runs unchanged).
+    pub fn of_class(&self, class: &str) -> Self {
+        Self {
+            psi: self
+                .psi
+                .iter()
+                .filter(|r| r.cpu_class == class)
+                .cloned()
+                .collect(),
+            he: self.he.clone(),
+        }
+    }
+}
+
 /// Parses reference-run JSON lines into `out`: side-by-side records (`system`, `protocol`,
-/// `curve`, `n`, `link`, `wall_s`, `bytes`), `secretflow_psi.py`'s own lines (`protocol`
-/// such as `PROTOCOL_KKRT`, `wall_s`, `bytes_sent`; an unbalanced line gives an offline and
-/// an online run) and `he_anchors.py`'s (`lib`, `scheme`, `bits`, `op`, `s_per_op`). Failed
-/// runs (no time, or `correct: false`) and other lines are skipped.
+/// `curve`, `n`, `link`, `wall_s`, `bytes`, and `cpu`, `cpu_class`, `features`, `backend`
+/// where recorded), `secretflow_psi.py`'s own lines (`protocol` such as `PROTOCOL_KKRT`,
+/// `wall_s`, `bytes_sent`; an unbalanced line gives an offline and an online run) and
+/// `he_anchors.py`'s (`lib`, `scheme`, `bits`, `op`, `s_per_op`). A PSI line without
+/// `cpu_class` predates the CPU fields and gets [`LEGACY_CPU_CLASS`], [`LEGACY_CPU`] and
+/// [`LEGACY_FEATURES`]. Failed runs (no time, or `correct: false`) and other lines are
+/// skipped.
 pub fn parse_anchor_lines(text: &str, out: &mut Anchors) {
     for line in text.lines() {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
@@ -246,6 +339,25 @@ pub fn parse_anchor_lines(text: &str, out: &mut Anchors) {
             continue;
         };
         let system = v["system"].as_str().unwrap_or("secretflow").to_string();
+        let (cpu, cpu_class, features) = match v["cpu_class"].as_str() {
+            Some(c) if !c.trim().is_empty() => {
+                let cpu = s("cpu");
+                (
+                    if cpu.trim().is_empty() {
+                        "unknown".to_string()
+                    } else {
+                        cpu
+                    },
+                    c.trim().to_string(),
+                    s("features"),
+                )
+            }
+            _ => (
+                LEGACY_CPU.to_string(),
+                LEGACY_CPU_CLASS.to_string(),
+                LEGACY_FEATURES.to_string(),
+            ),
+        };
         let base = PsiRun {
             system,
             protocol: canon_protocol(proto),
@@ -256,6 +368,10 @@ pub fn parse_anchor_lines(text: &str, out: &mut Anchors) {
             bytes: None,
             date: s("date"),
             note: s("note"),
+            cpu,
+            cpu_class,
+            features,
+            backend: s("backend").trim().to_string(),
         };
         if base.protocol == "ub_psi_ecdh_oprf" {
             let phase = |name: &str, t: &str, b: &str, n: Option<u64>| {
@@ -614,18 +730,10 @@ pub fn parse_cpuinfo(text: &str) -> (String, usize, Vec<&'static str>) {
         .find(|l| l.starts_with("flags"))
         .and_then(|l| l.split_once(':'))
         .map_or_else(Vec::new, |(_, f)| f.split_whitespace().collect());
-    let notable = [
-        "aes",
-        "avx2",
-        "bmi2",
-        "adx",
-        "avx512f",
-        "avx512ifma",
-        "vaes",
-    ]
-    .into_iter()
-    .filter(|f| flags.contains(f))
-    .collect();
+    let notable = NOTABLE_FEATURES
+        .into_iter()
+        .filter(|f| flags.contains(f))
+        .collect();
     (model, cores, notable)
 }
 
@@ -642,14 +750,22 @@ pub struct Inputs {
     pub cores: usize,
     /// CPU flags of note.
     pub flags: Vec<&'static str>,
+    /// The CPU class of this machine (see [`cpu_class`]): §1 takes the side-by-side and
+    /// reference PSI runs of this class only, so that its criterion figures are never set
+    /// against another CPU's. `""`: every class (no filter).
+    pub cpu_class: String,
     /// When the benches ran (newest estimate), formatted.
     pub measured: Option<String>,
     /// When the report was written, formatted.
     pub written: String,
     /// The hand-maintained page (`docs/measurements.md`), included verbatim after its title.
     pub measurements_md: Option<String>,
-    /// Where the inputs came from, one line each (shown in the header).
+    /// Where the criterion and reference inputs came from, one line each (shown in the
+    /// Machine section).
     pub sources: Vec<String>,
+    /// Where the side-by-side records came from (one line of the Machine section, regenerated
+    /// with the side-by-side section), if known.
+    pub side_by_side_source: Option<String>,
 }
 
 /// The rendered report: the Markdown page and the SVG plots (file name, contents) that it
@@ -664,27 +780,10 @@ pub struct Rendered {
     pub measured_rows: (usize, usize),
 }
 
-/// Renders the whole report.
-pub fn render(inp: &Inputs) -> Rendered {
-    let all_rows = rows();
-    let measured = all_rows
-        .iter()
-        .filter(|r| r.not_measured.is_none() && ours(r, &inp.ours).is_some())
-        .count();
-    // Rows a default `cargo bench` measures: not those with a reason, nor full-scale ones.
-    let measurable = all_rows
-        .iter()
-        .filter(|r| r.not_measured.is_none() && !r.label.contains("full scale only"))
-        .count();
+/// The page's title and introduction, after the kept "Partial" notice if any.
+fn preamble(partial: &str) -> String {
     let mut md = String::from("# Benchmarks\n\n");
-    if measured < measurable {
-        let _ = write!(
-            md,
-            "> **Partial**: {measured} of the {measurable} document rows that the default \
-             `cargo bench -p obliv-bench` measures have a figure of ours in the criterion \
-             output this page was generated from (the others say *not measured*).\n\n"
-        );
-    }
+    md.push_str(partial);
     md.push_str(
         "Generated by `cargo run -p obliv-bench --release --bin report` from the output of \
          `cargo bench -p obliv-bench` and of the reference-system scripts; do not edit by hand \
@@ -701,19 +800,121 @@ pub fn render(inp: &Inputs) -> Rendered {
          protocol here is linear in n); *one run* figures come from \
          `OBLIV_BENCH_SCALE=full`. Traffic is the bytes on the wire, all parties.\n\n",
     );
-    md.push_str("## Machine\n\n");
-    let _ = writeln!(md, "- CPU: {} ({} logical cores)", inp.cpu, inp.cores);
+    md
+}
+
+/// The lines of the Machine section that describe the criterion-derived sections (the
+/// machine they were measured on, when, from which files); `--keep-criterion-sections` keeps
+/// them verbatim.
+fn criterion_machine_lines(inp: &Inputs) -> Vec<String> {
+    let mut v = vec![format!("- CPU: {} ({} logical cores)", inp.cpu, inp.cores)];
     if !inp.flags.is_empty() {
-        let _ = writeln!(md, "- CPU features used by obliv: {}", inp.flags.join(", "));
+        v.push(format!(
+            "- CPU features used by obliv: {}",
+            inp.flags.join(", ")
+        ));
     }
     if let Some(m) = &inp.measured {
-        let _ = writeln!(md, "- benches ran: {m} (newest criterion estimate)");
+        v.push(format!("- benches ran: {m} (newest criterion estimate)"));
     }
-    let _ = writeln!(md, "- report written: {}", inp.written);
-    for s in &inp.sources {
-        let _ = writeln!(md, "- {s}");
+    v.extend(inp.sources.iter().map(|s| format!("- {s}")));
+    if !inp.cpu_class.is_empty() {
+        v.push(format!(
+            "- §1's CLI and reference-here PSI figures: runs of CPU class {} (this machine's) \
+             only",
+            inp.cpu_class
+        ));
+    }
+    v
+}
+
+/// The CPU classes of the side-by-side records, as one Machine line.
+fn side_classes_line(anchors: &Anchors) -> String {
+    let classes = side_classes(anchors);
+    if classes.is_empty() {
+        return "- side-by-side CPU classes: none (no side-by-side records)".into();
+    }
+    let parts: Vec<String> = classes
+        .iter()
+        .map(|c| {
+            let runs = class_runs(anchors, c);
+            format!(
+                "{c} ({})",
+                distinct(runs.iter().map(|r| r.cpu.as_str())).join(", ")
+            )
+        })
+        .collect();
+    format!("- side-by-side CPU classes: {}", parts.join("; "))
+}
+
+/// The lines of the Machine section that every run of the report writes anew: when, the
+/// side-by-side records and their CPU classes.
+fn regenerated_machine_lines(inp: &Inputs) -> Vec<String> {
+    let mut v = vec![format!("- report written: {}", inp.written)];
+    if let Some(s) = &inp.side_by_side_source {
+        v.push(format!("- {s}"));
+    }
+    v.push(side_classes_line(&inp.anchors));
+    v
+}
+
+/// The section including `docs/measurements.md`, if given.
+fn hand_maintained(measurements_md: Option<&str>) -> Option<String> {
+    let text = measurements_md?;
+    let mut md = format!("{HAND_HEADING}\n\n");
+    // Drop the page's own title; demote its sections one level.
+    for line in text
+        .lines()
+        .skip_while(|l| l.starts_with("# ") || l.is_empty())
+    {
+        if line.starts_with('#') {
+            let _ = writeln!(md, "#{line}");
+        } else {
+            let _ = writeln!(md, "{line}");
+        }
+    }
+    Some(md)
+}
+
+/// The heading of the section that includes `docs/measurements.md`.
+const HAND_HEADING: &str = "## Hand-maintained measurements (`docs/measurements.md`)";
+
+/// Renders the whole report.
+pub fn render(inp: &Inputs) -> Rendered {
+    let all_rows = rows();
+    let measured = all_rows
+        .iter()
+        .filter(|r| r.not_measured.is_none() && ours(r, &inp.ours).is_some())
+        .count();
+    // Rows a default `cargo bench` measures: not those with a reason, nor full-scale ones.
+    let measurable = all_rows
+        .iter()
+        .filter(|r| r.not_measured.is_none() && !r.label.contains("full scale only"))
+        .count();
+    let partial = if measured < measurable {
+        format!(
+            "> **Partial**: {measured} of the {measurable} document rows that the default \
+             `cargo bench -p obliv-bench` measures have a figure of ours in the criterion \
+             output this page was generated from (the others say *not measured*).\n\n"
+        )
+    } else {
+        String::new()
+    };
+    let mut md = preamble(&partial);
+    md.push_str("## Machine\n\n");
+    for l in criterion_machine_lines(inp)
+        .into_iter()
+        .chain(regenerated_machine_lines(inp))
+    {
+        let _ = writeln!(md, "{l}");
     }
 
+    // §1 sets criterion figures against the reference runs of this machine's class only.
+    let anchors = if inp.cpu_class.is_empty() {
+        inp.anchors.clone()
+    } else {
+        inp.anchors.of_class(&inp.cpu_class)
+    };
     let mut matched = std::collections::BTreeSet::new();
     let mut section = "";
     for row in &all_rows {
@@ -725,8 +926,9 @@ pub fn render(inp: &Inputs) -> Rendered {
                 section_title(section)
             );
         }
-        md.push_str(&row_line(row, inp, &mut matched));
+        md.push_str(&row_line(row, inp, &anchors, &mut matched));
     }
+    md.push('\n');
     md.push_str(&side_by_side(&inp.anchors));
     md.push_str(
         "\n## Other measurements (primitives, other curves, extra cases)\n\n| id | mean | per iteration |\n|---|---|---|\n",
@@ -749,25 +951,235 @@ pub fn render(inp: &Inputs) -> Rendered {
     for (name, _) in &plots {
         let _ = writeln!(md, "![{name}]({name})\n");
     }
-    if let Some(text) = &inp.measurements_md {
-        md.push_str("\n## Hand-maintained measurements (`docs/measurements.md`)\n\n");
-        // Drop the page's own title; demote its sections one level.
-        for line in text
-            .lines()
-            .skip_while(|l| l.starts_with("# ") || l.is_empty())
-        {
-            if line.starts_with('#') {
-                let _ = writeln!(md, "#{line}");
-            } else {
-                let _ = writeln!(md, "{line}");
-            }
-        }
+    if let Some(hand) = hand_maintained(inp.measurements_md.as_deref()) {
+        md.push('\n');
+        md.push_str(&hand);
     }
     Rendered {
         markdown: md,
         plots,
         measured_rows: (measured, all_rows.len()),
     }
+}
+
+/// What a `## ` section of a generated page is, for `--keep-criterion-sections`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SectionKind {
+    /// `## Machine`: partly criterion lines (kept), partly regenerated.
+    Machine,
+    /// §1–§4, "Other measurements", "Plots": from criterion output, kept verbatim.
+    Criterion(&'static str),
+    /// The side-by-side section: regenerated.
+    SideBySide,
+    /// The `docs/measurements.md` inclusion: regenerated.
+    Hand,
+}
+
+/// The names of the criterion-derived sections, in page order: every section of
+/// [`rows`], then "Other measurements" and "Plots".
+fn criterion_section_names() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = Vec::new();
+    for r in rows() {
+        if !v.contains(&r.section) {
+            v.push(r.section);
+        }
+    }
+    v.push("Other measurements");
+    v.push("Plots");
+    v
+}
+
+/// The kind of a section by its heading line (`## …`), `None` if this report writes no such
+/// section.
+fn section_kind(heading: &str) -> Option<SectionKind> {
+    let h = heading.strip_prefix("## ")?.trim_end();
+    if h == "Machine" {
+        return Some(SectionKind::Machine);
+    }
+    if h.starts_with("PSI side by side") {
+        return Some(SectionKind::SideBySide);
+    }
+    if h.starts_with("Hand-maintained") {
+        return Some(SectionKind::Hand);
+    }
+    criterion_section_names()
+        .into_iter()
+        .find(|name| {
+            h.strip_prefix(name).is_some_and(|rest| {
+                rest.is_empty() || rest.starts_with(':') || rest.starts_with(' ')
+            })
+        })
+        .map(SectionKind::Criterion)
+}
+
+/// Splits a generated page at its `## ` headings (outside fenced code blocks): the text
+/// before the first heading, then `(heading line, section text)` pairs, each text running
+/// from its heading up to the next heading (so the pieces concatenate to the page). The
+/// hand-maintained section, last on the page, runs to the end: the page it includes may have
+/// headings of its own.
+pub fn split_sections(page: &str) -> (&str, Vec<(&str, &str)>) {
+    let mut starts = Vec::new();
+    let mut fenced = false;
+    let mut pos = 0;
+    for line in page.split_inclusive('\n') {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with("## ") {
+            starts.push(pos);
+            if line.starts_with("## Hand-maintained") {
+                break;
+            }
+        }
+        pos += line.len();
+    }
+    let first = starts.first().copied().unwrap_or(page.len());
+    let sections = starts
+        .iter()
+        .enumerate()
+        .map(|(i, &a)| {
+            let b = starts.get(i + 1).copied().unwrap_or(page.len());
+            let text = &page[a..b];
+            let heading = text.lines().next().unwrap_or("");
+            (heading, text)
+        })
+        .collect();
+    (&page[..first], sections)
+}
+
+/// Whether a line of an old Machine section is one the report writes anew (and so is not
+/// kept): the time of writing, the side-by-side lines, the note on the kept sections, the
+/// machine that regenerated the page, and the side-by-side source line of pages written
+/// before it had its own prefix (a `reference runs` line naming the side-by-side file).
+fn regenerated_machine_line(l: &str) -> bool {
+    const PREFIXES: [&str; 4] = [
+        "- report written:",
+        "- side-by-side ",
+        "- kept ",
+        "- page regenerated on:",
+    ];
+    PREFIXES.iter().any(|p| l.starts_with(p))
+        || (l.starts_with("- reference runs:")
+            && (l.contains("side_by_side") || l.contains("side-by-side")))
+}
+
+/// Renders the report keeping the criterion-derived parts of `old` (a page this report
+/// generated, e.g. on the machine that ran `cargo bench`): its "Partial" notice, its sections
+/// §1–§4, "Other measurements" and "Plots" (byte for byte) and the criterion lines of its
+/// Machine section (CPU, features, when the benches ran, the sources); the side-by-side
+/// section, the hand-maintained section and the rest of the Machine section come from `inp`.
+/// `inp.ours` is not used. An error names a section `old` lacks, has twice, or that this
+/// report does not write.
+pub fn render_keeping(inp: &Inputs, old: &str) -> Result<String, String> {
+    let (pre, sections) = split_sections(old);
+    let mut machine: Option<&str> = None;
+    let mut kept: BTreeMap<&'static str, &str> = BTreeMap::new();
+    for (heading, text) in &sections {
+        match section_kind(heading) {
+            None => {
+                return Err(format!(
+                    "--keep-criterion-sections: the old page has a section `{heading}` that this \
+                     report does not write, so it cannot tell whether it came from criterion; \
+                     remove it or regenerate the page without the option"
+                ));
+            }
+            Some(SectionKind::Machine) => {
+                if machine.replace(text).is_some() {
+                    return Err(
+                        "--keep-criterion-sections: the old page has two `## Machine` sections"
+                            .into(),
+                    );
+                }
+            }
+            Some(SectionKind::Criterion(name)) => {
+                if kept.insert(name, text).is_some() {
+                    return Err(format!(
+                        "--keep-criterion-sections: the old page has two `## {name}` sections"
+                    ));
+                }
+            }
+            Some(SectionKind::SideBySide | SectionKind::Hand) => {}
+        }
+    }
+    let missing = |name: &str| {
+        format!(
+            "--keep-criterion-sections: the old page has no `## {name}` section to keep (it must \
+             be a docs/benchmarks.md this report wrote from criterion output; pass it with \
+             --out, or drop the option on the machine that ran `cargo bench`)"
+        )
+    };
+    let machine = machine.ok_or_else(|| missing("Machine"))?;
+    let names = criterion_section_names();
+    if let Some(name) = names.iter().find(|n| !kept.contains_key(*n)) {
+        return Err(missing(name));
+    }
+
+    // The "Partial" notice speaks of the criterion output: kept.
+    let partial = pre.find("> **Partial**").map_or(String::new(), |a| {
+        let rest = &pre[a..];
+        let end = rest.find("\n\n").map_or(rest.len(), |e| e + 2);
+        let mut p = rest[..end].to_string();
+        if !p.ends_with("\n\n") {
+            p.push_str(if p.ends_with('\n') { "\n" } else { "\n\n" });
+        }
+        p
+    });
+    let mut md = preamble(&partial);
+    md.push_str("## Machine\n\n");
+    for l in machine
+        .lines()
+        .filter(|l| l.starts_with("- ") && !regenerated_machine_line(l))
+    {
+        let _ = writeln!(md, "{l}");
+    }
+    let _ = writeln!(
+        md,
+        "- kept verbatim from the previous page by `report --keep-criterion-sections`: the lines \
+         above and the sections {}; they were measured on the machine of the CPU line above, \
+         not necessarily the one below",
+        names
+            .iter()
+            .map(|n| match *n {
+                "Other measurements" | "Plots" => format!("\"{n}\""),
+                n => n.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(
+        md,
+        "- page regenerated on: {} ({} logical cores{})",
+        inp.cpu,
+        inp.cores,
+        if inp.cpu_class.is_empty() {
+            String::new()
+        } else {
+            format!(", CPU class {}", inp.cpu_class)
+        }
+    );
+    for l in regenerated_machine_lines(inp) {
+        let _ = writeln!(md, "{l}");
+    }
+    md.push('\n');
+    let push_kept = |md: &mut String, text: &str| {
+        md.push_str(text);
+        // A section that ended the old page has no blank line after it yet.
+        if !md.ends_with("\n\n") {
+            md.push_str(if md.ends_with('\n') { "\n" } else { "\n\n" });
+        }
+    };
+    // §1–§4, then the side by side, then the rest: the order of `render`.
+    for name in names.iter().filter(|n| n.starts_with('§')) {
+        push_kept(&mut md, kept[name]);
+    }
+    md.push_str(&side_by_side(&inp.anchors));
+    md.push('\n');
+    for name in names.iter().filter(|n| !n.starts_with('§')) {
+        push_kept(&mut md, kept[name]);
+    }
+    if let Some(hand) = hand_maintained(inp.measurements_md.as_deref()) {
+        md.push_str(&hand);
+    }
+    Ok(md)
 }
 
 fn section_title(s: &str) -> &'static str {
@@ -791,7 +1203,12 @@ fn fmt_time(t: f64) -> String {
 }
 
 /// One row of a document's table.
-fn row_line(row: &Row, inp: &Inputs, matched: &mut std::collections::BTreeSet<String>) -> String {
+fn row_line(
+    row: &Row,
+    inp: &Inputs,
+    anchors: &Anchors,
+    matched: &mut std::collections::BTreeSet<String>,
+) -> String {
     let unit = unit_name(row.unit);
     let dash = || String::from("—");
     let with_unit = |v: f64| format!("{} {unit}", fmt_num(v));
@@ -805,8 +1222,8 @@ fn row_line(row: &Row, inp: &Inputs, matched: &mut std::collections::BTreeSet<St
             row.label
         );
     }
-    let ours = ours_best(row, &inp.ours, &inp.anchors);
-    let refr = reference(row, &inp.anchors, ours.as_ref().and_then(|f| f.n));
+    let ours = ours_best(row, &inp.ours, anchors);
+    let refr = reference(row, anchors, ours.as_ref().and_then(|f| f.n));
     let (o, vs_pub, per_core, traffic, how) = match &ours {
         None => (
             "not measured".to_string(),
@@ -859,20 +1276,65 @@ fn row_line(row: &Row, inp: &Inputs, matched: &mut std::collections::BTreeSet<St
     )
 }
 
-/// The runs of one side of a side-by-side row, fastest first.
-fn side_runs<'a>(anchors: &'a Anchors, k: &crate::RunKey) -> Vec<&'a PsiRun> {
+/// Whether a run is one of a side-by-side row's sides.
+fn is_side_run(r: &PsiRun, k: &crate::RunKey) -> bool {
+    r.system == k.system
+        && r.protocol == k.protocol
+        && r.curve == k.curve
+        && r.n == k.n
+        && r.link == k.link
+}
+
+/// The runs of one side of a side-by-side row on CPU class `class`, fastest first.
+fn side_runs<'a>(anchors: &'a Anchors, k: &crate::RunKey, class: &str) -> Vec<&'a PsiRun> {
     let mut v: Vec<&PsiRun> = anchors
         .psi
         .iter()
-        .filter(|r| {
-            r.system == k.system
-                && r.protocol == k.protocol
-                && r.curve == k.curve
-                && r.n == k.n
-                && r.link == k.link
-        })
+        .filter(|r| r.cpu_class == class && is_side_run(r, k))
         .collect();
     v.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
+    v
+}
+
+/// Every run of class `class` that a side-by-side row uses.
+fn class_runs<'a>(anchors: &'a Anchors, class: &str) -> Vec<&'a PsiRun> {
+    anchors
+        .psi
+        .iter()
+        .filter(|r| {
+            r.cpu_class == class
+                && SIDE_BY_SIDE
+                    .iter()
+                    .any(|row| is_side_run(r, &row.ours) || is_side_run(r, &row.theirs))
+        })
+        .collect()
+}
+
+/// The CPU classes of the runs the side-by-side rows use, in [`CPU_CLASSES`] order (others
+/// after, by name).
+pub fn side_classes(anchors: &Anchors) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for r in &anchors.psi {
+        if !v.contains(&r.cpu_class)
+            && SIDE_BY_SIDE
+                .iter()
+                .any(|row| is_side_run(r, &row.ours) || is_side_run(r, &row.theirs))
+        {
+            v.push(r.cpu_class.clone());
+        }
+    }
+    v.sort_by(|a, b| class_rank(a).cmp(&class_rank(b)).then_with(|| a.cmp(b)));
+    v
+}
+
+/// The distinct non-empty values, in order of first appearance.
+fn distinct<'a>(it: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut v: Vec<&str> = Vec::new();
+    for s in it {
+        if !s.is_empty() && !v.contains(&s) {
+            v.push(s);
+        }
+    }
     v
 }
 
@@ -880,7 +1342,7 @@ fn side_runs<'a>(anchors: &'a Anchors, k: &crate::RunKey) -> Vec<&'a PsiRun> {
 /// both sides ran (same load); otherwise our latest run (the current code; the fastest of
 /// that date) against the reference system's fastest run (its code does not change between
 /// runs, so its fastest run is its figure on a quiet machine). Both slices are sorted by
-/// wall time.
+/// wall time; the caller passes the runs of one CPU class.
 pub fn side_pick<'a>(
     row: &SideRow,
     ours: &[&'a PsiRun],
@@ -901,98 +1363,268 @@ pub fn side_pick<'a>(
     (ours, theirs.first().copied())
 }
 
-/// The side-by-side table: the obliv CLI and SecretFlow on the same sizes, same machine.
+/// One side-by-side row on one CPU class: every run of each side (fastest first), the two
+/// compared, their ratio (theirs ÷ ours, within the class) and the verdicts on the targets.
+#[derive(Clone, Debug)]
+pub struct SideCell<'a> {
+    /// Our runs of the class.
+    pub ours: Vec<&'a PsiRun>,
+    /// The other side's runs of the class.
+    pub theirs: Vec<&'a PsiRun>,
+    /// Our run compared ([`side_pick`]).
+    pub o: Option<&'a PsiRun>,
+    /// Their run compared.
+    pub t: Option<&'a PsiRun>,
+    /// Theirs ÷ ours in wall time, when both ran on the class.
+    pub ratio: Option<f64>,
+    /// `met`, `not met`, `bytes met`, … for each target of the row.
+    pub verdicts: Vec<&'static str>,
+}
+
+/// The side-by-side row `row` on CPU class `class`, from the runs of that class only.
+pub fn side_cell<'a>(row: &SideRow, anchors: &'a Anchors, class: &str) -> SideCell<'a> {
+    let ours = side_runs(anchors, &row.ours, class);
+    let theirs = side_runs(anchors, &row.theirs, class);
+    let (o, t) = side_pick(row, &ours, &theirs);
+    let ratio = match (o, t) {
+        (Some(o), Some(t)) => speedup(Unit::Seconds, t.wall_s, o.wall_s),
+        _ => None,
+    };
+    let mut verdicts = Vec::new();
+    if let Some(min) = row.min_ratio {
+        verdicts.push(match ratio {
+            Some(r) if r >= min => "met",
+            Some(_) => "not met",
+            None => "not measured",
+        });
+    }
+    if let Some(max) = row.max_bytes {
+        verdicts.push(match o.and_then(|o| o.bytes) {
+            Some(b) if b <= max => "bytes met",
+            Some(_) => "bytes not met",
+            None => "bytes not measured",
+        });
+    }
+    if row.bytes_at_most_theirs {
+        verdicts.push(match (o.and_then(|o| o.bytes), t.and_then(|t| t.bytes)) {
+            (Some(a), Some(b)) if a <= b => "bytes met",
+            (Some(_), Some(_)) => "bytes not met",
+            _ => "bytes not measured",
+        });
+    }
+    SideCell {
+        ours,
+        theirs,
+        o,
+        t,
+        ratio,
+        verdicts,
+    }
+}
+
+/// The side-by-side section: the obliv CLI and SecretFlow on the same sizes, one column group
+/// per CPU class, then the classes' CPUs, features and backends, then every run recorded.
 fn side_by_side(anchors: &Anchors) -> String {
+    let classes = side_classes(anchors);
     let mut md = String::from(
-        "\n## PSI side by side on this machine: obliv CLI against SecretFlow\n\n\
-         Wall seconds with both parties on this machine over loopback TCP (obliv: `obliv psi \
+        "## PSI side by side: obliv CLI against SecretFlow, per CPU class\n\n\
+         Wall seconds with both parties on one machine over loopback TCP (obliv: `obliv psi \
          demo`, CSV parsing, bucketing and output included; SecretFlow: \
          `shared/anchors/secretflow_psi.py`), bytes on the wire in both directions, from \
          `bash benches/anchors/side_by_side.sh` (records in `docs/data/side_by_side.jsonl`). \
-         obliv's figure is its latest run (the current code), the reference system's its \
-         fastest; the other runs recorded are in brackets; the ratio divides the two.\n\n\
-         | protocol | n per side | obliv | reference | ratio | obliv bytes | reference bytes | target | notes |\n\
-         |---|---|---|---|---|---|---|---|---|\n",
+         One column group per CPU class, the SIMD class obliv's dispatch ran on (AVX-512 IFMA, \
+         AVX-512F, AVX2, plain x86-64, aarch64): within a class obliv's figure is its latest \
+         run (the current code), the reference system's its fastest, and the ratio divides \
+         the two; figures of different classes are never divided. `[B1]` after an obliv \
+         figure names the backends that run reported (listed under the table), — is a run \
+         not made on that class; the other runs recorded, with their notes, are listed per \
+         class after the classes. Records written before the CPU fields existed were all \
+         taken on one CPU class: an AMD EPYC (Zen 4), class avx512ifma, with ",
     );
-    for row in SIDE_BY_SIDE {
-        let ours = side_runs(anchors, &row.ours);
-        let theirs = side_runs(anchors, &row.theirs);
-        let (o, t) = side_pick(row, &ours, &theirs);
-        let cell = |pick: Option<&PsiRun>, all: &[&PsiRun], system: &str| match pick {
-            None => format!("not run ({system})"),
-            Some(p) => {
-                let others: Vec<String> = all
-                    .iter()
-                    .filter(|r| !std::ptr::eq(**r, p))
-                    .map(|r| fmt_num(r.wall_s))
-                    .collect();
-                let mut c = format!("{} s", fmt_num(p.wall_s));
-                if !others.is_empty() {
-                    let _ = write!(c, " ({})", others.join(", "));
-                }
-                c
-            }
-        };
-        let ratio = match (o, t) {
-            (Some(o), Some(t)) => speedup(Unit::Seconds, t.wall_s, o.wall_s),
-            _ => None,
-        };
-        let bytes = |p: Option<&PsiRun>| {
-            p.and_then(|p| p.bytes)
-                .map_or_else(|| "—".into(), |b| fmt_bytes(b as f64))
-        };
-        let mut verdicts = Vec::new();
-        if let Some(min) = row.min_ratio {
-            verdicts.push(match ratio {
-                Some(r) if r >= min => "met",
-                Some(_) => "not met",
-                None => "not measured",
-            });
+    let _ = write!(
+        md,
+        "{}.\n\n",
+        LEGACY_FEATURES.split(' ').collect::<Vec<_>>().join(", ")
+    );
+    if classes.is_empty() {
+        md.push_str(
+            "No side-by-side records yet: `bash benches/anchors/side_by_side.sh` writes them.\n",
+        );
+        return md;
+    }
+    // Backend lines, numbered across the classes in table order.
+    let mut backends: Vec<(String, String)> = Vec::new();
+    for c in &classes {
+        for b in distinct(
+            class_runs(anchors, c)
+                .iter()
+                .filter(|r| r.system == "obliv")
+                .map(|r| r.backend.as_str()),
+        ) {
+            backends.push((c.clone(), b.to_string()));
         }
-        if let Some(max) = row.max_bytes {
-            verdicts.push(match o.and_then(|o| o.bytes) {
-                Some(b) if b <= max => "bytes met",
-                Some(_) => "bytes not met",
-                None => "bytes not measured",
-            });
-        }
-        if row.bytes_at_most_theirs {
-            verdicts.push(match (o.and_then(|o| o.bytes), t.and_then(|t| t.bytes)) {
-                (Some(a), Some(b)) if a <= b => "bytes met",
-                (Some(_), Some(_)) => "bytes not met",
-                _ => "bytes not measured",
-            });
-        }
-        let notes: Vec<String> = ours
+    }
+    let marker = |class: &str, b: &str| {
+        backends
             .iter()
-            .chain(&theirs)
-            .filter(|r| !r.note.is_empty())
-            .map(|r| format!("{} {}: {}", r.system, fmt_num(r.wall_s), r.note))
-            .collect();
-        let system = if row.theirs.system == "obliv" {
-            "obliv"
-        } else {
-            "SecretFlow"
-        };
-        let theirs_cell = if row.theirs.system == "obliv" {
-            format!("obliv {}: {}", row.theirs.link, cell(t, &theirs, system))
-        } else {
-            cell(t, &theirs, system)
-        };
-        let _ = writeln!(
+            .position(|(c, x)| c == class && x == b)
+            .map(|i| format!("B{}", i + 1))
+    };
+    md.push_str("| protocol | n per side | target |");
+    for c in &classes {
+        let _ = write!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} — {} | {} |",
+            " {c}: obliv | {c}: reference | {c}: ratio | {c}: obliv bytes | {c}: reference bytes | {c}: target met |"
+        );
+    }
+    md.push_str("\n|---|---|---|");
+    for _ in &classes {
+        md.push_str("---|---|---|---|---|---|");
+    }
+    md.push('\n');
+    let dash = || String::from("—");
+    let bytes = |p: Option<&PsiRun>| {
+        p.and_then(|p| p.bytes)
+            .map_or_else(dash, |b| fmt_bytes(b as f64))
+    };
+    let mut details: Vec<(String, Vec<String>)> =
+        classes.iter().map(|c| (c.clone(), Vec::new())).collect();
+    for row in SIDE_BY_SIDE {
+        let _ = write!(
+            md,
+            "| {} | {} | {} |",
             row.label,
             fmt_n(row.ours.n),
-            cell(o, &ours, "obliv"),
-            theirs_cell,
-            ratio.map_or_else(|| "—".into(), |r| format!("**{r:.2}×**")),
-            bytes(o),
-            bytes(t),
-            row.target,
-            verdicts.join(", "),
-            notes.join("; ")
+            row.target
         );
+        let theirs_name = if row.theirs.system == "obliv" {
+            format!("obliv {}", row.theirs.link)
+        } else {
+            "SecretFlow".to_string()
+        };
+        for (ci, c) in classes.iter().enumerate() {
+            let cell = side_cell(row, anchors, c);
+            let ours_cell = cell.o.map_or_else(dash, |o| {
+                let mut s = format!("{} s", fmt_num(o.wall_s));
+                if let Some(m) = marker(c, &o.backend) {
+                    let _ = write!(s, " [{m}]");
+                }
+                s
+            });
+            let theirs_cell = cell.t.map_or_else(dash, |t| {
+                if row.theirs.system == "obliv" {
+                    format!("{theirs_name}: {} s", fmt_num(t.wall_s))
+                } else {
+                    format!("{} s", fmt_num(t.wall_s))
+                }
+            });
+            let _ = write!(
+                md,
+                " {ours_cell} | {theirs_cell} | {} | {} | {} | {} |",
+                cell.ratio.map_or_else(dash, |r| format!("**{r:.2}×**")),
+                bytes(cell.o),
+                bytes(cell.t),
+                if cell.verdicts.is_empty() {
+                    dash()
+                } else {
+                    cell.verdicts.join(", ")
+                }
+            );
+            if cell.ours.is_empty() && cell.theirs.is_empty() {
+                continue;
+            }
+            // Every run of the class: the one compared first, then the others.
+            let runs = |pick: Option<&PsiRun>, all: &[&PsiRun]| {
+                let mut v: Vec<String> = pick.map(|p| fmt_num(p.wall_s)).into_iter().collect();
+                v.extend(
+                    all.iter()
+                        .filter(|r| !pick.is_some_and(|p| std::ptr::eq(**r, p)))
+                        .map(|r| fmt_num(r.wall_s)),
+                );
+                if v.is_empty() {
+                    "not run".to_string()
+                } else if v.len() == 1 {
+                    format!("{} s", v[0])
+                } else {
+                    format!("{} s ({})", v[0], v[1..].join(", "))
+                }
+            };
+            let notes: Vec<String> = cell
+                .ours
+                .iter()
+                .chain(&cell.theirs)
+                .filter(|r| !r.note.is_empty())
+                .map(|r| format!("{} {}: {}", r.system, fmt_num(r.wall_s), r.note))
+                .collect();
+            let mut line = format!(
+                "{}, {}: obliv {}; {theirs_name} {}",
+                row.label,
+                fmt_n(row.ours.n),
+                runs(cell.o, &cell.ours),
+                runs(cell.t, &cell.theirs)
+            );
+            if !notes.is_empty() {
+                let _ = write!(line, ". Notes: {}", notes.join("; "));
+            }
+            details[ci].1.push(line);
+        }
+        md.push('\n');
+    }
+    md.push_str(
+        "\nThe CPU classes (CPU model, the CPU features obliv could use, the backends obliv's \
+         runs reported):\n\n",
+    );
+    for c in &classes {
+        let runs = class_runs(anchors, c);
+        let cpus = distinct(runs.iter().map(|r| r.cpu.as_str()));
+        let features: Vec<String> = distinct(runs.iter().map(|r| r.features.as_str()))
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect();
+        let ours: Vec<&&PsiRun> = runs.iter().filter(|r| r.system == "obliv").collect();
+        let lines: Vec<String> = distinct(ours.iter().map(|r| r.backend.as_str()))
+            .iter()
+            .map(|b| format!("{} `{b}`", marker(c, b).unwrap_or_default()))
+            .collect();
+        let unrecorded = ours.iter().filter(|r| r.backend.is_empty()).count();
+        let mut b = lines.join("; ");
+        if unrecorded > 0 {
+            if !b.is_empty() {
+                b.push_str("; ");
+            }
+            let _ = write!(
+                b,
+                "not recorded for {unrecorded} of {} runs (written before the CLI printed it)",
+                ours.len()
+            );
+        }
+        if ours.is_empty() {
+            b = "no obliv runs".into();
+        }
+        let _ = writeln!(
+            md,
+            "- **{c}**: {}; features {}; obliv backends: {b}",
+            if cpus.is_empty() {
+                "CPU unknown".to_string()
+            } else {
+                cpus.join(", ")
+            },
+            if features.is_empty() {
+                "none recorded".to_string()
+            } else {
+                features.join(", ")
+            }
+        );
+    }
+    md.push_str(
+        "\nEvery run recorded, per class (each side: the run compared first, the others in \
+         brackets):\n\n",
+    );
+    for (c, lines) in &details {
+        let _ = writeln!(md, "- **{c}**");
+        for l in lines {
+            let _ = writeln!(md, "  - {l}");
+        }
     }
     md
 }
@@ -1537,7 +2169,8 @@ not json"#;
             "matched ids are not repeated"
         );
         assert!(md.contains("### Scale") && md.contains("kept text"));
-        assert!(md.contains("not run (SecretFlow)"));
+        assert!(md.contains("No side-by-side records yet"));
+        assert!(md.contains("- side-by-side CPU classes: none"));
         assert_eq!(r.plots.len(), 2);
         assert!(r.plots[0].1.starts_with("<svg") && r.plots[0].1.contains(">kkrt<"));
     }
@@ -1553,9 +2186,13 @@ not json"#;
         );
         let md = side_by_side(&a);
         let line = md.lines().find(|l| l.starts_with("| KKRT16 |")).unwrap();
-        // Ours: the latest date ("b"), the others in brackets.
-        assert!(line.contains("| 1.25 s (1.50) | 5.00 s |"), "{line}");
+        // Ours: the latest date ("b"); the others in brackets in the list of runs.
+        assert!(line.contains("| 1.25 s | 5.00 s |"), "{line}");
         assert!(line.contains("**4.00×**") && line.contains("met"), "{line}");
+        assert!(
+            md.contains("  - KKRT16, 1e6: obliv 1.25 s (1.50); SecretFlow 5.00 s"),
+            "{md}"
+        );
         let paired = SIDE_BY_SIDE.iter().find(|r| r.paired).unwrap();
         let lan = PsiRun {
             system: "obliv".into(),
@@ -1567,6 +2204,10 @@ not json"#;
             bytes: None,
             date: "quiet".into(),
             note: String::new(),
+            cpu: LEGACY_CPU.into(),
+            cpu_class: LEGACY_CPU_CLASS.into(),
+            features: LEGACY_FEATURES.into(),
+            backend: String::new(),
         };
         let lan_loaded = PsiRun {
             wall_s: 1.4,
@@ -1594,6 +2235,290 @@ not json"#;
         let unpaired = &SIDE_BY_SIDE[0];
         let (o, t) = side_pick(unpaired, &[&old_fast, &new_slow], &[&lan, &lan_loaded]);
         assert_eq!((o.unwrap().wall_s, t.unwrap().wall_s), (0.9, 0.8));
+    }
+
+    /// A side-by-side record of `system` for `protocol` at 1e6 on the LAN, on CPU `class`.
+    fn sbs(system: &str, protocol: &str, wall_s: f64, class: &str, backend: &str) -> String {
+        format!(
+            "{{\"system\":\"{system}\",\"protocol\":\"{protocol}\",\"curve\":\"\",\"n\":1000000,\
+             \"link\":\"lan\",\"wall_s\":{wall_s},\"bytes\":1000,\"date\":\"2026-12-01T10:00Z\",\
+             \"correct\":true,\"note\":\"\",\"cpu\":\"CPU {class}\",\"cpu_class\":\"{class}\",\
+             \"features\":\"aes {class}\",\"backend\":\"{backend}\"}}\n"
+        )
+    }
+
+    #[test]
+    fn side_by_side_groups_by_cpu_class() {
+        let mut a = Anchors::default();
+        let text = [
+            // Old records (no CPU fields): the Zen 4 class.
+            "{\"system\":\"obliv\",\"protocol\":\"kkrt\",\"n\":1000000,\"wall_s\":1.0,\"date\":\"a\"}\n"
+                .to_string(),
+            "{\"system\":\"secretflow\",\"protocol\":\"kkrt\",\"n\":1000000,\"wall_s\":5.0,\"date\":\"a\"}\n"
+                .to_string(),
+            sbs("obliv", "kkrt", 2.0, "avx2", "fourq serial avx2"),
+            sbs("secretflow", "kkrt", 8.0, "avx2", ""),
+            // An avx2 row with no reference run, and a class with obliv runs only.
+            sbs("obliv", "rr22_fast", 0.5, "avx2", "fourq serial avx2"),
+            sbs("obliv", "kkrt", 1.5, "avx512f", "fourq serial avx512f"),
+        ]
+        .concat();
+        parse_anchor_lines(&text, &mut a);
+        assert_eq!(side_classes(&a), ["avx512ifma", "avx512f", "avx2"]);
+        let md = side_by_side(&a);
+        let header = md.lines().find(|l| l.starts_with("| protocol |")).unwrap();
+        let (i, f, x) = (
+            header.find("avx512ifma: obliv").unwrap(),
+            header.find("avx512f: obliv").unwrap(),
+            header.find("avx2: obliv").unwrap(),
+        );
+        assert!(i < f && f < x, "{header}");
+        assert_eq!(header.matches("target met").count(), 3);
+        let cells = |label: &str| -> Vec<String> {
+            let line = md
+                .lines()
+                .find(|l| l.starts_with(&format!("| {label} |")))
+                .unwrap();
+            line.split('|').map(|c| c.trim().to_string()).collect()
+        };
+        // | label | n | target | then six cells per class.
+        let kkrt = cells("KKRT16");
+        let group = |c: &[String], k: usize| c[4 + 6 * k..10 + 6 * k].to_vec();
+        // Within a class only: 5 / 1 on avx512ifma, 8 / 2 on avx2 (never 5 / 2 or 8 / 1).
+        assert_eq!(group(&kkrt, 0)[..3], ["1.00 s", "5.00 s", "**5.00×**"]);
+        assert_eq!(group(&kkrt, 0)[5], "met");
+        assert_eq!(group(&kkrt, 2)[..3], ["2.00 s [B2]", "8.00 s", "**4.00×**"]);
+        // The class with obliv runs only: — for the reference and the ratio.
+        assert_eq!(
+            group(&kkrt, 1),
+            ["1.50 s [B1]", "—", "—", "1.0 KB", "—", "not measured"]
+        );
+        let rr22 = cells("RR22 fast");
+        assert_eq!(group(&rr22, 2)[..3], ["0.500 s [B2]", "—", "—"]);
+        assert_eq!(group(&rr22, 0)[..3], ["—", "—", "—"]);
+        // The classes' CPUs, features and backends, and the runs of each class.
+        assert!(md.contains(
+            "- **avx512ifma**: AMD EPYC (Zen 4); features `aes avx2 bmi2 adx avx512f avx512ifma vaes vpclmulqdq`; obliv backends: not recorded for 1 of 1 runs"
+        ), "{md}");
+        assert!(
+            md.contains(
+                "- **avx2**: CPU avx2; features `aes avx2`; obliv backends: B2 `fourq serial avx2`"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("- **avx512f**: CPU avx512f; features `aes avx512f`; obliv backends: B1 `fourq serial avx512f`"), "{md}");
+        assert!(
+            md.contains("  - KKRT16, 1e6: obliv 2.00 s; SecretFlow 8.00 s"),
+            "{md}"
+        );
+        assert!(
+            md.contains("  - KKRT16, 1e6: obliv 1.50 s; SecretFlow not run"),
+            "{md}"
+        );
+        assert!(md.contains("Records written before the CPU fields existed"));
+        let machine = side_classes_line(&a);
+        assert_eq!(
+            machine,
+            "- side-by-side CPU classes: avx512ifma (AMD EPYC (Zen 4)); avx512f (CPU avx512f); avx2 (CPU avx2)"
+        );
+    }
+
+    #[test]
+    fn old_records_get_the_zen4_class() {
+        let mut a = Anchors::default();
+        parse_anchor_lines(
+            "{\"system\":\"obliv\",\"protocol\":\"kkrt\",\"n\":1000000,\"wall_s\":1.0}\n\
+             {\"protocol\":\"PROTOCOL_KKRT\",\"n\":1000000,\"wall_s\":7.0}\n\
+             {\"system\":\"obliv\",\"protocol\":\"kkrt\",\"n\":1000000,\"wall_s\":2.0,\"cpu_class\":\"avx2\",\"features\":\"aes avx2\",\"backend\":\" b \"}",
+            &mut a,
+        );
+        for r in &a.psi[..2] {
+            assert_eq!(
+                (r.cpu_class.as_str(), r.cpu.as_str(), r.features.as_str()),
+                (LEGACY_CPU_CLASS, LEGACY_CPU, LEGACY_FEATURES)
+            );
+            assert_eq!(r.backend, "");
+        }
+        assert_eq!(LEGACY_CPU_CLASS, "avx512ifma");
+        let r = &a.psi[2];
+        assert_eq!(
+            (
+                r.cpu_class.as_str(),
+                r.cpu.as_str(),
+                r.features.as_str(),
+                r.backend.as_str()
+            ),
+            ("avx2", "unknown", "aes avx2", "b")
+        );
+        assert_eq!(a.of_class("avx2").psi.len(), 1);
+        // The class of a CPU, as the script computes it.
+        let zen4 = NOTABLE_FEATURES;
+        assert_eq!(cpu_class("x86_64", &zen4), "avx512ifma");
+        assert_eq!(
+            cpu_class("x86_64", &without_disabled(&zen4, "avx512ifma")),
+            "avx512f"
+        );
+        assert_eq!(
+            cpu_class("x86_64", &without_disabled(&zen4, "avx512f")),
+            "avx2"
+        );
+        assert_eq!(
+            without_disabled(&zen4, " avx2 ,vaes"),
+            ["aes", "bmi2", "adx", "vpclmulqdq"]
+        );
+        assert_eq!(
+            cpu_class("x86_64", &without_disabled(&zen4, "avx2")),
+            "x86-64"
+        );
+        assert_eq!(cpu_class("aarch64", &[]), "aarch64");
+    }
+
+    /// A small page in the report's layout, with a "Partial" notice and an old side-by-side
+    /// section, for `--keep-criterion-sections`.
+    fn old_page() -> String {
+        let mut p = String::from("# Benchmarks\n\n> **Partial**: 3 of the 9 rows.\n\nIntro.\n\n");
+        p.push_str(
+            "## Machine\n\n- CPU: Zen 4 box (2 logical cores)\n- CPU features used by obliv: aes, avx512ifma\n\
+             - benches ran: 2026-11-30 19:15 UTC (newest criterion estimate)\n- report written: 2026-11-30 19:18 UTC\n\
+             - ours: 94 criterion benchmarks from `/x/criterion`, 0 single full-scale runs\n\
+             - reference runs: 93 from `/x/obliv-anchors.jsonl`\n\
+             - reference runs: 127 from `docs/data/side_by_side.jsonl`\n\n",
+        );
+        for s in ["§1", "§2", "§3", "§4"] {
+            let _ = write!(
+                p,
+                "## {s}: {}\n\n| row | x |\n|---|---|\n| {s} row | 1 s |\n\n",
+                section_title(s)
+            );
+        }
+        p.push_str(
+            "## PSI side by side on this machine: obliv CLI against SecretFlow\n\n| old |\n\n",
+        );
+        p.push_str("## Other measurements (primitives, other curves, extra cases)\n\n| id | mean | per iteration |\n|---|---|---|\n| `a` | 1 s | — |\n\n");
+        p.push_str("## Plots\n\n![psi_scaling.svg](psi_scaling.svg)\n\n\n");
+        p.push_str("## Hand-maintained measurements (`docs/measurements.md`)\n\nold hand text\n\n## not a section of ours\n");
+        p
+    }
+
+    #[test]
+    fn keep_sections_splices_the_old_criterion_sections() {
+        let old = old_page();
+        let mut a = Anchors::default();
+        parse_anchor_lines(
+            &sbs("obliv", "kkrt", 2.0, "avx2", "fourq serial avx2"),
+            &mut a,
+        );
+        let inp = Inputs {
+            anchors: a,
+            cpu: "Zen 3 box".into(),
+            cores: 2,
+            cpu_class: "avx2".into(),
+            written: "now".into(),
+            measurements_md: Some("# M\n\nnew hand text\n".into()),
+            side_by_side_source: Some("side-by-side records: 1 from `s.jsonl`".into()),
+            ..Inputs::default()
+        };
+        let new = render_keeping(&inp, &old).unwrap();
+        let (old_pre, old_s) = split_sections(&old);
+        let (new_pre, new_s) = split_sections(&new);
+        assert!(old_pre.contains("> **Partial**: 3 of the 9 rows.\n\n"));
+        assert!(new_pre.contains("> **Partial**: 3 of the 9 rows.\n\n"));
+        let get = |s: &[(&str, &str)], prefix: &str| -> Option<String> {
+            s.iter()
+                .find(|(h, _)| h.starts_with(prefix))
+                .map(|(_, t)| (*t).to_string())
+        };
+        // The criterion sections, byte for byte.
+        for prefix in [
+            "## §1",
+            "## §2",
+            "## §3",
+            "## §4",
+            "## Other measurements",
+            "## Plots",
+        ] {
+            assert_eq!(get(&new_s, prefix), get(&old_s, prefix), "{prefix}");
+            assert!(get(&new_s, prefix).is_some(), "{prefix}");
+        }
+        let order: Vec<String> = new_s
+            .iter()
+            .map(|(h, _)| h.chars().take(12).collect())
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "## Machine",
+                "## §1: PSI (",
+                "## §2: Paill",
+                "## §3: DPF-P",
+                "## §4: homom",
+                "## PSI side ",
+                "## Other mea",
+                "## Plots",
+                "## Hand-main"
+            ]
+        );
+        // Machine: the criterion lines kept in order, the rest regenerated.
+        let machine = get(&new_s, "## Machine").unwrap();
+        let kept = "- CPU: Zen 4 box (2 logical cores)\n- CPU features used by obliv: aes, avx512ifma\n\
+                    - benches ran: 2026-11-30 19:15 UTC (newest criterion estimate)\n\
+                    - ours: 94 criterion benchmarks from `/x/criterion`, 0 single full-scale runs\n\
+                    - reference runs: 93 from `/x/obliv-anchors.jsonl`\n- kept verbatim";
+        assert!(machine.contains(kept), "{machine}");
+        assert!(
+            machine.contains("- page regenerated on: Zen 3 box (2 logical cores, CPU class avx2)")
+        );
+        assert!(machine.contains("- report written: now\n- side-by-side records: 1 from `s.jsonl`\n- side-by-side CPU classes: avx2 (CPU avx2)\n"));
+        assert!(!machine.contains("2026-11-30 19:18") && !machine.contains("127 from"));
+        // The side-by-side and hand-maintained sections regenerated.
+        assert!(
+            get(
+                &new_s,
+                "## PSI side by side: obliv CLI against SecretFlow, per CPU class"
+            )
+            .is_some()
+        );
+        assert!(!new.contains("| old |") && !new.contains("old hand text"));
+        assert!(new.ends_with(
+            "## Hand-maintained measurements (`docs/measurements.md`)\n\nnew hand text\n"
+        ));
+        // Keeping again changes nothing.
+        assert_eq!(render_keeping(&inp, &new).unwrap(), new);
+        // A page rendered from criterion data keeps its sections too.
+        let mut full = inp.clone();
+        full.ours.insert(
+            "primitives/aes_prg/65536".into(),
+            Meas {
+                ns: 1e5,
+                bytes: Some(1 << 20),
+                elements: None,
+                single: false,
+            },
+        );
+        full.cpu_class = String::new();
+        let page = render(&full).markdown;
+        let again = render_keeping(&inp, &page).unwrap();
+        let (_, ps) = split_sections(&page);
+        let (_, ag) = split_sections(&again);
+        for prefix in ["## §1", "## §4", "## Other measurements", "## Plots"] {
+            assert_eq!(get(&ag, prefix), get(&ps, prefix), "{prefix}");
+        }
+        assert!(again.contains("| `primitives/aes_prg/65536` | 100.00 µs |"));
+        // A missing or unknown section is an error that names it.
+        let no_s3 = old.replace("## §3: ", "### §3: ");
+        let e = render_keeping(&inp, &no_s3).unwrap_err();
+        assert!(e.contains("no `## §3` section"), "{e}");
+        let e = render_keeping(&inp, "# Benchmarks\n").unwrap_err();
+        assert!(e.contains("no `## Machine` section"), "{e}");
+        let odd = old.replace("## Plots", "## Pictures");
+        let e = render_keeping(&inp, &odd).unwrap_err();
+        assert!(e.contains("`## Pictures`"), "{e}");
+        let twice = old.replace("## Plots\n", "## §2: again\n\n## Plots\n");
+        assert!(
+            render_keeping(&inp, &twice)
+                .unwrap_err()
+                .contains("two `## §2`")
+        );
     }
 
     #[test]

@@ -4,23 +4,32 @@
 //!
 //! ```text
 //! cargo run -p obliv-bench --release --bin report -- [--criterion DIR] [--anchors FILE]...
-//!     [--side-by-side FILE] [--measurements FILE] [--out FILE]
+//!     [--side-by-side FILE] [--measurements FILE] [--out FILE] [--keep-criterion-sections]
 //! ```
 //! Defaults: `$CARGO_TARGET_DIR/criterion` (else `target/criterion`); anchors
 //! `<target>/obliv-anchors.jsonl` (from `benches/anchors.sh`); side by side
 //! `docs/data/side_by_side.jsonl`; measurements `docs/measurements.md`; out
 //! `docs/benchmarks.md` (the plots go beside it).
+//!
+//! `--keep-criterion-sections` is for a machine without the criterion output of the page's
+//! figures (it lives in the target directory of the machine that ran `cargo bench`): it reads
+//! the page at the `--out` path first and keeps its criterion-derived sections (§1–§4, "Other
+//! measurements", "Plots") and the criterion lines of its Machine section verbatim,
+//! regenerating only the side-by-side section, the hand-maintained section and the rest of
+//! the Machine section. No criterion directory or anchors file is read and no plot is
+//! written then.
 
 use std::path::{Path, PathBuf};
 
 use obliv_bench::report::{
-    Anchors, Inputs, Measurements, parse_anchor_lines, parse_cpuinfo, parse_single_runs,
-    parse_traffic, render, utc_date, walk_criterion,
+    Anchors, Inputs, Measurements, cpu_class, parse_anchor_lines, parse_cpuinfo, parse_single_runs,
+    parse_traffic, render, render_keeping, side_classes, utc_date, walk_criterion,
+    without_disabled,
 };
 use obliv_bench::{criterion_dir, single_runs_path, traffic_path};
 
 const USAGE: &str = "usage: report [--criterion DIR] [--anchors FILE]... [--side-by-side FILE] \
-                     [--measurements FILE] [--out FILE]";
+                     [--measurements FILE] [--out FILE] [--keep-criterion-sections]";
 
 fn unix(t: std::time::SystemTime) -> u64 {
     t.duration_since(std::time::UNIX_EPOCH)
@@ -34,8 +43,13 @@ fn main() {
     let mut side = docs.join("data/side_by_side.jsonl");
     let mut measurements = docs.join("measurements.md");
     let mut out = docs.join("benchmarks.md");
+    let mut keep = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
+        if a == "--keep-criterion-sections" {
+            keep = true;
+            continue;
+        }
         let Some(v) = args.next() else {
             eprintln!("{USAGE}");
             std::process::exit(2);
@@ -52,7 +66,23 @@ fn main() {
             }
         }
     }
-    if anchor_files.is_empty() {
+    // The page whose criterion sections are kept: read before anything is written.
+    let old = if keep {
+        match std::fs::read_to_string(&out) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!(
+                    "--keep-criterion-sections: cannot read {} (the page whose criterion \
+                     sections are kept): {e}",
+                    out.display()
+                );
+                std::process::exit(1);
+            }
+        }
+    } else {
+        None
+    };
+    if anchor_files.is_empty() && !keep {
         anchor_files.push(crit.parent().map_or_else(
             || PathBuf::from("obliv-anchors.jsonl"),
             |t| t.join("obliv-anchors.jsonl"),
@@ -60,60 +90,92 @@ fn main() {
     }
 
     let mut ours = Measurements::new();
-    let newest = walk_criterion(&crit, &mut ours);
-    let from_criterion = ours.len();
-    // The recorded files sit in the criterion directory read.
-    let singles_file = crit.join(
-        single_runs_path()
-            .file_name()
-            .unwrap_or_else(|| "obliv-single-runs.jsonl".as_ref()),
-    );
-    let singles =
-        std::fs::read_to_string(&singles_file).map_or(0, |t| parse_single_runs(&t, &mut ours));
-    let traffic_file = crit.join(
-        traffic_path()
-            .file_name()
-            .unwrap_or_else(|| "obliv-traffic.jsonl".as_ref()),
-    );
-    if let Ok(t) = std::fs::read_to_string(&traffic_file) {
-        parse_traffic(&t, &mut ours);
-    }
     let mut anchors = Anchors::default();
-    let mut sources = vec![format!(
-        "ours: {from_criterion} criterion benchmarks from `{}`, {singles} single full-scale runs",
-        crit.display()
-    )];
-    for f in anchor_files.iter().chain([&side]) {
-        match std::fs::read_to_string(f) {
-            Ok(t) => {
-                let before = anchors.psi.len() + anchors.he.len();
-                parse_anchor_lines(&t, &mut anchors);
-                sources.push(format!(
-                    "reference runs: {} from `{}`",
-                    anchors.psi.len() + anchors.he.len() - before,
+    let mut sources = Vec::new();
+    let mut newest = None;
+    if keep {
+        if !anchor_files.is_empty() {
+            eprintln!("--keep-criterion-sections: the --anchors files are not read (§1 is kept)");
+        }
+    } else {
+        newest = walk_criterion(&crit, &mut ours);
+        let from_criterion = ours.len();
+        // The recorded files sit in the criterion directory read.
+        let singles_file = crit.join(
+            single_runs_path()
+                .file_name()
+                .unwrap_or_else(|| "obliv-single-runs.jsonl".as_ref()),
+        );
+        let singles =
+            std::fs::read_to_string(&singles_file).map_or(0, |t| parse_single_runs(&t, &mut ours));
+        let traffic_file = crit.join(
+            traffic_path()
+                .file_name()
+                .unwrap_or_else(|| "obliv-traffic.jsonl".as_ref()),
+        );
+        if let Ok(t) = std::fs::read_to_string(&traffic_file) {
+            parse_traffic(&t, &mut ours);
+        }
+        sources.push(format!(
+            "ours: {from_criterion} criterion benchmarks from `{}`, {singles} single full-scale runs",
+            crit.display()
+        ));
+        for f in &anchor_files {
+            match std::fs::read_to_string(f) {
+                Ok(t) => {
+                    let before = anchors.psi.len() + anchors.he.len();
+                    parse_anchor_lines(&t, &mut anchors);
+                    sources.push(format!(
+                        "reference runs: {} from `{}`",
+                        anchors.psi.len() + anchors.he.len() - before,
+                        display(f)
+                    ));
+                }
+                Err(_) => sources.push(format!(
+                    "reference runs: none in `{}` (`benches/anchors.sh` writes it)",
                     display(f)
-                ));
+                )),
             }
-            Err(_) => sources.push(format!(
-                "reference runs: none in `{}` (`benches/anchors.sh` writes it)",
-                display(f)
-            )),
         }
     }
+    let side_by_side_source = match std::fs::read_to_string(&side) {
+        Ok(t) => {
+            let before = anchors.psi.len();
+            parse_anchor_lines(&t, &mut anchors);
+            format!(
+                "side-by-side records: {} from `{}`",
+                anchors.psi.len() - before,
+                display(&side)
+            )
+        }
+        Err(_) => format!(
+            "side-by-side records: none in `{}` (`benches/anchors/side_by_side.sh` writes it)",
+            display(&side)
+        ),
+    };
     let (cpu, cores, flags) =
         parse_cpuinfo(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default());
+    // This machine's class, as obliv's dispatch sees it with this environment.
+    let class = cpu_class(
+        std::env::consts::ARCH,
+        &without_disabled(
+            &flags,
+            &std::env::var("OBLIV_CPU_DISABLE").unwrap_or_default(),
+        ),
+    );
     let inputs = Inputs {
         ours,
         anchors,
         cpu,
         cores,
         flags,
+        cpu_class: class.to_string(),
         measured: newest.map(|t| utc_date(unix(t))),
         written: utc_date(unix(std::time::SystemTime::now())),
         measurements_md: std::fs::read_to_string(&measurements).ok(),
         sources,
+        side_by_side_source: Some(side_by_side_source),
     };
-    let r = render(&inputs);
     let dir = out
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
@@ -121,6 +183,28 @@ fn main() {
         eprintln!("cannot create {}: {e}", dir.display());
         std::process::exit(1);
     }
+    if let Some(old) = old {
+        let md = match render_keeping(&inputs, &old) {
+            Ok(md) => md,
+            Err(e) => {
+                eprintln!("{}: {e}", out.display());
+                std::process::exit(1);
+            }
+        };
+        if let Err(e) = std::fs::write(&out, &md) {
+            eprintln!("cannot write {}: {e}", out.display());
+            std::process::exit(1);
+        }
+        println!(
+            "wrote {}: criterion sections kept, side-by-side section regenerated ({} records, \
+             CPU classes: {})",
+            out.display(),
+            inputs.anchors.psi.len(),
+            side_classes(&inputs.anchors).join(", ")
+        );
+        return;
+    }
+    let r = render(&inputs);
     for (name, svg) in &r.plots {
         if let Err(e) = std::fs::write(dir.join(name), svg) {
             eprintln!("cannot write {name}: {e}");
