@@ -36,7 +36,6 @@ SF=${OBLIV_SF_PSI:-../shared/anchors/secretflow_psi.py}
 OUT=${OBLIV_SIDE_BY_SIDE:-docs/data/side_by_side.jsonl}
 NOTE=${1:-}
 DATE=$(date -u +%Y-%m-%dT%H:%MZ)
-LOAD=$(cut -d' ' -f1 /proc/loadavg)
 mkdir -p "$(dirname "$OUT")"
 
 # The CPU this session runs on, as obliv's dispatch sees it (see the header).
@@ -83,7 +82,7 @@ json_str() {
 
 # record SYSTEM PROTOCOL CURVE N LINK WALL_S BYTES CORRECT [BACKEND]
 record() {
-    local note="load average $LOAD at the start${NOTE:+; $NOTE}" backend=""
+    local note="$NOTE" backend=""
     [ -n "${9:-}" ] && backend=", \"backend\": $(json_str "$9")"
     printf '{"system": %s, "protocol": %s, "curve": %s, "n": %s, "link": %s, "wall_s": %s, "bytes": %s, "date": %s, "correct": %s, "note": %s, "cpu": %s, "cpu_class": %s, "features": %s%s}\n' \
         "$(json_str "$1")" "$(json_str "$2")" "$(json_str "$3")" "$4" "$(json_str "$5")" "$6" "$7" \
