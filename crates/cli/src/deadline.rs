@@ -54,6 +54,10 @@ impl<S: PsiSession> PsiSession for StepDeadline<S> {
         self.inner.role()
     }
 
+    fn max_frame_len(&self) -> usize {
+        self.inner.max_frame_len()
+    }
+
     fn run<C, T, R>(
         &mut self,
         ch: &mut C,

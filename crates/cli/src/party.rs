@@ -808,7 +808,12 @@ where
             record(out)
         };
         if cfg.protocol == Protocol::Ecdh3pc {
-            // Three parties: one bucket after the other on the whole session.
+            // Three parties: one bucket after the other on the whole session, each channel
+            // refusing frames longer than the protocol's before buffering them.
+            let limit = ecdh3::max_frame_len(&ecfg);
+            for (_, ch) in session.channels_mut() {
+                ch.set_max_frame_len(ch.max_frame_len().min(limit));
+            }
             let runs = driver::sequential(input, |b: &PsiBucket| {
                 let before = session.stats();
                 deadline::set_on_session(&mut session, Instant::now().checked_add(step));

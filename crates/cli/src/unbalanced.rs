@@ -128,6 +128,8 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
     };
     let mut session = crate::tls::session(a.rank, None, &a.parties, a.tls.as_ref(), &opts)?;
     let ch = session.channel(1 - a.rank)?;
+    // Frames longer than the protocol's are refused before they are buffered.
+    ch.set_max_frame_len(ch.max_frame_len().min(cfg.max_frame_len()));
     if a.phase == Phase::Online {
         // The online phase is one step: it must end within the step timeout, however slowly
         // the peer sends (a network error, exit code 4, when it passes).

@@ -279,10 +279,14 @@ pub trait Channel: Send {
     fn recv_into(&mut self, buf: &mut [u8]) -> Result<()> {
         let n = buf.len();
         match self.recv_frame(n, &mut ExactBuf(buf)) {
-            Err(Error::FrameTooLarge { len, .. }) => Err(Error::UnexpectedLength {
-                expected: len64(n),
-                got: len,
-            }),
+            // Longer than the buffer: the wrong length. A frame that fits the buffer but not
+            // the channel's own limit stays `FrameTooLarge`.
+            Err(Error::FrameTooLarge { len, .. }) if len > len64(n) => {
+                Err(Error::UnexpectedLength {
+                    expected: len64(n),
+                    got: len,
+                })
+            }
             r => r,
         }
     }
@@ -311,6 +315,19 @@ pub trait Channel: Send {
     ///
     /// Required, without a default, so that no channel ignores a deadline silently.
     fn set_deadline(&mut self, deadline: Option<Instant>);
+
+    /// Sets the largest frame this channel accepts ([`max_frame_len`](Channel::max_frame_len)),
+    /// from the next frame on.
+    ///
+    /// A protocol that knows the longest message its peer may send sets it to that (see
+    /// `obliv_psi::PsiSession::max_frame_len`), so that a longer length announced by a hostile
+    /// peer is refused with [`Error::FrameTooLarge`] as soon as its header arrives, before any
+    /// of its bytes are buffered (a TCP channel's read-ahead thread applies it too). Frames
+    /// that already arrived are checked against it when they are received. Implementations
+    /// that wrap another channel forward it.
+    ///
+    /// Required, without a default, so that no channel ignores a limit silently.
+    fn set_max_frame_len(&mut self, max: usize);
 }
 
 macro_rules! forward_channel {
@@ -344,6 +361,9 @@ macro_rules! forward_channel {
         }
         fn set_deadline(&mut self, deadline: Option<Instant>) {
             (**self).set_deadline(deadline)
+        }
+        fn set_max_frame_len(&mut self, max: usize) {
+            (**self).set_max_frame_len(max)
         }
     };
 }

@@ -151,6 +151,10 @@ impl Channel for MemChannel {
         self.max_frame_len
     }
 
+    fn set_max_frame_len(&mut self, max: usize) {
+        MemChannel::set_max_frame_len(self, max);
+    }
+
     fn set_deadline(&mut self, deadline: Option<Instant>) {
         self.deadline = Deadline::new(deadline);
     }

@@ -241,6 +241,7 @@ impl<S: FrameSender + 'static> Mux<S> {
             rx,
             stats: StatsRecorder::default(),
             deadline: Deadline::default(),
+            max_frame_len: self.shared.max_frame_len,
         })
     }
 }
@@ -316,6 +317,9 @@ pub struct SubChannel<S: FrameSender> {
     rx: Receiver<Vec<u8>>,
     stats: StatsRecorder,
     deadline: Deadline,
+    /// This sub-channel's frame limit: at most the transport's, which the demultiplexer
+    /// applies before queueing.
+    max_frame_len: usize,
 }
 
 impl<S: FrameSender> fmt::Debug for SubChannel<S> {
@@ -359,7 +363,7 @@ impl<S: FrameSender> SubChannel<S> {
                     }
                     self.shared.demux.cv.notify_all();
                     self.stats.record_recv(v.len());
-                    let max = max_len.min(self.shared.max_frame_len);
+                    let max = max_len.min(self.max_frame_len);
                     if v.len() > max {
                         return Err(Error::FrameTooLarge {
                             len: len64(v.len()),
@@ -433,7 +437,13 @@ impl<S: FrameSender> Channel for SubChannel<S> {
     }
 
     fn max_frame_len(&self) -> usize {
-        self.shared.max_frame_len
+        self.max_frame_len
+    }
+
+    /// Sets this sub-channel's limit, never above the transport's (fixed when the [`Mux`] was
+    /// made; the demultiplexer refuses longer frames before queueing them).
+    fn set_max_frame_len(&mut self, max: usize) {
+        self.max_frame_len = max.min(self.shared.max_frame_len);
     }
 
     /// Bounds this sub-channel's receives only (see [`Mux`](Mux#limits-and-deadlines)).

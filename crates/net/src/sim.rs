@@ -226,6 +226,10 @@ impl<C: Channel> Channel for SimLink<C> {
         self.rx.deadline = Deadline::new(deadline);
         self.inner.set_deadline(deadline);
     }
+
+    fn set_max_frame_len(&mut self, max: usize) {
+        self.inner.set_max_frame_len(max);
+    }
 }
 
 /// The sending half of a split [`SimLink`].

@@ -672,10 +672,11 @@ fn next_frame_buffered(r: &BufReader<Wire>) -> bool {
 
 /// Reads one frame, checking its length against the channel's limit before allocating.
 fn read_frame(r: &mut BufReader<Wire>, pool: &Receiver<Vec<u8>>, shared: &Shared) -> Result<Frame> {
-    let max_frame = shared.max_frame.load(Ordering::Relaxed);
     let mut h = [0u8; HEADER];
     read_full(r, &mut h, Some(&shared.progress))
         .map_err(|(got, e)| piece_error(got, len64(HEADER), e, None))?;
+    // Read after the header arrived: a limit lowered while this thread waited for it applies.
+    let max_frame = shared.max_frame.load(Ordering::Relaxed);
     let len = u64::from_le_bytes(h);
     let too_large = Error::FrameTooLarge {
         len,
@@ -1119,6 +1120,10 @@ impl Channel for TcpChannel {
 
     fn max_frame_len(&self) -> usize {
         self.opts.max_frame_len
+    }
+
+    fn set_max_frame_len(&mut self, max: usize) {
+        TcpChannel::set_max_frame_len(self, max);
     }
 
     /// Bounds receives and the writes that wait for the peer (see [`TcpChannel`]).

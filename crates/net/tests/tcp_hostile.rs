@@ -68,6 +68,8 @@ both_modes!(
     slow_frame_is_not_an_idle_timeout,
     simultaneous_large_sends,
     lowered_limit_applies_before_allocating,
+    limit_lowered_while_waiting_for_a_header_applies_to_it,
+    exact_receive_reports_the_channel_limit,
     slow_loris_meets_the_deadline,
     deadline_between_frames_leaves_the_channel_usable,
     passed_deadline_fails_at_once_and_consumes_nothing,
@@ -459,6 +461,66 @@ fn connect_gives_up_at_the_deadline() {
         "{e:?}"
     );
     assert!(dt < Duration::from_secs(3), "{dt:?}");
+}
+
+/// The limit is lowered while the channel (its read-ahead thread) already waits for the next
+/// header; the peer then announces a frame below the old limit and above the new one and sends
+/// none of it. The frame is refused at once, by the new limit, instead of being waited for.
+fn limit_lowered_while_waiting_for_a_header_applies_to_it(mode: Mode) {
+    let (mut ch, mut raw) = hostile_pair(mode);
+    // Let the read-ahead thread start waiting for a header under the default limit.
+    thread::sleep(Duration::from_millis(100));
+    ch.set_max_frame_len(1000);
+    raw.write_all(&(1u64 << 29).to_le_bytes()).unwrap();
+    raw.flush().unwrap();
+    let t0 = Instant::now();
+    let e = ch.recv().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::FrameTooLarge {
+                len: 536_870_912,
+                max: 1000
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(t0.elapsed() < T / 2, "waited {:?} for the frame", t0.elapsed());
+    drop(raw);
+}
+
+/// An exact-length receive of a frame that fits the buffer but not the channel's limit
+/// reports the limit (`FrameTooLarge`); one longer than the buffer is the wrong length.
+fn exact_receive_reports_the_channel_limit(mode: Mode) {
+    let (mut ch, mut raw) = hostile_pair(mode);
+    ch.set_max_frame_len(1000);
+    raw.write_all(&2000u64.to_le_bytes()).unwrap();
+    raw.write_all(&[1u8; 2000]).unwrap();
+    let e = ch.recv_into(&mut [0u8; 2000]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::FrameTooLarge {
+                len: 2000,
+                max: 1000
+            }
+        ),
+        "{e:?}"
+    );
+    let (mut ch, mut raw) = hostile_pair(mode);
+    raw.write_all(&20u64.to_le_bytes()).unwrap();
+    raw.write_all(&[1u8; 20]).unwrap();
+    let e = ch.recv_into(&mut [0u8; 10]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::UnexpectedLength {
+                expected: 10,
+                got: 20
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 #[test]

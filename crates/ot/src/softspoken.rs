@@ -588,6 +588,9 @@ mod tests {
         fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
             self.0.set_deadline(deadline)
         }
+        fn set_max_frame_len(&mut self, max: usize) {
+            self.0.set_max_frame_len(max);
+        }
     }
 
     #[test]

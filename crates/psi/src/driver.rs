@@ -409,6 +409,10 @@ impl<I: Iterator<Item = B>, B> Iterator for Buckets<'_, I, B> {
 /// iterator; with more, `ch` becomes an [`obliv_net::Mux`] (each worker's sub-channel may
 /// queue `MuxOptions::default().max_queued` bytes) and [`run_concurrent`] runs them.
 ///
+/// First, `ch`'s frame limit is lowered to the protocol's
+/// ([`PsiSession::max_frame_len`]; a tighter limit the caller set stays): a peer announcing a
+/// longer frame is refused before any of it is buffered.
+///
 /// # Errors
 /// As [`run_concurrent`] (nothing is sent here with one worker).
 pub fn run_buckets<'a, P, C, I, B, T, R>(
@@ -428,6 +432,8 @@ where
     R: CryptoRng + ?Sized,
 {
     check_workers(workers)?;
+    let mut ch = ch;
+    ch.set_max_frame_len(ch.max_frame_len().min(session.max_frame_len()));
     if workers == 1 {
         let mut seed = [0u8; 16];
         rng.fill_bytes(&mut seed);
@@ -577,5 +583,8 @@ impl<C: Channel> Channel for Watch<C> {
 
     fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
         self.inner.set_deadline(deadline)
+    }
+    fn set_max_frame_len(&mut self, max: usize) {
+        self.inner.set_max_frame_len(max)
     }
 }

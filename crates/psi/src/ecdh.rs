@@ -53,6 +53,7 @@ use crate::session::{PsiSession, agree_split};
 
 /// Protocol identifier of two-party ECDH-PSI in the handshake.
 pub(crate) const PROTOCOL_ID: u8 = 1;
+use crate::wire::FRAME_HEADER;
 pub(crate) use crate::wire::{
     RngAdapter, batch_len, check_stat_security, compare_width, frame, pack, parse, peer_count,
 };
@@ -200,6 +201,23 @@ where
         Role::Receiver => stream.receiver(ch, items, n_peer, cfg.window, cfg.broadcast),
     }
 }
+
+/// The longest frame a peer's ECDH-PSI session with parameters `cfg` sends: a batch of
+/// `cfg.batch_size` points or of answers of at most 16 bytes (`5 + batch·max(point, 16)`
+/// bytes with the 5-byte frame header) or, with `broadcast`, a chunk of result positions.
+/// The handshake (30 bytes) is shorter.
+pub fn max_frame_len(cfg: &EcdhConfig) -> usize {
+    let point = DynGroup::new(cfg.curve).map_or(MAX_POINT_LEN, |g| g.encoded_len());
+    let batch = FRAME_HEADER.saturating_add(cfg.batch_size.saturating_mul(point.max(16)));
+    if cfg.broadcast {
+        batch.max(FRAME_HEADER + RESULT_CHUNK * 8)
+    } else {
+        batch
+    }
+}
+
+/// The longest encoding of a point among the curves (a compressed 256-bit Weierstrass point).
+const MAX_POINT_LEN: usize = 33;
 
 /// Checks the local parameters of `cfg`.
 fn check(cfg: &EcdhConfig) -> Result<()> {
@@ -457,6 +475,10 @@ impl PsiSession for EcdhSession {
 
     fn role(&self) -> Role {
         self.role
+    }
+
+    fn max_frame_len(&self) -> usize {
+        max_frame_len(&self.cfg)
     }
 
     fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<Option<Vec<usize>>>

@@ -164,6 +164,15 @@ where
     run_with_limit(session, receiver, items, cfg, DEFAULT_MAX_PEER_ITEMS, rng)
 }
 
+/// The longest frame a peer of a three-party ECDH-PSI with parameters `cfg` sends: a batch
+/// of `cfg.batch_size` sealed records (an index of at most 16 bytes and a point) behind the
+/// 5-byte frame header. Keys, answers and the handshakes are shorter. A caller lowers every
+/// channel of the session to it ([`Channel::set_max_frame_len`]) before the first run.
+pub fn max_frame_len(cfg: &EcdhConfig) -> usize {
+    let point = obliv_ec::DynGroup::new(cfg.curve).map_or(33, |g| g.encoded_len());
+    5usize.saturating_add(cfg.batch_size.saturating_mul(16 + point))
+}
+
 /// [`run`] with a bound on the number of distinct items each peer may announce.
 ///
 /// # Errors

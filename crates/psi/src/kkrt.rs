@@ -292,6 +292,12 @@ impl Hasher for PrfHasher {
 
 type PrfMap = HashMap<u128, u32, BuildHasherDefault<PrfHasher>>;
 
+/// The longest frame a peer's KKRT16 session sends: a chunk of the OPRF's OT extension
+/// ([`obliv_ot::kkrt::CODE_BITS`] columns of [`obliv_ot::kkrt::CHUNK`] bits, 512 KiB), from the
+/// receiver. The sender's frames of [`FRAME_VALUES`] values of at most 16 bytes (256 KiB), the
+/// 512 base OTs (16 KiB) and the handshakes are shorter.
+pub const MAX_FRAME_LEN: usize = obliv_ot::kkrt::CODE_BITS * obliv_ot::kkrt::CHUNK / 8;
+
 /// Largest `m` a sender accepts for `n_r` receiver items at statistical security
 /// `stat_security`: `max(2·n_r, ⌈CuckooParams::factor(n_r, λ)·n_r⌉) + 4096`, which admits
 /// every table [`KkrtConfig::bins`] gives (any explicit factor is at most 2; the slack covers
@@ -735,6 +741,10 @@ impl PsiSession for KkrtSession {
 
     fn role(&self) -> Role {
         self.role
+    }
+
+    fn max_frame_len(&self) -> usize {
+        MAX_FRAME_LEN
     }
 
     fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<Option<Vec<usize>>>

@@ -39,6 +39,16 @@ pub trait PsiSession: Send + Sized {
     /// This side's role.
     fn role(&self) -> Role;
 
+    /// The longest frame the peer's session of this protocol, with the parameters the
+    /// handshake makes both sides agree on, sends in a run or a split, whatever the set sizes:
+    /// every protocol streams its data in chunks of a fixed size.
+    ///
+    /// A caller that owns the channel lowers its limit to this
+    /// ([`Channel::set_max_frame_len`]), so that a hostile peer announcing a longer frame is
+    /// refused as soon as the length arrives, before any of it is buffered; the bucket driver
+    /// ([`crate::driver::run_buckets`]) does so.
+    fn max_frame_len(&self) -> usize;
+
     /// Intersects one bucket with the peer's (which calls `run` on its session at the same
     /// point). Returns, for a party that learns the result, the indices (ascending) of
     /// `items` in the intersection (every index of a repeated item); `None` otherwise.

@@ -46,7 +46,26 @@ where
     P: PsiSession + 'static,
     F: Fn(Role) -> P + Send + Sync + Copy + 'static,
 {
-    let (a, b) = mem_pair();
+    drive_limited(make, workers, xs, ys, None)
+}
+
+/// As [`drive`], with both ends' channels limited to `max_frame` bytes per frame first.
+fn drive_limited<P, F>(
+    make: F,
+    workers: (usize, usize),
+    xs: Vec<Items>,
+    ys: Vec<Items>,
+    max_frame: Option<usize>,
+) -> Outcome
+where
+    P: PsiSession + 'static,
+    F: Fn(Role) -> P + Send + Sync + Copy + 'static,
+{
+    let (mut a, mut b) = mem_pair();
+    if let Some(max) = max_frame {
+        a.set_max_frame_len(max);
+        b.set_max_frame_len(max);
+    }
     let t = std::thread::spawn(move || -> Result<usize, Error> {
         let mut rng = AesRng::from_seed([2; 16]);
         let it = driver::run_buckets(b, make(Role::Sender), workers.1, ys, &mut rng)?;
@@ -123,6 +142,93 @@ fn every_protocol_through_the_driver() {
     check(rr22_fast, &[800, 0, 5, 1500]);
     check(rr22_lowcomm, &[600, 2, 0, 900]);
     check(rr22_malicious, &[700, 0, 300]);
+}
+
+/// Every protocol's [`PsiSession::max_frame_len`] is the longest frame it sends: each runs
+/// with both ends' channels limited to exactly that (the driver lowers them to it anyway), at
+/// sizes past every chunk size (ECDH's batch, KKRT's OT chunk, RR22's OKVS chunk), on one
+/// worker and on two (the `Mux` applies the transport's limit); and where the protocol's
+/// longest frame reaches the bound, a limit one byte lower fails with `FrameTooLarge` for a
+/// frame of exactly the bound, so the bound is not loose.
+#[test]
+fn every_protocol_fits_its_frame_limit_and_the_limit_is_tight() {
+    fn fits<P, F>(make: F, sizes: &[u64], tight: bool)
+    where
+        P: PsiSession + 'static,
+        F: Fn(Role) -> P + Send + Sync + Copy + 'static,
+    {
+        let session = make(Role::Receiver);
+        let (name, bound) = (session.protocol(), session.max_frame_len());
+        let (xs, ys) = buckets(sizes);
+        let want: Vec<Vec<usize>> = xs
+            .iter()
+            .zip(&ys)
+            .map(|(x, y)| plain_intersection(x, y))
+            .collect();
+        for workers in [1, 2] {
+            let (r, s) = drive_limited(
+                make,
+                (workers, workers),
+                xs.clone(),
+                ys.clone(),
+                Some(bound),
+            );
+            assert_eq!(
+                r.unwrap(),
+                want,
+                "{name} on {workers} workers, {bound}-byte frames"
+            );
+            assert_eq!(s.unwrap(), sizes.len(), "{name} on {workers} workers");
+        }
+        if tight {
+            let (r, s) = drive_limited(make, (1, 1), xs, ys, Some(bound - 1));
+            let errors = [r.map(|_| ()).unwrap_err(), s.map(|_| ()).unwrap_err()];
+            let refused = format!("frame of {bound} bytes exceeds the limit of {}", bound - 1);
+            assert!(
+                errors.iter().any(|e| e.to_string().contains(&refused)),
+                "{name}: a {bound}-byte frame should meet a limit one byte lower: {errors:?}"
+            );
+        }
+    }
+    let fourq = |role| {
+        let cfg = EcdhConfig {
+            curve: Curve::FourQ,
+            ..EcdhConfig::default()
+        };
+        EcdhSession::new(role, &cfg).unwrap()
+    };
+    assert_eq!(fourq(Role::Sender).max_frame_len(), 5 + 4096 * 32);
+    fits(fourq, &[5000, 3], true);
+    fits(ecdh, &[700, 0], true);
+    fits(kkrt, &[10_000, 0], true);
+    fits(rr22_fast, &[70_000, 2], true);
+    fits(rr22_lowcomm, &[70_000], false);
+    fits(rr22_malicious, &[70_000], true);
+}
+
+/// The VOLE under RR22 stays within RR22's frame bound at every VOLE chunk size a session may
+/// use: its longest message, the GGM tree message of `t·(2·depth + 1)` blocks, at the largest
+/// chunk, for both correlations and both security levels.
+#[test]
+fn the_vole_messages_fit_the_rr22_frame_bound() {
+    use obliv_vole::{Kind, MAX_CHUNK_LIMIT, Params, Security};
+    for kind in [Kind::Subfield, Kind::Subfield64, Kind::Field] {
+        for security in [Security::SemiHonest, Security::Malicious] {
+            for k in [
+                1 << 10,
+                1 << 16,
+                obliv_vole::DEFAULT_MAX_CHUNK,
+                MAX_CHUNK_LIMIT,
+            ] {
+                let p = Params::new(kind, k, security);
+                let tree = p.t * (2 * p.depth + 1) * 16;
+                assert!(
+                    tree < obliv_psi::rr22::MAX_FRAME_LEN / 4,
+                    "{kind:?} {security:?} k = {k}: {tree}-byte tree message"
+                );
+            }
+        }
+    }
 }
 
 #[test]

@@ -212,6 +212,9 @@ impl<C: Channel> Channel for Recorder<C> {
     fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
         self.inner.set_deadline(deadline)
     }
+    fn set_max_frame_len(&mut self, max: usize) {
+        self.inner.set_max_frame_len(max);
+    }
 }
 
 /// Runs the three parties (receiver 0 = `C`, 1 = `P`, 2 = `Q`) with every frame of the

@@ -402,6 +402,9 @@ impl Channel for Tamper {
     fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
         self.inner.set_deadline(deadline)
     }
+    fn set_max_frame_len(&mut self, max: usize) {
+        self.inner.set_max_frame_len(max);
+    }
 }
 
 #[test]

@@ -51,6 +51,9 @@ impl Channel for Recorder {
     fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
         self.inner.set_deadline(deadline);
     }
+    fn set_max_frame_len(&mut self, max: usize) {
+        self.inner.set_max_frame_len(max);
+    }
 }
 
 /// What a recorded run gives: both outputs and the frames each side sent.

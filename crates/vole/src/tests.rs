@@ -860,6 +860,9 @@ impl<C: Channel> Channel for Recording<C> {
     fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
         self.ch.set_deadline(deadline)
     }
+    fn set_max_frame_len(&mut self, max: usize) {
+        self.ch.set_max_frame_len(max);
+    }
 }
 
 /// The bytes of every output of `P` on a fixed schedule (dealer base from fixed seeds, then

@@ -157,6 +157,12 @@ pub use crate::wire::STAT_SECURITY;
 pub const MAX_ITEMS: usize = 1 << 28;
 /// Blocks (or comparison values) per frame.
 const CHUNK: usize = 1 << 16;
+/// The longest frame a peer's RR22 session (any variant) sends: a chunk of [`CHUNK`] OKVS
+/// blocks of 16 bytes behind the 5-byte frame header (1 MiB + 5). The comparison values
+/// (at most 16 bytes each, in chunks as long), the VOLE's messages (its GGM tree messages
+/// stay below 200 KiB at the largest VOLE chunk, IKNP/SoftSpokenOT chunks at 256 KiB) and the
+/// handshakes are shorter.
+pub const MAX_FRAME_LEN: usize = 5 + CHUNK * 16;
 /// Encoding attempts before giving up (each fails with probability `≤ 2^-λ`).
 const MAX_ATTEMPTS: usize = 8;
 
@@ -1129,6 +1135,10 @@ impl PsiSession for Rr22Session {
 
     fn role(&self) -> Role {
         self.role
+    }
+
+    fn max_frame_len(&self) -> usize {
+        MAX_FRAME_LEN
     }
 
     fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<Option<Vec<usize>>>

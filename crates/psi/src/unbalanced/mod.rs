@@ -152,6 +152,15 @@ impl Default for UbConfig {
 }
 
 impl UbConfig {
+    /// The longest frame a peer of either phase with these parameters sends: a batch of
+    /// `batch_size` points, OPRF values or positions behind the 5-byte frame header. A caller
+    /// lowers the channel to it ([`Channel::set_max_frame_len`]) before the phase.
+    pub fn max_frame_len(&self) -> usize {
+        let point = obliv_ec::DynGroup::new(self.curve).map_or(33, |g| g.encoded_len());
+        let record = point.max(self.width).max(8);
+        5usize.saturating_add(self.batch_size.saturating_mul(record))
+    }
+
     fn check(&self) -> Result<()> {
         if self.batch_size == 0 || self.batch_size > MAX_BATCH || !(8..=32).contains(&self.width) {
             return Err(Error::InvalidParameter(format!(
