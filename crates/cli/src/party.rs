@@ -280,10 +280,12 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         Some(lock) => Some(lock.open(&identity(cfg, &shape))?),
         None => None,
     };
-    let opts = ConnectOptions {
+    let mut opts = ConnectOptions {
         deadline: cfg.connect_timeout,
         ..ConnectOptions::default()
     };
+    // A hostile peer's longer frame is refused at its header, before any of it is buffered.
+    opts.tcp.max_frame_len = connection_frame_limit(cfg);
     let session = crate::tls::session(cfg.rank, listener, &cfg.parties, cfg.tls.as_ref(), &opts)?;
     let tls_watch = crate::tls::TlsWatch::new(&session);
     let cp = checkpoint.as_mut();
@@ -388,6 +390,9 @@ const MAX_PADDING_FACTOR: u64 = 16;
 const MIN_PADDING_CAP: u64 = 1 << 24;
 /// Longest job hello accepted from a peer.
 const MAX_HELLO: usize = 4096;
+/// The longest frame of the job handshake: a checkpointed run's finished-bucket map, one bit
+/// per bucket (up to 2^23 buckets; the job hello is shorter).
+const JOB_FRAME_LIMIT: usize = 1 << 20;
 /// What each party announces before the first bucket.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct JobHello {
@@ -558,7 +563,14 @@ fn agree<C: Channel>(
     let resume = hellos
         .iter()
         .all(|h| h.checkpoint && h.run.is_some_and(|r| r.buckets == total) && h.run == ours.run);
-    let bitmap_len = usize::try_from(total.div_ceil(8)).unwrap_or(0);
+    let bitmap_len = usize::try_from(total.div_ceil(8)).unwrap_or(usize::MAX);
+    if bitmap_len > JOB_FRAME_LIMIT {
+        return Err(CliError::Usage(format!(
+            "a checkpointed job of {total} buckets is above the {} buckets a checkpoint \
+             supports; raise --bucket-load or split the job with --shard",
+            JOB_FRAME_LIMIT * 8
+        )));
+    }
     if resume {
         let Some(cp) = cp else {
             return Err(CliError::Protocol("checkpoint state lost".into()));
@@ -701,14 +713,7 @@ where
         .collect();
     let mut rng = AesRng::from_entropy();
     let step = cfg.step_timeout;
-    let ecfg = EcdhConfig {
-        curve: cfg.curve,
-        batch_size: cfg.batch_size,
-        broadcast: cfg.broadcast,
-        max_peer_items: peer_limit,
-        stat_security: lambda,
-        ..EcdhConfig::default()
-    };
+    let ecfg = ecdh_config(cfg, peer_limit, lambda);
     let role = if cfg.rank == cfg.receiver {
         Role::Receiver
     } else {
@@ -885,6 +890,33 @@ where
         buckets: total,
         resumed,
     })
+}
+
+/// The ECDH parameters (two and three parties) of this job.
+fn ecdh_config(cfg: &PartyConfig, peer_limit: usize, lambda: u32) -> EcdhConfig {
+    EcdhConfig {
+        curve: cfg.curve,
+        batch_size: cfg.batch_size,
+        broadcast: cfg.broadcast,
+        max_peer_items: peer_limit,
+        stat_security: lambda,
+        ..EcdhConfig::default()
+    }
+}
+
+/// The longest frame this party accepts from the start of the connection: the protocol's
+/// longest frame ([`obliv_psi::PsiSession::max_frame_len`] and the like), or
+/// [`JOB_FRAME_LIMIT`] for the job handshake if that is longer. The bucket driver lowers the
+/// limit to the protocol's once the job handshake is done.
+fn connection_frame_limit(cfg: &PartyConfig) -> usize {
+    let ecfg = ecdh_config(cfg, 0, obliv_psi::STAT_SECURITY);
+    let protocol = match cfg.protocol {
+        Protocol::Ecdh => obliv_psi::ecdh::max_frame_len(&ecfg),
+        Protocol::Ecdh3pc => ecdh3::max_frame_len(&ecfg),
+        Protocol::Kkrt => obliv_psi::kkrt::MAX_FRAME_LEN,
+        Protocol::Rr22(_) => rr22::MAX_FRAME_LEN,
+    };
+    protocol.max(JOB_FRAME_LIMIT)
 }
 
 /// Runs the driver's buckets through `each`; returns the set-up's traffic.

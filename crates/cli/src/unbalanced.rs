@@ -122,10 +122,12 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         ),
         _ => None,
     };
-    let opts = ConnectOptions {
+    let mut opts = ConnectOptions {
         deadline: a.connect_timeout,
         ..ConnectOptions::default()
     };
+    // A hostile peer's longer frame is refused at its header, before any of it is buffered.
+    opts.tcp.max_frame_len = cfg.max_frame_len();
     let mut session = crate::tls::session(a.rank, None, &a.parties, a.tls.as_ref(), &opts)?;
     let ch = session.channel(1 - a.rank)?;
     // Frames longer than the protocol's are refused before they are buffered.

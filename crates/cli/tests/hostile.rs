@@ -1,9 +1,11 @@
 //! The hostile-peer harness: two real `obliv psi` processes talk through a relay that, at one
 //! frame of one direction, lies about the frame's length (2^40), truncates it and hangs up,
-//! flips a byte, zeroes the payload, or stalls. Whatever it does, both parties must end by
-//! themselves within the step timeout, with exit code 0, 4 (network) or 5 (protocol): never
-//! a panic (101), an abort or a signal. The malicious RR22 variant must never write a wrong
-//! intersection with exit code 0. The table of outcomes is printed (`--nocapture`).
+//! flips a byte, zeroes the payload, stalls, or floods (announces a 256 MiB frame and streams
+//! it). Whatever it does, both parties must end by themselves within the step timeout, with
+//! exit code 0, 4 (network) or 5 (protocol): never a panic (101), an abort or a signal; under
+//! a flood, the victim's peak memory stays near its clean run's (the frame is refused at its
+//! header). The malicious RR22 variant must never write a wrong intersection with exit code
+//! 0. The table of outcomes, with each party's peak memory, is printed (`--nocapture`).
 #![allow(clippy::unwrap_used)] // test code
 
 use std::io::{Read, Write};
@@ -31,15 +33,27 @@ enum Fault {
     Zero,
     /// Forwards nothing more in this direction, keeping the connections open.
     Stall,
+    /// Replaces the frame with one announcing [`FLOOD_BYTES`] (below the transport's default
+    /// limit of 1 GiB, far above every protocol's longest frame) and streams that many junk
+    /// bytes: the victim must refuse it at the header instead of buffering it.
+    Flood,
 }
 
-const FAULTS: [Fault; 5] = [
+const FAULTS: [Fault; 6] = [
     Fault::Lie,
     Fault::Truncate,
     Fault::Flip,
     Fault::Zero,
     Fault::Stall,
+    Fault::Flood,
 ];
+
+/// The frame length of [`Fault::Flood`].
+const FLOOD_BYTES: usize = 256 << 20;
+
+/// How far a party's peak resident memory under [`Fault::Flood`] may exceed its peak in the
+/// clean run: far below the flood, so buffering it shows.
+const FLOOD_SLACK_KIB: u64 = 64 << 10;
 
 /// Frames of a direction at which the fault strikes, for a run of `frames` frames in that
 /// direction: the session hello (0), the handshakes and first protocol messages, one in the
@@ -103,6 +117,20 @@ fn pump(
                         }
                         return frame;
                     }
+                    Fault::Flood => {
+                        let junk = vec![0x5au8; 1 << 20];
+                        if to.write_all(&(FLOOD_BYTES as u64).to_le_bytes()).is_ok() {
+                            // Until the victim hangs up (as it should at the header).
+                            for _ in 0..FLOOD_BYTES / junk.len() {
+                                if to.write_all(&junk).is_err() {
+                                    break;
+                                }
+                            }
+                        }
+                        let _ = to.shutdown(Shutdown::Both);
+                        let _ = from.shutdown(Shutdown::Both);
+                        return frame;
+                    }
                 }
             }
             _ => {}
@@ -126,6 +154,31 @@ struct Outcome {
     seconds: f64,
     /// Frames relayed from party 0 to party 1 and back.
     frames: [usize; 2],
+    /// Each party's peak resident memory (`VmHWM`), KiB.
+    peak_kib: [u64; 2],
+}
+
+/// Follows process `pid`'s peak resident memory (`VmHWM` of `/proc/<pid>/status`, which only
+/// grows) until the process exits; returns the last value read, in KiB (0 where `/proc` does
+/// not tell).
+fn watch_peak(pid: u32) -> thread::JoinHandle<u64> {
+    thread::spawn(move || {
+        let mut peak = 0;
+        // The line is gone once the process has exited (a zombie has no memory), and the file
+        // once it was reaped.
+        while let Some(kib) = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            })
+        {
+            peak = peak.max(kib);
+            thread::sleep(Duration::from_millis(5));
+        }
+        peak
+    })
 }
 
 fn spawn(dir: &Path, protocol: &str, rank: usize, parties: &str, tag: &str) -> Child {
@@ -189,7 +242,9 @@ fn run(dir: &Path, protocol: &str, fault: Option<(usize, Fault, usize)>, tag: &s
         &format!("127.0.0.1:{relay_port},127.0.0.1:{p1}"),
         tag,
     );
+    let peaks = [watch_peak(a.id()), watch_peak(b.id())];
     let (oa, ob) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    let peak_kib = peaks.map(|t| t.join().unwrap_or(0));
     let seconds = start.elapsed().as_secs_f64();
     done.store(true, Ordering::SeqCst);
     let frames = relay_thread.join().unwrap_or([0, 0]);
@@ -210,6 +265,7 @@ fn run(dir: &Path, protocol: &str, fault: Option<(usize, Fault, usize)>, tag: &s
         output,
         seconds,
         frames,
+        peak_kib,
     }
 }
 
@@ -271,7 +327,21 @@ fn harness(protocol: &str) {
                 // The party the broken frame was meant for cannot have finished (the other one
                 // may have, if it had nothing more to receive).
                 let victim = 1 - direction;
-                if o.hit && matches!(fault, Fault::Lie | Fault::Truncate | Fault::Stall) {
+                if o.hit && fault == Fault::Flood {
+                    assert!(
+                        o.peak_kib[victim] <= clean.peak_kib[victim] + FLOOD_SLACK_KIB,
+                        "{protocol} frame {at} dir {direction}: party {victim} peaked at {} KiB \
+                         under a {FLOOD_BYTES}-byte frame ({} KiB in the clean run)",
+                        o.peak_kib[victim],
+                        clean.peak_kib[victim]
+                    );
+                }
+                if o.hit
+                    && matches!(
+                        fault,
+                        Fault::Lie | Fault::Truncate | Fault::Stall | Fault::Flood
+                    )
+                {
                     assert_ne!(
                         o.codes[victim],
                         Some(0),
@@ -290,9 +360,10 @@ fn harness(protocol: &str) {
                     );
                 }
                 table.push(format!(
-                    "{protocol:15} frame {at} dir {direction} {:9} -> exit {:?} {}{} {:.1}s",
+                    "{protocol:15} frame {at} dir {direction} {:9} -> exit {:?} peak {:?} MiB {}{} {:.1}s",
                     format!("{fault:?}"),
                     o.codes,
+                    o.peak_kib.map(|k| k / 1024),
                     if o.hit { "" } else { "(not reached) " },
                     if wrong {
                         format!("{missing} rows missing ")
@@ -305,9 +376,10 @@ fn harness(protocol: &str) {
         }
     }
     println!(
-        "{protocol}: {} frames 0→1, {} frames 1→0 in the clean run\n{}",
+        "{protocol}: {} frames 0→1, {} frames 1→0, peak {:?} MiB in the clean run\n{}",
         clean.frames[0],
         clean.frames[1],
+        clean.peak_kib.map(|k| k / 1024),
         table.join("\n")
     );
 }
