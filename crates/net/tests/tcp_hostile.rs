@@ -485,7 +485,11 @@ fn limit_lowered_while_waiting_for_a_header_applies_to_it(mode: Mode) {
         ),
         "{e:?}"
     );
-    assert!(t0.elapsed() < T / 2, "waited {:?} for the frame", t0.elapsed());
+    assert!(
+        t0.elapsed() < T / 2,
+        "waited {:?} for the frame",
+        t0.elapsed()
+    );
     drop(raw);
 }
 
