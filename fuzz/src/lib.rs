@@ -8,6 +8,8 @@
 //! the input takes what is left, so every byte string is a valid script. When the script runs
 //! out, the next receive fails as if the peer had hung up.
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::Write;
 use std::time::Instant;
 
 use obliv_net::{Channel, Error, RecvBuf, Result, Stats, StatsRecorder};
@@ -21,6 +23,61 @@ pub mod net;
 pub mod pir;
 pub mod psi;
 pub mod unbalanced;
+
+/// Largest single allocation the targets allow: 512 MiB, as libFuzzer's `-malloc_limit_mb=512`
+/// (which only takes effect in a sanitizer build; this allocator enforces it in the
+/// sanitizer-free build CI runs). A decoder that sizes a buffer from an attacker's length
+/// field beyond it aborts the target, which libFuzzer reports with the input.
+pub const MALLOC_LIMIT: usize = 512 << 20;
+
+/// The system allocator, refusing (by aborting the process) any allocation over
+/// [`MALLOC_LIMIT`].
+pub struct LimitedAlloc;
+
+impl LimitedAlloc {
+    fn check(size: usize) {
+        if size > MALLOC_LIMIT {
+            // No allocation here: a fixed message and the size, written straight to stderr.
+            let mut msg = *b"obliv-fuzz: allocation of 0x0000000000000000 bytes over the limit\n";
+            let hex = b"0123456789abcdef";
+            for i in 0..16 {
+                msg[28 + i] = hex[(size >> (60 - 4 * i)) & 15];
+            }
+            let _ = std::io::stderr().write_all(&msg);
+            std::process::abort();
+        }
+    }
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged, after a
+// size check that either returns or aborts; `System` upholds the `GlobalAlloc` contract.
+unsafe impl GlobalAlloc for LimitedAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        Self::check(layout.size());
+        // SAFETY: the caller's layout, as `GlobalAlloc::alloc` requires.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        Self::check(layout.size());
+        // SAFETY: as `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System` with this layout (every allocation goes there).
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        Self::check(new_size);
+        // SAFETY: the caller's pointer, layout and size, as `GlobalAlloc::realloc` requires.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: LimitedAlloc = LimitedAlloc;
 
 /// Largest frame the scripted channel accepts unless lowered (as a TCP channel's default).
 const SCRIPT_MAX_FRAME: usize = obliv_net::DEFAULT_MAX_FRAME_LEN;

@@ -7,7 +7,7 @@ use obliv_core::rand_core::SeedableRng;
 use obliv_net::Channel;
 use obliv_pir::batch::BatchParams;
 use obliv_pir::server::ServerState;
-use obliv_pir::{Database, PirClient};
+use obliv_pir::{ClientLimits, Database, PirClient};
 
 /// Records of the targets' database.
 pub const RECORDS: usize = 100;
@@ -49,13 +49,23 @@ fn client_ops<C: Channel>(mode: u8, c: &mut PirClient<C>) -> bool {
     }
 }
 
+/// The client's limits in the target: the defaults but for the records, which a client sets
+/// to what it expects (the default 2^26 allows a documented layout of about 1.5 GiB, over the
+/// targets' allocation limit).
+pub fn limits() -> ClientLimits {
+    ClientLimits {
+        max_records: 1 << 20,
+        ..ClientLimits::default()
+    }
+}
+
 /// Body of the client target. Input: `parts` of (mode, server 0's frames, server 1's frames).
 pub fn fuzz_client(data: &[u8]) {
     let [mode, s0, s1] = crate::parts::<3>(data);
     let mode = mode.first().copied().unwrap_or(0);
     let ch0 = crate::ScriptedChannel::new(s0);
     let ch1 = crate::ScriptedChannel::new(s1);
-    let Ok(mut c) = PirClient::new(ch0, ch1, AesRng::from_seed([7; 16])) else {
+    let Ok(mut c) = PirClient::with_limits(ch0, ch1, AesRng::from_seed([7; 16]), limits()) else {
         return;
     };
     client_ops(mode, &mut c);
