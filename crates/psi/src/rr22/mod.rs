@@ -157,7 +157,7 @@ pub use crate::wire::STAT_SECURITY;
 pub const MAX_ITEMS: usize = 1 << 28;
 /// Blocks (or comparison values) per frame.
 const CHUNK: usize = 1 << 16;
-/// The longest frame a peer's RR22 session (any variant) sends: a chunk of [`CHUNK`] OKVS
+/// The longest frame a peer's RR22 session (any variant) sends: a chunk of 2^16 OKVS
 /// blocks of 16 bytes behind the 5-byte frame header (1 MiB + 5). The comparison values
 /// (at most 16 bytes each, in chunks as long), the VOLE's messages (its GGM tree messages
 /// stay below 200 KiB at the largest VOLE chunk, IKNP/SoftSpokenOT chunks at 256 KiB) and the
