@@ -36,13 +36,14 @@ struct Fixture {
     input: PathBuf,
     listener: TcpListener,
     addrs: Vec<SocketAddr>,
+    _work: crate::files::WorkDir,
 }
 
 fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("obliv-fuzz-cli-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("work directory");
+        let work = crate::files::WorkDir::new("cli");
+        let dir = work.path().to_path_buf();
         let input = dir.join("input.csv");
         let mut csv = String::from("id,value\n");
         for i in 0..ROWS {
@@ -58,6 +59,7 @@ fn fixture() -> &'static Fixture {
             input,
             listener,
             addrs,
+            _work: work,
         }
     })
 }

@@ -22,6 +22,8 @@ impl WorkDir {
         } else {
             std::env::temp_dir()
         };
+        static SWEEP: std::sync::Once = std::sync::Once::new();
+        SWEEP.call_once(|| sweep(&root));
         let n = N.fetch_add(1, Ordering::Relaxed);
         let dir = root.join(format!("obliv-fuzz-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -32,6 +34,31 @@ impl WorkDir {
     /// Its path.
     pub fn path(&self) -> &Path {
         &self.0
+    }
+}
+
+/// Removes the work directories that processes no longer running left behind (those of a
+/// process's fixtures live as long as it does).
+fn sweep(root: &Path) {
+    // Liveness is read from /proc; without it, nothing is removed.
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix("obliv-fuzz-") else {
+            continue;
+        };
+        // `<tag>-<pid>-<n>`: the pid is the second field from the end.
+        let pid = rest.rsplit('-').nth(1).and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid
+            && !Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
     }
 }
 
