@@ -185,23 +185,6 @@ pub fn with_key_tag(body: &[u8]) -> Vec<u8> {
     v
 }
 
-/// Whether `bytes` is a server-set record whose segment count `c` makes `8·c + 32` overflow:
-/// a known finding of this target in obliv-psi (`ServerSet::from_bytes` panics on it: "attempt
-/// to add with overflow" with overflow checks, `split_at` out of range without), reported to
-/// obliv-psi's maintainers. The target skips such inputs until it is fixed there, so that CI
-/// keeps looking for other findings; remove this once `from_bytes` refuses them.
-fn hits_known_set_overflow(bytes: &[u8]) -> bool {
-    let Some(count) = bytes.get(8..16) else {
-        return false;
-    };
-    let mut c = [0u8; 8];
-    c.copy_from_slice(count);
-    u64::from_le_bytes(c)
-        .checked_mul(8)
-        .and_then(|n| n.checked_add(32))
-        .is_none()
-}
-
 /// Body of the unbalanced-files target. Input: `kind ‖ bytes`; `kind` mod 4: 0 a server-set
 /// record, 1 a key file, 2 a key file whose tag the target appends, 3 a cache file.
 pub fn fuzz_unbalanced_files(data: &[u8]) {
@@ -210,9 +193,6 @@ pub fn fuzz_unbalanced_files(data: &[u8]) {
     };
     match kind % 4 {
         0 => {
-            if hits_known_set_overflow(bytes) {
-                return;
-            }
             if let Ok(set) = ServerSet::from_bytes(bytes) {
                 // The encoding is canonical: it re-encodes to the same bytes.
                 assert_eq!(set.to_bytes(), bytes);

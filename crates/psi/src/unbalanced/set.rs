@@ -102,7 +102,11 @@ impl ServerSet {
         let rest = bytes.strip_prefix(SET_MAGIC).ok_or_else(bad)?;
         let (count, rest) = rest.split_first_chunk::<8>().ok_or_else(bad)?;
         let count = usize::try_from(u64::from_le_bytes(*count)).map_err(|_| bad())?;
-        if count == 0 || rest.len() != count.checked_mul(8).ok_or_else(bad)? + 32 {
+        let expected = count
+            .checked_mul(8)
+            .and_then(|n| n.checked_add(32))
+            .ok_or_else(bad)?;
+        if count == 0 || rest.len() != expected {
             return Err(bad());
         }
         let (sizes, digest) = rest.split_at(8 * count);
@@ -160,6 +164,24 @@ mod tests {
 
     fn key(seed: u8) -> ServerKey {
         ServerKey::generate(Curve::FourQ, &mut AesRng::from_seed([seed; 16])).unwrap()
+    }
+
+    /// A count whose byte length overflows (found by the `unbalanced_files` fuzz target: it
+    /// panicked in an overflow-checked build and wrapped to a short length without checks).
+    #[test]
+    fn a_count_that_overflows_the_length_is_refused() {
+        for count in [(1u64 << 61) - 1, u64::MAX / 8, u64::MAX] {
+            let mut b = SET_MAGIC.to_vec();
+            b.extend_from_slice(&count.to_le_bytes());
+            for tail in [0usize, 24, 32, 40] {
+                let mut r = b.clone();
+                r.resize(b.len() + tail, 0);
+                assert!(
+                    ServerSet::from_bytes(&r).is_err(),
+                    "count {count}, {tail} bytes"
+                );
+            }
+        }
     }
 
     #[test]
