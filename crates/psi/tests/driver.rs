@@ -90,6 +90,14 @@ where
     (recv, t.join().unwrap())
 }
 
+/// The plain intersection of each pair of buckets.
+fn expected(xs: &[Items], ys: &[Items]) -> Vec<Vec<usize>> {
+    xs.iter()
+        .zip(ys)
+        .map(|(x, y)| plain_intersection(x, y))
+        .collect()
+}
+
 fn ecdh(role: Role) -> EcdhSession {
     let cfg = EcdhConfig {
         curve: Curve::Curve25519,
@@ -122,11 +130,7 @@ where
 {
     let name = make(Role::Receiver).protocol();
     let (xs, ys) = buckets(sizes);
-    let want: Vec<Vec<usize>> = xs
-        .iter()
-        .zip(&ys)
-        .map(|(x, y)| plain_intersection(x, y))
-        .collect();
+    let want = expected(&xs, &ys);
     assert!(want.iter().any(|w| w.len() >= 100), "not vacuous");
     for workers in [1, 3] {
         let (r, s) = drive(make, (workers, workers), xs.clone(), ys.clone());
@@ -160,11 +164,7 @@ fn every_protocol_fits_its_frame_limit_and_the_limit_is_tight() {
         let session = make(Role::Receiver);
         let (name, bound) = (session.protocol(), session.max_frame_len());
         let (xs, ys) = buckets(sizes);
-        let want: Vec<Vec<usize>> = xs
-            .iter()
-            .zip(&ys)
-            .map(|(x, y)| plain_intersection(x, y))
-            .collect();
+        let want = expected(&xs, &ys);
         for workers in [1, 2] {
             let (r, s) = drive_limited(
                 make,
