@@ -57,6 +57,8 @@ mod error;
 pub mod extend;
 mod generator;
 mod ggm;
+pub mod source;
+mod traits;
 mod vole;
 pub mod vole64;
 
@@ -67,6 +69,8 @@ pub use base::{ReceiverBase, SenderBase};
 pub use code::{BlockPair, CodeElement, CodeField, ExConvCode, LpnCode};
 pub use error::{Error, Result};
 pub use extend::{Kind, Params, Security};
+pub use source::{BaseSource, ReceiverBaseSource, SOFTSPOKEN_K, SenderBaseSource};
+pub use traits::{VoleReceiverGen, VoleSenderGen};
 pub use vole::{
     DEFAULT_MAX_CHUNK, MAX_CHUNK_LIMIT, SubfieldVoleReceiver, SubfieldVoleSender, VoleConfig,
     VoleReceiver, VoleSender, subfield_vole_receive, subfield_vole_send, vole_receive, vole_send,

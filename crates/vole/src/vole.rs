@@ -47,6 +47,8 @@ use crate::generator::{
     AValue, OuterReceiver, OuterSender, Packed, ReceiverStep, SenderStep, TAG_SUBFIELD, Tweaks,
     debug_generator,
 };
+use crate::source::BaseSource;
+use crate::traits::{VoleReceiverGen, VoleSenderGen};
 
 /// The default largest extension: 2^21 outputs (a working vector of `N ≈ 2^22` blocks, 64
 /// MiB, per party; the receivers of the 64-bit and GF(2^128) VOLEs also keep `N` 32-byte
@@ -88,7 +90,8 @@ impl VoleConfig {
         }
     }
 
-    fn validate(&self) -> Result<()> {
+    /// Checks `max_chunk`.
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.max_chunk == 0 || self.max_chunk > MAX_CHUNK_LIMIT {
             return Err(Error::TooLarge {
                 requested: self.max_chunk,
@@ -182,10 +185,7 @@ impl SubfieldVoleSender {
         cfg: VoleConfig,
         rng: &mut R,
     ) -> Result<Self> {
-        cfg.validate()?;
-        let mut iknp = obliv_ot::iknp::Sender::setup(ch, rng)?;
-        let q = iknp.send_correlated(ch, cfg.base_cots_needed())?;
-        Self::from_base(SenderBase::new(iknp.delta(), q), cfg)
+        <Self as VoleSenderGen>::with_source(ch, cfg, BaseSource::Iknp, rng)
     }
 
     /// A sender from base COTs under `base.delta()` (at least
@@ -337,12 +337,7 @@ impl SubfieldVoleReceiver {
         cfg: VoleConfig,
         rng: &mut R,
     ) -> Result<Self> {
-        cfg.validate()?;
-        let mut iknp = obliv_ot::iknp::Receiver::setup(ch, rng)?;
-        let choices = obliv_ot::iknp::random_bits(cfg.base_cots_needed(), rng);
-        let t = iknp.receive_correlated(ch, &choices)?;
-        let r = choices.iter().map(|b| u8::from(*b)).collect();
-        Self::from_base(ReceiverBase::new(r, t)?, cfg)
+        <Self as VoleReceiverGen>::with_source(ch, cfg, BaseSource::Iknp, rng)
     }
 
     /// A receiver from base COTs (at least [`VoleConfig::base_cots_needed`]).
@@ -523,6 +518,11 @@ impl VoleSender {
         self.core.delta()
     }
 
+    /// The configuration.
+    pub fn config(&self) -> VoleConfig {
+        self.core.config()
+    }
+
     /// Produces `n` correlations, handing `B` to `sink` chunk by chunk.
     ///
     /// # Errors
@@ -611,6 +611,11 @@ impl VoleReceiver {
         Ok(VoleReceiver {
             core: OuterReceiver::new(inner),
         })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> VoleConfig {
+        self.core.config()
     }
 
     /// Produces `n` correlations, handing `(A, C)` to `sink` chunk by chunk.
