@@ -48,6 +48,11 @@ pub const fn psi_compare_bytes(stat_sec: u32, n_a: u64, n_b: u64) -> usize {
     ((stat_sec + log2_ceil(n_a) + log2_ceil(n_b)).div_ceil(8)) as usize
 }
 
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,3 +50,8 @@ mod scalar_mul;
 pub use error::Error;
 pub use point::Point;
 pub use scalar::{Scalar, SecretScalar};
+
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -39,3 +39,8 @@ pub mod kkrt;
 pub mod softspoken;
 
 pub use error::{Error, Result};
+
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

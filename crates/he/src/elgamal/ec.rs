@@ -13,8 +13,49 @@
 //!
 //! Groups plug in through [`ElGamalGroup`], which adds a fixed-base table type to
 //! `group::Group + GroupEncoding`; [`curve25519_dalek::RistrettoPoint`] implements it with
-//! dalek's constant-time basepoint tables, and `impl_elgamal_group_generic!` implements it for
-//! any other group without tables (for FourQ or a NIST curve from `obliv-ec`).
+//! dalek's constant-time basepoint tables, and [`impl_elgamal_group_generic!`](crate::impl_elgamal_group_generic) implements it
+//! without tables for any other point type that has the `group` traits.
+//!
+//! # `ElGamalGroup` and `obliv_ec::PrimeGroup`
+//!
+//! The workspace has two group traits on purpose. `obliv_ec::PrimeGroup` is the trait of the
+//! ECDH protocols: hash to the group, multiply by a secret scalar, encode, decode, in batches
+//! over byte buffers, with a run-time choice of curve (`obliv_ec::DynGroup`); it offers no
+//! point addition, and one of its groups (`obliv_ec::X25519`, x-only) has none. EC ElGamal
+//! needs exactly what it leaves out: adding and negating points and ciphertexts, arithmetic in
+//! the scalar field (`ff::PrimeField`) and a table for fixed-base multiplication. So
+//! [`ElGamalGroup`] builds on the RustCrypto `group` traits, which the point types of
+//! curve25519-dalek, k256, p256 and `obliv-fourq` implement directly, and obliv-he depends on
+//! no other obliv crate.
+//!
+//! An `obliv-ec` user bridges the two through the point type, not the trait:
+//! `<obliv_ec::Ristretto255 as PrimeGroup>::Point` *is* [`curve25519_dalek::RistrettoPoint`],
+//! so points from `Ristretto255::hash_to_point` or `Ristretto255::decode` (the 32-byte RFC 9496
+//! encoding, the same bytes as [`GroupEncoding::to_bytes`] here) go into
+//! [`PublicKey::from_point`], [`PublicKey::encrypt`] or a ciphertext unchanged, and back. The
+//! other `obliv-ec` groups' point types (`k256`/`p256`/`sm2` `ProjectivePoint`,
+//! `obliv_fourq::Point`) have the `group` traits but no [`ElGamalGroup`] implementation here:
+//! by Rust's orphan rule only obliv-he or the point's own crate can add one (with
+//! [`impl_elgamal_group_generic!`](crate::impl_elgamal_group_generic)), so another crate uses them through a newtype that
+//! implements `Group + GroupEncoding` and then the macro.
+//!
+//! ```
+//! use curve25519_dalek::RistrettoPoint; // = <obliv_ec::Ristretto255 as PrimeGroup>::Point
+//! use group::{Group, GroupEncoding};
+//! use obliv_he::elgamal::ec::{BsgsTable, PublicKey, SecretKey};
+//!
+//! let mut rng = rand::rng();
+//! let sk = SecretKey::<RistrettoPoint>::generate(&mut rng);
+//! // A public key that arrived as 32 bytes, e.g. from `obliv_ec::Ristretto255::encode`.
+//! let bytes = sk.public_key().point().to_bytes();
+//! let y = Option::<RistrettoPoint>::from(RistrettoPoint::from_bytes(&bytes)).unwrap();
+//! let pk = PublicKey::from_point(y);
+//! let c = pk.add(&pk.encrypt(20, &mut rng), &pk.encrypt(22, &mut rng));
+//! let table = BsgsTable::<RistrettoPoint>::default_32()?; // build once, share
+//! assert_eq!(sk.decrypt(&c, &table)?, 42);
+//! assert!(!bool::from(y.is_identity()));
+//! # Ok::<(), obliv_he::Error>(())
+//! ```
 
 use std::collections::HashMap;
 use std::fmt;
@@ -62,6 +103,10 @@ impl ElGamalGroup for RistrettoPoint {
 
 /// Implements [`ElGamalGroup`] for a group type without precomputation (the "table" is the
 /// point itself and `mul_table` the group's scalar multiplication).
+///
+/// Rust's orphan rule applies: outside obliv-he, invoke it only on a point type of the
+/// invoking crate (for example a newtype around another crate's point that implements
+/// `group::Group + GroupEncoding`).
 #[macro_export]
 macro_rules! impl_elgamal_group_generic {
     ($t:ty) => {
