@@ -10,6 +10,13 @@
 //!   number of evictions and returns [`Error::InsertionFailed`] with the item it could not
 //!   place, instead of looping.
 //! - [`SimpleTable`]: the other side's items, each in all of its (distinct) bins.
+//! - [`IndexBins`]: simple hashing of the integer indices `0..n` (hashed as `Block(j)`,
+//!   [`CuckooHasher::hash_index`]), storing only the indices: the public bucket layout of
+//!   batch PIR.
+//! - [`place_exact`]: items into distinct bins among their candidates by augmenting paths,
+//!   which finds a placement whenever one exists (the bounded random walk of
+//!   [`CuckooTable`] may give up on a set that has one); for small sets such as a batch PIR
+//!   client's indices.
 //!
 //! ```
 //! use obliv_core::Block;
@@ -29,7 +36,8 @@
 //! `y = AES_seed(x)` (a pseudorandom permutation of the 128-bit item, keyed by the shared
 //! seed), and `h_k(x) = ⌊y_k · bins / 2^42⌋` where `y_k` is bits `42k .. 42k+42` of `y`
 //! (Lemire's multiply-shift range reduction; the bias is below `bins / 2^42`, i.e. under
-//! 2^-14 for `bins ≤ 2^28`). Items are 128-bit blocks; callers hash longer items first.
+//! 2^-14 for `bins ≤ 2^28`). Items are 128-bit blocks; callers hash longer items first, and
+//! an integer index `j` is the item `Block(j)`.
 //! The seed is public: cuckoo hashing needs the hash functions to be independent of the
 //! items, not secret. An adversary who chooses items *after* seeing the seed could force a
 //! failure, so the seed should be drawn (or coin-tossed) after the inputs are fixed.
@@ -120,6 +128,13 @@ pub enum Error {
     /// An item index given twice, or the table is full.
     #[error("item index {0} is already in the table")]
     DuplicateIndex(usize),
+    /// [`place_exact`]: the items have no placement into distinct bins.
+    #[error("no placement into distinct bins: {unplaced} items left over")]
+    NoPlacement {
+        /// Items left without a bin by a maximum placement: the fewest items that must be
+        /// dropped for the others to have a placement.
+        unplaced: usize,
+    },
 }
 
 /// Result of a cuckoo operation.
@@ -259,6 +274,30 @@ impl CuckooHasher {
     /// The bins `[h_0(x), h_1(x), h_2(x)]` of one item.
     pub fn hash(&self, x: Block) -> [u32; NUM_HASHES] {
         self.reduce(self.aes.encrypt_block(x).0)
+    }
+
+    /// The bins of the integer index `j`, hashed as the item `Block(j)` (the encoding
+    /// [`IndexBins`] and [`CuckooHasher::hash_index_range`] use).
+    pub fn hash_index(&self, j: u64) -> [u32; NUM_HASHES] {
+        self.hash(Block(u128::from(j)))
+    }
+
+    /// The bins of the indices `start, start + 1, …` (AES batched):
+    /// `out[i] = hash_index(start + i)`.
+    pub fn hash_index_range(&self, start: u64, out: &mut [[u32; NUM_HASHES]]) {
+        let mut buf = [Block::ZERO; 256];
+        let mut next = u128::from(start);
+        for oc in out.chunks_mut(256) {
+            let b = &mut buf[..oc.len()];
+            for blk in b.iter_mut() {
+                *blk = Block(next);
+                next += 1;
+            }
+            self.aes.encrypt_blocks(b);
+            for (o, y) in oc.iter_mut().zip(b.iter()) {
+                *o = self.reduce(y.0);
+            }
+        }
     }
 
     /// The bins of many items (AES batched): `out[i] = hash(xs[i])`.
@@ -625,7 +664,210 @@ impl SimpleTable {
     }
 }
 
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
+/// Largest number of indices [`IndexBins`] takes: they are stored as `u32`.
+pub const MAX_INDICES: u64 = 1 << 32;
+
+/// Simple hashing of the integer indices `0..n` (e.g. the records of a database): every
+/// index in each of its distinct bins, each bin listing its indices in increasing order.
+///
+/// Index `j` is hashed as the item `Block(j)` ([`CuckooHasher::hash_index`]), so
+/// [`place_exact`] with the candidates `hash_index(j)` puts every index into a bin that lists
+/// it. Only the indices are stored (4 bytes per (bin, index) pair and one offset per bin),
+/// and the build takes two passes of one AES call per index (count, then fill) instead of
+/// keeping the hashes, so its peak memory is the table itself (at most `12n` bytes plus the
+/// offsets). The fill pass scatters into all bins at once: meant for few bins, such as the
+/// buckets of batch PIR; for bins of the order of `n` use [`SimpleTable`] (cache-partitioned,
+/// with the hash masks).
+#[derive(Clone, Debug)]
+pub struct IndexBins {
+    /// Bin `b` lists `members[offsets[b]..offsets[b + 1]]`.
+    offsets: Vec<usize>,
+    members: Vec<u32>,
+}
+
+/// The distinct values among an item's three bins, in hash function order, and how many.
+#[inline]
+fn distinct(h: [u32; NUM_HASHES]) -> ([u32; NUM_HASHES], usize) {
+    let mut out = [h[0]; NUM_HASHES];
+    let mut m = 1;
+    for &b in &h[1..] {
+        if !out[..m].contains(&b) {
+            out[m] = b;
+            m += 1;
+        }
+    }
+    (out, m)
+}
+
+impl IndexBins {
+    /// Hashes the indices `0..n` into `hasher.bins()` bins (`n ≤ MAX_INDICES`).
+    pub fn build(hasher: &CuckooHasher, n: usize) -> Result<Self> {
+        if n as u64 > MAX_INDICES {
+            return Err(Error::InvalidParams(format!(
+                "{n} indices, at most {MAX_INDICES}"
+            )));
+        }
+        let bins = hasher.bins();
+        let mut hs = [[0u32; NUM_HASHES]; 256];
+        // Pass 1: the size of every bin (counted one slot ahead for the prefix sum).
+        let mut offsets = vec![0usize; bins + 1];
+        for start in (0..n).step_by(256) {
+            let h = &mut hs[..(n - start).min(256)];
+            hasher.hash_index_range(start as u64, h);
+            for &hj in h.iter() {
+                let (d, m) = distinct(hj);
+                for &b in &d[..m] {
+                    offsets[b as usize + 1] += 1;
+                }
+            }
+        }
+        for b in 0..bins {
+            offsets[b + 1] += offsets[b];
+        }
+        // Pass 2: the same hashes again, each index appended to its bins in increasing order.
+        let mut fill: Vec<usize> = offsets[..bins].to_vec();
+        let mut members = vec![0u32; offsets[bins]];
+        for start in (0..n).step_by(256) {
+            let h = &mut hs[..(n - start).min(256)];
+            hasher.hash_index_range(start as u64, h);
+            for (i, &hj) in h.iter().enumerate() {
+                // start + i < n ≤ 2^32, checked above.
+                #[allow(clippy::cast_possible_truncation)]
+                let j = (start + i) as u32;
+                let (d, m) = distinct(hj);
+                for &b in &d[..m] {
+                    let at = &mut fill[b as usize];
+                    members[*at] = j;
+                    *at += 1;
+                }
+            }
+        }
+        Ok(IndexBins { offsets, members })
+    }
+
+    /// Number of bins.
+    pub fn bins(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Total (bin, index) pairs (at most `3n`).
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Whether the table holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// The indices of bin `b`, in increasing order (empty for `b` out of range).
+    pub fn bin(&self, b: usize) -> &[u32] {
+        match (self.offsets.get(b), self.offsets.get(b + 1)) {
+            (Some(&s), Some(&e)) => &self.members[s..e],
+            _ => &[],
+        }
+    }
+
+    /// The largest bin.
+    pub fn max_bin_len(&self) -> usize {
+        self.offsets
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// An exact placement of items into distinct bins: item `i` goes into one of the bins
+/// `candidates[i]` (repeats allowed, e.g. coinciding hash values), no bin takes two items,
+/// and the placement is found **whenever one exists**.
+///
+/// Returns the bin of each item, or [`Error::NoPlacement`] with the number of items a maximum
+/// placement leaves over; [`Error::InvalidParams`] if a candidate is not below `bins`.
+///
+/// This is a maximum bipartite matching by augmenting paths (Kuhn's algorithm): the items are
+/// inserted in order, each by a depth-first search for a path from the item, through bins
+/// whose owners move to another of their candidates, to a free bin. A matching with no
+/// augmenting path is maximum (Berge), so an item that finds none can be left out for good
+/// and the count of such items is the deficiency of Hall's condition. With `k` items and `m`
+/// candidate entries in all, each search visits every bin and entry at most once: `O(k·m)`
+/// time at worst (`O(k^2)` for three candidates per item), `O(bins + k)` memory, and no
+/// recursion. Unlike the bounded random walk of [`CuckooTable`], which can give up on a set
+/// that has a placement, it fails only when Hall's condition does (some `s` bins are the only
+/// candidates of more than `s` items); use it for small sets where that difference matters,
+/// such as the client's indices in batch PIR. It is variable-time in the candidates.
+pub fn place_exact<C: AsRef<[u32]>>(candidates: &[C], bins: usize) -> Result<Vec<usize>> {
+    const FREE: usize = usize::MAX;
+    if let Some(b) = candidates
+        .iter()
+        .flat_map(|c| c.as_ref().iter())
+        .find(|&&b| b as usize >= bins)
+    {
+        return Err(Error::InvalidParams(format!(
+            "candidate bin {b} of {bins} bins"
+        )));
+    }
+    // owner[b]: the item in bin b. seen[b] == epoch: bin b visited by the current search.
+    let mut owner = vec![FREE; bins];
+    let mut seen = vec![0usize; bins];
+    // The search path: (item, next candidate to try), and the bin each step went through.
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    let mut through: Vec<usize> = Vec::new();
+    let mut unplaced = 0;
+    for (epoch, start) in (1..).zip(0..candidates.len()) {
+        stack.clear();
+        through.clear();
+        stack.push((start, 0));
+        let mut placed = false;
+        while let Some(top) = stack.last_mut() {
+            let (item, next) = *top;
+            let Some(&b) = candidates[item].as_ref().get(next) else {
+                // Dead end: no free bin reachable from this item.
+                stack.pop();
+                through.pop();
+                continue;
+            };
+            top.1 += 1;
+            let b = b as usize;
+            if seen[b] == epoch {
+                continue;
+            }
+            seen[b] = epoch;
+            if owner[b] == FREE {
+                // Augment: each item on the path moves into the bin it went through.
+                owner[b] = item;
+                for (&(it, _), &tb) in stack.iter().zip(&through) {
+                    owner[tb] = it;
+                }
+                placed = true;
+                break;
+            }
+            through.push(b);
+            stack.push((owner[b], 0));
+        }
+        if !placed {
+            unplaced += 1;
+        }
+    }
+    if unplaced > 0 {
+        return Err(Error::NoPlacement { unplaced });
+    }
+    let mut slot = vec![0usize; candidates.len()];
+    for (b, &o) in owner.iter().enumerate() {
+        if o != FREE {
+            slot[o] = b;
+        }
+    }
+    Ok(slot)
+}
+
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
     use obliv_core::Prg;
@@ -799,7 +1041,220 @@ mod tests {
         }
     }
 
+    #[test]
+    fn index_hashes_are_block_hashes() {
+        let h = CuckooHasher::new(Block(17), 15).unwrap();
+        let mut out = vec![[0u32; 3]; 600];
+        h.hash_index_range(u64::from(u32::MAX) - 300, &mut out);
+        for (i, o) in out.iter().enumerate() {
+            let j = u64::from(u32::MAX) - 300 + i as u64;
+            assert_eq!(h.hash_index(j), *o);
+            assert_eq!(h.hash(Block(u128::from(j))), *o);
+        }
+    }
+
+    #[test]
+    fn index_bins_list_every_index_in_each_distinct_bin() {
+        for (n, bins) in [
+            (0usize, 1usize),
+            (1, 1),
+            (1000, 15),
+            (5000, 64),
+            (300, 1000),
+        ] {
+            let h = CuckooHasher::new(Block(n as u128), bins).unwrap();
+            let t = IndexBins::build(&h, n).unwrap();
+            assert_eq!(t.bins(), bins);
+            let mut total = 0;
+            for j in 0..n {
+                let hs = h.hash_index(j as u64);
+                for b in 0..bins {
+                    let listed = t.bin(b).binary_search(&(j as u32)).is_ok();
+                    assert_eq!(listed, hs.contains(&(b as u32)), "index {j} bin {b}");
+                }
+                let mut d = hs.to_vec();
+                d.sort_unstable();
+                d.dedup();
+                total += d.len();
+            }
+            assert_eq!(t.len(), total);
+            assert_eq!(t.is_empty(), n == 0);
+            for b in 0..bins {
+                assert!(t.bin(b).windows(2).all(|w| w[0] < w[1]), "bin {b} sorted");
+            }
+            assert!(t.max_bin_len() * bins >= total);
+            assert!(t.bin(bins).is_empty());
+        }
+        // Too many indices is refused before anything is allocated.
+        let h = CuckooHasher::new(Block(1), 4).unwrap();
+        assert!(matches!(
+            IndexBins::build(&h, (1usize << 32) + 1),
+            Err(Error::InvalidParams(_))
+        ));
+    }
+
+    /// Checks a placement: each item in one of its candidates, no bin twice.
+    fn check_placement(cands: &[Vec<u32>], bins: usize, slot: &[usize]) {
+        assert_eq!(slot.len(), cands.len());
+        let mut used = vec![false; bins];
+        for (c, &b) in cands.iter().zip(slot) {
+            assert!(c.contains(&(b as u32)), "bin {b} not among {c:?}");
+            assert!(!used[b], "bin {b} used twice");
+            used[b] = true;
+        }
+    }
+
+    /// The size of a maximum placement, by trying every assignment (small instances only).
+    fn brute_force_max(cands: &[Vec<u32>], used: &mut [bool]) -> usize {
+        let Some((first, rest)) = cands.split_first() else {
+            return 0;
+        };
+        let mut best = brute_force_max(rest, used); // item left out
+        for &b in first {
+            if !used[b as usize] {
+                used[b as usize] = true;
+                best = best.max(1 + brute_force_max(rest, used));
+                used[b as usize] = false;
+            }
+        }
+        best
+    }
+
+    /// Recursive Kuhn's algorithm, the textbook form: the reference for `place_exact`.
+    fn kuhn_reference(cands: &[[u32; 3]], bins: usize) -> usize {
+        fn augment(
+            i: usize,
+            c: &[[u32; 3]],
+            owner: &mut [Option<usize>],
+            seen: &mut [bool],
+        ) -> bool {
+            for &b in &c[i] {
+                let b = b as usize;
+                if seen[b] {
+                    continue;
+                }
+                seen[b] = true;
+                if owner[b].is_none_or(|o| augment(o, c, owner, seen)) {
+                    owner[b] = Some(i);
+                    return true;
+                }
+            }
+            false
+        }
+        let mut owner = vec![None; bins];
+        (0..cands.len())
+            .filter(|&i| !augment(i, cands, &mut owner, &mut vec![false; bins]))
+            .count()
+    }
+
+    #[test]
+    fn exact_placement_small_cases() {
+        // Greedy order puts item 0 in bin 0; item 1 only fits bin 0, so item 0 must move.
+        let c: Vec<Vec<u32>> = vec![vec![0, 1], vec![0], vec![1, 2]];
+        let slot = place_exact(&c, 3).unwrap();
+        assert_eq!(slot, [1, 0, 2]);
+        check_placement(&c, 3, &slot);
+        // Four items whose only candidates are three bins: Hall's condition fails.
+        let c = [[0u32, 1, 2], [2, 1, 0], [1, 1, 1], [0, 2, 2]];
+        assert_eq!(place_exact(&c, 5), Err(Error::NoPlacement { unplaced: 1 }));
+        // Three items sharing one bin, and two more items on another pair of bins.
+        let c: Vec<Vec<u32>> = vec![vec![3], vec![3], vec![3], vec![0, 1], vec![1, 0]];
+        assert_eq!(place_exact(&c, 4), Err(Error::NoPlacement { unplaced: 2 }));
+        // An item without candidates, a candidate out of range, nothing to place.
+        assert_eq!(
+            place_exact(&[Vec::<u32>::new()], 1),
+            Err(Error::NoPlacement { unplaced: 1 })
+        );
+        assert!(matches!(
+            place_exact(&[[0u32, 1, 4]], 4),
+            Err(Error::InvalidParams(_))
+        ));
+        assert_eq!(place_exact::<[u32; 3]>(&[], 0), Ok(vec![]));
+        // A long augmenting path: item i has the bins {i, i + 1} and first takes bin i; a last
+        // item with bin 0 only moves every other item one bin along.
+        let n = 5000u32;
+        let mut c: Vec<[u32; 3]> = (0..n).map(|i| [i, i + 1, i + 1]).collect();
+        c.push([0, 0, 0]);
+        let slot = place_exact(&c, n as usize + 1).unwrap();
+        assert_eq!(slot[n as usize], 0);
+        let cv: Vec<Vec<u32>> = c.iter().map(|a| a.to_vec()).collect();
+        check_placement(&cv, n as usize + 1, &slot);
+    }
+
+    #[test]
+    fn exact_placement_agrees_with_kuhn_on_hashed_batches() {
+        // Batches of 10 indices in 15 bins, as batch PIR draws them: place_exact succeeds
+        // exactly when the recursive algorithm does, and leaves as many items over.
+        let h = CuckooHasher::new(Block(77), 15).unwrap();
+        let mut rng = Prg::new(Block(78));
+        let mut failures = 0;
+        for _ in 0..20_000 {
+            let c: Vec<[u32; 3]> = (0..10)
+                .map(|_| h.hash_index(rng.next_block().to_u64s().0 % (1 << 20)))
+                .collect();
+            let reference = kuhn_reference(&c, 15);
+            match place_exact(&c, 15) {
+                Ok(slot) => {
+                    assert_eq!(reference, 0);
+                    let cv: Vec<Vec<u32>> = c.iter().map(|a| a.to_vec()).collect();
+                    check_placement(&cv, 15, &slot);
+                }
+                Err(Error::NoPlacement { unplaced }) => {
+                    assert_eq!(unplaced, reference);
+                    failures += 1;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(
+            failures > 0,
+            "some batches of 10 in 15 bins have no placement"
+        );
+    }
+
+    #[test]
+    fn exact_placement_succeeds_where_the_random_walk_does() {
+        // 30 items in 31 bins: whenever the bounded random walk fills the table, an exact
+        // placement exists too, and it also finds one where the walk gives up.
+        let xs = items(30, 3);
+        let mut rescued = 0;
+        for seed in 0..50u128 {
+            let mut p = CuckooParams::with_bins(30, 31).unwrap();
+            p.max_evictions = 5;
+            let h = CuckooHasher::new(Block(seed), 31).unwrap();
+            let c: Vec<[u32; 3]> = xs.iter().map(|&x| h.hash(x)).collect();
+            let exact = place_exact(&c, 31);
+            match CuckooTable::build_with(&p, &xs, Block(seed)) {
+                Ok(_) => assert!(exact.is_ok(), "seed {seed}"),
+                Err(_) => rescued += usize::from(exact.is_ok()),
+            }
+        }
+        assert!(rescued > 0);
+    }
+
     proptest! {
+        #[test]
+        fn exact_placement_is_maximum(
+            bins in 1usize..7,
+            raw in proptest::collection::vec(proptest::collection::vec(any::<u32>(), 0..4), 0..8),
+        ) {
+            let cands: Vec<Vec<u32>> = raw
+                .iter()
+                .map(|c| c.iter().map(|&b| b % bins as u32).collect())
+                .collect();
+            let max = brute_force_max(&cands, &mut vec![false; bins]);
+            match place_exact(&cands, bins) {
+                Ok(slot) => {
+                    prop_assert_eq!(max, cands.len());
+                    check_placement(&cands, bins, &slot);
+                }
+                Err(Error::NoPlacement { unplaced }) => {
+                    prop_assert_eq!(unplaced, cands.len() - max);
+                }
+                Err(e) => prop_assert!(false, "{}", e),
+            }
+        }
+
         #[test]
         fn any_small_set_is_placed(n in 0usize..300, seed in any::<u64>()) {
             let xs = items(n, u128::from(seed));

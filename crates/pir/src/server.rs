@@ -509,9 +509,9 @@ pub struct ServerInfo {
 /// larger one is [`Error::LimitExceeded`] naming the field. Also how long it waits for an
 /// answer.
 ///
-/// The batch layout costs the client about 24 bytes per record (built on the first batch
+/// The batch layout costs the client at most 12 bytes per record (built on the first batch
 /// query), and every response frame is read into memory, so the defaults keep a hostile
-/// server's announcements to about 1.5 GiB of layout and 256 MiB per response.
+/// server's announcements to about 768 MiB of layout and 256 MiB per response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClientLimits {
     /// Most records (`N`). Default 2^26 (the format allows 2^32).
