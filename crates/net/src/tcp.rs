@@ -3,6 +3,12 @@
 //! Wire format: each frame is an 8-byte little-endian length `L` followed by `L` payload bytes.
 //! The receiver checks `L` against its limit *before* allocating anything, so a hostile length
 //! (say 2^40) yields [`Error::FrameTooLarge`] instead of an allocation failure.
+//!
+//! The file is longer than most because it is one transport: the channel, its two halves,
+//! the read-ahead thread that feeds the receiving half, and connect/accept share the private
+//! reader, socket and frame types defined here, and the timeout, deadline and frame-limit
+//! rules have to be read together across them. Its tests are the crate's integration tests
+//! (`tests/tcp_hostile.rs`, `tests/deadlines.rs`, `tests/roundtrip.rs` and others).
 
 use std::collections::VecDeque;
 use std::fmt::Display;

@@ -1,0 +1,164 @@
+use super::*;
+use crate::bigint::random_bits;
+use rand_core::Rng as RngCore;
+
+/// Plain reference: schoolbook product, Knuth division.
+fn reference_mul(a: &Integer, b: &Integer, m: &Integer) -> Integer {
+    (a * b).modulo(m)
+}
+
+fn reference_pow(b: &Integer, e: &Integer, m: &Integer) -> Integer {
+    let mut acc = Integer::from(1u32).modulo(m);
+    for i in (0..e.significant_bits()).rev() {
+        acc = acc.square().modulo(m);
+        if e.get_bit(i) {
+            acc = (&acc * b).modulo(m);
+        }
+    }
+    acc
+}
+
+fn random_odd_modulus(rng: &mut impl rand_core::CryptoRng, limbs: usize) -> Integer {
+    let mut m = random_bits(rng, u32::try_from(64 * limbs).expect("small"));
+    m.set_bit(u32::try_from(64 * limbs - 1).expect("small"), true);
+    m.set_bit(0, true);
+    // One modulus in three has an all-ones top limb, one in three (of two limbs or more) a
+    // top limb of 1.
+    let mut v = m.as_limbs().to_vec();
+    match rng.next_u32() % 3 {
+        0 => v[limbs - 1] = u64::MAX,
+        1 if limbs > 1 => v[limbs - 1] = 1,
+        _ => {}
+    }
+    v[0] |= 1;
+    Integer::from_limbs(&v)
+}
+
+fn backends() -> Vec<Backend> {
+    #[allow(unused_mut)] // only x86-64 adds the ADX kernel
+    let mut v = vec![Backend::Portable];
+    #[cfg(obliv_x86_simd)]
+    if let Some(k) = Adx::detect() {
+        v.push(Backend::Adx(k));
+    }
+    v
+}
+
+#[test]
+fn kernels_agree_on_rows() {
+    let mut rng = rand::rng();
+    for n in 1..=40usize {
+        for _ in 0..8 {
+            let a: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
+            let r0: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
+            for b in [0u64, 1, u64::MAX, rng.next_u64()] {
+                let mut want = r0.clone();
+                let cw = addmul_1(&mut want, &a, b);
+                // Reference through Integer arithmetic.
+                let full = &Integer::from_limbs(&r0) + &(&Integer::from_limbs(&a) * b);
+                let mut w2 = want.clone();
+                w2.push(cw);
+                assert_eq!(Integer::from_limbs(&w2), full);
+                #[cfg(obliv_x86_simd)]
+                if let Some(k) = Adx::detect() {
+                    let mut got = r0.clone();
+                    let cg = k.addmul_1(&mut got, &a, b);
+                    assert_eq!((got, cg), (want.clone(), cw), "n = {n}");
+                }
+                // All-ones rows: maximal carries.
+                let ones = vec![u64::MAX; n];
+                let mut w = ones.clone();
+                let c = addmul_1(&mut w, &ones, u64::MAX);
+                #[cfg(obliv_x86_simd)]
+                if let Some(k) = Adx::detect() {
+                    let mut g = ones.clone();
+                    assert_eq!(k.addmul_1(&mut g, &ones, u64::MAX), c);
+                    assert_eq!(g, w);
+                }
+                let _ = c;
+            }
+        }
+    }
+}
+
+#[test]
+fn montgomery_matches_reference_every_size() {
+    let mut rng = rand::rng();
+    for limbs in 1..=34usize {
+        let m = random_odd_modulus(&mut rng, limbs);
+        let m1 = &m - 1u32;
+        for backend in backends() {
+            let ctx = Monty::with_backend(&m, backend).expect("odd");
+            assert_eq!(ctx.limbs(), limbs);
+            let mut vals = vec![Integer::new(), Integer::from(1u32), m1.clone()];
+            for _ in 0..4 {
+                vals.push(random_bits(&mut rng, m.significant_bits()).modulo(&m));
+            }
+            for a in &vals {
+                for b in &vals {
+                    assert_eq!(ctx.mul_mod(a, b), reference_mul(a, b, &m), "{limbs}");
+                }
+                assert_eq!(ctx.sub_mod(a, &m1), (a - &m1).modulo(&m));
+            }
+            // Wide reduction against Knuth division.
+            for wide in 0..3 * limbs as u32 {
+                let x = random_bits(&mut rng, 64 * wide + 7);
+                assert_eq!(ctx.reduce(&x), x.modulo(&m));
+            }
+            for e_bits in [1u32, 5, 6, 64, 65, 130] {
+                let b = vals[vals.len() - 1].clone();
+                let e = random_bits(&mut rng, e_bits);
+                assert_eq!(ctx.pow(&b, &e, e_bits), reference_pow(&b, &e, &m));
+            }
+            for b in &vals[..3] {
+                let e = Integer::from(65_537u32);
+                assert_eq!(ctx.pow(b, &e, 17), reference_pow(b, &e, &m));
+            }
+            assert_eq!(ctx.pow(&m1, &Integer::new(), 7), 1u32);
+        }
+    }
+}
+
+#[test]
+fn portable_and_adx_agree_at_key_sizes() {
+    let mut rng = rand::rng();
+    for bits in [1024u32, 2048, 3072, 4096, 6144, 8192] {
+        let mut m = random_bits(&mut rng, bits);
+        m.set_bit(bits - 1, true);
+        m.set_bit(0, true);
+        let ctxs: Vec<Monty> = backends()
+            .into_iter()
+            .map(|b| Monty::with_backend(&m, b).expect("odd"))
+            .collect();
+        let b = random_bits(&mut rng, bits).modulo(&m);
+        let e = random_bits(&mut rng, 200);
+        let want = reference_pow(&b, &e, &m);
+        for c in &ctxs {
+            assert_eq!(c.pow(&b, &e, 200), want, "{bits} {:?}", c.backend());
+            let x = random_bits(&mut rng, bits).modulo(&m);
+            assert_eq!(c.mul_mod(&b, &x), reference_mul(&b, &x, &m));
+        }
+    }
+    if adx_available() {
+        assert!(Backend::detect().is_adx());
+    }
+}
+
+#[test]
+fn fixed_base_matches_reference() {
+    let mut rng = rand::rng();
+    for bits in [64u32, 521, 1030, 2048] {
+        let mut m = random_bits(&mut rng, bits);
+        m.set_bit(bits - 1, true);
+        m.set_bit(0, true);
+        let b = random_bits(&mut rng, bits).modulo(&m);
+        for w in [1u32, 4, 5] {
+            let t = MontFixedBase::new(&b, &m, 100, w).expect("odd");
+            for _ in 0..4 {
+                let e = random_bits(&mut rng, 100);
+                assert_eq!(t.pow(&e), reference_pow(&b, &e, &m));
+            }
+            assert_eq!(t.pow(&Integer::new()), 1u32);
+        }
+    }
+}
