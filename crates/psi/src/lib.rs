@@ -56,3 +56,8 @@ pub fn plain_intersection<T: AsRef<[u8]>, U: AsRef<[u8]>>(ours: &[T], theirs: &[
         .filter(|&i| set.contains(ours[i].as_ref()))
         .collect()
 }
+
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
