@@ -84,7 +84,7 @@ impl std::str::FromStr for Shard {
     /// `I/N` with `I < N`, `1 <= N <= 2^20`.
     fn from_str(s: &str) -> Result<Self, CliError> {
         let bad = || {
-            CliError::Usage(format!(
+            CliError::usage(format!(
                 "--shard {s:?}: expected I/N with 0 <= I < N, e.g. 3/8"
             ))
         };
@@ -219,7 +219,7 @@ impl Sink {
 /// words the errors. Both give the same rows and keys.
 ///
 /// # Errors
-/// [`CliError::Input`] as `csvio::read_keys` describes, and for I/O errors.
+/// [`ExitKind::Input`](crate::ExitKind::Input) as `csvio::read_keys` describes, and for I/O errors.
 pub fn ingest(
     path: &Path,
     keys: &[String],
@@ -449,7 +449,7 @@ impl Bucket {
     fn from_parts(parts: Vec<Vec<Entry>>) -> Result<Self, CliError> {
         let n: usize = parts.iter().map(Vec::len).sum();
         u32::try_from(n)
-            .map_err(|_| CliError::Input(format!("a bucket of {n} rows is over 2^32")))?;
+            .map_err(|_| CliError::input(format!("a bucket of {n} rows is over 2^32")))?;
         let sorted = if n < 256 {
             let mut v: Vec<Entry> = parts.concat();
             v.sort_unstable_by_key(Entry::sort_key);
@@ -527,7 +527,7 @@ fn sort_small(v: &mut [Entry]) {
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> CliError + '_ {
-    move |e| CliError::Input(format!("{}: {e}", path.display()))
+    move |e| CliError::file(path.display().to_string(), e)
 }
 
 impl Buckets {
@@ -616,7 +616,7 @@ impl Buckets {
             Err(e) => return Err(io(&path)(e)),
         };
         if bytes.len() % ENTRY_BYTES != 0 {
-            return Err(CliError::Input(format!(
+            return Err(CliError::input(format!(
                 "bucket file {} is damaged",
                 path.display()
             )));
@@ -645,7 +645,7 @@ impl Buckets {
     /// otherwise sub-bucket `b mod sub` is filtered.
     ///
     /// # Errors
-    /// [`CliError::Input`] for I/O errors or a damaged bucket file.
+    /// [`ExitKind::Input`](crate::ExitKind::Input) for I/O errors or a damaged bucket file.
     pub fn take(&mut self, b: usize, total: usize) -> Result<Bucket, CliError> {
         let sub = self.mem.len();
         let mut parts: Vec<Vec<Entry>> = Vec::new();
@@ -723,7 +723,7 @@ impl RowSet {
 /// the output is put in place.
 ///
 /// # Errors
-/// [`CliError::Input`], also when the input has changed since [`ingest`] (nothing is written
+/// [`ExitKind::Input`](crate::ExitKind::Input), also when the input has changed since [`ingest`] (nothing is written
 /// then).
 pub fn write_rows(
     input: &Path,
@@ -738,10 +738,10 @@ pub fn write_rows(
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| CliError::Input(format!("cannot create a file in {}: {e}", dir.display())))?;
+        .map_err(|e| CliError::file(format!("cannot create a file in {}", dir.display()), e))?;
     let mut out = BufWriter::with_capacity(1 << 20, tmp.as_file());
-    let err = |e: csv::Error| CliError::Input(format!("writing {}: {e}", output.display()));
-    let ioerr = |e: std::io::Error| CliError::Input(format!("writing {}: {e}", output.display()));
+    let err = |e: csv::Error| CliError::file(format!("writing {}", output.display()), e);
+    let ioerr = |e: std::io::Error| CliError::file(format!("writing {}", output.display()), e);
     {
         let mut wtr = csv::Writer::from_writer(&mut out);
         wtr.write_record(&shape.header).map_err(err)?;
@@ -758,7 +758,7 @@ pub fn write_rows(
     out.flush().map_err(ioerr)?;
     drop(out);
     tmp.persist(output)
-        .map_err(|e| CliError::Input(format!("cannot write {}: {e}", output.display())))?;
+        .map_err(|e| CliError::file(format!("cannot write {}", output.display()), e))?;
     bar.finish();
     Ok(written)
 }
@@ -774,7 +774,7 @@ fn copy_rows(
     sort: bool,
     bar: &mut Progress,
 ) -> Result<(u64, [u8; 32]), CliError> {
-    let ioerr = |e: std::io::Error| CliError::Input(format!("writing output: {e}"));
+    let ioerr = |e: std::io::Error| CliError::file("writing output", e);
     let mut row = 0u64;
     let mut written = 0u64;
     let mut fields = Fields::new(shape.header.len(), &shape.key_cols);
@@ -847,7 +847,7 @@ fn rewrite_rows(
         .buffer_capacity(1 << 20)
         .from_reader(open_hashing(input)?);
     let mut wtr = csv::Writer::from_writer(out);
-    let err = |e: csv::Error| CliError::Input(format!("writing output: {e}"));
+    let err = |e: csv::Error| CliError::file("writing output", e);
     let mut kept: Vec<(Vec<u8>, csv::StringRecord)> = Vec::new();
     let mut written = 0;
     for (row, rec) in rdr.records().enumerate() {
@@ -875,7 +875,7 @@ fn rewrite_rows(
         }
     }
     wtr.flush()
-        .map_err(|e| CliError::Input(format!("writing output: {e}")))?;
+        .map_err(|e| CliError::file("writing output", e))?;
     Ok((written, digest))
 }
 

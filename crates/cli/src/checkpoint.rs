@@ -92,7 +92,7 @@ pub struct Checkpoint {
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> CliError + '_ {
-    move |e| CliError::Input(format!("checkpoint {}: {e}", path.display()))
+    move |e| CliError::file(format!("checkpoint {}", path.display()), e)
 }
 
 /// Writes `bytes` to `dir/name` durably: temporary file, fsync, rename, fsync of `dir`.
@@ -105,7 +105,7 @@ fn write_durably(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {
     tmp.write_all(bytes).map_err(io_err(&target))?;
     tmp.as_file().sync_all().map_err(io_err(&target))?;
     tmp.persist(&target)
-        .map_err(|e| CliError::Input(format!("checkpoint {}: {e}", target.display())))?;
+        .map_err(|e| CliError::file(format!("checkpoint {}", target.display()), e))?;
     sync_dir(dir)
 }
 
@@ -131,7 +131,7 @@ impl CheckpointLock {
     /// The second half of [`Checkpoint::open`]: compares (or records) the job `identity`.
     ///
     /// # Errors
-    /// [`CliError::Input`] if the directory belongs to another job or cannot be written.
+    /// [`ExitKind::Input`](crate::ExitKind::Input) if the directory belongs to another job or cannot be written.
     pub fn open(self, identity: &Identity) -> Result<Checkpoint, CliError> {
         let dir = &self.dir;
         let manifest_path = dir.join("manifest");
@@ -184,7 +184,7 @@ impl Checkpoint {
     /// Opens (or creates) the checkpoint directory `dir` for the job `identity`.
     ///
     /// # Errors
-    /// [`CliError::Input`] if the directory belongs to another job (the message names the
+    /// [`ExitKind::Input`](crate::ExitKind::Input) if the directory belongs to another job (the message names the
     /// first field that differs), is not a checkpoint directory, is in use by another process,
     /// or cannot be written.
     pub fn open(dir: &Path, identity: &Identity) -> Result<Self, CliError> {
@@ -207,7 +207,7 @@ impl Checkpoint {
             .open(dir.join("lock"))
             .map_err(io_err(dir))?;
         lock.try_lock().map_err(|_| {
-            CliError::Input(format!(
+            CliError::input(format!(
                 "checkpoint {} is in use by another obliv process",
                 dir.display()
             ))
@@ -222,7 +222,7 @@ impl Checkpoint {
                     .map(|e| e.file_name().to_string_lossy().into_owned())
                     .find(|n| n != "lock" && !n.starts_with(".tmp-"));
                 if let Some(name) = foreign {
-                    return Err(CliError::Input(format!(
+                    return Err(CliError::input(format!(
                         "{} is not an obliv checkpoint directory (it holds {name:?} but no \
                          manifest); give an empty or new directory",
                         dir.display()
@@ -284,7 +284,7 @@ impl Checkpoint {
     /// Starts a new run: deletes the bucket files of any earlier run and records `run`.
     ///
     /// # Errors
-    /// [`CliError::Input`] if the directory cannot be written.
+    /// [`ExitKind::Input`](crate::ExitKind::Input) if the directory cannot be written.
     pub fn start_run(&mut self, run: RunInfo) -> Result<(), CliError> {
         for e in fs::read_dir(&self.dir)
             .map_err(io_err(&self.dir))?
@@ -326,11 +326,11 @@ impl Checkpoint {
     /// Records bucket `b` of the current run as finished with `result`, durably.
     ///
     /// # Errors
-    /// [`CliError::Input`] if no run was started or the file cannot be written.
+    /// [`ExitKind::Input`](crate::ExitKind::Input) if no run was started or the file cannot be written.
     pub fn save(&mut self, b: u64, result: &BucketResult) -> Result<(), CliError> {
         let run = self
             .run
-            .ok_or_else(|| CliError::Input("checkpoint: no run started".into()))?;
+            .ok_or_else(|| CliError::input("checkpoint: no run started"))?;
         let rows = result.rows.as_deref().unwrap_or(&[]);
         let mut bytes = Vec::with_capacity(8 + 16 + 8 * 6 + 1 + rows.len() * 8 + 32);
         bytes.extend_from_slice(BUCKET_MAGIC);
@@ -354,11 +354,11 @@ impl Checkpoint {
     /// Reads the result of finished bucket `b`.
     ///
     /// # Errors
-    /// [`CliError::Input`] if the file is missing, damaged or of another run.
+    /// [`ExitKind::Input`](crate::ExitKind::Input) if the file is missing, damaged or of another run.
     pub fn read_bucket(&self, b: u64) -> Result<BucketResult, CliError> {
         let path = self.dir.join(format!("b{b}"));
         let damaged = || {
-            CliError::Input(format!(
+            CliError::input(format!(
                 "checkpoint file {} is damaged or of another run",
                 path.display()
             ))
@@ -408,7 +408,7 @@ struct Reader<'a>(&'a [u8]);
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], CliError> {
         if self.0.len() < n {
-            return Err(CliError::Input("checkpoint file is truncated".into()));
+            return Err(CliError::input("checkpoint file is truncated"));
         }
         let (head, rest) = self.0.split_at(n);
         self.0 = rest;
@@ -444,7 +444,7 @@ fn compare_manifest(dir: &Path, have: &str, want: &str) -> Result<(), CliError> 
             break;
         }
     }
-    Err(CliError::Input(format!(
+    Err(CliError::input(format!(
         "checkpoint {} belongs to another job: {what}; use another --checkpoint directory, or \
          delete this one to start over",
         dir.display()

@@ -7,9 +7,10 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, Read};
 use std::path::Path;
 
+use crate::bucket::InputShape;
 use crate::error::CliError;
 
 /// What ends every field of an encoded key (see [`push_key_field`]).
@@ -73,8 +74,12 @@ pub struct KeyedInput {
     pub distinct: Vec<Vec<u8>>,
     /// For every data row, the index of its key in `distinct`.
     pub row_key: Vec<u32>,
-    /// BLAKE3 of the whole file as it was read; [`write_selected`] refuses a file that no
-    /// longer has it.
+    /// Indices of the key columns.
+    pub key_cols: Vec<usize>,
+    /// Size of the file in bytes.
+    pub bytes: u64,
+    /// BLAKE3 of the whole file as it was read; [`crate::bucket::write_rows`] refuses a file
+    /// that no longer has it.
     pub digest: [u8; 32],
 }
 
@@ -105,7 +110,7 @@ impl<R: Read> Read for HashingReader<R> {
 /// Opens `path` for reading through a [`HashingReader`].
 pub(crate) fn open_hashing(path: &Path) -> Result<HashingReader<File>, CliError> {
     let f = File::open(path)
-        .map_err(|e| CliError::Input(format!("cannot open {}: {e}", path.display())))?;
+        .map_err(|e| CliError::file(format!("cannot open {}", path.display()), e))?;
     Ok(HashingReader::new(f))
 }
 
@@ -116,13 +121,13 @@ pub(crate) fn finish_digest<R: Read>(
 ) -> Result<[u8; 32], CliError> {
     let mut inner = rdr.into_inner();
     std::io::copy(&mut inner, &mut std::io::sink())
-        .map_err(|e| CliError::Input(format!("{}: {e}", path.display())))?;
+        .map_err(|e| CliError::file(path.display().to_string(), e))?;
     Ok(*inner.hasher.finalize().as_bytes())
 }
 
 /// The error when the input's digest at output time differs from the one at ingest.
 pub(crate) fn changed(path: &Path) -> CliError {
-    CliError::Input(format!(
+    CliError::input(format!(
         "{} changed since it was read (its BLAKE3 digest differs): the rows of the \
          intersection cannot be selected by row number, nothing was written",
         path.display()
@@ -134,11 +139,25 @@ impl KeyedInput {
     pub fn rows(&self) -> usize {
         self.row_key.len()
     }
+
+    /// The file's shape for [`crate::bucket::write_rows`], which writes the selected rows
+    /// (through the `csv` reader and writer, as for any file the byte scanner did not read).
+    pub fn shape(&self) -> InputShape {
+        InputShape {
+            header: self.header.clone(),
+            key_cols: self.key_cols.clone(),
+            rows: self.rows() as u64,
+            shard_rows: self.rows() as u64,
+            bytes: self.bytes,
+            digest: Some(self.digest),
+            data_start: None,
+        }
+    }
 }
 
 pub(crate) fn open(path: &Path) -> Result<csv::Reader<BufReader<File>>, CliError> {
     let f = File::open(path)
-        .map_err(|e| CliError::Input(format!("cannot open {}: {e}", path.display())))?;
+        .map_err(|e| CliError::file(format!("cannot open {}", path.display()), e))?;
     Ok(csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)
@@ -159,7 +178,7 @@ pub(crate) fn describe(path: &Path, e: &csv::Error) -> CliError {
         csv::ErrorKind::Utf8 { .. } => "the file is not valid UTF-8".to_string(),
         _ => e.to_string(),
     };
-    CliError::Input(format!("{}{at}: {what}", path.display()))
+    CliError::input(format!("{}{at}: {what}", path.display()))
 }
 
 /// A CSV reader positioned after the header, the header, and the key columns' indices.
@@ -171,14 +190,14 @@ pub(crate) type CsvReader = csv::Reader<BufReader<File>>;
 /// Opens `path`, reads its header and finds the key columns `keys` in it.
 ///
 /// # Errors
-/// [`CliError::Usage`] if `keys` is empty; [`CliError::Input`] for a missing or unreadable
+/// [`ExitKind::Usage`](crate::ExitKind::Usage) if `keys` is empty; [`ExitKind::Input`](crate::ExitKind::Input) for a missing or unreadable
 /// file, an empty file (no header) or a key column that the header lacks.
 pub(crate) fn open_keyed(
     path: &Path,
     keys: &[String],
 ) -> Result<(CsvReader, Vec<String>, Vec<usize>), CliError> {
     if keys.is_empty() {
-        return Err(CliError::Usage("--keys names no column".into()));
+        return Err(CliError::usage("--keys names no column"));
     }
     let rdr = open(path)?;
     with_key_columns(path, rdr, keys)
@@ -191,7 +210,7 @@ pub(crate) fn keyed_reader<R: std::io::Read>(
     keys: &[String],
 ) -> Result<Keyed<R>, CliError> {
     if keys.is_empty() {
-        return Err(CliError::Usage("--keys names no column".into()));
+        return Err(CliError::usage("--keys names no column"));
     }
     let rdr = csv::ReaderBuilder::new()
         .has_headers(true)
@@ -213,7 +232,7 @@ fn with_key_columns<R: std::io::Read>(
         .map(str::to_string)
         .collect();
     if header.is_empty() || header.iter().all(String::is_empty) {
-        return Err(CliError::Input(format!(
+        return Err(CliError::input(format!(
             "{} is empty: no header row",
             path.display()
         )));
@@ -222,7 +241,7 @@ fn with_key_columns<R: std::io::Read>(
         .iter()
         .map(|k| {
             header.iter().position(|h| h == k).ok_or_else(|| {
-                CliError::Input(format!(
+                CliError::input(format!(
                     "{} has no column {k:?} (columns: {})",
                     path.display(),
                     header.join(", ")
@@ -236,10 +255,11 @@ fn with_key_columns<R: std::io::Read>(
 /// Reads `path` and extracts the key columns `keys` of every row.
 ///
 /// # Errors
-/// [`CliError::Input`] for a missing or unreadable file, an empty file (no header), a key
+/// [`ExitKind::Input`](crate::ExitKind::Input) for a missing or unreadable file, an empty file (no header), a key
 /// column that the header lacks, a row with the wrong number of fields (with its line
 /// number), or bad UTF-8.
 pub fn read_keys(path: &Path, keys: &[String]) -> Result<KeyedInput, CliError> {
+    let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let (mut rdr, header, cols) = keyed_reader(path, open_hashing(path)?, keys)?;
     let mut index: HashMap<Vec<u8>, u32> = HashMap::new();
     let mut distinct = Vec::new();
@@ -257,7 +277,7 @@ pub fn read_keys(path: &Path, keys: &[String]) -> Result<KeyedInput, CliError> {
             push_key_field(&mut key, record.get(c).unwrap_or_default().as_bytes());
         }
         let next = u32::try_from(distinct.len())
-            .map_err(|_| CliError::Input("more than 2^32 distinct keys in one file".into()))?;
+            .map_err(|_| CliError::input("more than 2^32 distinct keys in one file"))?;
         let id = *index.entry(key.clone()).or_insert_with(|| {
             distinct.push(key.clone());
             next
@@ -268,72 +288,10 @@ pub fn read_keys(path: &Path, keys: &[String]) -> Result<KeyedInput, CliError> {
         header,
         distinct,
         row_key,
+        key_cols: cols,
+        bytes,
         digest: finish_digest(path, rdr)?,
     })
-}
-
-/// Writes the header and every row of `input` whose key index is marked in `selected` to
-/// `output`, in input order, or sorted by key with `sort`. Returns the number of rows written.
-///
-/// The rows are picked by row number, so the input must be the file `keyed` was read from:
-/// its BLAKE3 digest is recomputed on the way and compared with [`KeyedInput::digest`] before
-/// the output is put in place.
-///
-/// # Errors
-/// [`CliError::Input`] if the input cannot be re-read, has changed since it was read, or the
-/// output cannot be written.
-pub fn write_selected(
-    input: &Path,
-    keyed: &KeyedInput,
-    selected: &[bool],
-    output: &Path,
-    sort: bool,
-) -> Result<usize, CliError> {
-    let dir = output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| CliError::Input(format!("cannot create a file in {}: {e}", dir.display())))?;
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(false)
-        .buffer_capacity(1 << 20)
-        .from_reader(open_hashing(input)?);
-    let mut wtr = csv::Writer::from_writer(BufWriter::with_capacity(1 << 20, tmp.as_file()));
-    let io_err = |e: csv::Error| CliError::Input(format!("writing {}: {e}", output.display()));
-    wtr.write_record(&keyed.header).map_err(io_err)?;
-    let mut kept: Vec<(u32, csv::StringRecord)> = Vec::new();
-    let mut written = 0;
-    for (row, rec) in rdr.records().enumerate() {
-        let rec = rec.map_err(|e| describe(input, &e))?;
-        let k = *keyed.row_key.get(row).ok_or_else(|| changed(input))?;
-        if selected.get(k as usize).copied().unwrap_or(false) {
-            if sort {
-                kept.push((k, rec));
-            } else {
-                wtr.write_record(&rec).map_err(io_err)?;
-            }
-            written += 1;
-        }
-    }
-    if finish_digest(input, rdr)? != keyed.digest {
-        return Err(changed(input));
-    }
-    if sort {
-        kept.sort_by(|a, b| keyed.distinct[a.0 as usize].cmp(&keyed.distinct[b.0 as usize]));
-        for (_, rec) in &kept {
-            wtr.write_record(rec).map_err(io_err)?;
-        }
-    }
-    let mut inner = wtr
-        .into_inner()
-        .map_err(|e| CliError::Input(e.to_string()))?;
-    inner.flush().map_err(|e| CliError::Input(e.to_string()))?;
-    drop(inner);
-    tmp.persist(output)
-        .map_err(|e| CliError::Input(format!("cannot write {}: {e}", output.display())))?;
-    Ok(written)
 }
 
 #[cfg(test)]
@@ -393,10 +351,22 @@ mod tests {
         assert_eq!(decode_key(b"a"), None);
     }
 
-    /// `ub-psi`'s output pass: a file changed since `read_keys` (same rows, same length) is
+    /// `ub-psi`'s output pass (the one row writer, [`crate::bucket::write_rows`]): a file
+    /// changed since `read_keys` (same rows, same length) is
     /// refused with exit code 3 and nothing is written.
     #[test]
-    fn write_selected_refuses_a_changed_input() {
+    fn ub_psi_output_refuses_a_changed_input() {
+        use crate::bucket::{RowSet, write_rows};
+        use crate::progress::ProgressMode;
+        let write_selected = |input: &Path, kd: &KeyedInput, sel: &[bool], out: &Path| {
+            let mut rows = RowSet::new(kd.rows() as u64);
+            for (row, &k) in kd.row_key.iter().enumerate() {
+                if sel[k as usize] {
+                    rows.insert(row as u64);
+                }
+            }
+            write_rows(input, &kd.shape(), &rows, out, false, ProgressMode::Off)
+        };
         let dir = tempfile::tempdir().unwrap();
         let input = dir.path().join("in.csv");
         let out = dir.path().join("out.csv");
@@ -404,13 +374,13 @@ mod tests {
         let kd = read_keys(&input, &["id".into()]).unwrap();
         assert_eq!(kd.digest, *blake3::hash(b"id,x\nk1,1\nk2,2\n").as_bytes());
         assert_eq!(
-            write_selected(&input, &kd, &[false, true], &out, false).unwrap(),
+            write_selected(&input, &kd, &[false, true], &out).unwrap(),
             1
         );
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "id,x\nk2,2\n");
         std::fs::remove_file(&out).unwrap();
         std::fs::write(&input, "id,x\nk1,1\nk3,2\n").unwrap();
-        let e = write_selected(&input, &kd, &[false, true], &out, false).unwrap_err();
+        let e = write_selected(&input, &kd, &[false, true], &out).unwrap_err();
         assert_eq!(e.exit_code(), 3, "{e}");
         assert!(!out.exists());
     }

@@ -9,7 +9,7 @@ use obliv_ec::Curve;
 use obliv_net::LinkModel;
 
 use crate::bucket::Shard;
-use crate::error::CliError;
+use crate::error::{CliError, ExitKind};
 use crate::gen_data;
 use crate::party::{self, PartyConfig, Protocol, Report};
 use crate::progress::ProgressMode;
@@ -43,14 +43,14 @@ pub struct DemoOutcome {
 /// Generates data, runs every party over loopback TCP and checks the intersection size.
 ///
 /// # Errors
-/// Whatever a party reports, and [`CliError::Protocol`] if the result is not the planted
+/// Whatever a party reports, and [`ExitKind::Protocol`] if the result is not the planted
 /// intersection.
 pub fn run(cfg: &DemoConfig) -> Result<DemoOutcome, CliError> {
     let tmp;
     let dir = match &cfg.dir {
         Some(d) => d.clone(),
         None => {
-            tmp = tempfile::tempdir().map_err(|e| CliError::Input(e.to_string()))?;
+            tmp = tempfile::tempdir().map_err(|e| CliError::file("", e))?;
             tmp.path().to_path_buf()
         }
     };
@@ -60,12 +60,12 @@ pub fn run(cfg: &DemoConfig) -> Result<DemoOutcome, CliError> {
     let listeners: Vec<TcpListener> = (0..parties)
         .map(|_| TcpListener::bind("127.0.0.1:0"))
         .collect::<Result<_, _>>()
-        .map_err(|e| CliError::Network(format!("cannot bind a loopback port: {e}")))?;
+        .map_err(|e| CliError::with_source(ExitKind::Network, "cannot bind a loopback port", e))?;
     let addrs = listeners
         .iter()
         .map(TcpListener::local_addr)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| CliError::Network(e.to_string()))?;
+        .map_err(|e| CliError::network(e.to_string()))?;
     let start = Instant::now();
     let reports: Vec<Result<Report, CliError>> = std::thread::scope(|s| {
         let handles: Vec<_> = listeners
@@ -108,7 +108,7 @@ pub fn run(cfg: &DemoConfig) -> Result<DemoOutcome, CliError> {
             .into_iter()
             .map(|h| {
                 h.join()
-                    .unwrap_or_else(|_| Err(CliError::Protocol("a party panicked".into())))
+                    .unwrap_or_else(|_| Err(CliError::protocol("a party panicked")))
             })
             .collect()
     });
@@ -116,7 +116,7 @@ pub fn run(cfg: &DemoConfig) -> Result<DemoOutcome, CliError> {
     let reports: Vec<Report> = reports.into_iter().collect::<Result<_, _>>()?;
     let got = reports[0].keys_out.unwrap_or(0) as u64;
     if got != expected {
-        return Err(CliError::Protocol(format!(
+        return Err(CliError::protocol(format!(
             "intersection has {got} keys, the generator planted {expected}"
         )));
     }

@@ -38,7 +38,7 @@ pub(crate) enum Scan {
 /// `at` is told the file offset after each processed chunk (for progress).
 ///
 /// # Errors
-/// [`CliError::Input`] for I/O errors, or what `line` returns.
+/// [`ExitKind::Input`](crate::ExitKind::Input) for I/O errors, or what `line` returns.
 pub(crate) fn for_each_line(
     path: &Path,
     data_start: u64,
@@ -46,7 +46,7 @@ pub(crate) fn for_each_line(
     mut at: impl FnMut(u64),
     mut line: impl FnMut(&[u8]) -> Result<bool, CliError>,
 ) -> Result<Scan, CliError> {
-    let io = |e: std::io::Error| CliError::Input(format!("{}: {e}", path.display()));
+    let io = |e: std::io::Error| CliError::file(path.display().to_string(), e);
     let mut file = File::open(path).map_err(io)?;
     let mut buf = vec![0u8; CHUNK];
     // buf[start..end] is read but not yet processed; `pos` is the file offset of buf[0].

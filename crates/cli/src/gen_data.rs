@@ -46,7 +46,7 @@ pub fn common_rows(size: u64, overlap: f64) -> u64 {
 /// common rows evenly), otherwise unique to the file.
 ///
 /// # Errors
-/// [`CliError::Usage`] for bad parameters, [`CliError::Input`] if a file cannot be written.
+/// [`ExitKind::Usage`](crate::ExitKind::Usage) for bad parameters, [`ExitKind::Input`](crate::ExitKind::Input) if a file cannot be written.
 pub fn generate(
     size: u64,
     parties: usize,
@@ -55,20 +55,20 @@ pub fn generate(
     seed: u64,
 ) -> Result<Vec<PathBuf>, CliError> {
     if !(2..=3).contains(&parties) {
-        return Err(CliError::Usage("--parties must be 2 or 3".into()));
+        return Err(CliError::usage("--parties must be 2 or 3"));
     }
     if !(0.0..=1.0).contains(&overlap) {
-        return Err(CliError::Usage("--overlap must be between 0 and 1".into()));
+        return Err(CliError::usage("--overlap must be between 0 and 1"));
     }
     std::fs::create_dir_all(out_dir)
-        .map_err(|e| CliError::Input(format!("cannot create {}: {e}", out_dir.display())))?;
+        .map_err(|e| CliError::file(format!("cannot create {}", out_dir.display()), e))?;
     let c = common_rows(size, overlap);
     let common = Ids::new(seed, "common");
     let mut paths = Vec::new();
     for p in 1..=parties {
         let own = Ids::new(seed, &format!("party-{p}"));
         let path = out_dir.join(format!("psi_{p}.csv"));
-        let err = |e: std::io::Error| CliError::Input(format!("writing {}: {e}", path.display()));
+        let err = |e: std::io::Error| CliError::file(format!("writing {}", path.display()), e);
         let mut w = BufWriter::with_capacity(1 << 20, File::create(&path).map_err(err)?);
         writeln!(w, "id").map_err(err)?;
         for i in 0..size {

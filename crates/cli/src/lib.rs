@@ -17,4 +17,4 @@ pub mod progress;
 pub mod tls;
 pub mod unbalanced;
 
-pub use error::CliError;
+pub use error::{CliError, ExitKind};

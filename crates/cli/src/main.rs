@@ -21,10 +21,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use obliv_cli::CliError;
 use obliv_cli::demo::{self, DemoConfig};
 use obliv_cli::gen_data;
 use obliv_cli::party::{self, PartyConfig, Protocol};
+use obliv_cli::{CliError, ExitKind};
 use obliv_ec::Curve;
 use obliv_net::LinkModel;
 
@@ -303,7 +303,7 @@ struct GenArgs {
 
 fn parse_curve(s: &str) -> Result<Curve, CliError> {
     s.parse::<Curve>()
-        .map_err(|e| CliError::Usage(format!("--curve {s:?}: {e}")))
+        .map_err(|e| CliError::with_source(ExitKind::Usage, format!("--curve {s:?}"), e))
 }
 
 /// `100mbit`, `1gbit`, `500kbit`, or plain bits per second.
@@ -322,13 +322,13 @@ fn parse_bandwidth(s: &str) -> Result<u64, CliError> {
         .parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| CliError::Usage(format!("bad bandwidth {s:?} (e.g. 100mbit)")))
+        .ok_or_else(|| CliError::usage(format!("bad bandwidth {s:?} (e.g. 100mbit)")))
 }
 
 /// `10ms`, `1s`, `250us`.
 fn parse_latency(s: &str) -> Result<Duration, CliError> {
     let l = s.trim().to_ascii_lowercase();
-    let bad = || CliError::Usage(format!("bad latency {s:?} (e.g. 10ms)"));
+    let bad = || CliError::usage(format!("bad latency {s:?} (e.g. 10ms)"));
     if let Some(n) = l.strip_suffix("ms") {
         n.trim()
             .parse()
@@ -361,7 +361,7 @@ fn link(args: &LinkArgs) -> Result<Option<LinkModel>, CliError> {
 }
 
 fn required<T>(v: Option<T>, name: &str) -> Result<T, CliError> {
-    v.ok_or_else(|| CliError::Usage(format!("--{name} is required (see `obliv psi --help`)")))
+    v.ok_or_else(|| CliError::usage(format!("--{name} is required (see `obliv psi --help`)")))
 }
 
 fn run_demo(a: &DemoArgs) -> Result<(), CliError> {
@@ -451,7 +451,7 @@ fn run_party(a: &PartyArgs) -> Result<(), CliError> {
     println!("{}", report.to_json());
     if let Some(path) = &a.report {
         std::fs::write(path, report.to_json() + "\n")
-            .map_err(|e| CliError::Input(format!("cannot write {}: {e}", path.display())))?;
+            .map_err(|e| CliError::file(format!("cannot write {}", path.display()), e))?;
     }
     Ok(())
 }
@@ -463,7 +463,7 @@ fn run_ub(u: &UbCmd) -> Result<(), CliError> {
             "offline" => Phase::Offline,
             "online" => Phase::Online,
             p => {
-                return Err(CliError::Usage(format!(
+                return Err(CliError::usage(format!(
                     "phase must be offline or online, not {p:?}"
                 )));
             }
@@ -472,7 +472,7 @@ fn run_ub(u: &UbCmd) -> Result<(), CliError> {
             "server" => UbRole::Server,
             "client" => UbRole::Client,
             r => {
-                return Err(CliError::Usage(format!(
+                return Err(CliError::usage(format!(
                     "--role must be server or client, not {r:?}"
                 )));
             }
@@ -503,7 +503,7 @@ fn run_ub(u: &UbCmd) -> Result<(), CliError> {
 fn run_pir(cmd: &PirCmd) -> Result<(), CliError> {
     use obliv_pir::{Database, ServerConfig, server};
     use rand_core::SeedableRng;
-    let pir_err = |e: obliv_pir::Error| CliError::Protocol(e.to_string());
+    let pir_err = |e: obliv_pir::Error| CliError::with_source(ExitKind::Protocol, "", e);
     match cmd {
         PirCmd::Serve {
             listen,
@@ -515,7 +515,7 @@ fn run_pir(cmd: &PirCmd) -> Result<(), CliError> {
         } => {
             let database = match (db, generate) {
                 (Some(path), None) => Database::from_file(path, *record_size)
-                    .map_err(|e| CliError::Input(format!("{}: {e}", path.display())))?,
+                    .map_err(|e| CliError::file(path.display().to_string(), e))?,
                 (None, Some(n)) => {
                     let mut seed_bytes = [0u8; 16];
                     seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
@@ -523,15 +523,14 @@ fn run_pir(cmd: &PirCmd) -> Result<(), CliError> {
                     Database::random(*n, *record_size, &mut rng).map_err(pir_err)?
                 }
                 _ => {
-                    return Err(CliError::Usage(
-                        "give exactly one of --db and --generate".into(),
-                    ));
+                    return Err(CliError::usage("give exactly one of --db and --generate"));
                 }
             };
             let addr = obliv_cli::party::parse_parties(listen)?;
             let tls = tls.setup(listen, &addr, 0)?;
-            let listener = std::net::TcpListener::bind(listen.as_str())
-                .map_err(|e| CliError::Network(format!("cannot listen on {listen}: {e}")))?;
+            let listener = std::net::TcpListener::bind(listen.as_str()).map_err(|e| {
+                CliError::with_source(ExitKind::Network, format!("cannot listen on {listen}"), e)
+            })?;
             eprintln!(
                 "obliv pir: serving on {listen}{}",
                 if tls.is_some() {
@@ -554,20 +553,20 @@ fn run_pir(cmd: &PirCmd) -> Result<(), CliError> {
         } => {
             let addrs: Vec<&str> = servers.split(',').map(str::trim).collect();
             let [a0, a1] = addrs[..] else {
-                return Err(CliError::Usage("--servers takes two HOST:PORT".into()));
+                return Err(CliError::usage("--servers takes two HOST:PORT"));
             };
             let resolved = obliv_cli::party::parse_parties(servers)?;
             // The client has no address of its own in the list: no own-name check (rank 2).
             let tls = tls.setup(servers, &resolved, 2)?;
             let record = server::query(a0, a1, *index, tls.as_ref().map(|t| &t.config)).map_err(
                 |e| match e {
-                    obliv_pir::Error::Net(n) => CliError::Network(n.to_string()),
-                    other => CliError::Protocol(other.to_string()),
+                    obliv_pir::Error::Net(n) => CliError::with_source(ExitKind::Network, "", n),
+                    other => CliError::with_source(ExitKind::Protocol, "", other),
                 },
             )?;
             match out {
                 Some(path) => std::fs::write(path, &record)
-                    .map_err(|e| CliError::Input(format!("{}: {e}", path.display())))?,
+                    .map_err(|e| CliError::file(path.display().to_string(), e))?,
                 None => {
                     let hex: String = record.iter().take(32).map(|b| format!("{b:02x}")).collect();
                     println!("record {index}: {} bytes, starts {hex}", record.len());

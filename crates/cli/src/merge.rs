@@ -45,7 +45,7 @@ impl PartialOrd for Head {
 /// by the key columns `keys` (each part must be sorted by key, as `--sort` writes it).
 ///
 /// # Errors
-/// [`CliError::Usage`] without parts; [`CliError::Input`] for unreadable parts, differing
+/// [`ExitKind::Usage`](crate::ExitKind::Usage) without parts; [`ExitKind::Input`](crate::ExitKind::Input) for unreadable parts, differing
 /// headers, a missing key column or a part that is not sorted.
 pub fn merge(
     parts: &[PathBuf],
@@ -54,9 +54,7 @@ pub fn merge(
     output: &Path,
 ) -> Result<u64, CliError> {
     if parts.is_empty() {
-        return Err(CliError::Usage(
-            "obliv merge needs at least one part".into(),
-        ));
+        return Err(CliError::usage("obliv merge needs at least one part"));
     }
     let mut readers = Vec::with_capacity(parts.len());
     let mut header: Option<Vec<String>> = None;
@@ -81,7 +79,7 @@ pub fn merge(
                 cols = c;
             }
             Some(first) if *first != h => {
-                return Err(CliError::Input(format!(
+                return Err(CliError::input(format!(
                     "{} has header {:?}, but {} has {:?}: not parts of one job",
                     p.display(),
                     h,
@@ -99,9 +97,9 @@ pub fn merge(
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| CliError::Input(format!("cannot create a file in {}: {e}", dir.display())))?;
+        .map_err(|e| CliError::file(format!("cannot create a file in {}", dir.display()), e))?;
     let mut wtr = csv::Writer::from_writer(BufWriter::with_capacity(1 << 20, tmp.as_file()));
-    let err = |e: csv::Error| CliError::Input(format!("writing {}: {e}", output.display()));
+    let err = |e: csv::Error| CliError::file(format!("writing {}", output.display()), e);
     wtr.write_record(&header).map_err(err)?;
     let mut written = 0u64;
     if sort {
@@ -130,7 +128,7 @@ pub fn merge(
             written += 1;
             if let Some(n) = next(h.part, &mut readers)? {
                 if n.key < h.key {
-                    return Err(CliError::Input(format!(
+                    return Err(CliError::input(format!(
                         "{} is not sorted by key (write the parts with --sort, or merge \
                          without --sort)",
                         parts[h.part].display()
@@ -155,11 +153,11 @@ pub fn merge(
     }
     let mut inner = wtr
         .into_inner()
-        .map_err(|e| CliError::Input(e.to_string()))?;
-    inner.flush().map_err(|e| CliError::Input(e.to_string()))?;
+        .map_err(|e| CliError::file("", e.into_error()))?;
+    inner.flush().map_err(|e| CliError::file("", e))?;
     drop(inner);
     tmp.persist(output)
-        .map_err(|e| CliError::Input(format!("cannot write {}: {e}", output.display())))?;
+        .map_err(|e| CliError::file(format!("cannot write {}", output.display()), e))?;
     Ok(written)
 }
 

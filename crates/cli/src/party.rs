@@ -67,7 +67,7 @@ impl std::str::FromStr for Protocol {
             "rr22-lowcomm" => Ok(Protocol::Rr22(rr22::Variant::LowComm)),
             "rr22-malicious" => Ok(Protocol::Rr22(rr22::Variant::Malicious)),
             "kkrt" => Ok(Protocol::Kkrt),
-            _ => Err(CliError::Usage(format!(
+            _ => Err(CliError::usage(format!(
                 "unknown protocol {s:?} (ecdh, ecdh-3pc, kkrt, rr22, rr22-lowcomm, rr22-malicious)"
             ))),
         }
@@ -202,7 +202,7 @@ impl Report {
 /// Resolves `host:port,host:port[,…]`.
 ///
 /// # Errors
-/// [`CliError::Usage`] if an address does not resolve.
+/// [`ExitKind::Usage`](crate::ExitKind::Usage) if an address does not resolve.
 pub fn parse_parties(s: &str) -> Result<Vec<SocketAddr>, CliError> {
     s.split(',')
         .map(|a| {
@@ -210,7 +210,7 @@ pub fn parse_parties(s: &str) -> Result<Vec<SocketAddr>, CliError> {
                 .to_socket_addrs()
                 .ok()
                 .and_then(|mut it| it.next())
-                .ok_or_else(|| CliError::Usage(format!("cannot resolve party address {a:?}")))
+                .ok_or_else(|| CliError::usage(format!("cannot resolve party address {a:?}")))
         })
         .collect()
 }
@@ -224,35 +224,35 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
     let start = Instant::now();
     let n = cfg.parties.len();
     if n != cfg.protocol.parties() {
-        return Err(CliError::Usage(format!(
+        return Err(CliError::usage(format!(
             "protocol {} needs {} parties in --parties, got {n}",
             cfg.protocol,
             cfg.protocol.parties()
         )));
     }
     if cfg.broadcast && cfg.protocol != Protocol::Ecdh {
-        return Err(CliError::Usage(format!(
+        return Err(CliError::usage(format!(
             "--broadcast is not supported by {}",
             cfg.protocol
         )));
     }
     if cfg.rank >= n || cfg.receiver >= n {
-        return Err(CliError::Usage(format!(
+        return Err(CliError::usage(format!(
             "--rank and --receiver must be below {n}"
         )));
     }
     if cfg.shard.count == 0 || cfg.shard.index >= cfg.shard.count {
-        return Err(CliError::Usage(format!("bad shard {}", cfg.shard)));
+        return Err(CliError::usage(format!("bad shard {}", cfg.shard)));
     }
     if cfg.workers == 0 || cfg.workers > driver::MAX_WORKERS {
-        return Err(CliError::Usage(format!(
+        return Err(CliError::usage(format!(
             "--workers must be in 1..={}",
             driver::MAX_WORKERS
         )));
     }
     if cfg.workers > 1 && cfg.protocol == Protocol::Ecdh3pc {
-        return Err(CliError::Usage(
-            "--workers is not supported by ecdh-3pc (its buckets run one after the other)".into(),
+        return Err(CliError::usage(
+            "--workers is not supported by ecdh-3pc (its buckets run one after the other)",
         ));
     }
     // All local work first: input errors surface before any network traffic. The checkpoint
@@ -426,10 +426,9 @@ impl JobHello {
 
     fn decode(b: &[u8]) -> Result<Self, CliError> {
         let bad = || {
-            CliError::Protocol(
+            CliError::protocol(
                 "the peer's first message is not an obliv psi job handshake of this version \
-                 (is it running another version of obliv?)"
-                    .into(),
+                 (is it running another version of obliv?)",
             )
         };
         let u64_at = |i: usize| -> Result<u64, CliError> {
@@ -520,7 +519,7 @@ fn agree<C: Channel>(
     for &p in &peers {
         let theirs = JobHello::decode(&session.channel(p)?.recv_max(MAX_HELLO)?)?;
         if theirs.params != ours.params {
-            return Err(CliError::Protocol(format!(
+            return Err(CliError::protocol(format!(
                 "party {p} runs {{{}}}, this party runs {{{}}}",
                 theirs.params, ours.params
             )));
@@ -533,7 +532,7 @@ fn agree<C: Channel>(
     let plan = BucketPlan::new(&rows, cfg.shard.count, cfg.bucket_load)?;
     // A local memory limit: refused here, on every party alike only if all set it alike.
     if plan.largest() > cfg.bucket_size as u64 {
-        return Err(CliError::Usage(format!(
+        return Err(CliError::usage(format!(
             "the job's buckets hold up to {} keys (padded; rows per party {rows:?}, {} buckets \
              per shard), above --bucket-size {}; raise it or split the job with --shard",
             plan.largest(),
@@ -549,7 +548,7 @@ fn agree<C: Channel>(
         .saturating_mul(MAX_PADDING_FACTOR)
         .max(MIN_PADDING_CAP);
     if own_total > cap {
-        return Err(CliError::Usage(format!(
+        return Err(CliError::usage(format!(
             "the peers' row counts ({rows:?}) would make this party pad its {own_rows} rows to \
              {own_total} keys over {} buckets; refused (raise --bucket-load on every party to \
              use fewer buckets)",
@@ -565,7 +564,7 @@ fn agree<C: Channel>(
         .all(|h| h.checkpoint && h.run.is_some_and(|r| r.buckets == total) && h.run == ours.run);
     let bitmap_len = usize::try_from(total.div_ceil(8)).unwrap_or(usize::MAX);
     if bitmap_len > JOB_FRAME_LIMIT {
-        return Err(CliError::Usage(format!(
+        return Err(CliError::usage(format!(
             "a checkpointed job of {total} buckets is above the {} buckets a checkpoint \
              supports; raise --bucket-load or split the job with --shard",
             JOB_FRAME_LIMIT * 8
@@ -573,7 +572,7 @@ fn agree<C: Channel>(
     }
     if resume {
         let Some(cp) = cp else {
-            return Err(CliError::Protocol("checkpoint state lost".into()));
+            return Err(CliError::protocol("checkpoint state lost"));
         };
         let mut common = cp.finished_bitmap(total);
         for &p in &peers {
@@ -583,7 +582,7 @@ fn agree<C: Channel>(
         for &p in &peers {
             let theirs = session.channel(p)?.recv_max(bitmap_len)?;
             if theirs.len() != bitmap_len {
-                return Err(CliError::Protocol(format!(
+                return Err(CliError::protocol(format!(
                     "party {p} sent a finished-bucket map of {} bytes, not {bitmap_len}",
                     theirs.len()
                 )));
@@ -618,7 +617,7 @@ fn agree<C: Channel>(
     } else {
         let id: [u8; 16] = session.channel(0)?.recv_array()?;
         if id == [0; 16] {
-            return Err(CliError::Protocol("party 0 sent an empty run id".into()));
+            return Err(CliError::protocol("party 0 sent an empty run id"));
         }
         id
     };
@@ -661,7 +660,7 @@ where
     deadline::set_on_session(&mut session, None);
     let total = plan.buckets;
     let pad_to = usize::try_from(plan.bound(cfg.rank))
-        .map_err(|_| CliError::Usage(format!("buckets of {} keys", plan.bound(cfg.rank))))?;
+        .map_err(|_| CliError::usage(format!("buckets of {} keys", plan.bound(cfg.rank))))?;
     // The most items any peer may announce in a bucket: its public bound.
     let peer_limit = (0..cfg.protocol.parties())
         .filter(|&p| p != cfg.rank)
@@ -679,7 +678,7 @@ where
         let sender = 1 - cfg.receiver.min(1);
         let cap = rr22::lowcomm::max_sender_items(lambda) as u64;
         if plan.bound(sender) > cap {
-            return Err(CliError::Usage(format!(
+            return Err(CliError::usage(format!(
                 "rr22-lowcomm keeps its 2^-40 bound only up to {cap} sender keys per bucket for \
                  this job ({} buckets, statistical parameter {lambda}); the sender's buckets \
                  hold {}: use --protocol rr22",
@@ -689,7 +688,7 @@ where
         }
     }
     let total_usize =
-        usize::try_from(total).map_err(|_| CliError::Protocol(format!("{total} buckets")))?;
+        usize::try_from(total).map_err(|_| CliError::protocol(format!("{total} buckets")))?;
     let learns = cfg.rank == cfg.receiver || cfg.broadcast;
     let mut selected = learns.then(|| bucket::RowSet::new(shape.rows));
     let (mut keys_in, mut keys_out, mut resumed, mut resumed_rows) = (0u64, 0u64, 0u64, 0u64);
@@ -731,7 +730,7 @@ where
         let b = todo
             .get(out.index)
             .copied()
-            .ok_or_else(|| CliError::Protocol(format!("bucket {} out of range", out.index)))?;
+            .ok_or_else(|| CliError::protocol(format!("bucket {} out of range", out.index)))?;
         bar.set_label(format!("psi bucket {}/{total}", b + 1));
         // Only the real keys: the dummies after them never match.
         let (bucket, n_keys) = (&out.bucket.bucket, out.bucket.real);
@@ -803,7 +802,7 @@ where
                 None
             }
             Err(_) => {
-                *failed.borrow_mut() = Some(CliError::Input("the bucket reader stopped".into()));
+                *failed.borrow_mut() = Some(CliError::input("the bucket reader stopped"));
                 None
             }
         });
@@ -941,7 +940,7 @@ fn peer_channel<C: Channel>(session: Session<C>, peer: usize) -> Result<C, CliEr
         .into_iter()
         .nth(peer)
         .flatten()
-        .ok_or_else(|| CliError::Protocol("no channel to the peer".into()))
+        .ok_or_else(|| CliError::protocol("no channel to the peer"))
 }
 
 /// A bucket for the driver: its distinct keys as owned 16-byte values (workers run on other
@@ -963,7 +962,7 @@ impl PsiBucket {
     /// an intersection, and the protocols hide which positions are real.
     ///
     /// # Errors
-    /// [`CliError::Input`] if the bucket holds more distinct keys than `pad_to` (an overflow
+    /// [`ExitKind::Input`](crate::ExitKind::Input) if the bucket holds more distinct keys than `pad_to` (an overflow
     /// of the public bound, probability below 2^-40 for the job).
     fn padded(
         bucket: bucket::Bucket,
@@ -973,7 +972,7 @@ impl PsiBucket {
     ) -> Result<Self, CliError> {
         let real = bucket.distinct_len();
         if real > pad_to {
-            return Err(CliError::Input(format!(
+            return Err(CliError::input(format!(
                 "bucket {index} holds {real} distinct keys, more than the public bound of \
                  {pad_to} that every bucket is padded to (an event of probability below 2^-40 \
                  for any fixed input; the peer learns only that the job stopped)"

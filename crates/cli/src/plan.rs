@@ -65,15 +65,15 @@ impl BucketPlan {
     /// `load`.
     ///
     /// # Errors
-    /// [`CliError::Usage`] for a load outside `MIN_LOAD..=MAX_LOAD` or no shards.
+    /// [`ExitKind::Usage`](crate::ExitKind::Usage) for a load outside `MIN_LOAD..=MAX_LOAD` or no shards.
     pub fn new(rows: &[u64], shards: u64, load: u64) -> Result<Self, CliError> {
         if !(MIN_LOAD..=MAX_LOAD).contains(&load) {
-            return Err(CliError::Usage(format!(
+            return Err(CliError::usage(format!(
                 "--bucket-load {load} is outside {MIN_LOAD}..={MAX_LOAD}"
             )));
         }
         if shards == 0 {
-            return Err(CliError::Usage("no shards".into()));
+            return Err(CliError::usage("no shards"));
         }
         let buckets = bucket_count(rows.iter().copied().max().unwrap_or(0), shards, load);
         let slots = buckets.saturating_mul(shards);

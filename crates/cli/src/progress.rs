@@ -37,7 +37,7 @@ impl std::str::FromStr for ProgressMode {
             "bar" => Ok(ProgressMode::Bar),
             "log" => Ok(ProgressMode::Log),
             "off" => Ok(ProgressMode::Off),
-            _ => Err(CliError::Usage(format!(
+            _ => Err(CliError::usage(format!(
                 "--progress {s:?}: expected auto, bar, log or off"
             ))),
         }
@@ -248,13 +248,16 @@ fn bar(label: &str, unit: &str, total: u64) -> ProgressBar {
                 .with_key("rate", |st: &ProgressState, w: &mut dyn fmt::Write| {
                     let _ = w.write_str(&human_count(st.per_sec()));
                 })
-                .with_key("eta_or_dash", |st: &ProgressState, w: &mut dyn fmt::Write| {
-                    let _ = if st.per_sec() > 0.0 && st.pos() < st.len().unwrap_or(0) {
-                        write!(w, "ETA {}", human_duration(st.eta().as_secs_f64()))
-                    } else {
-                        w.write_str("ETA -")
-                    };
-                })
+                .with_key(
+                    "eta_or_dash",
+                    |st: &ProgressState, w: &mut dyn fmt::Write| {
+                        let _ = if st.per_sec() > 0.0 && st.pos() < st.len().unwrap_or(0) {
+                            write!(w, "ETA {}", human_duration(st.eta().as_secs_f64()))
+                        } else {
+                            w.write_str("ETA -")
+                        };
+                    },
+                )
         },
     );
     ProgressBar::with_draw_target(Some(total), target)
@@ -307,11 +310,7 @@ impl TermLike for PlainStderr {
 #[allow(clippy::cast_precision_loss)] // human-readable figures
 fn rate(done: u64, took: Duration) -> f64 {
     let secs = took.as_secs_f64();
-    if secs > 0.0 {
-        done as f64 / secs
-    } else {
-        0.0
-    }
+    if secs > 0.0 { done as f64 / secs } else { 0.0 }
 }
 
 /// A message on stderr unless progress is off (phase changes, resumption).

@@ -46,7 +46,7 @@ impl TlsArgs {
     /// will refuse it).
     ///
     /// # Errors
-    /// [`CliError::Usage`] for a wrong combination, [`CliError::Input`] for unusable files.
+    /// [`ExitKind::Usage`](crate::ExitKind::Usage) for a wrong combination, [`ExitKind::Input`](crate::ExitKind::Input) for unusable files.
     pub fn setup(
         &self,
         parties_arg: &str,
@@ -63,7 +63,7 @@ impl TlsArgs {
                 .collect();
             if !remote.is_empty() {
                 if !self.insecure_plaintext {
-                    return Err(CliError::Usage(format!(
+                    return Err(CliError::usage(format!(
                         "--parties names non-loopback addresses ({}): give --tls-cert, --tls-key \
                          and --tls-ca, or --insecure-plaintext to run in plaintext anyway",
                         remote.join(", ")
@@ -79,18 +79,18 @@ impl TlsArgs {
         }
         let (Some(cert), Some(key), Some(ca)) = (&self.tls_cert, &self.tls_key, &self.tls_ca)
         else {
-            return Err(CliError::Usage(
-                "give all three of --tls-cert, --tls-key and --tls-ca".into(),
+            return Err(CliError::usage(
+                "give all three of --tls-cert, --tls-key and --tls-ca",
             ));
         };
         if self.insecure_plaintext {
-            return Err(CliError::Usage(
-                "--insecure-plaintext contradicts the --tls-* options".into(),
+            return Err(CliError::usage(
+                "--insecure-plaintext contradicts the --tls-* options",
             ));
         }
         let hosts = hosts(parties_arg);
         if hosts.len() != parties.len() {
-            return Err(CliError::Usage(format!(
+            return Err(CliError::usage(format!(
                 "cannot take the host names out of --parties {parties_arg:?}"
             )));
         }
@@ -126,7 +126,7 @@ pub fn hosts(parties_arg: &str) -> Vec<String> {
 /// binds `parties[rank]` unless `listener` is given. Logs the transport on stderr.
 ///
 /// # Errors
-/// [`CliError::Network`] for every failure to set the session up, refusals included.
+/// [`ExitKind::Network`](crate::ExitKind::Network) for every failure to set the session up, refusals included.
 pub fn session(
     rank: usize,
     listener: Option<TcpListener>,
@@ -206,7 +206,7 @@ mod tests {
         let none = TlsArgs::default();
         assert!(matches!(
             none.setup("127.0.0.1:1,10.1.2.3:1", &remote, 0),
-            Err(CliError::Usage(_))
+            Err(e) if e.kind() == crate::error::ExitKind::Usage
         ));
         let insecure = TlsArgs {
             insecure_plaintext: true,
@@ -222,7 +222,7 @@ mod tests {
         };
         assert!(matches!(
             partial.setup("127.0.0.1:1,10.1.2.3:1", &remote, 0),
-            Err(CliError::Usage(_))
+            Err(e) if e.kind() == crate::error::ExitKind::Usage
         ));
         let local = &remote[..1];
         assert!(matches!(none.setup("127.0.0.1:1", local, 0), Ok(None)));

@@ -10,8 +10,10 @@ use obliv_ec::Curve;
 use obliv_net::{Channel, ConnectOptions};
 use obliv_psi::unbalanced::{self, Cache, ServerKey, UbConfig};
 
+use crate::bucket::{self, RowSet};
 use crate::csvio;
 use crate::error::CliError;
+use crate::progress::ProgressMode;
 
 /// Which phase to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,7 +70,7 @@ pub struct UbArgs {
 
 fn need<T: Clone>(v: &Option<T>, name: &str) -> Result<T, CliError> {
     v.clone()
-        .ok_or_else(|| CliError::Usage(format!("--{name} is required here")))
+        .ok_or_else(|| CliError::usage(format!("--{name} is required here")))
 }
 
 /// Runs the phase; returns a one-line JSON report.
@@ -78,8 +80,8 @@ fn need<T: Clone>(v: &Option<T>, name: &str) -> Result<T, CliError> {
 pub fn run(a: &UbArgs) -> Result<String, CliError> {
     let start = Instant::now();
     if a.parties.len() != 2 || a.rank > 1 {
-        return Err(CliError::Usage(
-            "unbalanced PSI runs between 2 parties (--rank 0 or 1)".into(),
+        return Err(CliError::usage(
+            "unbalanced PSI runs between 2 parties (--rank 0 or 1)",
         ));
     }
     let cfg = UbConfig {
@@ -102,13 +104,13 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         UbRole::Server => {
             let path = need(&a.key_file, "key-file")?;
             Some(if path.exists() {
-                ServerKey::load(&path).map_err(|e| CliError::Input(e.to_string()))?
+                ServerKey::load(&path).map_err(|e| CliError::file("", e))?
             } else if a.phase == Phase::Offline {
                 let k = ServerKey::generate(a.curve, &mut rng)?;
-                k.save(&path).map_err(|e| CliError::Input(e.to_string()))?;
+                k.save(&path).map_err(|e| CliError::file("", e))?;
                 k
             } else {
-                return Err(CliError::Input(format!(
+                return Err(CliError::input(format!(
                     "key file {} does not exist: run the offline phase first",
                     path.display()
                 )));
@@ -117,9 +119,9 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         UbRole::Client => None,
     };
     let cache = match (a.role, a.phase) {
-        (UbRole::Client, Phase::Online) => Some(
-            Cache::open(&need(&a.cache, "cache")?).map_err(|e| CliError::Input(e.to_string()))?,
-        ),
+        (UbRole::Client, Phase::Online) => {
+            Some(Cache::open(&need(&a.cache, "cache")?).map_err(|e| CliError::file("", e))?)
+        }
         _ => None,
     };
     let mut opts = ConnectOptions {
@@ -156,7 +158,7 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         (UbRole::Client, Phase::Online, _, Some(kd)) => {
             let c = cache
                 .as_ref()
-                .ok_or_else(|| CliError::Usage("--cache is required".into()))?;
+                .ok_or_else(|| CliError::usage("--cache is required"))?;
             matched = Some(unbalanced::online_client(
                 ch,
                 &kd.distinct,
@@ -165,7 +167,7 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
                 &mut rng,
             )?);
         }
-        _ => return Err(CliError::Usage("inconsistent role and phase".into())),
+        _ => return Err(CliError::usage("inconsistent role and phase")),
     }
     let stats = ch.stats();
     let mut rows_out = 0;
@@ -176,12 +178,21 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
                 *s = true;
             }
         }
-        rows_out = csvio::write_selected(
-            &need(&a.input, "input")?,
-            kd,
-            &sel,
+        // The rows whose key matched, written by the one row writer of every subcommand.
+        let mut rows = RowSet::new(kd.rows() as u64);
+        for (row, &k) in kd.row_key.iter().enumerate() {
+            if sel.get(k as usize).copied().unwrap_or(false) {
+                rows.insert(row as u64);
+            }
+        }
+        let input = need(&a.input, "input")?;
+        rows_out = bucket::write_rows(
+            &input,
+            &kd.shape(),
+            &rows,
             &need(&a.output, "output")?,
             false,
+            ProgressMode::Off,
         )?;
     }
     Ok(format!(
