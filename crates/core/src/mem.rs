@@ -2,9 +2,9 @@
 //! prefetch hint for random reads.
 //!
 //! The protocols allocate vectors of tens of MiB per run (VOLE outputs, OKVS encodings, item
-//! keys). Fresh from the kernel, each 4 KiB page costs a page fault at first touch — about
-//! 0.4 ms per MiB on the machines we measure on, a fifth of a one-shot RR22 run. With 2 MiB
-//! pages the kernel takes 512 times fewer faults for the same memory.
+//! keys). Fresh from the kernel, each 4 KiB page costs a page fault at first touch, a
+//! visible share of a one-shot RR22 run (`docs/measurements.md`). With 2 MiB pages the
+//! kernel takes 512 times fewer faults for the same memory.
 
 /// The size of a transparent huge page on x86-64 Linux.
 #[cfg(target_os = "linux")]
@@ -59,8 +59,8 @@ fn advise_huge(start: usize, bytes: usize) {
 ///
 /// For random reads over vectors of tens of MiB (the VOLE expander's taps, the OKVS rows):
 /// issued a batch ahead, into L2 — which tracks many more outstanding misses than L1 — the
-/// misses overlap. (In obliv-vole's expander, T1 ran a one-shot GF(2^128) VOLE of 1,415,700 in
-/// ≈ 104 instead of ≈ 140 ms against T0; NTA was as slow as T0, T2 as fast as T1.)
+/// misses overlap. (In obliv-vole's expander T1 beat T0 clearly; NTA was no better than
+/// T0 and T2 no better than T1: the `vole` bench compares them.)
 #[inline(always)]
 pub fn prefetch_l2<T>(slice: &[T], i: usize) {
     #[cfg(obliv_x86_simd)]

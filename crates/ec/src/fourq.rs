@@ -166,7 +166,7 @@ impl PrimeGroup for FourQ {
     /// prime-order part is the identity). A point `P + T` with a small-order `T ≠ O` is
     /// accepted and gives `[k]P`: the torsion is dropped before the secret scalar touches it,
     /// so nothing about `k` modulo a small order leaks. Saves the subgroup check (one
-    /// variable-base multiplication, about 16 µs per point).
+    /// variable-base multiplication per point).
     fn decode_mul_and_encode_chunk<E: AsRef<[u8]>>(
         encodings: &[E],
         first_index: usize,

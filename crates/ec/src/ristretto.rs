@@ -15,8 +15,8 @@
 //! eight AVX-512 IFMA lanes (this module's batches, and [`crate::X25519`]'s Montgomery ladder)
 //! the multiplications cost the same (4S + 5M per scalar bit either way), but X25519's
 //! on-curve test is a Legendre symbol, which its batches share across a chunk, while each
-//! Ristretto decoding needs its own square root: X25519 decodes, multiplies and encodes in
-//! 5.7 µs per point, this group in 6.4 µs (crate README). So [`crate::Curve::Curve25519`] is
+//! Ristretto decoding needs its own square root, so X25519 decodes, multiplies and encodes
+//! faster (the `x25519_batch_cpu` example times both; figures in `docs/benchmarks.md`). So [`crate::Curve::Curve25519`] is
 //! [`crate::X25519`], and this group is [`crate::Curve::Ristretto255`]: a true prime-order
 //! group with addition, whose decoder rejects instead of projecting torsion, and the faster of
 //! the two on CPUs without AVX-512 IFMA (dalek's AVX2 backend). The hash is

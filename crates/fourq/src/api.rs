@@ -89,7 +89,7 @@ impl Point {
     /// For each encoding, in order:
     /// 1. a length other than 32 gives [`Error::InvalidLength`], a non-canonical or off-curve
     ///    encoding [`Error::InvalidEncoding`] (the on-curve decoding of
-    ///    [`Point::from_bytes_unchecked_subgroup`], about 1.4 µs, no subgroup check);
+    ///    [`Point::from_bytes_unchecked_subgroup`], no subgroup check);
     /// 2. the point `P` is multiplied by the cofactor, `Q = [392]P` (8 doublings and 2
     ///    additions), which lies in the order-`N` subgroup for every curve point, because the
     ///    curve group has order `392·N` and its torsion part is killed by 392;
@@ -110,9 +110,9 @@ impl Point {
     /// must *detect* such inputs needs [`Point::decode`].
     ///
     /// Cost per point: decoding + 10 point operations + one multiplication, instead of
-    /// decoding + a subgroup check (one more multiplication) + the multiplication: 17.9 µs
-    /// against 32.3 µs serially, and 5.3 µs with AVX-512 IFMA, where decoding, cofactor
-    /// clearing and multiplication all run eight points per vector (see the README figures).
+    /// decoding + a subgroup check (one more multiplication) + the multiplication, close to
+    /// half the time; with AVX-512 IFMA decoding, cofactor clearing and multiplication all run
+    /// eight points per vector (figures in `docs/benchmarks.md`).
     /// Chunks of 64 run in parallel on rayon. Constant time in `k`; the validity of each point
     /// (public) decides only which error is reported.
     pub fn mul_many_encoded_projecting<E: AsRef<[u8]> + Sync>(
@@ -225,9 +225,9 @@ enum Backend {
     Serial,
 }
 
-/// Is the vector backend used by default? Yes when the CPU has it (it measured 3.5× faster
-/// than the serial code on an AVX-512 IFMA machine) and it is not switched off through
-/// `obliv-cpu` (asked on every batch call, which costs a few relaxed loads).
+/// Is the vector backend used by default? Yes when the CPU has it (it is several times
+/// faster than the serial code; the `fourq` bench compares them) and it is not switched off
+/// through `obliv-cpu` (asked on every batch call, which costs a few relaxed loads).
 fn vector_by_default() -> bool {
     crate::backend::vector::ifma_available()
 }

@@ -40,11 +40,10 @@
 //! DSTs over 255 bytes are first replaced by `SHA-512("H2C-OVERSIZE-DST-" ‖ DST)`
 //! (RFC 9380 §5.3.3).
 //!
-//! Short messages cost three compressions for 96 output bytes and two for 64, per lane. On
-//! this crate's AMD EPYC (Zen 4) one eight-lane compression is about 30 AVX-512 instructions
-//! per round, no spills; the hash-and-multiply step of `x25519_batch_cpu` went from 7.55 to
-//! 7.0 µs per item (X25519) and from 7.75 to 7.2 µs (ristretto255), the lanes' SHA-512 now
-//! ≈ 2.5 % of the step (`perf`).
+//! Short messages cost three compressions for 96 output bytes and two for 64, per lane. One
+//! eight-lane compression is about 30 AVX-512 instructions per round, with no spills, which
+//! leaves the hash a small share of the hash-and-multiply step (`x25519_batch_cpu` times
+//! it).
 //!
 //! Constant time: the messages (PSI set elements) enter only the lane data; the branches and
 //! the block count depend on message lengths only, which the serial path branches on too.
