@@ -53,6 +53,7 @@ use rand_core::CryptoRng;
 use zeroize::Zeroize;
 
 use crate::error::{Error, Result};
+use crate::item::PsiItem;
 use crate::session::PsiSession;
 
 /// The sub-channel id of the set-up (the fork step) on the [`Mux`].
@@ -241,7 +242,7 @@ where
     S: FrameSender + Send + 'static,
     I: IntoIterator<Item = B>,
     B: AsRef<[T]> + Send + 'static,
-    T: AsRef<[u8]> + Send + Sync + 'static,
+    T: PsiItem + Send + Sync + 'static,
     R: CryptoRng + ?Sized,
 {
     check_workers(workers)?;
@@ -428,7 +429,7 @@ where
     C::Sender: Send,
     I: IntoIterator<Item = B>,
     B: AsRef<[T]> + Send + 'static,
-    T: AsRef<[u8]> + Send + Sync + 'static,
+    T: PsiItem + Send + Sync + 'static,
     R: CryptoRng + ?Sized,
 {
     check_workers(workers)?;
@@ -469,7 +470,7 @@ fn worker<P, S, B, T>(
     P: PsiSession,
     S: FrameSender,
     B: AsRef<[T]>,
-    T: AsRef<[u8]> + Sync,
+    T: PsiItem + Sync,
 {
     let mut ch = Watch {
         inner: ch,

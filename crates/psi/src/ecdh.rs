@@ -49,6 +49,7 @@ use rand_core::CryptoRng;
 
 use crate::error::{Error, Result};
 use crate::handshake::{self, Hello};
+use crate::item::PsiItem;
 use crate::session::{PsiSession, agree_split};
 
 /// Protocol identifier of two-party ECDH-PSI in the handshake.
@@ -168,7 +169,7 @@ pub fn run<C, T, R>(
 ) -> Result<Option<Vec<usize>>>
 where
     C: Channel + ?Sized,
-    T: AsRef<[u8]> + Sync,
+    T: PsiItem + Sync,
     R: CryptoRng + ?Sized,
 {
     check(cfg)?;
@@ -263,7 +264,7 @@ impl Stream {
     ) -> Result<Option<Vec<usize>>>
     where
         C: Channel + ?Sized,
-        T: AsRef<[u8]> + Sync,
+        T: PsiItem + Sync,
         R: CryptoRng + ?Sized,
     {
         let b = self.batch;
@@ -275,7 +276,7 @@ impl Stream {
         while sent < nb_own || replied < nb_peer {
             if sent < nb_own {
                 let idx = &order[sent * b..sent * b + batch_len(sent, items.len(), b)];
-                let batch: Vec<&[u8]> = idx.iter().map(|&i| items[i].as_ref()).collect();
+                let batch: Vec<&[u8]> = idx.iter().map(|&i| items[i].item_bytes()).collect();
                 let masked = self.group.hash_and_mul_batch(&batch, &self.key)?;
                 ch.send_vec(frame(TAG_MASKED, sent, &masked)?)?;
                 sent += 1;
@@ -314,7 +315,7 @@ impl Stream {
     ) -> Result<Option<Vec<usize>>>
     where
         C: Channel + ?Sized,
-        T: AsRef<[u8]> + Sync,
+        T: PsiItem + Sync,
     {
         let (b, w) = (self.batch, self.w);
         let (nb_own, nb_peer) = (items.len().div_ceil(b), n_peer.div_ceil(b));
@@ -325,8 +326,11 @@ impl Stream {
         let (mut sent, mut got_masked, mut got_reply) = (0, 0, 0);
         while got_masked < nb_peer || got_reply < nb_own {
             while sent < nb_own && sent - got_reply < window {
-                let batch = &items[sent * b..sent * b + batch_len(sent, items.len(), b)];
-                let masked = self.group.hash_and_mul_batch(batch, &self.key)?;
+                let batch: Vec<&[u8]> = items[sent * b..sent * b + batch_len(sent, items.len(), b)]
+                    .iter()
+                    .map(PsiItem::item_bytes)
+                    .collect();
+                let masked = self.group.hash_and_mul_batch(&batch, &self.key)?;
                 ch.send_vec(frame(TAG_MASKED, sent, &masked)?)?;
                 sent += 1;
             }
@@ -484,7 +488,7 @@ impl PsiSession for EcdhSession {
     fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<Option<Vec<usize>>>
     where
         C: Channel + ?Sized,
-        T: AsRef<[u8]> + Sync,
+        T: PsiItem + Sync,
         R: CryptoRng + ?Sized,
     {
         if self.failed {

@@ -93,6 +93,7 @@ use zeroize::Zeroize;
 
 use crate::error::{Error, Result};
 use crate::handshake::{self, Hello};
+use crate::item::PsiItem;
 use crate::session::{PsiSession, agree_split};
 use crate::wire::{RngAdapter, Role, check_stat_security, compare_width, peer_count};
 
@@ -245,10 +246,16 @@ fn hello<C: Channel + ?Sized>(
 }
 
 /// Hashes items to blocks: `RO("obliv-psi kkrt16 v1 item", item)`, in parallel on rayon.
-pub fn hash_items<T: AsRef<[u8]> + Sync>(items: &[T]) -> Vec<Block> {
+pub fn hash_items<T: PsiItem + Sync>(items: &[T]) -> Vec<Block> {
     items
         .par_chunks(4096)
-        .map_init(|| RoHasher::new(ITEM_DOMAIN), |h, c| h.hash_blocks(c))
+        .map_init(
+            || RoHasher::new(ITEM_DOMAIN),
+            |h, c| {
+                let c: Vec<&[u8]> = c.iter().map(PsiItem::item_bytes).collect();
+                h.hash_blocks(&c)
+            },
+        )
         .collect::<Vec<_>>()
         .concat()
 }
@@ -364,7 +371,7 @@ impl KkrtPsiReceiver {
     pub fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<Vec<usize>>
     where
         C: Channel + ?Sized,
-        T: AsRef<[u8]> + Sync,
+        T: PsiItem + Sync,
         R: CryptoRng + ?Sized,
     {
         if items.len() > obliv_cuckoo::MAX_ITEMS / 2 {
@@ -558,7 +565,7 @@ impl KkrtPsiSender {
     pub fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<()>
     where
         C: Channel + ?Sized,
-        T: AsRef<[u8]> + Sync,
+        T: PsiItem + Sync,
         R: CryptoRng + ?Sized,
     {
         if items.len() > obliv_cuckoo::MAX_ITEMS / 2 {
@@ -750,7 +757,7 @@ impl PsiSession for KkrtSession {
     fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<Option<Vec<usize>>>
     where
         C: Channel + ?Sized,
-        T: AsRef<[u8]> + Sync,
+        T: PsiItem + Sync,
         R: CryptoRng + ?Sized,
     {
         self.set_up(ch, rng)?;
@@ -803,7 +810,7 @@ pub fn run<C, T, R>(
 ) -> Result<Option<Vec<usize>>>
 where
     C: Channel + ?Sized,
-    T: AsRef<[u8]> + Sync,
+    T: PsiItem + Sync,
     R: CryptoRng + ?Sized,
 {
     match role {

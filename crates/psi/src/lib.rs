@@ -38,6 +38,7 @@ pub mod ecdh;
 pub mod ecdh3;
 mod error;
 pub mod handshake;
+pub mod item;
 pub mod kkrt;
 pub mod rr22;
 pub mod session;
@@ -45,6 +46,7 @@ pub mod unbalanced;
 mod wire;
 
 pub use error::{Error, ErrorKind, PeerMisbehaved, Result};
+pub use item::{HashedItem, PsiItem};
 pub use session::PsiSession;
 pub use wire::{MAX_STAT_SECURITY, Role, STAT_SECURITY, job_stat_security};
 

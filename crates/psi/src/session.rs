@@ -25,12 +25,15 @@ use rand_core::CryptoRng;
 
 use crate::error::{Error, Result};
 use crate::handshake::{self, Hello};
+use crate::item::PsiItem;
 use crate::wire::Role;
 
 /// One side of a two-party PSI protocol with one peer, run once per bucket.
 ///
-/// Items are anything `AsRef<[u8]>`; the protocols hash them to their own domain (callers
-/// that bucket by a public hash pass that hash). A party's item count per run is public: it
+/// Items are anything `AsRef<[u8]>`, which the protocols hash to their own domain, or
+/// [`HashedItem`](crate::HashedItem)s, 128-bit keys the caller has hashed already (callers
+/// that bucket by a public hash pass that hash; see [`PsiItem`] for what RR22 then saves and
+/// the caller's obligation). A party's item count per run is public: it
 /// travels in the run's handshake.
 pub trait PsiSession: Send + Sized {
     /// The protocol's name, as in messages (`ecdh-2pc`, `kkrt16`, `rr22-fast`, …).
@@ -60,7 +63,7 @@ pub trait PsiSession: Send + Sized {
     fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<Option<Vec<usize>>>
     where
         C: Channel + ?Sized,
-        T: AsRef<[u8]> + Sync,
+        T: PsiItem + Sync,
         R: CryptoRng + ?Sized;
 
     /// Splits off `n` child sessions for buckets run side by side, each with its peer's

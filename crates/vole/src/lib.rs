@@ -25,6 +25,14 @@
 //! Everything rests on a batch of base correlated OTs under `Δ` ([`base`]); the generators
 //! bootstrap their later base correlations from their own outputs, so base OT runs once.
 //!
+//! The six generators implement [`VoleSenderGen`] / [`VoleReceiverGen`] (the receiver's `A`
+//! as an associated type), so a protocol can be written once over all three families. They
+//! are built from a base-correlation source ([`source`]): [`VoleSenderGen::setup`] runs the
+//! one the configuration's [`Security`] calls for (base OT + IKNP semi-honest, base OT +
+//! SoftSpokenOT with its consistency check malicious), [`VoleSenderGen::with_source`] takes
+//! any ([`BaseSource`], or a given [`SenderBase`] such as an earlier generator's outputs),
+//! and the inherent `new` constructors keep running base OT + IKNP whatever the security.
+//!
 //! ```
 //! use obliv_core::{AesRng, gf128};
 //! use obliv_core::rand_core::SeedableRng;

@@ -176,7 +176,8 @@ impl SubfieldVoleSender {
     ///
     /// The IKNP base is semi-honest: with [`Security::Malicious`] the GGM consistency check
     /// protects the receiver against a malicious sender, but a malicious *receiver* could
-    /// attack the IKNP base setup (KOS/SoftSpokenOT base COTs are future work).
+    /// attack the IKNP base setup. [`VoleSenderGen::setup`] sets a malicious configuration
+    /// up with SoftSpokenOT and its consistency check instead ([`BaseSource::SoftSpoken`]).
     ///
     /// # Errors
     /// [`Error::BaseOt`] if base OT or OT extension fails; channel errors.

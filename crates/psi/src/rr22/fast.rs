@@ -25,6 +25,8 @@ use obliv_core::{Block, gf128};
 use obliv_net::Channel;
 use obliv_okvs::{BinnedPaxos, Gf128, Okvs};
 use obliv_vole::{Security, VoleConfig, VoleReceiver, VoleSender};
+
+use super::session::{receiver_in, sender_in};
 use rand_core::CryptoRng;
 use rayon::prelude::*;
 use zeroize::Zeroizing;
@@ -35,12 +37,23 @@ use super::{
     send_chunks, send_values, vole_err,
 };
 use crate::error::{Error, Result};
+use crate::item::PsiItem;
 use crate::wire::{frame, parse};
 
 /// The OKVS both sides use for `n_r` receiver keys (its size does not depend on the seed).
 fn okvs(n_r: usize, cfg: &Rr22Config, seed: Block) -> Result<BinnedPaxos<Gf128>> {
     BinnedPaxos::<Gf128>::with_bin_size(n_r, cfg.bin_size, cfg.stat_security, seed)
         .map_err(okvs_err)
+}
+
+/// The VOLE configuration of the fast (`mal = false`) or malicious variant; a malicious
+/// generator sets its base up with SoftSpokenOT and its check ([`VoleConfig::security`]).
+fn vole_config(mal: bool) -> VoleConfig {
+    VoleConfig::with_security(if mal {
+        Security::Malicious
+    } else {
+        Security::SemiHonest
+    })
 }
 
 /// `out[i] ^= x[i]·Δ` for all `i`, in parallel batches.
@@ -71,7 +84,7 @@ pub(super) fn receiver<C, T, R>(
 ) -> Result<Vec<usize>>
 where
     C: Channel + ?Sized,
-    T: AsRef<[u8]> + Sync,
+    T: PsiItem + Sync,
     R: CryptoRng + ?Sized,
 {
     let n = items.len();
@@ -93,15 +106,7 @@ where
     let (keys, values) = keys_and_values(items);
     let m = okvs(n, cfg, Block::ZERO)?.size();
     // The session's generator, set up (base OTs) on its first use.
-    let generator = match vole {
-        Some(g) => g,
-        None => vole.insert(if mal {
-            malicious::setup_receiver(ch, rng)?
-        } else {
-            VoleReceiver::new(ch, VoleConfig::with_security(Security::SemiHonest), rng)
-                .map_err(vole_err)?
-        }),
-    };
+    let generator = receiver_in(vole, ch, vole_config(mal), rng)?;
     generator
         .extend_into(ch, m, rng, &mut bufs.a_or_b, &mut bufs.c)
         .map_err(vole_err)?;
@@ -169,7 +174,7 @@ pub(super) fn sender<C, T, R>(
 ) -> Result<()>
 where
     C: Channel + ?Sized,
-    T: AsRef<[u8]> + Sync,
+    T: PsiItem + Sync,
     R: CryptoRng + ?Sized,
 {
     // Malicious: commit to our share of the output-hash key before anything else.
@@ -181,15 +186,7 @@ where
     let m = okvs(n_r, cfg, Block::ZERO)?.size();
     let (keys, values) = keys_and_values(items);
     // The session's generator, set up (base OTs) on its first use.
-    let generator = match vole {
-        Some(g) => g,
-        None => vole.insert(if mal {
-            malicious::setup_sender(ch, rng)?
-        } else {
-            VoleSender::new(ch, VoleConfig::with_security(Security::SemiHonest), rng)
-                .map_err(vole_err)?
-        }),
-    };
+    let generator = sender_in(vole, ch, vole_config(mal), rng)?;
     generator
         .extend_into(ch, m, rng, &mut bufs.a_or_b)
         .map_err(vole_err)?;

@@ -61,6 +61,7 @@ use rand_core::CryptoRng;
 use rayon::prelude::*;
 use zeroize::{Zeroize, Zeroizing};
 
+use super::session::{Slot, receiver_in, sender_in};
 use super::{Generator, Generators, Rr22Session, Variant, code_name, vole_err};
 use crate::error::{Error, Result};
 use crate::handshake::{self, Hello};
@@ -200,10 +201,7 @@ impl Rr22Session {
         let v = &mut self.vole;
         let gens: Vec<Generators> = match (cfg.variant, role) {
             (Variant::Fast, Role::Receiver) => {
-                let g = match v.generator.gf128_receiver()? {
-                    Some(g) => g,
-                    slot => slot.insert(VoleReceiver::new(ch, vcfg, rng).map_err(vole_err)?),
-                };
+                let g = receiver_in(v.generator.gf128()?.receiver()?, ch, vcfg, rng)?;
                 let (a, c) = g.extend(ch, total, rng).map_err(vole_err)?;
                 let (a, c) = (Zeroizing::new(a), Zeroizing::new(c));
                 check_len(a.len().min(c.len()), total)?;
@@ -211,16 +209,13 @@ impl Rr22Session {
                     buf.extend_from_slice(&(a[i] ^ Block(u128::from(bit))).to_bytes());
                 })?;
                 receiver_children(&r, &c, per, children, |base| {
-                    Ok(Generators::new(Generator::Gf128Receiver(Some(
+                    Ok(Generators::new(Generator::Gf128(Slot::Receiver(Some(
                         VoleReceiver::from_base(base, vcfg).map_err(vole_err)?,
-                    ))))
+                    )))))
                 })?
             }
             (Variant::Fast, Role::Sender) => {
-                let g = match v.generator.gf128_sender()? {
-                    Some(g) => g,
-                    slot => slot.insert(VoleSender::new(ch, vcfg, rng).map_err(vole_err)?),
-                };
+                let g = sender_in(v.generator.gf128()?.sender()?, ch, vcfg, rng)?;
                 let mut q = Zeroizing::new(g.extend(ch, total, rng).map_err(vole_err)?);
                 let delta = Zeroizing::new(g.delta());
                 check_len(q.len(), total)?;
@@ -230,18 +225,13 @@ impl Rr22Session {
                     Block::from_bytes(b)
                 })?;
                 sender_children(*delta, &q, per, children, |base| {
-                    Ok(Generators::new(Generator::Gf128Sender(Some(
+                    Ok(Generators::new(Generator::Gf128(Slot::Sender(Some(
                         VoleSender::from_base(base, vcfg).map_err(vole_err)?,
-                    ))))
+                    )))))
                 })?
             }
             (Variant::LowComm, Role::Receiver) => {
-                let g = match v.generator.sub64_receiver()? {
-                    Some(g) => g,
-                    slot => {
-                        slot.insert(Subfield64VoleReceiver::new(ch, vcfg, rng).map_err(vole_err)?)
-                    }
-                };
+                let g = receiver_in(v.generator.sub64()?.receiver()?, ch, vcfg, rng)?;
                 let (a, c) = g.extend(ch, total, rng).map_err(vole_err)?;
                 let (a, c) = (Zeroizing::new(a), Zeroizing::new(c));
                 check_len(a.len().min(c.len()), total)?;
@@ -249,18 +239,13 @@ impl Rr22Session {
                     buf.extend_from_slice(&(a[i] ^ u64::from(bit)).to_le_bytes());
                 })?;
                 receiver_children(&r, &c, per, children, |base| {
-                    Ok(Generators::new(Generator::Sub64Receiver(Some(
+                    Ok(Generators::new(Generator::Sub64(Slot::Receiver(Some(
                         Subfield64VoleReceiver::from_base(base, vcfg).map_err(vole_err)?,
-                    ))))
+                    )))))
                 })?
             }
             (Variant::LowComm, Role::Sender) => {
-                let g = match v.generator.sub64_sender()? {
-                    Some(g) => g,
-                    slot => {
-                        slot.insert(Subfield64VoleSender::new(ch, vcfg, rng).map_err(vole_err)?)
-                    }
-                };
+                let g = sender_in(v.generator.sub64()?.sender()?, ch, vcfg, rng)?;
                 let mut q = Zeroizing::new(g.extend(ch, total, rng).map_err(vole_err)?);
                 let delta = Zeroizing::new(g.delta());
                 check_len(q.len(), total)?;
@@ -270,9 +255,9 @@ impl Rr22Session {
                     embed64(u64::from_le_bytes(b))
                 })?;
                 sender_children(*delta, &q, per, children, |base| {
-                    Ok(Generators::new(Generator::Sub64Sender(Some(
+                    Ok(Generators::new(Generator::Sub64(Slot::Sender(Some(
                         Subfield64VoleSender::from_base(base, vcfg).map_err(vole_err)?,
-                    ))))
+                    )))))
                 })?
             }
             (Variant::Malicious, _) => {

@@ -14,8 +14,11 @@
 //! bisection, `O(log n_s)` per lookup.
 
 use obliv_core::Block;
+use obliv_net::Channel;
 
-use super::{intersect, top_bits, truncate};
+use super::{CHUNK, TAG_COUNT, TAG_VALUES};
+use crate::error::{Error, Result};
+use crate::wire::{pack, parse};
 
 /// Bits of the first partition (256 groups: few enough write streams for the TLB, small
 /// enough groups for L2 at a million values).
@@ -107,6 +110,200 @@ impl Prepared {
 }
 
 /// [`Prepared::new`] then [`Prepared::intersect`].
+/// The first `w ≤ 16` bytes of `b`, as an integer.
+pub(super) fn truncate(b: Block, w: usize) -> u128 {
+    if w >= 16 {
+        b.0
+    } else {
+        b.0 & ((1u128 << (8 * w)) - 1)
+    }
+}
+
+/// Receives the sender's values (at most `n_s` of `w` bytes) and returns the indices `j`
+/// (ascending) whose `ours[j]`, truncated to `w` bytes, the sender sent. `scratch` (a vector
+/// the caller no longer needs, its length irrelevant) lends its allocation to the sender's
+/// values.
+pub(super) fn recv_and_intersect<C>(
+    ch: &mut C,
+    ours: Vec<Block>,
+    scratch: Vec<Block>,
+    n_s: usize,
+    w: usize,
+) -> Result<Vec<usize>>
+where
+    C: Channel + ?Sized,
+{
+    // Partitioned while the sender computes its values.
+    let ours = Prepared::new(ours, w);
+    let f = ch.recv_max(5 + 8)?;
+    let (tag, index, payload) = parse(&f)?;
+    if tag != TAG_COUNT || index != 0 || payload.len() != 8 {
+        return Err(Error::Protocol(
+            "expected the count of the sender's values".into(),
+        ));
+    }
+    let mut cb = [0u8; 8];
+    cb.copy_from_slice(payload);
+    let count = usize::try_from(u64::from_le_bytes(cb))
+        .ok()
+        .filter(|&c| c <= n_s)
+        .ok_or_else(|| Error::Protocol(format!("more values than the {n_s} items announced")))?;
+    let mut theirs = Block::into_u128_vec(scratch);
+    theirs.clear();
+    theirs.reserve(count);
+    for i in 0..count.div_ceil(CHUNK) {
+        let expected = (count - i * CHUNK).min(CHUNK) * w;
+        let f = ch.recv_max(5 + expected)?;
+        let (tag, index, payload) = parse(&f)?;
+        if tag != TAG_VALUES || index != i || payload.len() != expected {
+            return Err(Error::Protocol(format!(
+                "expected value chunk {i} of {expected} bytes, got tag {tag} chunk {index} of {} bytes",
+                payload.len()
+            )));
+        }
+        theirs.extend(payload.chunks_exact(w).map(pack));
+    }
+    // An honest sender sends its values sorted without repeats; a deviating one only costs
+    // us a sort (its values are then looked up all the same).
+    if !theirs.windows(2).all(|p| p[0] < p[1]) {
+        sort_values(&mut theirs, w);
+    }
+    Ok(ours.intersect(&theirs))
+}
+
+/// `v >> (8·w − bits)`: the top `bits` bits of a value truncated to `w` bytes
+/// (`bits ≤ 8·w`, `v < 2^(8·w)`).
+#[inline(always)]
+#[allow(clippy::cast_possible_truncation)] // at most 26 bits remain
+pub(super) fn top_bits(v: u128, w: usize, bits: u32) -> usize {
+    (v >> (8 * w as u32 - bits)) as usize
+}
+
+/// Sorts values truncated to `w` bytes ascending and drops repeats.
+///
+/// Three LSD radix passes of 8 bits on the top 24 bits (one counting pass for all three,
+/// then three scatters into 256 buckets each: few enough write streams for the TLB), then
+/// a comparison sort of each run of equal top bits (about one value per run for
+/// pseudorandom values; a run of any length is still sorted in `O(len·log len)`, so
+/// structured input costs no more than a plain sort).
+pub(super) fn sort_values(t: &mut Vec<u128>, w: usize) {
+    const DIGIT: u32 = 8;
+    const PASSES: u32 = 3;
+    if t.len() < 1 << 12 || w < 3 {
+        t.sort_unstable();
+        t.dedup();
+        return;
+    }
+    let bits = DIGIT * PASSES;
+    let passes = PASSES as usize;
+    let mask = (1usize << DIGIT) - 1;
+    let digit = |v: u128, p: usize| (top_bits(v, w, bits) >> (DIGIT as usize * p)) & mask;
+    let mut counts = vec![[0usize; PASSES as usize]; 1 << DIGIT];
+    for &v in t.iter() {
+        for p in 0..passes {
+            counts[digit(v, p)][p] += 1;
+        }
+    }
+    let mut sums = [0usize; PASSES as usize];
+    for c in counts.iter_mut() {
+        for (x, s) in c.iter_mut().zip(sums.iter_mut()) {
+            let here = *x;
+            *x = *s;
+            *s += here;
+        }
+    }
+    let mut tmp = vec![0u128; t.len()];
+    for p in 0..passes {
+        let (from, to) = if p % 2 == 0 {
+            (&t[..], &mut tmp[..])
+        } else {
+            (&tmp[..], &mut t[..])
+        };
+        for &v in from {
+            let d = digit(v, p);
+            to[counts[d][p]] = v;
+            counts[d][p] += 1;
+        }
+    }
+    // An odd number of passes leaves the result in `tmp`.
+    core::mem::swap(t, &mut tmp);
+    drop(tmp);
+    // Runs of equal top bits, in order; sort inside each.
+    let mut i = 0;
+    while i < t.len() {
+        let k = top_bits(t[i], w, bits);
+        let mut j = i + 1;
+        while j < t.len() && top_bits(t[j], w, bits) == k {
+            j += 1;
+        }
+        if j - i > 1 {
+            t[i..j].sort_unstable();
+        }
+        i = j;
+    }
+    t.dedup();
+}
+
+/// The indices `j` (ascending) whose `ours[j]`, truncated to `w` bytes, is in `theirs`
+/// (sorted ascending, without repeats, values below `2^(8·w)`).
+///
+/// A directory over the top `⌊log₂ |theirs|⌋` bits gives each value's range of `theirs`
+/// (about one entry for an honest sender's pseudorandom values), searched linearly when
+/// short and by bisection otherwise, so a sender whose values crowd one range costs
+/// `O(log |theirs|)` per lookup, never more.
+pub(super) fn intersect(ours: &[Block], theirs: &[u128], w: usize) -> Vec<usize> {
+    if theirs.is_empty() || ours.is_empty() {
+        return Vec::new();
+    }
+    let bits = (usize::BITS - 1 - theirs.len().leading_zeros()).clamp(1, 26);
+    let bits = bits.min(8 * u32::try_from(w).unwrap_or(16));
+    // dir[b] = the number of values whose top bits are below b.
+    let mut dir = vec![0u32; (1usize << bits) + 1];
+    let mut b = 0usize;
+    for (i, &v) in theirs.iter().enumerate() {
+        let t = top_bits(v, w, bits);
+        while b <= t {
+            dir[b] = u32::try_from(i).unwrap_or(u32::MAX);
+            b += 1;
+        }
+    }
+    let total = u32::try_from(theirs.len()).unwrap_or(u32::MAX);
+    for d in &mut dir[b..] {
+        *d = total;
+    }
+    // In batches: first every value's range and first candidate (independent loads without
+    // branches, so the cache misses overlap), then the comparisons.
+    const B: usize = 32;
+    let last = theirs.len() - 1;
+    let mut out = Vec::new();
+    let (mut vals, mut lo, mut hi, mut first) = ([0u128; B], [0usize; B], [0usize; B], [0u128; B]);
+    for (c, chunk) in ours.chunks(B).enumerate() {
+        for (i, &o) in chunk.iter().enumerate() {
+            let v = truncate(o, w);
+            let t = top_bits(v, w, bits);
+            vals[i] = v;
+            lo[i] = dir[t] as usize;
+            hi[i] = dir[t + 1] as usize;
+        }
+        for i in 0..chunk.len() {
+            first[i] = theirs[lo[i].min(last)];
+        }
+        for i in 0..chunk.len() {
+            let (v, range) = (vals[i], &theirs[lo[i]..hi[i]]);
+            let hit = match range.len() {
+                0 => false,
+                1 => first[i] == v,
+                2..=8 => range.contains(&v),
+                _ => range.binary_search(&v).is_ok(),
+            };
+            if hit {
+                out.push(c * B + i);
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 fn intersect_values(ours: Vec<Block>, theirs: &[u128], w: usize) -> Vec<usize> {
     Prepared::new(ours, w).intersect(theirs)
@@ -192,7 +389,6 @@ fn lookup_group(
 
 #[cfg(test)]
 mod tests {
-    use super::super::sort_values;
     use super::*;
     use obliv_core::AesRng;
     use obliv_core::rand_core::SeedableRng;

@@ -65,11 +65,14 @@ use rand_core::CryptoRng;
 use rayon::prelude::*;
 use zeroize::Zeroizing;
 
+use super::session::{receiver_in, sender_in};
+
 use super::{
     STAT_SECURITY, TAG_OKVS, TAG_SEED, VoleBuffers, encode_with_retry, keys_and_values, okvs_err,
     out_hash, recv_and_intersect, recv_block, recv_chunks, send_chunks, send_values, vole_err,
 };
 use crate::error::{Error, Result};
+use crate::item::PsiItem;
 use crate::wire::frame;
 
 /// The largest sender set of one low-communication run at the default statistical security
@@ -127,7 +130,7 @@ pub(super) fn receiver<C, T, R>(
 ) -> Result<Vec<usize>>
 where
     C: Channel + ?Sized,
-    T: AsRef<[u8]> + Sync,
+    T: PsiItem + Sync,
     R: CryptoRng + ?Sized,
 {
     let n = items.len();
@@ -135,10 +138,7 @@ where
     let values: Vec<u64> = values128.iter().map(h64).collect();
     let m = okvs(n, stat_security, Block::ZERO)?.size();
     // The session's generator, set up (base OTs) on its first use.
-    let generator = match vole {
-        Some(g) => g,
-        None => vole.insert(Subfield64VoleReceiver::new(ch, vole_config(), rng).map_err(vole_err)?),
-    };
+    let generator = receiver_in(vole, ch, vole_config(), rng)?;
     generator
         .extend_into(ch, m, rng, &mut bufs.a64, &mut bufs.c)
         .map_err(vole_err)?;
@@ -184,16 +184,13 @@ pub(super) fn sender<C, T, R>(
 ) -> Result<()>
 where
     C: Channel + ?Sized,
-    T: AsRef<[u8]> + Sync,
+    T: PsiItem + Sync,
     R: CryptoRng + ?Sized,
 {
     let m = okvs(n_r, stat_security, Block::ZERO)?.size();
     let (keys, values) = keys_and_values(items);
     // The session's generator, set up (base OTs) on its first use.
-    let generator = match vole {
-        Some(g) => g,
-        None => vole.insert(Subfield64VoleSender::new(ch, vole_config(), rng).map_err(vole_err)?),
-    };
+    let generator = sender_in(vole, ch, vole_config(), rng)?;
     let delta = Zeroizing::new(generator.delta());
     generator
         .extend_into(ch, m, rng, &mut bufs.a_or_b)

@@ -60,17 +60,17 @@
 use obliv_core::Block;
 use obliv_core::aes::davies_meyer_many;
 use obliv_net::Channel;
-use obliv_ot::softspoken;
-use obliv_vole::{ReceiverBase, Security, SenderBase, VoleConfig, VoleReceiver, VoleSender};
+use obliv_vole::{Security, VoleConfig, VoleReceiver, VoleReceiverGen, VoleSender, VoleSenderGen};
 use rand_core::CryptoRng;
 use rayon::prelude::*;
 use zeroize::Zeroize;
 
 use super::vole_err;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
-/// SoftSpokenOT's `k` for the base COTs (4: 32 bits per OT on the wire, see obliv-ot).
-pub const SOFTSPOKEN_K: usize = 4;
+/// SoftSpokenOT's `k` for the base COTs (4: 32 bits per OT on the wire, see obliv-ot), as
+/// `obliv-vole`'s malicious base source uses it.
+pub use obliv_vole::SOFTSPOKEN_K;
 
 const DOMAIN_COMMIT: &str = "obliv-psi rr22 v1 coin commitment";
 
@@ -100,62 +100,44 @@ pub(super) fn dm_hash(keys: &[Block], z: &mut [Block], w: Block) {
         });
 }
 
-/// An OT error, its channel errors lifted to [`Error::Net`].
-fn ot_err(e: obliv_ot::Error) -> Error {
-    match e {
-        obliv_ot::Error::Net(n) => Error::Net(n),
-        other => Error::Ot(other),
-    }
-}
-
 /// The malicious VOLE configuration.
 fn config() -> VoleConfig {
     VoleConfig::with_security(Security::Malicious)
 }
 
-/// The malicious VOLE sender's generator (the PSI sender): SoftSpokenOT base COTs under a
-/// fresh `Δ` (with the consistency check against the receiver) feeding a malicious silent
-/// GF(2^128) VOLE generator, which an [`Rr22Session`](super::Rr22Session) extends once per
-/// run. The peer runs [`setup_receiver`].
+/// The malicious VOLE sender's generator (the PSI sender): `obliv-vole`'s malicious set-up
+/// ([`VoleSenderGen::setup`] of a [`Security::Malicious`] configuration: SoftSpokenOT base
+/// COTs, `k` = [`SOFTSPOKEN_K`], under a fresh `Δ` with the consistency check against the
+/// receiver) feeding a malicious silent GF(2^128) VOLE generator, which an
+/// [`Rr22Session`](super::Rr22Session) extends once per run. The peer runs
+/// [`setup_receiver`].
 ///
 /// # Errors
-/// Network errors; [`Error::Protocol`] if base OT or the SoftSpokenOT check fails.
+/// Network errors; [`Error::Ot`](crate::Error::Ot) if base OT or the SoftSpokenOT check fails.
 pub fn setup_sender<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     ch: &mut C,
     rng: &mut R,
 ) -> Result<VoleSender> {
-    let cfg = config();
-    let mut ss = softspoken::Sender::setup(ch, SOFTSPOKEN_K, rng).map_err(ot_err)?;
-    let q = ss
-        .send_correlated(ch, cfg.base_cots_needed(), rng)
-        .map_err(ot_err)?;
-    VoleSender::from_base(SenderBase::new(ss.delta(), q), cfg).map_err(vole_err)
+    <VoleSender as VoleSenderGen>::setup(ch, config(), rng).map_err(vole_err)
 }
 
 /// The malicious VOLE receiver's generator (the PSI receiver), the peer of
 /// [`setup_sender`].
 ///
 /// # Errors
-/// Network errors; [`Error::Protocol`] if base OT or the SoftSpokenOT check fails.
+/// Network errors; [`Error::Ot`](crate::Error::Ot) if base OT or the SoftSpokenOT check fails.
 pub fn setup_receiver<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     ch: &mut C,
     rng: &mut R,
 ) -> Result<VoleReceiver> {
-    let cfg = config();
-    let mut ss = softspoken::Receiver::setup(ch, SOFTSPOKEN_K, rng).map_err(ot_err)?;
-    let mut choices = obliv_ot::iknp::random_bits(cfg.base_cots_needed(), rng);
-    let t = ss.receive_correlated(ch, &choices).map_err(ot_err)?;
-    let r: Vec<u8> = choices.iter().map(|&b| u8::from(b)).collect();
-    choices.zeroize();
-    let base = ReceiverBase::new(r, t).map_err(vole_err)?;
-    VoleReceiver::from_base(base, cfg).map_err(vole_err)
+    <VoleReceiver as VoleReceiverGen>::setup(ch, config(), rng).map_err(vole_err)
 }
 
 /// One-shot malicious VOLE, sender side: [`setup_sender`] and one extension of length `m`.
 /// Returns `(Δ, B)`.
 ///
 /// # Errors
-/// Network errors; [`Error::Protocol`] if base OT, the SoftSpokenOT check or the VOLE fails.
+/// Network errors; [`Error::Ot`](crate::Error::Ot) if base OT or the SoftSpokenOT check fails; VOLE errors.
 pub fn vole_send<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     ch: &mut C,
     m: usize,
@@ -170,8 +152,8 @@ pub fn vole_send<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
 /// with `C = B ⊕ A·Δ`.
 ///
 /// # Errors
-/// Network errors; [`Error::Protocol`] if base OT fails or the VOLE consistency check
-/// detects a cheating sender.
+/// Network errors; [`Error::Ot`](crate::Error::Ot) if base OT fails; [`crate::PeerMisbehaved::CheckFailed`]
+/// if the VOLE consistency check detects a cheating sender.
 pub fn vole_receive<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     ch: &mut C,
     m: usize,
