@@ -210,29 +210,84 @@ impl Sink {
     }
 }
 
+/// Where [`read_key_columns`] puts the keys it reads: each row's key is appended to the
+/// sink's arena, then handed over by [`KeySink::push`].
+pub(crate) trait KeySink {
+    /// The buffer the next key is appended to.
+    fn arena(&mut self) -> &mut Vec<u8>;
+    /// Row `row`'s key was appended to the arena from `at` on.
+    fn push(&mut self, row: u64, at: usize) -> Result<(), CliError>;
+}
+
+impl KeySink for Sink {
+    #[inline]
+    fn arena(&mut self) -> &mut Vec<u8> {
+        &mut self.arena
+    }
+    #[inline]
+    fn push(&mut self, row: u64, at: usize) -> Result<(), CliError> {
+        Sink::push(self, row, at)
+    }
+}
+
 /// Reads the input once: checks the header, the key columns, every row's field count and
 /// UTF-8, counts the rows (and those of the shard), hashes the file when asked, and files every
 /// key of the shard into buckets (in memory up to the budget, in temporary files beyond).
 ///
 /// Simple files (no quotes, `\n` or `\r\n` line ends) are read by a byte scanner
-/// (`fastcsv`); any other file, or a malformed one, by the `csv` parser, which also
-/// words the errors. Both give the same rows and keys.
+/// (`fastcsv`); any other file, or a malformed one, by the `csv` parser, which also words
+/// the errors. Both give the same rows and keys. The same reader (`read_key_columns`) gives
+/// `ub-psi` its keys ([`crate::csvio::read_keys`]).
 ///
 /// # Errors
-/// [`ExitKind::Input`](crate::ExitKind::Input) as `csvio::read_keys` describes, and for I/O errors.
+/// [`ExitKind::Usage`](crate::ExitKind::Usage) if `keys` is empty;
+/// [`ExitKind::Input`](crate::ExitKind::Input) for a missing or unreadable file, an empty
+/// file (no header), a key column that the header lacks, a row with the wrong number of
+/// fields (with its line number), bad UTF-8, a bucket file that cannot be written.
 pub fn ingest(
     path: &Path,
     keys: &[String],
     opts: &IngestOptions,
 ) -> Result<(InputShape, Buckets), CliError> {
+    let (mut shape, mut sink) =
+        read_key_columns(path, keys, opts.progress, opts.force_csv, || {
+            Sink::new(opts)
+        })?;
+    sink.flush()?;
+    shape.shard_rows = sink.owned;
+    Ok((shape, sink.buckets))
+}
+
+/// The one reader of key columns, for every subcommand that reads an input's keys (`psi`
+/// through [`ingest`], `ub-psi` through [`crate::csvio::read_keys`]): checks the header, the
+/// key columns, every row's field count and UTF-8, hashes the whole file, and hands every
+/// row's encoded key ([`push_key_field`]) to a sink made by `new_sink`.
+///
+/// Simple files (no quotes, `\n` or `\r\n` line ends) are read by a byte scanner
+/// (`fastcsv`); any other file, or a malformed one, by the `csv` parser, which also
+/// words the errors, into a fresh sink (the first one's partial keys are dropped). Both give
+/// the same rows and keys. The shape's `shard_rows` is the row count; the caller sets it.
+///
+/// # Errors
+/// [`ExitKind::Usage`](crate::ExitKind::Usage) if `keys` is empty;
+/// [`ExitKind::Input`](crate::ExitKind::Input) for a missing or unreadable file, an empty
+/// file (no header), a key column that the header lacks, a row with the wrong number of
+/// fields (with its line number), bad UTF-8, or what the sink refuses.
+pub(crate) fn read_key_columns<S: KeySink>(
+    path: &Path,
+    keys: &[String],
+    progress: ProgressMode,
+    force_csv: bool,
+    mut new_sink: impl FnMut() -> S,
+) -> Result<(InputShape, S), CliError> {
     let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let (rdr, header, key_cols) = open_keyed(path, keys)?;
     let data_start = rdr.position().byte();
     drop(rdr);
-    if !opts.force_csv {
-        let mut sink = Sink::new(opts);
+    if !force_csv {
+        let mut sink = new_sink();
         let mut hasher = blake3::Hasher::new();
-        let mut bar = Progress::new(opts.progress, "reading input", "bytes", bytes);
+        let mut bar = Progress::new(progress, "reading input", "bytes", bytes);
         let mut fields = Fields::new(header.len(), &key_cols);
         let mut rows = 0u64;
         let scan = fastcsv::for_each_line(
@@ -243,8 +298,9 @@ pub fn ingest(
             },
             |at| bar.set(at),
             |line| {
-                let at = sink.arena.len();
-                if !fields.key_into(line, &mut sink.arena) {
+                let arena = sink.arena();
+                let at = arena.len();
+                if !fields.key_into(line, arena) {
                     return Ok(false);
                 }
                 sink.push(rows, at)?;
@@ -253,42 +309,42 @@ pub fn ingest(
             },
         )?;
         if scan == Scan::Done {
-            sink.flush()?;
             bar.set(bytes);
             bar.finish();
             let shape = InputShape {
                 header,
                 key_cols,
                 rows,
-                shard_rows: sink.owned,
+                shard_rows: rows,
                 bytes,
                 digest: Some(*hasher.finalize().as_bytes()),
                 data_start: Some(data_start),
             };
-            return Ok((shape, sink.buckets));
+            return Ok((shape, sink));
         }
-        // Not simple: start over with the general parser (the partial buckets are dropped).
+        // Not simple: start over with the general parser.
     }
-    ingest_csv(path, keys, opts, bytes)
+    read_key_columns_csv(path, keys, progress, bytes, new_sink())
 }
 
-/// [`ingest`] with the `csv` parser.
-fn ingest_csv(
+/// [`read_key_columns`] with the `csv` parser.
+fn read_key_columns_csv<S: KeySink>(
     path: &Path,
     keys: &[String],
-    opts: &IngestOptions,
+    progress: ProgressMode,
     bytes: u64,
-) -> Result<(InputShape, Buckets), CliError> {
+    mut sink: S,
+) -> Result<(InputShape, S), CliError> {
     let (mut rdr, header, key_cols) = keyed_reader(path, open_hashing(path)?, keys)?;
     let mut record = csv::StringRecord::new();
-    let mut sink = Sink::new(opts);
     let mut rows = 0u64;
-    let mut bar = Progress::new(opts.progress, "reading input", "bytes", bytes);
+    let mut bar = Progress::new(progress, "reading input", "bytes", bytes);
     loop {
         match rdr.read_record(&mut record) {
             Ok(true) => {
-                let at = sink.arena.len();
-                append_key(&record, &key_cols, &mut sink.arena);
+                let arena = sink.arena();
+                let at = arena.len();
+                append_key(&record, &key_cols, arena);
                 sink.push(rows, at)?;
                 rows += 1;
                 bar.set(record.position().map_or(0, csv::Position::byte));
@@ -297,7 +353,6 @@ fn ingest_csv(
             Err(e) => return Err(describe(path, &e)),
         }
     }
-    sink.flush()?;
     bar.set(bytes);
     bar.finish();
     // The csv reader stops at the last record; the digest covers whatever follows it too.
@@ -306,12 +361,12 @@ fn ingest_csv(
         header,
         key_cols,
         rows,
-        shard_rows: sink.owned,
+        shard_rows: rows,
         bytes,
         digest: Some(digest),
         data_start: None,
     };
-    Ok((shape, sink.buckets))
+    Ok((shape, sink))
 }
 
 /// The key of a record: its key columns encoded by [`push_key_field`] (injective, and ordered
@@ -677,585 +732,8 @@ impl Buckets {
     }
 }
 
-/// One bit per input row.
-#[derive(Clone, Debug)]
-pub struct RowSet(Vec<u64>);
-
-impl RowSet {
-    /// An empty set for `rows` rows.
-    pub fn new(rows: u64) -> Self {
-        RowSet(vec![
-            0;
-            usize::try_from(rows.div_ceil(64)).unwrap_or(usize::MAX)
-        ])
-    }
-    /// Marks `row`.
-    pub fn insert(&mut self, row: u64) {
-        if let Some(w) = usize::try_from(row / 64)
-            .ok()
-            .and_then(|i| self.0.get_mut(i))
-        {
-            *w |= 1 << (row % 64);
-        }
-    }
-    /// Whether `row` is marked.
-    pub fn contains(&self, row: u64) -> bool {
-        usize::try_from(row / 64)
-            .ok()
-            .and_then(|i| self.0.get(i))
-            .is_some_and(|w| (w >> (row % 64)) & 1 == 1)
-    }
-    /// Number of marked rows.
-    pub fn count(&self) -> u64 {
-        self.0.iter().map(|w| u64::from(w.count_ones())).sum()
-    }
-}
-
-/// Writes the header and the marked rows of `input` to `output` (temporary file, renamed on
-/// success), in input order or sorted by key. Returns the number of rows written.
-///
-/// A simple input ([`InputShape::data_start`] set by [`ingest`]) is copied line by line (each
-/// row as it was, with `\n` line ends, which is what the CSV writer would produce for a row
-/// without quotes); any other through the `csv` reader and writer.
-///
-/// The rows are picked by row number, so the input must still be the file [`ingest`] read: its
-/// BLAKE3 digest is recomputed during the pass and compared with [`InputShape::digest`] before
-/// the output is put in place.
-///
-/// # Errors
-/// [`ExitKind::Input`](crate::ExitKind::Input), also when the input has changed since [`ingest`] (nothing is written
-/// then).
-pub fn write_rows(
-    input: &Path,
-    shape: &InputShape,
-    rows: &RowSet,
-    output: &Path,
-    sort: bool,
-    progress: ProgressMode,
-) -> Result<u64, CliError> {
-    let dir = output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| CliError::file(format!("cannot create a file in {}", dir.display()), e))?;
-    let mut out = BufWriter::with_capacity(1 << 20, tmp.as_file());
-    let err = |e: csv::Error| CliError::file(format!("writing {}", output.display()), e);
-    let ioerr = |e: std::io::Error| CliError::file(format!("writing {}", output.display()), e);
-    {
-        let mut wtr = csv::Writer::from_writer(&mut out);
-        wtr.write_record(&shape.header).map_err(err)?;
-        wtr.flush().map_err(ioerr)?;
-    }
-    let mut bar = Progress::new(progress, "writing output", "rows", shape.rows);
-    let (written, digest) = match shape.data_start {
-        Some(start) => copy_rows(input, shape, start, rows, &mut out, sort, &mut bar)?,
-        None => rewrite_rows(input, shape, rows, &mut out, sort, &mut bar)?,
-    };
-    if shape.digest.is_some_and(|d| d != digest) {
-        return Err(changed(input));
-    }
-    out.flush().map_err(ioerr)?;
-    drop(out);
-    tmp.persist(output)
-        .map_err(|e| CliError::file(format!("cannot write {}", output.display()), e))?;
-    bar.finish();
-    Ok(written)
-}
-
-/// [`write_rows`] for a simple file: marked lines copied as they are. Returns the rows
-/// written and the file's digest.
-fn copy_rows(
-    input: &Path,
-    shape: &InputShape,
-    start: u64,
-    rows: &RowSet,
-    out: &mut impl Write,
-    sort: bool,
-    bar: &mut Progress,
-) -> Result<(u64, [u8; 32]), CliError> {
-    let ioerr = |e: std::io::Error| CliError::file("writing output", e);
-    let mut row = 0u64;
-    let mut written = 0u64;
-    let mut fields = Fields::new(shape.header.len(), &shape.key_cols);
-    // With `sort`: (key, line) spans in one arena.
-    let mut arena: Vec<u8> = Vec::new();
-    let mut kept: Vec<(usize, usize, usize)> = Vec::new();
-    let mut failed = None;
-    let mut hasher = blake3::Hasher::new();
-    let scan = fastcsv::for_each_line(
-        input,
-        start,
-        |b| {
-            hasher.update(b);
-        },
-        |_| {},
-        |line| {
-            if rows.contains(row) {
-                written += 1;
-                if sort {
-                    let at = arena.len();
-                    if !fields.key_into(line, &mut arena) {
-                        return Ok(false);
-                    }
-                    let mid = arena.len();
-                    arena.extend_from_slice(line);
-                    kept.push((at, mid, arena.len()));
-                } else if let Err(e) = out.write_all(line).and_then(|()| out.write_all(b"\n")) {
-                    failed = Some(e);
-                    return Ok(false);
-                }
-            }
-            row += 1;
-            if row.is_multiple_of(4096) {
-                bar.set(row);
-            }
-            Ok(true)
-        },
-    )?;
-    if let Some(e) = failed {
-        return Err(ioerr(e));
-    }
-    if scan != Scan::Done || row != shape.rows {
-        return Err(changed(input));
-    }
-    if sort {
-        // Stable: rows of equal keys stay in input order.
-        kept.sort_by(|a, b| arena[a.0..a.1].cmp(&arena[b.0..b.1]));
-        for &(_, mid, end) in &kept {
-            out.write_all(&arena[mid..end]).map_err(ioerr)?;
-            out.write_all(b"\n").map_err(ioerr)?;
-        }
-    }
-    bar.set(row);
-    Ok((written, *hasher.finalize().as_bytes()))
-}
-
-/// [`write_rows`] through the `csv` parser and writer. Returns the rows written and the
-/// file's digest.
-fn rewrite_rows(
-    input: &Path,
-    shape: &InputShape,
-    rows: &RowSet,
-    out: &mut impl Write,
-    sort: bool,
-    bar: &mut Progress,
-) -> Result<(u64, [u8; 32]), CliError> {
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(false)
-        .buffer_capacity(1 << 20)
-        .from_reader(open_hashing(input)?);
-    let mut wtr = csv::Writer::from_writer(out);
-    let err = |e: csv::Error| CliError::file("writing output", e);
-    let mut kept: Vec<(Vec<u8>, csv::StringRecord)> = Vec::new();
-    let mut written = 0;
-    for (row, rec) in rdr.records().enumerate() {
-        let rec = rec.map_err(|e| describe(input, &e))?;
-        bar.inc(1);
-        if rows.contains(row as u64) {
-            if sort {
-                let mut k = Vec::new();
-                key_of(&rec, &shape.key_cols, &mut k);
-                kept.push((k, rec));
-            } else {
-                wtr.write_record(&rec).map_err(err)?;
-            }
-            written += 1;
-        }
-    }
-    let digest = finish_digest(input, rdr)?;
-    if digest != shape.digest.unwrap_or(digest) {
-        return Err(changed(input));
-    }
-    if sort {
-        kept.sort_by(|a, b| a.0.cmp(&b.0));
-        for (_, rec) in &kept {
-            wtr.write_record(rec).map_err(err)?;
-        }
-    }
-    wtr.flush()
-        .map_err(|e| CliError::file("writing output", e))?;
-    Ok((written, digest))
-}
+mod write;
+pub use write::{RowSet, write_rows};
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::BTreeMap;
-
-    #[test]
-    fn key_hash_is_the_documented_blake3_derive_key() {
-        for key in [&b""[..], b"k1", &[0xab; 64], &[7; 65], &[1; 300]] {
-            let h = blake3::derive_key("obliv-cli bucket v1", key);
-            let a = u64::from_le_bytes(h[..8].try_into().unwrap());
-            let b = u64::from_le_bytes(h[8..16].try_into().unwrap());
-            assert_eq!(key_hash(key), (a, b));
-        }
-    }
-
-    fn opts(dir: &Path, force_csv: bool) -> IngestOptions {
-        let mut o = IngestOptions::new(Shard::default(), true, dir, ProgressMode::Off);
-        o.force_csv = force_csv;
-        o
-    }
-
-    /// Every bucket of `total`: key hash -> sorted rows, and which bucket held it.
-    fn contents(b: &mut Buckets, total: usize) -> BTreeMap<Vec<u8>, (usize, Vec<u64>)> {
-        let mut all = BTreeMap::new();
-        for i in 0..total {
-            let bucket = b.take(i, total).unwrap();
-            assert_eq!(bucket.distinct_len(), bucket.distinct().len());
-            for (k, key) in bucket.distinct().into_iter().enumerate() {
-                let mut rows = bucket.rows_of(k).to_vec();
-                rows.sort_unstable();
-                assert!(all.insert(key.to_vec(), (i, rows)).is_none(), "a key twice");
-            }
-        }
-        all
-    }
-
-    /// The plain computation: every record read by `csv`, its key, and the rows of each key.
-    fn plain(path: &Path, keys: &[&str]) -> (u64, BTreeMap<Vec<u8>, Vec<u64>>) {
-        let mut rdr = csv::Reader::from_path(path).unwrap();
-        let header: Vec<String> = rdr.headers().unwrap().iter().map(String::from).collect();
-        let cols: Vec<usize> = keys
-            .iter()
-            .map(|k| header.iter().position(|h| h == k).unwrap())
-            .collect();
-        let mut map: BTreeMap<Vec<u8>, Vec<u64>> = BTreeMap::new();
-        let mut rows = 0;
-        for rec in rdr.records() {
-            let mut key = Vec::new();
-            key_of(&rec.unwrap(), &cols, &mut key);
-            let (lo, hi) = key_hash(&key);
-            let mut h = lo.to_le_bytes().to_vec();
-            h.extend_from_slice(&hi.to_le_bytes());
-            map.entry(h).or_default().push(rows);
-            rows += 1;
-        }
-        (rows, map)
-    }
-
-    const FILES: &[(&str, &str, bool)] = &[
-        // (contents, key columns, simple)
-        ("id,x\nk1,1\nk2,2\nk1,3\n", "id", true),
-        ("id,x\r\nk1,1\r\n\r\nk2,2\r\nk1,3", "id", true),
-        ("id\n\nk1\n\n\nk2\nk1\n\n", "id", true),
-        ("a,b,c\n1,2,3\n1,2,4\n2,2,3\n1,2,3\n", "c,a", true),
-        ("a,b,c\n1,2,3\n1,2,4\n2,2,3\n1,2,3\n", "b", true),
-        ("a,b\n,\n,x\n ,\nä,ö\n", "a,b", true),
-        ("\"id\",x\nk1,1\nk2,2\n", "id", true),
-        ("\u{feff}id,x\nk1,1\nk2,2\n", "id", true),
-        (
-            "id,x\n\"k,1\",1\nk1,2\n\"k\"\"q\",3\n\"k\"\"q\",4\n",
-            "id",
-            false,
-        ),
-        ("id,x\nk1,\"multi\nline\"\nk2,2\n", "id", false),
-        ("id,x\rk1,1\rk2,2\r", "id", false),
-        ("id,x\nk1,1\rk2,2\n", "id", false),
-    ];
-
-    #[test]
-    fn byte_scanner_and_csv_parser_give_the_same_buckets_and_output() {
-        let dir = tempfile::tempdir().unwrap();
-        for (n, &(body, keys, simple)) in FILES.iter().enumerate() {
-            let input = dir.path().join(format!("in{n}.csv"));
-            std::fs::write(&input, body).unwrap();
-            let keys: Vec<String> = keys.split(',').map(String::from).collect();
-            let (fast, mut fb) = ingest(&input, &keys, &opts(dir.path(), false)).unwrap();
-            let (slow, mut sb) = ingest(&input, &keys, &opts(dir.path(), true)).unwrap();
-            assert_eq!(fast.data_start.is_some(), simple, "file {n}");
-            assert_eq!(slow.data_start, None);
-            assert_eq!(
-                (fast.rows, fast.shard_rows, fast.digest, &fast.header),
-                (slow.rows, slow.shard_rows, slow.digest, &slow.header),
-                "file {n}"
-            );
-            assert_eq!(fast.digest, Some(*blake3::hash(body.as_bytes()).as_bytes()));
-            let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-            let (rows, want) = plain(&input, &key_refs);
-            assert_eq!(fast.rows, rows, "file {n}");
-            for total in [1, 2, 4] {
-                let (f, s) = (contents(&mut fb, total), contents(&mut sb, total));
-                assert_eq!(f, s, "file {n}");
-                let got: BTreeMap<Vec<u8>, Vec<u64>> =
-                    f.into_iter().map(|(k, (_, r))| (k, r)).collect();
-                assert_eq!(got, want, "file {n}");
-                // Taken buckets are gone; read the file again for the next count.
-                (_, fb) = ingest(&input, &keys, &opts(dir.path(), false)).unwrap();
-                (_, sb) = ingest(&input, &keys, &opts(dir.path(), true)).unwrap();
-            }
-            // The output, both ways, every other row marked, in input order and sorted.
-            let mut set = RowSet::new(rows);
-            for r in (0..rows).step_by(2) {
-                set.insert(r);
-            }
-            for sort in [false, true] {
-                let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
-                let wa = write_rows(&input, &fast, &set, &a, sort, ProgressMode::Off).unwrap();
-                let wb = write_rows(&input, &slow, &set, &b, sort, ProgressMode::Off).unwrap();
-                assert_eq!(wa, wb);
-                assert_eq!(wa, rows.div_ceil(2));
-                assert_eq!(
-                    std::fs::read_to_string(&a).unwrap(),
-                    std::fs::read_to_string(&b).unwrap(),
-                    "file {n}, sort {sort}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn malformed_files_get_the_parsers_errors() {
-        let dir = tempfile::tempdir().unwrap();
-        for body in [
-            &b"id,x\nk1,1\nk2\n"[..],
-            b"id,x\nk1,1\nk2,2,3\n",
-            b"id,x\nk1,1\nk\xff,2\n",
-            b"id\nk1\nk2,2\n",
-        ] {
-            let input = dir.path().join("bad.csv");
-            std::fs::write(&input, body).unwrap();
-            let keys = ["id".to_string()];
-            let fast = ingest(&input, &keys, &opts(dir.path(), false)).unwrap_err();
-            let slow = ingest(&input, &keys, &opts(dir.path(), true)).unwrap_err();
-            assert_eq!(fast.to_string(), slow.to_string());
-            assert!(fast.to_string().contains("line 3"), "{fast}");
-        }
-    }
-
-    #[test]
-    fn spilled_refined_and_sharded_buckets_keep_equal_keys_together() {
-        let dir = tempfile::tempdir().unwrap();
-        let input = dir.path().join("in.csv");
-        let mut body = String::from("id,x\n");
-        for i in 0..3000 {
-            body += &format!("k{},{i}\n", i % 1100);
-        }
-        std::fs::write(&input, body).unwrap();
-        let keys = ["id".to_string()];
-        let (shape, mut mem) = ingest(&input, &keys, &opts(dir.path(), false)).unwrap();
-        assert!(!mem.spilled());
-        let want = contents(&mut mem, 8);
-        assert_eq!((shape.rows, want.len()), (3000, 1100));
-        for (k, (b, _)) in &want {
-            let lo = u64::from_le_bytes(k[..8].try_into().unwrap());
-            assert_eq!(lo % 8, *b as u64);
-        }
-        // A tiny budget (every batch goes to files) and four sub-buckets refined into 8 and 16.
-        for (budget, sub) in [(0, 256), (0, 4), (1 << 30, 4), (5000, 2)] {
-            for total in [8, 16] {
-                let mut o = opts(dir.path(), false);
-                o.memory_budget = budget;
-                o.sub_buckets = sub;
-                let (_, mut b) = ingest(&input, &keys, &o).unwrap();
-                assert_eq!(b.spilled(), budget < 1 << 30);
-                let got = contents(&mut b, total);
-                let strip = |m: &BTreeMap<Vec<u8>, (usize, Vec<u64>)>| {
-                    m.iter()
-                        .map(|(k, (_, r))| (k.clone(), r.clone()))
-                        .collect::<Vec<_>>()
-                };
-                assert_eq!(strip(&got), strip(&want), "budget {budget} sub {sub}");
-                assert!(got.iter().all(|(k, (b, _))| {
-                    u64::from_le_bytes(k[..8].try_into().unwrap()) % total as u64 == *b as u64
-                }));
-            }
-        }
-        // Shards: disjoint, together everything, counted.
-        let mut union = BTreeMap::new();
-        let mut rows = 0;
-        for i in 0..3 {
-            let mut o = opts(dir.path(), false);
-            o.shard = Shard { index: i, count: 3 };
-            let (s, mut b) = ingest(&input, &keys, &o).unwrap();
-            assert_eq!(s.rows, 3000);
-            rows += s.shard_rows;
-            for (k, v) in contents(&mut b, 8) {
-                let (_, hi) = (0, u64::from_le_bytes(k[8..].try_into().unwrap()));
-                assert_eq!(hi % 3, i);
-                assert!(union.insert(k, v).is_none());
-            }
-        }
-        assert_eq!(rows, 3000);
-        assert_eq!(union, want);
-    }
-
-    #[test]
-    fn output_keeps_marked_rows() {
-        let dir = tempfile::tempdir().unwrap();
-        let input = dir.path().join("in.csv");
-        let mut body = String::from("id,x\n");
-        for i in 0..500 {
-            body += &format!("k{},{i}\n", i % 200);
-        }
-        std::fs::write(&input, body).unwrap();
-        let (shape, _) = ingest(&input, &["id".to_string()], &opts(dir.path(), false)).unwrap();
-        let mut set = RowSet::new(500);
-        set.insert(3);
-        set.insert(499);
-        assert_eq!(set.count(), 2);
-        let out = dir.path().join("out.csv");
-        assert_eq!(
-            write_rows(&input, &shape, &set, &out, false, ProgressMode::Off).unwrap(),
-            2
-        );
-        assert_eq!(
-            std::fs::read_to_string(&out).unwrap(),
-            "id,x\nk3,3\nk99,499\n"
-        );
-    }
-
-    /// Field values that a separator-joined key confuses: separators, quotes, commas, empty
-    /// fields, control bytes, and values that look like two fields joined.
-    const TRICKY: &[&str] = &[
-        "",
-        "a",
-        "b",
-        "\u{1f}",
-        "a\u{1f}b",
-        "b\u{1f}c",
-        "\u{0}",
-        "\u{0}\u{1}",
-        "\u{1}",
-        "\u{0}\u{ff}",
-        "\t",
-        " ",
-        ",",
-        "\"",
-        "a,b",
-        "x\ny",
-        "\r",
-    ];
-
-    /// Writes a CSV (header `k1,v,k2,k3`) with one row per triple of `values`, by the `csv`
-    /// writer (which quotes what needs it); returns the triples in row order.
-    fn tricky_file(path: &Path, values: &[&str]) -> Vec<[String; 3]> {
-        let mut w = csv::Writer::from_path(path).unwrap();
-        w.write_record(["k1", "v", "k2", "k3"]).unwrap();
-        let mut rows = Vec::new();
-        for a in values {
-            for b in values {
-                for c in values {
-                    w.write_record([*a, "val", *b, *c]).unwrap();
-                    rows.push([a.to_string(), b.to_string(), c.to_string()]);
-                }
-            }
-        }
-        w.flush().unwrap();
-        rows
-    }
-
-    /// Rows grouped by their key's public hash, on both reading paths, equal rows grouped by
-    /// their key columns' values: the key is an injective function of the key columns, in
-    /// every column position, whatever bytes the fields hold.
-    #[test]
-    fn keys_are_injective_on_the_byte_scanner_and_the_csv_parser() {
-        let dir = tempfile::tempdir().unwrap();
-        let simple: Vec<&str> = TRICKY
-            .iter()
-            .copied()
-            .filter(|v| !v.contains([',', '"', '\n', '\r']))
-            .collect();
-        for (name, values, fast_path) in [("all", TRICKY, false), ("simple", &simple[..], true)] {
-            let input = dir.path().join(format!("{name}.csv"));
-            let tuples = tricky_file(&input, values);
-            for keys in [
-                &["k1", "k2", "k3"][..],
-                &["k3", "k1"],
-                &["k2"],
-                &["k1", "k2"],
-            ] {
-                let cols: Vec<usize> = keys
-                    .iter()
-                    .map(|k| ["k1", "k2", "k3"].iter().position(|c| c == k).unwrap())
-                    .collect();
-                // Rows by the values of their key columns.
-                let mut want: BTreeMap<Vec<&str>, Vec<u64>> = BTreeMap::new();
-                for (r, t) in tuples.iter().enumerate() {
-                    let vals = cols.iter().map(|&c| t[c].as_str()).collect();
-                    want.entry(vals).or_default().push(r as u64);
-                }
-                let want: std::collections::BTreeSet<Vec<u64>> = want.into_values().collect();
-                let keys: Vec<String> = keys.iter().map(|k| (*k).to_string()).collect();
-                for force_csv in [false, true] {
-                    let (shape, mut b) =
-                        ingest(&input, &keys, &opts(dir.path(), force_csv)).unwrap();
-                    assert_eq!(
-                        shape.data_start.is_some(),
-                        fast_path && !force_csv,
-                        "{name}"
-                    );
-                    assert_eq!(usize::try_from(shape.rows).unwrap(), tuples.len());
-                    let got: std::collections::BTreeSet<Vec<u64>> =
-                        contents(&mut b, 1).into_values().map(|(_, r)| r).collect();
-                    assert_eq!(got, want, "{name}, keys {keys:?}, csv parser {force_csv}");
-                }
-                // And `read_keys` (ub-psi) decodes every key back to its columns' values.
-                let kd = crate::csvio::read_keys(&input, &keys).unwrap();
-                for (r, t) in tuples.iter().enumerate() {
-                    let key = &kd.distinct[kd.row_key[r] as usize];
-                    let fields = crate::csvio::decode_key(key).unwrap();
-                    let vals: Vec<&[u8]> = cols.iter().map(|&c| t[c].as_bytes()).collect();
-                    assert_eq!(fields, vals, "{name}, row {r}");
-                }
-            }
-        }
-    }
-
-    /// Two rows that a 0x1F join made one key: (`a\x1fb`, `c`) and (`a`, `b\x1fc`).
-    #[test]
-    fn joined_looking_fields_do_not_collide() {
-        let dir = tempfile::tempdir().unwrap();
-        let (pa, pb) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
-        std::fs::write(&pa, "id,region\na\u{1f}b,c\n").unwrap();
-        std::fs::write(&pb, "id,region\na,b\u{1f}c\n").unwrap();
-        let keys = ["id".to_string(), "region".to_string()];
-        for force_csv in [false, true] {
-            let (_, mut a) = ingest(&pa, &keys, &opts(dir.path(), force_csv)).unwrap();
-            let (_, mut b) = ingest(&pb, &keys, &opts(dir.path(), force_csv)).unwrap();
-            let (ka, kb) = (contents(&mut a, 1), contents(&mut b, 1));
-            assert_eq!((ka.len(), kb.len()), (1, 1));
-            assert_ne!(ka.keys().next(), kb.keys().next(), "csv parser {force_csv}");
-        }
-    }
-
-    /// A file edited between ingest and output, with the same number of rows (and, for the
-    /// byte scanner, the same length): the output pass refuses it with exit code 3 and
-    /// leaves no output file.
-    #[test]
-    fn output_refuses_an_input_changed_since_ingest() {
-        let dir = tempfile::tempdir().unwrap();
-        let input = dir.path().join("in.csv");
-        for (before, after) in [
-            ("id,x\nk1,1\nk2,2\nk3,3\n", "id,x\nk1,1\nk9,2\nk3,3\n"),
-            ("id,x\n\"k,1\",1\nk2,2\n", "id,x\n\"k,1\",1\nk2,3\n"),
-        ] {
-            for force_csv in [false, true] {
-                std::fs::write(&input, before).unwrap();
-                let (shape, _) =
-                    ingest(&input, &["id".into()], &opts(dir.path(), force_csv)).unwrap();
-                let mut set = RowSet::new(shape.rows);
-                set.insert(1);
-                let out = dir.path().join("out.csv");
-                let _ = std::fs::remove_file(&out);
-                // Unchanged: written.
-                assert_eq!(
-                    write_rows(&input, &shape, &set, &out, false, ProgressMode::Off).unwrap(),
-                    1
-                );
-                std::fs::remove_file(&out).unwrap();
-                std::fs::write(&input, after).unwrap();
-                for sort in [false, true] {
-                    let e = write_rows(&input, &shape, &set, &out, sort, ProgressMode::Off)
-                        .unwrap_err();
-                    assert_eq!(e.exit_code(), 3, "{e}");
-                    assert!(e.to_string().contains("changed"), "{e}");
-                    assert!(!out.exists());
-                }
-            }
-        }
-    }
-}
+mod tests;

@@ -1,8 +1,10 @@
-//! Reading the key columns of a CSV file and writing the rows of the intersection.
+//! The CSV plumbing under the one key reader and the one row writer ([`crate::bucket`]):
+//! the key encoding, opening a file at its header with the key columns found, hashing what is
+//! read, wording the `csv` parser's errors, and `ub-psi`'s view of its keys ([`read_keys`]).
 //!
 //! Keys are read as UTF-8 text and encoded as bytes by [`push_key_field`], one key column after
 //! the other (the same encoding on every path: the byte scanner, the `csv` parser, `ub-psi` and
-//! `merge`). The output is written to a temporary file beside the target and renamed into place
+//! `merge`). Outputs are written to a temporary file beside the target and renamed into place
 //! only on success, so a partial file is never left under the output name.
 
 use std::collections::HashMap;
@@ -10,8 +12,9 @@ use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
-use crate::bucket::InputShape;
+use crate::bucket::{InputShape, KeySink, read_key_columns};
 use crate::error::CliError;
+use crate::progress::ProgressMode;
 
 /// What ends every field of an encoded key (see [`push_key_field`]).
 pub const FIELD_END: [u8; 2] = [0x00, 0x01];
@@ -68,16 +71,12 @@ pub fn decode_key(key: &[u8]) -> Option<Vec<Vec<u8>>> {
 /// The keys of one input file.
 #[derive(Debug, Clone)]
 pub struct KeyedInput {
-    /// Header row.
-    pub header: Vec<String>,
+    /// The file's shape: header, key columns, rows, size, digest, where the data starts.
+    pub shape: InputShape,
     /// The distinct keys, in order of first appearance.
     pub distinct: Vec<Vec<u8>>,
     /// For every data row, the index of its key in `distinct`.
     pub row_key: Vec<u32>,
-    /// Indices of the key columns.
-    pub key_cols: Vec<usize>,
-    /// Size of the file in bytes.
-    pub bytes: u64,
     /// BLAKE3 of the whole file as it was read; [`crate::bucket::write_rows`] refuses a file
     /// that no longer has it.
     pub digest: [u8; 32],
@@ -138,20 +137,6 @@ impl KeyedInput {
     /// Number of data rows.
     pub fn rows(&self) -> usize {
         self.row_key.len()
-    }
-
-    /// The file's shape for [`crate::bucket::write_rows`], which writes the selected rows
-    /// (through the `csv` reader and writer, as for any file the byte scanner did not read).
-    pub fn shape(&self) -> InputShape {
-        InputShape {
-            header: self.header.clone(),
-            key_cols: self.key_cols.clone(),
-            rows: self.rows() as u64,
-            shard_rows: self.rows() as u64,
-            bytes: self.bytes,
-            digest: Some(self.digest),
-            data_start: None,
-        }
     }
 }
 
@@ -252,45 +237,54 @@ fn with_key_columns<R: std::io::Read>(
     Ok((rdr, header, cols))
 }
 
-/// Reads `path` and extracts the key columns `keys` of every row.
+/// The distinct keys of a file in order of first appearance, and each row's key index.
+#[derive(Default)]
+struct DistinctKeys {
+    arena: Vec<u8>,
+    index: HashMap<Vec<u8>, u32>,
+    distinct: Vec<Vec<u8>>,
+    row_key: Vec<u32>,
+}
+
+impl KeySink for DistinctKeys {
+    fn arena(&mut self) -> &mut Vec<u8> {
+        &mut self.arena
+    }
+
+    fn push(&mut self, _row: u64, at: usize) -> Result<(), CliError> {
+        let key = self.arena.get(at..).unwrap_or_default();
+        let id = match self.index.get(key) {
+            Some(&id) => id,
+            None => {
+                let next = u32::try_from(self.distinct.len())
+                    .map_err(|_| CliError::input("more than 2^32 distinct keys in one file"))?;
+                self.distinct.push(key.to_vec());
+                self.index.insert(key.to_vec(), next);
+                next
+            }
+        };
+        self.row_key.push(id);
+        self.arena.truncate(at);
+        Ok(())
+    }
+}
+
+/// Reads `path` and extracts the key columns `keys` of every row, by the one reader of key
+/// columns that [`crate::bucket::ingest`] uses too (the byte scanner, or the `csv` parser for
+/// files with quotes).
 ///
 /// # Errors
-/// [`ExitKind::Input`](crate::ExitKind::Input) for a missing or unreadable file, an empty file (no header), a key
-/// column that the header lacks, a row with the wrong number of fields (with its line
-/// number), or bad UTF-8.
+/// [`ExitKind::Input`](crate::ExitKind::Input) for a missing or unreadable file, an empty
+/// file (no header), a key column that the header lacks, a row with the wrong number of
+/// fields (with its line number), or bad UTF-8.
 pub fn read_keys(path: &Path, keys: &[String]) -> Result<KeyedInput, CliError> {
-    let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let (mut rdr, header, cols) = keyed_reader(path, open_hashing(path)?, keys)?;
-    let mut index: HashMap<Vec<u8>, u32> = HashMap::new();
-    let mut distinct = Vec::new();
-    let mut row_key = Vec::new();
-    let mut record = csv::StringRecord::new();
-    let mut key = Vec::new();
-    loop {
-        match rdr.read_record(&mut record) {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => return Err(describe(path, &e)),
-        }
-        key.clear();
-        for &c in &cols {
-            push_key_field(&mut key, record.get(c).unwrap_or_default().as_bytes());
-        }
-        let next = u32::try_from(distinct.len())
-            .map_err(|_| CliError::input("more than 2^32 distinct keys in one file"))?;
-        let id = *index.entry(key.clone()).or_insert_with(|| {
-            distinct.push(key.clone());
-            next
-        });
-        row_key.push(id);
-    }
+    let (shape, keyed) =
+        read_key_columns(path, keys, ProgressMode::Off, false, DistinctKeys::default)?;
     Ok(KeyedInput {
-        header,
-        distinct,
-        row_key,
-        key_cols: cols,
-        bytes,
-        digest: finish_digest(path, rdr)?,
+        distinct: keyed.distinct,
+        row_key: keyed.row_key,
+        digest: shape.digest.unwrap_or_default(),
+        shape,
     })
 }
 
@@ -365,7 +359,7 @@ mod tests {
                     rows.insert(row as u64);
                 }
             }
-            write_rows(input, &kd.shape(), &rows, out, false, ProgressMode::Off)
+            write_rows(input, &kd.shape, &rows, out, false, ProgressMode::Off)
         };
         let dir = tempfile::tempdir().unwrap();
         let input = dir.path().join("in.csv");

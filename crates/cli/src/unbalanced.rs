@@ -188,7 +188,7 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         let input = need(&a.input, "input")?;
         rows_out = bucket::write_rows(
             &input,
-            &kd.shape(),
+            &kd.shape,
             &rows,
             &need(&a.output, "output")?,
             false,

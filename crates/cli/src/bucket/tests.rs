@@ -1,0 +1,378 @@
+//! Tests of the bucketing: both CSV paths against each other, spilling, sharding, the
+//! row writer.
+
+use super::*;
+use std::collections::BTreeMap;
+
+#[test]
+fn key_hash_is_the_documented_blake3_derive_key() {
+    for key in [&b""[..], b"k1", &[0xab; 64], &[7; 65], &[1; 300]] {
+        let h = blake3::derive_key("obliv-cli bucket v1", key);
+        let a = u64::from_le_bytes(h[..8].try_into().unwrap());
+        let b = u64::from_le_bytes(h[8..16].try_into().unwrap());
+        assert_eq!(key_hash(key), (a, b));
+    }
+}
+
+fn opts(dir: &Path, force_csv: bool) -> IngestOptions {
+    let mut o = IngestOptions::new(Shard::default(), true, dir, ProgressMode::Off);
+    o.force_csv = force_csv;
+    o
+}
+
+/// Every bucket of `total`: key hash -> sorted rows, and which bucket held it.
+fn contents(b: &mut Buckets, total: usize) -> BTreeMap<Vec<u8>, (usize, Vec<u64>)> {
+    let mut all = BTreeMap::new();
+    for i in 0..total {
+        let bucket = b.take(i, total).unwrap();
+        assert_eq!(bucket.distinct_len(), bucket.distinct().len());
+        for (k, key) in bucket.distinct().into_iter().enumerate() {
+            let mut rows = bucket.rows_of(k).to_vec();
+            rows.sort_unstable();
+            assert!(all.insert(key.to_vec(), (i, rows)).is_none(), "a key twice");
+        }
+    }
+    all
+}
+
+/// The plain computation: every record read by `csv`, its key, and the rows of each key.
+fn plain(path: &Path, keys: &[&str]) -> (u64, BTreeMap<Vec<u8>, Vec<u64>>) {
+    let mut rdr = csv::Reader::from_path(path).unwrap();
+    let header: Vec<String> = rdr.headers().unwrap().iter().map(String::from).collect();
+    let cols: Vec<usize> = keys
+        .iter()
+        .map(|k| header.iter().position(|h| h == k).unwrap())
+        .collect();
+    let mut map: BTreeMap<Vec<u8>, Vec<u64>> = BTreeMap::new();
+    let mut rows = 0;
+    for rec in rdr.records() {
+        let mut key = Vec::new();
+        key_of(&rec.unwrap(), &cols, &mut key);
+        let (lo, hi) = key_hash(&key);
+        let mut h = lo.to_le_bytes().to_vec();
+        h.extend_from_slice(&hi.to_le_bytes());
+        map.entry(h).or_default().push(rows);
+        rows += 1;
+    }
+    (rows, map)
+}
+
+const FILES: &[(&str, &str, bool)] = &[
+    // (contents, key columns, simple)
+    ("id,x\nk1,1\nk2,2\nk1,3\n", "id", true),
+    ("id,x\r\nk1,1\r\n\r\nk2,2\r\nk1,3", "id", true),
+    ("id\n\nk1\n\n\nk2\nk1\n\n", "id", true),
+    ("a,b,c\n1,2,3\n1,2,4\n2,2,3\n1,2,3\n", "c,a", true),
+    ("a,b,c\n1,2,3\n1,2,4\n2,2,3\n1,2,3\n", "b", true),
+    ("a,b\n,\n,x\n ,\nä,ö\n", "a,b", true),
+    ("\"id\",x\nk1,1\nk2,2\n", "id", true),
+    ("\u{feff}id,x\nk1,1\nk2,2\n", "id", true),
+    (
+        "id,x\n\"k,1\",1\nk1,2\n\"k\"\"q\",3\n\"k\"\"q\",4\n",
+        "id",
+        false,
+    ),
+    ("id,x\nk1,\"multi\nline\"\nk2,2\n", "id", false),
+    ("id,x\rk1,1\rk2,2\r", "id", false),
+    ("id,x\nk1,1\rk2,2\n", "id", false),
+];
+
+#[test]
+fn byte_scanner_and_csv_parser_give_the_same_buckets_and_output() {
+    let dir = tempfile::tempdir().unwrap();
+    for (n, &(body, keys, simple)) in FILES.iter().enumerate() {
+        let input = dir.path().join(format!("in{n}.csv"));
+        std::fs::write(&input, body).unwrap();
+        let keys: Vec<String> = keys.split(',').map(String::from).collect();
+        let (fast, mut fb) = ingest(&input, &keys, &opts(dir.path(), false)).unwrap();
+        let (slow, mut sb) = ingest(&input, &keys, &opts(dir.path(), true)).unwrap();
+        assert_eq!(fast.data_start.is_some(), simple, "file {n}");
+        assert_eq!(slow.data_start, None);
+        assert_eq!(
+            (fast.rows, fast.shard_rows, fast.digest, &fast.header),
+            (slow.rows, slow.shard_rows, slow.digest, &slow.header),
+            "file {n}"
+        );
+        assert_eq!(fast.digest, Some(*blake3::hash(body.as_bytes()).as_bytes()));
+        let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let (rows, want) = plain(&input, &key_refs);
+        assert_eq!(fast.rows, rows, "file {n}");
+        for total in [1, 2, 4] {
+            let (f, s) = (contents(&mut fb, total), contents(&mut sb, total));
+            assert_eq!(f, s, "file {n}");
+            let got: BTreeMap<Vec<u8>, Vec<u64>> =
+                f.into_iter().map(|(k, (_, r))| (k, r)).collect();
+            assert_eq!(got, want, "file {n}");
+            // Taken buckets are gone; read the file again for the next count.
+            (_, fb) = ingest(&input, &keys, &opts(dir.path(), false)).unwrap();
+            (_, sb) = ingest(&input, &keys, &opts(dir.path(), true)).unwrap();
+        }
+        // The output, both ways, every other row marked, in input order and sorted.
+        let mut set = RowSet::new(rows);
+        for r in (0..rows).step_by(2) {
+            set.insert(r);
+        }
+        for sort in [false, true] {
+            let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+            let wa = write_rows(&input, &fast, &set, &a, sort, ProgressMode::Off).unwrap();
+            let wb = write_rows(&input, &slow, &set, &b, sort, ProgressMode::Off).unwrap();
+            assert_eq!(wa, wb);
+            assert_eq!(wa, rows.div_ceil(2));
+            assert_eq!(
+                std::fs::read_to_string(&a).unwrap(),
+                std::fs::read_to_string(&b).unwrap(),
+                "file {n}, sort {sort}"
+            );
+        }
+    }
+}
+
+#[test]
+fn malformed_files_get_the_parsers_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    for body in [
+        &b"id,x\nk1,1\nk2\n"[..],
+        b"id,x\nk1,1\nk2,2,3\n",
+        b"id,x\nk1,1\nk\xff,2\n",
+        b"id\nk1\nk2,2\n",
+    ] {
+        let input = dir.path().join("bad.csv");
+        std::fs::write(&input, body).unwrap();
+        let keys = ["id".to_string()];
+        let fast = ingest(&input, &keys, &opts(dir.path(), false)).unwrap_err();
+        let slow = ingest(&input, &keys, &opts(dir.path(), true)).unwrap_err();
+        assert_eq!(fast.to_string(), slow.to_string());
+        assert!(fast.to_string().contains("line 3"), "{fast}");
+    }
+}
+
+#[test]
+fn spilled_refined_and_sharded_buckets_keep_equal_keys_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.csv");
+    let mut body = String::from("id,x\n");
+    for i in 0..3000 {
+        body += &format!("k{},{i}\n", i % 1100);
+    }
+    std::fs::write(&input, body).unwrap();
+    let keys = ["id".to_string()];
+    let (shape, mut mem) = ingest(&input, &keys, &opts(dir.path(), false)).unwrap();
+    assert!(!mem.spilled());
+    let want = contents(&mut mem, 8);
+    assert_eq!((shape.rows, want.len()), (3000, 1100));
+    for (k, (b, _)) in &want {
+        let lo = u64::from_le_bytes(k[..8].try_into().unwrap());
+        assert_eq!(lo % 8, *b as u64);
+    }
+    // A tiny budget (every batch goes to files) and four sub-buckets refined into 8 and 16.
+    for (budget, sub) in [(0, 256), (0, 4), (1 << 30, 4), (5000, 2)] {
+        for total in [8, 16] {
+            let mut o = opts(dir.path(), false);
+            o.memory_budget = budget;
+            o.sub_buckets = sub;
+            let (_, mut b) = ingest(&input, &keys, &o).unwrap();
+            assert_eq!(b.spilled(), budget < 1 << 30);
+            let got = contents(&mut b, total);
+            let strip = |m: &BTreeMap<Vec<u8>, (usize, Vec<u64>)>| {
+                m.iter()
+                    .map(|(k, (_, r))| (k.clone(), r.clone()))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(strip(&got), strip(&want), "budget {budget} sub {sub}");
+            assert!(got.iter().all(|(k, (b, _))| {
+                u64::from_le_bytes(k[..8].try_into().unwrap()) % total as u64 == *b as u64
+            }));
+        }
+    }
+    // Shards: disjoint, together everything, counted.
+    let mut union = BTreeMap::new();
+    let mut rows = 0;
+    for i in 0..3 {
+        let mut o = opts(dir.path(), false);
+        o.shard = Shard { index: i, count: 3 };
+        let (s, mut b) = ingest(&input, &keys, &o).unwrap();
+        assert_eq!(s.rows, 3000);
+        rows += s.shard_rows;
+        for (k, v) in contents(&mut b, 8) {
+            let (_, hi) = (0, u64::from_le_bytes(k[8..].try_into().unwrap()));
+            assert_eq!(hi % 3, i);
+            assert!(union.insert(k, v).is_none());
+        }
+    }
+    assert_eq!(rows, 3000);
+    assert_eq!(union, want);
+}
+
+#[test]
+fn output_keeps_marked_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.csv");
+    let mut body = String::from("id,x\n");
+    for i in 0..500 {
+        body += &format!("k{},{i}\n", i % 200);
+    }
+    std::fs::write(&input, body).unwrap();
+    let (shape, _) = ingest(&input, &["id".to_string()], &opts(dir.path(), false)).unwrap();
+    let mut set = RowSet::new(500);
+    set.insert(3);
+    set.insert(499);
+    assert_eq!(set.count(), 2);
+    let out = dir.path().join("out.csv");
+    assert_eq!(
+        write_rows(&input, &shape, &set, &out, false, ProgressMode::Off).unwrap(),
+        2
+    );
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "id,x\nk3,3\nk99,499\n"
+    );
+}
+
+/// Field values that a separator-joined key confuses: separators, quotes, commas, empty
+/// fields, control bytes, and values that look like two fields joined.
+const TRICKY: &[&str] = &[
+    "",
+    "a",
+    "b",
+    "\u{1f}",
+    "a\u{1f}b",
+    "b\u{1f}c",
+    "\u{0}",
+    "\u{0}\u{1}",
+    "\u{1}",
+    "\u{0}\u{ff}",
+    "\t",
+    " ",
+    ",",
+    "\"",
+    "a,b",
+    "x\ny",
+    "\r",
+];
+
+/// Writes a CSV (header `k1,v,k2,k3`) with one row per triple of `values`, by the `csv`
+/// writer (which quotes what needs it); returns the triples in row order.
+fn tricky_file(path: &Path, values: &[&str]) -> Vec<[String; 3]> {
+    let mut w = csv::Writer::from_path(path).unwrap();
+    w.write_record(["k1", "v", "k2", "k3"]).unwrap();
+    let mut rows = Vec::new();
+    for a in values {
+        for b in values {
+            for c in values {
+                w.write_record([*a, "val", *b, *c]).unwrap();
+                rows.push([a.to_string(), b.to_string(), c.to_string()]);
+            }
+        }
+    }
+    w.flush().unwrap();
+    rows
+}
+
+/// Rows grouped by their key's public hash, on both reading paths, equal rows grouped by
+/// their key columns' values: the key is an injective function of the key columns, in
+/// every column position, whatever bytes the fields hold.
+#[test]
+fn keys_are_injective_on_the_byte_scanner_and_the_csv_parser() {
+    let dir = tempfile::tempdir().unwrap();
+    let simple: Vec<&str> = TRICKY
+        .iter()
+        .copied()
+        .filter(|v| !v.contains([',', '"', '\n', '\r']))
+        .collect();
+    for (name, values, fast_path) in [("all", TRICKY, false), ("simple", &simple[..], true)] {
+        let input = dir.path().join(format!("{name}.csv"));
+        let tuples = tricky_file(&input, values);
+        for keys in [
+            &["k1", "k2", "k3"][..],
+            &["k3", "k1"],
+            &["k2"],
+            &["k1", "k2"],
+        ] {
+            let cols: Vec<usize> = keys
+                .iter()
+                .map(|k| ["k1", "k2", "k3"].iter().position(|c| c == k).unwrap())
+                .collect();
+            // Rows by the values of their key columns.
+            let mut want: BTreeMap<Vec<&str>, Vec<u64>> = BTreeMap::new();
+            for (r, t) in tuples.iter().enumerate() {
+                let vals = cols.iter().map(|&c| t[c].as_str()).collect();
+                want.entry(vals).or_default().push(r as u64);
+            }
+            let want: std::collections::BTreeSet<Vec<u64>> = want.into_values().collect();
+            let keys: Vec<String> = keys.iter().map(|k| (*k).to_string()).collect();
+            for force_csv in [false, true] {
+                let (shape, mut b) = ingest(&input, &keys, &opts(dir.path(), force_csv)).unwrap();
+                assert_eq!(
+                    shape.data_start.is_some(),
+                    fast_path && !force_csv,
+                    "{name}"
+                );
+                assert_eq!(usize::try_from(shape.rows).unwrap(), tuples.len());
+                let got: std::collections::BTreeSet<Vec<u64>> =
+                    contents(&mut b, 1).into_values().map(|(_, r)| r).collect();
+                assert_eq!(got, want, "{name}, keys {keys:?}, csv parser {force_csv}");
+            }
+            // And `read_keys` (ub-psi) decodes every key back to its columns' values.
+            let kd = crate::csvio::read_keys(&input, &keys).unwrap();
+            for (r, t) in tuples.iter().enumerate() {
+                let key = &kd.distinct[kd.row_key[r] as usize];
+                let fields = crate::csvio::decode_key(key).unwrap();
+                let vals: Vec<&[u8]> = cols.iter().map(|&c| t[c].as_bytes()).collect();
+                assert_eq!(fields, vals, "{name}, row {r}");
+            }
+        }
+    }
+}
+
+/// Two rows that a 0x1F join made one key: (`a\x1fb`, `c`) and (`a`, `b\x1fc`).
+#[test]
+fn joined_looking_fields_do_not_collide() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pa, pb) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+    std::fs::write(&pa, "id,region\na\u{1f}b,c\n").unwrap();
+    std::fs::write(&pb, "id,region\na,b\u{1f}c\n").unwrap();
+    let keys = ["id".to_string(), "region".to_string()];
+    for force_csv in [false, true] {
+        let (_, mut a) = ingest(&pa, &keys, &opts(dir.path(), force_csv)).unwrap();
+        let (_, mut b) = ingest(&pb, &keys, &opts(dir.path(), force_csv)).unwrap();
+        let (ka, kb) = (contents(&mut a, 1), contents(&mut b, 1));
+        assert_eq!((ka.len(), kb.len()), (1, 1));
+        assert_ne!(ka.keys().next(), kb.keys().next(), "csv parser {force_csv}");
+    }
+}
+
+/// A file edited between ingest and output, with the same number of rows (and, for the
+/// byte scanner, the same length): the output pass refuses it with exit code 3 and
+/// leaves no output file.
+#[test]
+fn output_refuses_an_input_changed_since_ingest() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.csv");
+    for (before, after) in [
+        ("id,x\nk1,1\nk2,2\nk3,3\n", "id,x\nk1,1\nk9,2\nk3,3\n"),
+        ("id,x\n\"k,1\",1\nk2,2\n", "id,x\n\"k,1\",1\nk2,3\n"),
+    ] {
+        for force_csv in [false, true] {
+            std::fs::write(&input, before).unwrap();
+            let (shape, _) = ingest(&input, &["id".into()], &opts(dir.path(), force_csv)).unwrap();
+            let mut set = RowSet::new(shape.rows);
+            set.insert(1);
+            let out = dir.path().join("out.csv");
+            let _ = std::fs::remove_file(&out);
+            // Unchanged: written.
+            assert_eq!(
+                write_rows(&input, &shape, &set, &out, false, ProgressMode::Off).unwrap(),
+                1
+            );
+            std::fs::remove_file(&out).unwrap();
+            std::fs::write(&input, after).unwrap();
+            for sort in [false, true] {
+                let e =
+                    write_rows(&input, &shape, &set, &out, sort, ProgressMode::Off).unwrap_err();
+                assert_eq!(e.exit_code(), 3, "{e}");
+                assert!(e.to_string().contains("changed"), "{e}");
+                assert!(!out.exists());
+            }
+        }
+    }
+}
