@@ -66,7 +66,7 @@ impl<S: PsiSession> PsiSession for StepDeadline<S> {
     ) -> obliv_psi::Result<Option<Vec<usize>>>
     where
         C: Channel + ?Sized,
-        T: AsRef<[u8]> + Sync,
+        T: obliv_psi::PsiItem + Sync,
         R: CryptoRng + ?Sized,
     {
         let inner = &mut self.inner;
