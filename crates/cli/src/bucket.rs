@@ -27,11 +27,11 @@
 //! public hash such a histogram would let a peer test candidate keys for membership).
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::csvio::{
-    changed, describe, finish_digest, keyed_reader, open_hashing, open_keyed, push_key_field,
+    HashingReader, changed, describe, finish_digest, keyed_reader, open_hashing, push_key_field,
 };
 use crate::error::CliError;
 use crate::fastcsv::{self, Fields, Scan};
@@ -280,10 +280,23 @@ pub(crate) fn read_key_columns<S: KeySink>(
     force_csv: bool,
     mut new_sink: impl FnMut() -> S,
 ) -> Result<(InputShape, S), CliError> {
-    let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let (rdr, header, key_cols) = open_keyed(path, keys)?;
+    if keys.is_empty() {
+        return Err(CliError::usage("--keys names no column"));
+    }
+    // One open for the whole read: the header, then the scan from the start, and the `csv`
+    // parser from the start again if the scanner gives up.
+    let mut file = File::open(path)
+        .map_err(|e| CliError::file(format!("cannot open {}", path.display()), e))?;
+    let rewind = |file: &mut File| {
+        file.seek(SeekFrom::Start(0))
+            .map(|_| ())
+            .map_err(|e| CliError::file(path.display().to_string(), e))
+    };
+    let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let (rdr, header, key_cols) = keyed_reader(path, &mut file, keys)?;
     let data_start = rdr.position().byte();
     drop(rdr);
+    rewind(&mut file)?;
     if !force_csv {
         let mut sink = new_sink();
         let mut hasher = blake3::Hasher::new();
@@ -292,6 +305,7 @@ pub(crate) fn read_key_columns<S: KeySink>(
         let mut rows = 0u64;
         let scan = fastcsv::for_each_line(
             path,
+            &mut file,
             data_start,
             |b| {
                 hasher.update(b);
@@ -323,19 +337,21 @@ pub(crate) fn read_key_columns<S: KeySink>(
             return Ok((shape, sink));
         }
         // Not simple: start over with the general parser.
+        rewind(&mut file)?;
     }
-    read_key_columns_csv(path, keys, progress, bytes, new_sink())
+    read_key_columns_csv(path, &mut file, keys, progress, bytes, new_sink())
 }
 
 /// [`read_key_columns`] with the `csv` parser.
 fn read_key_columns_csv<S: KeySink>(
     path: &Path,
+    file: &mut File,
     keys: &[String],
     progress: ProgressMode,
     bytes: u64,
     mut sink: S,
 ) -> Result<(InputShape, S), CliError> {
-    let (mut rdr, header, key_cols) = keyed_reader(path, open_hashing(path)?, keys)?;
+    let (mut rdr, header, key_cols) = keyed_reader(path, HashingReader::new(file), keys)?;
     let mut record = csv::StringRecord::new();
     let mut rows = 0u64;
     let mut bar = Progress::new(progress, "reading input", "bytes", bytes);

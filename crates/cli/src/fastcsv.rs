@@ -32,8 +32,9 @@ pub(crate) enum Scan {
     NotSimple,
 }
 
-/// Calls `line` with every non-empty data line of `path` (without its `\n` or `\r\n`), in file
-/// order, starting at byte `data_start`. Every byte of the file (the header too) is passed to
+/// Calls `line` with every non-empty data line of `file`, opened from `path` and read from its
+/// current position, its start (without its `\n` or `\r\n`), in file order, starting at byte
+/// `data_start`. Every byte of the file (the header too) is passed to
 /// `seen` as it is read, e.g. to hash the file. `line` returns `Ok(false)` to give up.
 /// `at` is told the file offset after each processed chunk (for progress).
 ///
@@ -41,13 +42,13 @@ pub(crate) enum Scan {
 /// [`ExitKind::Input`](crate::ExitKind::Input) for I/O errors, or what `line` returns.
 pub(crate) fn for_each_line(
     path: &Path,
+    file: &mut File,
     data_start: u64,
     mut seen: impl FnMut(&[u8]),
     mut at: impl FnMut(u64),
     mut line: impl FnMut(&[u8]) -> Result<bool, CliError>,
 ) -> Result<Scan, CliError> {
     let io = |e: std::io::Error| CliError::file(path.display().to_string(), e);
-    let mut file = File::open(path).map_err(io)?;
     let mut buf = vec![0u8; CHUNK];
     // buf[start..end] is read but not yet processed; `pos` is the file offset of buf[0].
     let (mut start, mut end, mut pos) = (0usize, 0usize, 0u64);

@@ -112,8 +112,11 @@ fn copy_rows(
     let mut kept: Vec<(usize, usize, usize)> = Vec::new();
     let mut failed = None;
     let mut hasher = blake3::Hasher::new();
+    let mut file = File::open(input)
+        .map_err(|e| CliError::file(format!("cannot open {}", input.display()), e))?;
     let scan = fastcsv::for_each_line(
         input,
+        &mut file,
         start,
         |b| {
             hasher.update(b);
