@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use obliv_core::AesRng;
 use obliv_ec::Curve;
 use obliv_net::{Channel, ChannelExt, ConnectOptions, LinkModel, Session, SimLink, Split, Stats};
-use obliv_psi::Role;
+use obliv_psi::{HashedItem, Role};
 use obliv_psi::driver::{self, BucketOutput};
 use obliv_psi::ecdh::{EcdhConfig, EcdhSession};
 use obliv_psi::ecdh3;
@@ -559,10 +559,12 @@ where
             let runs = driver::sequential(input, |b: &PsiBucket| {
                 let before = session.stats();
                 deadline::set_on_session(&mut session, Instant::now().checked_add(step));
+                // ECDH 3PC hashes its items itself (to the curve), from their bytes.
+                let keys: Vec<[u8; 16]> = b.keys.iter().map(|k| k.0).collect();
                 let r = ecdh3::run_with_limit(
                     &mut session,
                     cfg.receiver,
-                    &b.keys,
+                    &keys,
                     &ecfg,
                     peer_limit,
                     &mut rng,
@@ -684,10 +686,15 @@ fn peer_channel<C: Channel>(session: Session<C>, peer: usize) -> Result<C, CliEr
 /// A bucket for the driver: its distinct keys as owned 16-byte values (workers run on other
 /// threads) followed by random dummies up to the public bound, and the bucket itself for
 /// mapping results to rows.
+///
+/// The keys are the public hash of the key columns ([`bucket::key_hash`], BLAKE3 under the
+/// CLI's domain), so they go to the protocols as [`HashedItem`]s: RR22 takes them as its OKVS
+/// keys without hashing them a second time (ECDH and KKRT hash them to their own domain as
+/// they hash any item). A dummy, 16 uniform bytes, is as good a random-oracle key as a hash.
 struct PsiBucket {
     bucket: bucket::Bucket,
     /// The real keys, then the dummies.
-    keys: Vec<[u8; 16]>,
+    keys: Vec<HashedItem>,
     /// How many of `keys` are real.
     real: usize,
 }
@@ -728,12 +735,13 @@ impl PsiBucket {
         for d in &mut keys[real..] {
             rng.fill_bytes(d);
         }
+        let keys = keys.into_iter().map(HashedItem).collect();
         Ok(PsiBucket { bucket, keys, real })
     }
 }
 
-impl AsRef<[[u8; 16]]> for PsiBucket {
-    fn as_ref(&self) -> &[[u8; 16]] {
+impl AsRef<[HashedItem]> for PsiBucket {
+    fn as_ref(&self) -> &[HashedItem] {
         &self.keys
     }
 }
@@ -839,7 +847,7 @@ mod tests {
         let b =
             PsiBucket::padded(bucket::Bucket::with_keys(real.clone()), 64, 0, &mut rng).unwrap();
         assert_eq!((b.keys.len(), b.real), (64, 5));
-        assert_eq!(&b.keys[..5], &real[..]);
+        assert!(b.keys[..5].iter().zip(&real).all(|(k, r)| k.0 == *r));
         let mut all = b.keys.clone();
         all.sort_unstable();
         all.dedup();

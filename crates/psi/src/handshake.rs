@@ -12,6 +12,30 @@ pub const WIRE_VERSION: u16 = 1;
 /// Encoded length of a [`Hello`].
 const HELLO_LEN: usize = 4 + 2 + 1 + 1 + 1 + 1 + 4 + 8 + 8;
 
+
+/// The [`Hello`] flag bits, one table for every protocol so that no two meanings share a
+/// bit. Bit 0 is the protocol's own option (ECDH: broadcast the result; unbalanced PSI: the
+/// server gets the result). The others:
+///
+/// | bit | value | set by |
+/// |---|---|---|
+/// | 1 | [`FLAG_CONTINUED`] | an RR22 session's second and later runs |
+/// | 2 | [`FLAG_FORK`] | RR22's fork step (splitting a VOLE session into children) |
+/// | 3 | [`FLAG_SPLIT`] | the split step of ECDH, KKRT and malicious RR22 |
+/// | 4 | [`FLAG_PRE_HASHED`] | an RR22 run on caller-hashed items ([`crate::HashedItem`]) |
+pub(crate) const FLAG_CONTINUED: u8 = 2;
+/// See [`FLAG_CONTINUED`].
+pub(crate) const FLAG_FORK: u8 = 4;
+/// See [`FLAG_CONTINUED`].
+pub(crate) const FLAG_SPLIT: u8 = 8;
+/// See [`FLAG_CONTINUED`].
+pub(crate) const FLAG_PRE_HASHED: u8 = 16;
+const _: () = assert!(
+    (1 | FLAG_CONTINUED) & FLAG_FORK == 0
+        && (1 | FLAG_CONTINUED | FLAG_FORK) & FLAG_SPLIT == 0
+        && (1 | FLAG_CONTINUED | FLAG_FORK | FLAG_SPLIT) & FLAG_PRE_HASHED == 0
+);
+
 /// What one party announces about itself at the start of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Hello {
@@ -21,7 +45,7 @@ pub struct Hello {
     pub curve: u8,
     /// The sender's role code (protocol-specific).
     pub role: u8,
-    /// Option flags that must agree (bit 0: broadcast the result).
+    /// Option flags that must agree (the bits are listed at [`FLAG_CONTINUED`]).
     pub flags: u8,
     /// Items per streamed batch (must agree).
     pub batch: u32,

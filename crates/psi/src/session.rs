@@ -81,8 +81,8 @@ pub trait PsiSession: Send + Sized {
 }
 
 /// Flag bit of the hello of a split step that needs nothing but agreement (ECDH, KKRT,
-/// RR22 malicious).
-pub(crate) const FLAG_SPLIT: u8 = 8;
+/// RR22 malicious); the table of every flag bit is at [`handshake::FLAG_CONTINUED`].
+pub(crate) use crate::handshake::FLAG_SPLIT;
 
 /// The split step's agreement: a hello like the protocol's own (`ours`, with
 /// [`FLAG_SPLIT`] set and the child count as its item count, its `param` carrying the

@@ -64,15 +64,13 @@ use zeroize::{Zeroize, Zeroizing};
 use super::session::{Slot, receiver_in, sender_in};
 use super::{Generator, Generators, Rr22Session, Variant, code_name, vole_err};
 use crate::error::{Error, Result};
-use crate::handshake::{self, Hello};
+use crate::handshake::{self, FLAG_FORK, Hello};
 use crate::wire::Role;
 
 /// Most children one fork step may create (bounds what a peer's hello can make this side
 /// compute: `k·N` correlations, `N ≈` [`VoleConfig::base_cots_needed`]).
 pub const MAX_CHILDREN: usize = 64;
 
-/// Flag bit of the fork step's [`Hello`].
-const FLAG_FORK: u8 = 4;
 /// Frame kind of the receiver's derandomisation values.
 const TAG_FORK: u8 = 7;
 /// Domain of the lineage tags of child sessions.

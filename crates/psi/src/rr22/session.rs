@@ -14,19 +14,16 @@ use super::{
     MAX_CHILDREN, MAX_FRAME_LEN, MAX_ITEMS, Rr22Config, Variant, code_name, fast, lowcomm, vole_err,
 };
 use crate::error::{Error, Result};
-use crate::handshake::{self, Hello};
+use crate::handshake::{self, FLAG_CONTINUED, FLAG_PRE_HASHED, Hello};
 use crate::item::PsiItem;
 use crate::session::{PsiSession, agree_split};
 use crate::wire::{Role, check_stat_security, compare_width, peer_count};
 
-/// Flag bit of the [`Hello`] of a session's second and later runs (the first run's hello is
-/// the one-shot [`run`](fn@super::run)'s, flags 0); the handshake requires both sides to agree on it.
-const FLAG_CONTINUED: u8 = 2;
-
-/// Flag bit of the [`Hello`] of a run on items the caller hashed already
-/// ([`crate::HashedItem`]): a peer that passes the other kind of items (whose keys would not
-/// match) is a handshake mismatch instead of a silently empty intersection.
-const FLAG_PRE_HASHED: u8 = 8;
+// Flag bits of the [`Hello`] (the table of every bit is at `handshake::FLAG_CONTINUED`):
+// `FLAG_CONTINUED` marks a session's second and later runs (the first run's hello is the
+// one-shot `run`'s, flags 0); `FLAG_PRE_HASHED` a run on items the caller hashed already
+// ([`crate::HashedItem`]), so that a peer passing the other kind of items (whose keys would
+// not match) is a handshake mismatch instead of a silently empty intersection.
 
 /// A session's VOLE generator slot in one family: the generator of the session's role,
 /// empty until the first run (or fork) that needs it sets it up.
