@@ -45,7 +45,9 @@ pub struct Hello {
     pub curve: u8,
     /// The sender's role code (protocol-specific).
     pub role: u8,
-    /// Option flags that must agree (the bits are listed at [`FLAG_CONTINUED`]).
+    /// Option flags that must agree: bit 0 the protocol's own option (ECDH: broadcast the
+    /// result), bit 1 a continued RR22 session, bit 2 RR22's fork step, bit 3 a split step,
+    /// bit 4 an RR22 run on caller-hashed items.
     pub flags: u8,
     /// Items per streamed batch (must agree).
     pub batch: u32,

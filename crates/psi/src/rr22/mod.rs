@@ -201,7 +201,6 @@ fn code_name(field: &'static str, v: u8) -> String {
     }
 }
 
-/// A VOLE error, its channel errors lifted to [`Error::Net`].
 /// A VOLE error as a PSI error: channel errors (also those of the base OT) as
 /// [`Error::Net`], base-OT failures (SoftSpokenOT's check among them) as [`Error::Ot`], and a
 /// failed GGM-tree consistency check as [`PeerMisbehaved::CheckFailed`].
@@ -231,9 +230,9 @@ fn okvs_err(e: obliv_okvs::Error) -> Error {
 ///
 /// # Errors
 /// A handshake mismatch (different variants, bin sizes, statistical security or roles), a
-/// network error, a VOLE or
-/// base-OT failure (as [`Error::Protocol`]; in the malicious variant this includes a failed
-/// consistency check or a wrong opening of the coin toss), a protocol violation (a frame of
+/// network error, a VOLE or base-OT failure ([`Error::Vole`], [`Error::Ot`]; a failed
+/// consistency check of the malicious variant, or a wrong opening of its coin toss, is
+/// [`crate::ErrorKind::PeerMisbehaved`]), a protocol violation (a frame of
 /// the wrong kind, order or size, a peer set above [`MAX_ITEMS`]), or
 /// [`Error::InvalidParameter`] for a bad configuration (or a low-communication sender set
 /// above [`lowcomm::max_sender_items`], or a comparison width above 16 bytes).
