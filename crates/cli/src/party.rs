@@ -17,12 +17,12 @@ use std::time::{Duration, Instant};
 use obliv_core::AesRng;
 use obliv_ec::Curve;
 use obliv_net::{Channel, ChannelExt, ConnectOptions, LinkModel, Session, SimLink, Split, Stats};
-use obliv_psi::{HashedItem, Role};
 use obliv_psi::driver::{self, BucketOutput};
 use obliv_psi::ecdh::{EcdhConfig, EcdhSession};
 use obliv_psi::ecdh3;
 use obliv_psi::kkrt::{KkrtConfig, KkrtSession};
 use obliv_psi::rr22::{self, Rr22Config, Rr22Session};
+use obliv_psi::{HashedItem, Role};
 use rand_core::Rng;
 
 use crate::bucket::{self, Shard};

@@ -12,7 +12,6 @@ pub const WIRE_VERSION: u16 = 1;
 /// Encoded length of a [`Hello`].
 const HELLO_LEN: usize = 4 + 2 + 1 + 1 + 1 + 1 + 4 + 8 + 8;
 
-
 /// The [`Hello`] flag bits, one table for every protocol so that no two meanings share a
 /// bit. Bit 0 is the protocol's own option (ECDH: broadcast the result; unbalanced PSI: the
 /// server gets the result). The others:
