@@ -2,13 +2,13 @@
 //! with a small one, over TCP, on CSV files.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use obliv_core::AesRng;
 use obliv_ec::Curve;
 use obliv_net::{Channel, ConnectOptions};
-use obliv_psi::unbalanced::{self, Cache, ServerKey, UbConfig};
+use obliv_psi::unbalanced::{self, Cache, ServerKey, ServerSet, UbConfig};
 
 use crate::bucket::{self, RowSet};
 use crate::csvio;
@@ -68,6 +68,48 @@ pub struct UbArgs {
     pub tls: Option<crate::tls::TlsSetup>,
 }
 
+/// Where the server keeps the summary of its set ([`ServerSet`]: segment sizes and the keyed
+/// digest) beside its key file: `<key-file>.set`, written by the offline phase. The online
+/// phase answers from it and the key alone, without reading the server's CSV, unless the
+/// server learns the result and must map matches onto its rows.
+pub fn set_path(key_file: &Path) -> PathBuf {
+    let mut p = key_file.as_os_str().to_owned();
+    p.push(".set");
+    PathBuf::from(p)
+}
+
+/// Writes `set` to `path` through a temporary file in the same directory, renamed into place,
+/// so a crash leaves the old file or the new one, never a torn one.
+fn save_set(path: &Path, set: &ServerSet) -> Result<(), CliError> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let ctx = || format!("writing the server set summary {}", path.display());
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| CliError::file(ctx(), e))?;
+    tmp.write_all(&set.to_bytes())
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| CliError::file(ctx(), e))?;
+    tmp.persist(path).map_err(|e| CliError::file(ctx(), e.error))?;
+    Ok(())
+}
+
+/// Reads the summary written by the offline phase ([`set_path`]).
+fn load_set(path: &Path) -> Result<ServerSet, CliError> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        CliError::file(
+            format!(
+                "reading the server set summary {} (written by the offline phase; run it \
+                 again if the key file is older than the summary files)",
+                path.display()
+            ),
+            e,
+        )
+    })?;
+    ServerSet::from_bytes(&bytes).map_err(|e| CliError::file(path.display().to_string(), e))
+}
+
 fn need<T: Clone>(v: &Option<T>, name: &str) -> Result<T, CliError> {
     v.clone()
         .ok_or_else(|| CliError::usage(format!("--{name} is required here")))
@@ -95,9 +137,13 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         need(&a.output, "output")?;
     }
     let mut rng = AesRng::from_entropy();
-    // Everything local first: inputs, key, cache.
+    // Everything local first: inputs, key, cache. The server's online phase reads its CSV
+    // only when it learns the result (to write its matching rows); otherwise the key and
+    // the set summary of the offline phase are all it needs, so its cost follows the
+    // client's set, not its own.
     let keyed = match (a.role, a.phase) {
         (UbRole::Client, Phase::Offline) => None,
+        (UbRole::Server, Phase::Online) if !a.server_get_result => None,
         _ => Some(csvio::read_keys(&need(&a.input, "input")?, &a.keys)?),
     };
     let key = match a.role {
@@ -117,6 +163,12 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
             })
         }
         UbRole::Client => None,
+    };
+    let set_summary = match (a.role, a.phase, &keyed) {
+        (UbRole::Server, Phase::Online, None) => {
+            Some(load_set(&set_path(&need(&a.key_file, "key-file")?))?)
+        }
+        _ => None,
     };
     let cache = match (a.role, a.phase) {
         (UbRole::Client, Phase::Online) => {
@@ -140,9 +192,13 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         ch.set_deadline(std::time::Instant::now().checked_add(a.step_timeout));
     }
     let mut matched = None;
+    // The number of distinct keys the server's set holds (the report's `keys_in`).
+    let mut set_len = 0;
     match (a.role, a.phase, &key, &keyed) {
         (UbRole::Server, Phase::Offline, Some(k), Some(kd)) => {
-            unbalanced::offline_server(ch, k, &kd.distinct, &cfg, &mut rng)?;
+            let set = unbalanced::offline_server(ch, k, &kd.distinct, &cfg, &mut rng)?;
+            save_set(&set_path(&need(&a.key_file, "key-file")?), &set)?;
+            set_len = set.len();
         }
         (UbRole::Server, Phase::Online, Some(k), Some(kd)) => {
             // With `server_get_result`, indices into the server's distinct keys, which
@@ -150,7 +206,18 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
             // The digest of the keys read now: the client refuses the phase if they are not
             // the keys its cache was built from (a file edited since the offline phase).
             let set = unbalanced::ServerSet::new(k, &kd.distinct);
+            set_len = set.len();
             matched = unbalanced::online_server(ch, k, &set, &cfg)?;
+        }
+        (UbRole::Server, Phase::Online, Some(k), None) => {
+            // The set of the offline phase, as its summary says: the client checks it against
+            // its cache. The server's CSV is not read, so editing it after the offline phase
+            // changes nothing until the offline phase runs again.
+            let set = set_summary.as_ref().ok_or_else(|| {
+                CliError::usage("the server's online phase needs its set summary")
+            })?;
+            set_len = set.len();
+            matched = unbalanced::online_server(ch, k, set, &cfg)?;
         }
         (UbRole::Client, Phase::Offline, _, _) => {
             unbalanced::offline_client(ch, &cfg, &need(&a.cache, "cache")?)?;
@@ -207,7 +274,9 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         },
         a.curve,
         keyed.as_ref().map_or(0, csvio::KeyedInput::rows),
-        keyed.as_ref().map_or(0, |k| k.distinct.len()),
+        keyed
+            .as_ref()
+            .map_or(set_len, |k| k.distinct.len() as u64),
         rows_out,
         matched
             .as_ref()

@@ -300,7 +300,7 @@ fn unbalanced_run(server_gets_result: bool) {
     } else {
         &[]
     };
-    let run_both = |phase: &str| {
+    let run_both = |phase: &str, extra: &[&str]| {
         let (pa, pb) = free_ports();
         let parties = format!("127.0.0.1:{pa},127.0.0.1:{pb}");
         let mut s = obliv();
@@ -315,6 +315,7 @@ fn unbalanced_run(server_gets_result: bool) {
             &parties,
         ])
         .args(flag)
+        .args(extra)
         .arg("--input")
         .arg(d.join("server.csv"))
         .arg("--key-file")
@@ -335,6 +336,7 @@ fn unbalanced_run(server_gets_result: bool) {
             &parties,
         ])
         .args(flag)
+        .args(extra)
         .arg("--cache")
         .arg(d.join("cache.bin"))
         .arg("--input")
@@ -347,7 +349,7 @@ fn unbalanced_run(server_gets_result: bool) {
         (s.wait_with_output().unwrap(), c.wait_with_output().unwrap())
     };
     let run = |phase: &str| {
-        let (so, co) = run_both(phase);
+        let (so, co) = run_both(phase, &[]);
         assert!(
             so.status.success(),
             "{}",
@@ -377,6 +379,31 @@ fn unbalanced_run(server_gets_result: bool) {
             assert_eq!(lines(&d.join("server_out.csv")), vec!["id", "u5", "u2999"]);
         }
     }
+    if !server_gets_result {
+        // The server answers from its key and the set summary of the offline phase: its
+        // online phase does not read its CSV, so its cost follows the client's set.
+        std::fs::remove_file(d.join("server.csv")).unwrap();
+        let (so, co) = run_both("online", &[]);
+        assert!(so.status.success(), "{}", String::from_utf8_lossy(&so.stderr));
+        assert!(co.status.success(), "{}", String::from_utf8_lossy(&co.stderr));
+        let server_report = String::from_utf8_lossy(&so.stdout);
+        assert!(server_report.contains("\"rows_in\":0"), "{server_report}");
+        assert!(server_report.contains("\"keys_in\":3000"), "{server_report}");
+        assert!(String::from_utf8_lossy(&co.stdout).contains("\"keys_out\":2"));
+        assert_eq!(
+            lines(&d.join("out.csv")),
+            vec!["id,v", "u5,a", "u2999,c", "u5,d"]
+        );
+        // Without its summary the server stops before the network (exit 3).
+        let summary = d.join("server.key.set");
+        assert!(summary.exists(), "the offline phase writes the set summary");
+        std::fs::remove_file(&summary).unwrap();
+        let (so, _) = run_both("online", &["--connect-timeout", "2"]);
+        let err = String::from_utf8_lossy(&so.stderr);
+        assert_eq!(so.status.code(), Some(3), "{err}");
+        assert!(err.contains("set summary"), "{err}");
+        return;
+    }
     // The server's file edited after the offline phase, same number of rows: the client
     // refuses the cache (exit 3, before it sends a point) rather than let the server map the
     // matches onto rows the cache was not built from.
@@ -391,7 +418,7 @@ fn unbalanced_run(server_gets_result: bool) {
         }),
     )
     .unwrap();
-    let (so, co) = run_both("online");
+    let (so, co) = run_both("online", &[]);
     let err = String::from_utf8_lossy(&co.stderr);
     assert_eq!(co.status.code(), Some(3), "{err}");
     assert!(err.contains("changed since the offline phase"), "{err}");
