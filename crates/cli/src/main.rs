@@ -111,7 +111,8 @@ struct UbCmd {
     /// Both HOST:PORT, comma-separated, in rank order.
     #[arg(long)]
     parties: String,
-    /// Input CSV (server: its set, both phases; client: its query set, online).
+    /// Input CSV (server: its set, offline, and online only with `--server-get-result`, to
+    /// write its matching rows; client: its query set, online).
     #[arg(long)]
     input: Option<PathBuf>,
     /// Key column(s), comma-separated.

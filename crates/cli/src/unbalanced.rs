@@ -46,7 +46,8 @@ pub struct UbArgs {
     pub rank: usize,
     /// Both addresses, in rank order.
     pub parties: Vec<SocketAddr>,
-    /// Input CSV (the server's set; the client's set for the online phase).
+    /// Input CSV: the server's set (offline; online only with `server_get_result`), the
+    /// client's set (online).
     pub input: Option<PathBuf>,
     /// Key columns.
     pub keys: Vec<String>,
@@ -91,7 +92,8 @@ fn save_set(path: &Path, set: &ServerSet) -> Result<(), CliError> {
     tmp.write_all(&set.to_bytes())
         .and_then(|()| tmp.as_file().sync_all())
         .map_err(|e| CliError::file(ctx(), e))?;
-    tmp.persist(path).map_err(|e| CliError::file(ctx(), e.error))?;
+    tmp.persist(path)
+        .map_err(|e| CliError::file(ctx(), e.error))?;
     Ok(())
 }
 
@@ -274,9 +276,7 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         },
         a.curve,
         keyed.as_ref().map_or(0, csvio::KeyedInput::rows),
-        keyed
-            .as_ref()
-            .map_or(set_len, |k| k.distinct.len() as u64),
+        keyed.as_ref().map_or(set_len, |k| k.distinct.len() as u64),
         rows_out,
         matched
             .as_ref()

@@ -384,11 +384,22 @@ fn unbalanced_run(server_gets_result: bool) {
         // online phase does not read its CSV, so its cost follows the client's set.
         std::fs::remove_file(d.join("server.csv")).unwrap();
         let (so, co) = run_both("online", &[]);
-        assert!(so.status.success(), "{}", String::from_utf8_lossy(&so.stderr));
-        assert!(co.status.success(), "{}", String::from_utf8_lossy(&co.stderr));
+        assert!(
+            so.status.success(),
+            "{}",
+            String::from_utf8_lossy(&so.stderr)
+        );
+        assert!(
+            co.status.success(),
+            "{}",
+            String::from_utf8_lossy(&co.stderr)
+        );
         let server_report = String::from_utf8_lossy(&so.stdout);
         assert!(server_report.contains("\"rows_in\":0"), "{server_report}");
-        assert!(server_report.contains("\"keys_in\":3000"), "{server_report}");
+        assert!(
+            server_report.contains("\"keys_in\":3000"),
+            "{server_report}"
+        );
         assert!(String::from_utf8_lossy(&co.stdout).contains("\"keys_out\":2"));
         assert_eq!(
             lines(&d.join("out.csv")),
