@@ -184,7 +184,7 @@ impl Report {
     /// The report as one JSON object.
     pub fn to_json(&self) -> String {
         format!(
-            "{{\"protocol\":\"{}\",\"curve\":\"{}\",\"rank\":{},\"shard\":\"{}\",\"rows_in\":{},\"keys_in\":{},\"rows_out\":{},\"keys_out\":{},\"buckets\":{},\"buckets_resumed\":{},\"seconds\":{:.3},\"bytes_sent\":{},\"bytes_received\":{}}}",
+            "{{\"protocol\":\"{}\",\"curve\":\"{}\",\"rank\":{},\"shard\":\"{}\",\"rows_in\":{},\"keys_in\":{},\"rows_out\":{},\"keys_out\":{},\"buckets\":{},\"buckets_resumed\":{},\"seconds\":{:.3},\"bytes_sent\":{},\"bytes_received\":{},\"rounds\":{}}}",
             self.protocol,
             self.curve,
             self.rank,
@@ -197,7 +197,8 @@ impl Report {
             self.buckets_resumed,
             self.seconds,
             self.stats.bytes_sent,
-            self.stats.bytes_received
+            self.stats.bytes_received,
+            self.stats.rounds
         )
     }
 }

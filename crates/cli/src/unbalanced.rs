@@ -265,7 +265,7 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         )?;
     }
     Ok(format!(
-        "{{\"protocol\":\"ub-psi-{}\",\"role\":\"{}\",\"curve\":\"{}\",\"rows_in\":{},\"keys_in\":{},\"rows_out\":{},\"keys_out\":{},\"seconds\":{:.3},\"bytes_sent\":{},\"bytes_received\":{}}}",
+        "{{\"protocol\":\"ub-psi-{}\",\"role\":\"{}\",\"curve\":\"{}\",\"rows_in\":{},\"keys_in\":{},\"rows_out\":{},\"keys_out\":{},\"seconds\":{:.3},\"bytes_sent\":{},\"bytes_received\":{},\"rounds\":{}}}",
         match a.phase {
             Phase::Offline => "offline",
             Phase::Online => "online",
@@ -283,6 +283,7 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
             .map_or("null".to_string(), |m| m.len().to_string()),
         start.elapsed().as_secs_f64(),
         stats.bytes_sent,
-        stats.bytes_received
+        stats.bytes_received,
+        stats.rounds
     ))
 }

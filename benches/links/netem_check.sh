@@ -1,0 +1,97 @@
+#!/bin/bash
+# Checks the CLI's simulated link against a real one: the same `obliv psi` job once through
+# `--sim-bandwidth/--sim-latency` over loopback and once over real TCP between two network
+# namespaces joined by a veth pair whose both ends are shaped by `tc netem` (rate and one-way
+# delay, a queue long enough for the bandwidth-delay product). Prints one JSON line per link:
+#   {"protocol", "n", "link", "workers", "sim_wall_s", "netem_wall_s", "sim_over_netem",
+#    "bytes", "correct"}
+# Needs root (ip netns, tc) and the iproute2 tools.
+# Usage: sudo bash benches/links/netem_check.sh [PROTOCOL [SIZE [LINKS [WORKERS]]]]
+#   defaults: rr22 1e6 "100mbit/10ms 1gbit/20ms" 1
+set -u
+cd "$(dirname "$0")/../.."
+cargo build --release -q -p obliv-cli --bin obliv || exit 1
+B=$(realpath "${CARGO_TARGET_DIR:-target}/release/obliv")
+P=${1:-rr22}
+N=$(python3 -c "print(int(float('${2:-1e6}')))")
+LINKS=${3:-100mbit/10ms 1gbit/20ms}
+W=${4:-1}
+WORK=$(mktemp -d)
+NS0=obliv-ns0-$$ NS1=obliv-ns1-$$
+cleanup() {
+  ip netns del "$NS0" 2>/dev/null
+  ip netns del "$NS1" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+"$B" gen-data --size "$N" --out-dir "$WORK" >/dev/null || exit 1
+now() { date +%s.%N; }
+
+# run NS0 NS1 PARTIES [ARGS...]: both ranks (in the given namespaces, or none for ""), wall
+# seconds on stdout.
+run() {
+  local ns0=$1 ns1=$2 parties=$3
+  shift 3
+  local t0 t1 r pids=()
+  rm -f "$WORK"/out*.csv "$WORK"/report*.json
+  t0=$(now)
+  for r in 0 1; do
+    local ns
+    [[ $r == 0 ]] && ns=$ns0 || ns=$ns1
+    local pre=()
+    [[ -n $ns ]] && pre=(ip netns exec "$ns")
+    "${pre[@]}" "$B" psi --protocol "$P" --rank "$r" --parties "$parties" \
+      --input "$WORK/psi_$((r + 1)).csv" --keys id --output "$WORK/out$r.csv" \
+      --report "$WORK/report$r.json" --workers "$W" "$@" >/dev/null 2>"$WORK/log$r.txt" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" || {
+      tail -3 "$WORK"/log*.txt >&2
+      return 1
+    }
+  done
+  t1=$(now)
+  python3 -c "print(round($t1 - $t0, 3))"
+}
+
+ip netns add "$NS0" && ip netns add "$NS1" || exit 1
+ip link add veth0-$$ netns "$NS0" type veth peer name veth1-$$ netns "$NS1" || exit 1
+ip -n "$NS0" addr add 10.77.0.1/24 dev veth0-$$
+ip -n "$NS1" addr add 10.77.0.2/24 dev veth1-$$
+for ns in "$NS0" "$NS1"; do
+  ip -n "$ns" link set lo up
+done
+ip -n "$NS0" link set veth0-$$ up
+ip -n "$NS1" link set veth1-$$ up
+# Socket buffers large enough for a 1 Gbit/s x 40 ms bandwidth-delay product.
+for ns in "$NS0" "$NS1"; do
+  ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_rmem="4096 131072 33554432" \
+    net.ipv4.tcp_wmem="4096 65536 33554432" 2>/dev/null
+done
+
+for link in $LINKS; do
+  bw=${link%/*} lat=${link#*/}
+  # Queue: the bandwidth-delay product in 1500-byte packets, times four.
+  limit=$(python3 -c "
+import re
+u = {'kbit': 1e3, 'mbit': 1e6, 'gbit': 1e9}
+t = {'us': 1e-6, 'ms': 1e-3, 's': 1.0}
+b = re.fullmatch(r'([\d.]+)([a-z]+)', '$bw'); l = re.fullmatch(r'([\d.]+)([a-z]+)', '$lat')
+bdp = float(b.group(1)) * u[b.group(2)] * 2 * float(l.group(1)) * t[l.group(2)] / 8
+print(max(1000, int(4 * bdp / 1500)))")
+  ip -n "$NS0" link set veth0-$$ up
+  tc -n "$NS0" qdisc replace dev veth0-$$ root netem rate "$bw" delay "$lat" limit "$limit" || exit 1
+  tc -n "$NS1" qdisc replace dev veth1-$$ root netem rate "$bw" delay "$lat" limit "$limit" || exit 1
+  port=$((20000 + RANDOM % 20000))
+  real=$(run "$NS0" "$NS1" "10.77.0.1:$port,10.77.0.2:$((port + 1))") || exit 1
+  found=$(($(wc -l <"$WORK/out0.csv") - 1))
+  port=$((20000 + RANDOM % 20000))
+  sim=$(run "" "" "127.0.0.1:$port,127.0.0.1:$((port + 1))" --sim-bandwidth "$bw" --sim-latency "$lat") || exit 1
+  bytes=$(python3 -c "import json; r=json.load(open('$WORK/report0.json')); print(r['bytes_sent'] + r['bytes_received'])")
+  python3 -c "
+import json
+print(json.dumps({'protocol': '$P', 'n': $N, 'link': '$link', 'workers': $W, 'sim_wall_s': $sim,
+    'netem_wall_s': $real, 'sim_over_netem': round($sim / $real, 3), 'bytes': $bytes,
+    'correct': $found == $N // 2}))"
+done
