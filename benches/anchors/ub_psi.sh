@@ -15,25 +15,18 @@
 #   e.g. bash benches/anchors/ub_psi.sh "1e6 1e7" "1e3 1e4 1e5"   (the defaults)
 set -u
 cd "$(dirname "$0")/../.."
-cargo build --release -q -p obliv-cli --bin obliv || exit 1
-B=$(realpath "${CARGO_TARGET_DIR:-target}/release/obliv")
+source benches/lib.sh
 PY=${OBLIV_ANCHORS_PY:-$HOME/.cache/obliv-anchors/bin/python}
 SF=${OBLIV_SF_PSI:-../shared/anchors/secretflow_psi.py}
 SERVERS=${1:-1e6 1e7}
 CLIENTS=${2:-1e3 1e4 1e5}
-CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-FEATURES=$(grep -m1 -o -w 'aes\|avx2\|bmi2\|adx\|avx512f\|avx512ifma\|vaes\|vpclmulqdq' /proc/cpuinfo \
-  | sort -u | tr '\n' ' ' | sed 's/ $//')
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-int() { python3 -c "print(int(float('$1')))"; }
-now() { date +%s.%N; }
 # Runs `obliv ub-psi PHASE` as server (rank 0) and client (rank 1); prints the seconds and
 # leaves the client's report in $WORK/client.json.
 pair() {
-  local phase=$1 port=$((20000 + RANDOM % 20000))
-  local parties="127.0.0.1:$port,127.0.0.1:$((port + 1))"
-  local t0 t1 rs rc
+  local phase=$1 parties t0 t1 rs rc
+  parties=$(parties)
   t0=$(now)
   "$B" ub-psi "$phase" --role server --rank 0 --parties "$parties" --input "$WORK/server.csv" \
     --key-file "$WORK/server.key" >"$WORK/server.json" 2>"$WORK/server.err" &

@@ -5,10 +5,12 @@
 # link (`--sim-bandwidth`, `--sim-latency`; see obliv-net's `SimLink` for the model), each
 # under `/usr/bin/time`. Prints one JSON line per run:
 #   {"protocol", "n", "link", "workers", "bucket_load", "buckets", "wall_s", "cpu_s": [r0, r1],
-#    "sent": [r0, r1], "rounds": [r0, r1], "t_link_s", "bound_s", "wall_over_bound",
-#    "correct", "cpu", "features"}
+#    "sent": [r0, r1], "rounds": [r0, r1], "critical_rounds": [r0, r1], "t_link_s", "bound_s",
+#    "wall_over_bound", "correct", "cpu", "features"}
 # with, for the larger direction's B bytes, bandwidth W_l, round-trip time R = 2·latency and
-# r = max(rounds) / workers (the round trips one worker waits for; workers run side by side),
+# r = max(critical_rounds) (the round trips on the critical path as the report counts them:
+# the handshake's and the set-up's, plus the most one worker waits for, since workers run side
+# by side),
 #   t_link_s        = 8·B / W_l + r·R
 #   bound_s         = max(t_link_s, the slower party's CPU time)
 #   wall_over_bound = wall_s / bound_s   (the target is at most 1.3)
@@ -21,16 +23,12 @@
 # the generated files (default: a temporary directory).
 set -u
 cd "$(dirname "$0")/../.."
-cargo build --release -q -p obliv-cli --bin obliv || exit 1
-B=$(realpath "${CARGO_TARGET_DIR:-target}/release/obliv")
+source benches/lib.sh
 PROTOCOLS=${1:-rr22 rr22-lowcomm rr22-malicious kkrt}
 SIZES=${2:-1e6 1e7}
 LINKS=${3:-100mbit/10ms 1gbit/20ms}
 WORKERS=${4:-1 2}
 LOAD=${OBLIV_BUCKET_LOAD:-}
-CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-FEATURES=$(grep -m1 -o -w 'aes\|avx2\|bmi2\|adx\|avx512f\|avx512ifma\|vaes\|vpclmulqdq' /proc/cpuinfo \
-  | sort -u | tr '\n' ' ' | sed 's/ $//')
 if [[ -n ${OBLIV_SCRATCH:-} ]]; then
   WORK=$OBLIV_SCRATCH
   mkdir -p "$WORK" || exit 1
@@ -38,8 +36,6 @@ else
   WORK=$(mktemp -d)
   trap 'rm -rf "$WORK"' EXIT
 fi
-int() { python3 -c "print(int(float('$1')))"; }
-now() { date +%s.%N; }
 for s in $SIZES; do
   n=$(int "$s")
   D="$WORK/n$n"
@@ -48,31 +44,14 @@ for s in $SIZES; do
     for link in $LINKS; do
       bw=${link%/*} lat=${link#*/}
       for w in $WORKERS; do
-        port=$((20000 + RANDOM % 20000))
-        parties="127.0.0.1:$port,127.0.0.1:$((port + 1))"
-        extra=(--workers "$w" --sim-bandwidth "$bw" --sim-latency "$lat")
+        extra=(--protocol "$p" --workers "$w" --sim-bandwidth "$bw" --sim-latency "$lat")
         [[ -n $LOAD ]] && extra+=(--bucket-load "$LOAD")
-        rm -f "$D"/out*.csv "$D"/report*.json
-        t0=$(now)
-        for r in 0 1; do
-          /usr/bin/time -f "%U %S" -o "$D/time$r.txt" "$B" psi --protocol "$p" --rank "$r" \
-            --parties "$parties" --input "$D/psi_$((r + 1)).csv" --keys id \
-            --output "$D/out$r.csv" --report "$D/report$r.json" "${extra[@]}" \
-            >/dev/null 2>"$D/log$r.txt" &
-          eval "p$r=$!"
-        done
-        wait "$p0"
-        rc0=$?
-        wait "$p1"
-        rc1=$?
-        t1=$(now)
-        if [[ $rc0 != 0 || $rc1 != 0 ]]; then
-          echo "obliv psi $p failed at $n on $link with $w workers (rank 0: $rc0, rank 1: $rc1):" >&2
-          tail -3 "$D/log0.txt" "$D/log1.txt" >&2
-          continue
-        fi
-        python3 - "$D" "$p" "$n" "$link" "$w" "${LOAD:-default}" "$t0" "$t1" "$CPU" "$FEATURES" <<'PY'
+        psi_pair "$D" "${extra[@]}" || continue
+        python3 - "$D" "$p" "$n" "$link" "$w" "${LOAD:-default}" "$PAIR_T0" "$PAIR_T1" \
+          "$CPU" "$FEATURES" <<'PY'
 import json, re, sys
+sys.path.insert(0, "benches")
+from time_v import time_v
 d, p, n, link, w, load, t0, t1, cpu, features = sys.argv[1:]
 n, w = int(n), int(w)
 def unit(x, units):
@@ -81,17 +60,17 @@ def unit(x, units):
 bw = unit(link.split("/")[0], {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9})
 lat = unit(link.split("/")[1], {"us": 1e-6, "ms": 1e-3, "s": 1.0})
 rep = [json.load(open(f"{d}/report{r}.json")) for r in (0, 1)]
-cpu_s = [round(sum(map(float, open(f"{d}/time{r}.txt").read().split()[-2:])), 2) for r in (0, 1)]
+cpu_s = [round(time_v(f"{d}/time{r}.txt")[0], 2) for r in (0, 1)]
 sent = [r["bytes_sent"] for r in rep]
-rounds = [r["rounds"] for r in rep]
-r = max(rounds) / w
-t_link = 8 * max(sent) / bw + r * 2 * lat
+critical = [r["critical_rounds"] for r in rep]
+t_link = 8 * max(sent) / bw + max(critical) * 2 * lat
 wall = float(t1) - float(t0)
 bound = max(t_link, max(cpu_s))
 print(json.dumps({
     "protocol": p, "n": n, "link": link, "workers": w, "bucket_load": load,
     "buckets": rep[0]["buckets"], "wall_s": round(wall, 2), "cpu_s": cpu_s, "sent": sent,
-    "rounds": rounds, "t_link_s": round(t_link, 2), "bound_s": round(bound, 2),
+    "rounds": [r["rounds"] for r in rep], "critical_rounds": critical,
+    "t_link_s": round(t_link, 2), "bound_s": round(bound, 2),
     "wall_over_bound": round(wall / bound, 3), "correct": rep[0]["rows_out"] == n // 2,
     "cpu": cpu, "features": features,
 }))

@@ -17,15 +17,9 @@
 # Extra `obliv psi` options go in OBLIV_PSI_ARGS (e.g. "--sim-bandwidth 100mbit").
 set -u
 cd "$(dirname "$0")/../.."
-cargo build --release -q -p obliv-cli --bin obliv || exit 1
-B=$(realpath "${CARGO_TARGET_DIR:-target}/release/obliv")
+source benches/lib.sh
 SIZES=${1:-1e7 1e8 3e8}
 DIR=${2:-/var/tmp/obliv-scale}
-CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-FEATURES=$(grep -m1 -o -w 'aes\|avx2\|bmi2\|adx\|avx512f\|avx512ifma\|vaes\|vpclmulqdq' /proc/cpuinfo \
-  | sort -u | tr '\n' ' ' | sed 's/ $//')
-int() { python3 -c "print(int(float('$1')))"; }
-now() { date +%s.%N; }
 mkdir -p "$DIR" || exit 1
 for s in $SIZES; do
   n=$(int "$s")
@@ -40,8 +34,6 @@ for s in $SIZES; do
   fi
   "$B" gen-data --size "$n" --out-dir "$W" >/dev/null || exit 1
   csv=$(($(stat -c %s "$W/psi_1.csv") + $(stat -c %s "$W/psi_2.csv")))
-  port=$((20000 + RANDOM % 20000))
-  parties="127.0.0.1:$port,127.0.0.1:$((port + 1))"
   # Samples the spill directories of both parties once a second; the peak goes to spill.txt.
   (
     peak=0
@@ -52,41 +44,23 @@ for s in $SIZES; do
     done
   ) &
   sampler=$!
-  t0=$(now)
-  for r in 0 1; do
-    # shellcheck disable=SC2086
-    /usr/bin/time -v -o "$W/time$r.txt" "$B" psi --protocol rr22 --rank "$r" --parties "$parties" \
-      --input "$W/psi_$((r + 1)).csv" --keys id --output "$W/r$r/out.csv" \
-      --report "$W/report$r.json" ${OBLIV_PSI_ARGS:-} >/dev/null 2>"$W/log$r.txt" &
-    eval "p$r=$!"
-  done
-  wait "$p0"
-  rc0=$?
-  wait "$p1"
-  rc1=$?
-  t1=$(now)
+  # shellcheck disable=SC2086 # extra options, word by word
+  psi_pair "$W" --protocol rr22 ${OBLIV_PSI_ARGS:-}
+  rc=$?
   kill "$sampler" 2>/dev/null
   wait "$sampler" 2>/dev/null
-  if [[ $rc0 != 0 || $rc1 != 0 ]]; then
-    echo "obliv psi failed at $n (rank 0: $rc0, rank 1: $rc1):" >&2
-    tail -5 "$W/log0.txt" "$W/log1.txt" >&2
-    exit 1
-  fi
-  python3 - "$W" "$n" "$t0" "$t1" "$csv" "$CPU" "$FEATURES" <<'PY'
+  ((rc == 0)) || exit 1
+  python3 - "$W" "$n" "$PAIR_T0" "$PAIR_T1" "$csv" "$CPU" "$FEATURES" <<'PY'
 import json, re, sys
+sys.path.insert(0, "benches")
+from time_v import time_v
 w, n, t0, t1, csv, cpu, features = sys.argv[1:]
 n = int(n)
-def time_v(r):
-    t = open(f"{w}/time{r}.txt").read()
-    user = float(re.search(r"User time \(seconds\): ([\d.]+)", t).group(1))
-    sys_ = float(re.search(r"System time \(seconds\): ([\d.]+)", t).group(1))
-    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", t).group(1))
-    return round(user + sys_, 1), round(rss / 1024, 1)
 def input_s(r):
     m = re.findall(r"reading input: done, .* in ([\d.]+) s", open(f"{w}/log{r}.txt").read())
     return float(m[-1]) if m else None
 reports = [json.load(open(f"{w}/report{r}.json")) for r in (0, 1)]
-tv = [time_v(r) for r in (0, 1)]
+tv = [time_v(f"{w}/time{r}.txt") for r in (0, 1)]
 try:
     spill = int(open(f"{w}/spill.txt").read())
 except OSError:
@@ -95,7 +69,7 @@ rows_out = reports[0]["rows_out"]
 print(json.dumps({
     "n": n, "wall_s": round(float(t1) - float(t0), 1),
     "input_s": max((x for x in map(input_s, (0, 1)) if x is not None), default=None),
-    "cpu_s": [c for c, _ in tv], "peak_rss_mib": [m for _, m in tv],
+    "cpu_s": [round(c, 1) for c, _ in tv], "peak_rss_mib": [round(m, 1) for _, m in tv],
     "bytes": reports[0]["bytes_sent"] + reports[0]["bytes_received"],
     "spill_peak_bytes": spill, "csv_bytes": int(csv),
     "rows_out": rows_out, "correct": rows_out == n // 2, "cpu": cpu, "features": features,

@@ -170,8 +170,13 @@ pub struct Report {
     pub keys_out: Option<usize>,
     /// Wall time from start to finish, seconds.
     pub seconds: f64,
-    /// Traffic of this party.
+    /// Traffic of this party. Its `rounds` add up the round trips of every bucket and of the
+    /// set-up.
     pub stats: Stats,
+    /// Round trips on the critical path: the job handshake's and the worker set-up's, plus the
+    /// largest sum over one worker's buckets (with `--workers 1`, equal to `stats.rounds`).
+    /// This is the `r` of a link's bound `8·B/bandwidth + r·RTT`.
+    pub critical_rounds: u64,
     /// The shard run, `I/N`.
     pub shard: String,
     /// Buckets of the run.
@@ -184,7 +189,7 @@ impl Report {
     /// The report as one JSON object.
     pub fn to_json(&self) -> String {
         format!(
-            "{{\"protocol\":\"{}\",\"curve\":\"{}\",\"rank\":{},\"shard\":\"{}\",\"rows_in\":{},\"keys_in\":{},\"rows_out\":{},\"keys_out\":{},\"buckets\":{},\"buckets_resumed\":{},\"seconds\":{:.3},\"bytes_sent\":{},\"bytes_received\":{},\"rounds\":{}}}",
+            "{{\"protocol\":\"{}\",\"curve\":\"{}\",\"rank\":{},\"shard\":\"{}\",\"rows_in\":{},\"keys_in\":{},\"rows_out\":{},\"keys_out\":{},\"buckets\":{},\"buckets_resumed\":{},\"seconds\":{:.3},\"bytes_sent\":{},\"bytes_received\":{},\"rounds\":{},\"critical_rounds\":{}}}",
             self.protocol,
             self.curve,
             self.rank,
@@ -198,7 +203,8 @@ impl Report {
             self.seconds,
             self.stats.bytes_sent,
             self.stats.bytes_received,
-            self.stats.rounds
+            self.stats.rounds,
+            self.critical_rounds
         )
     }
 }
@@ -328,6 +334,7 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
             .map(|_| usize::try_from(out.keys_out).unwrap_or(usize::MAX)),
         seconds: start.elapsed().as_secs_f64(),
         stats: out.stats,
+        critical_rounds: out.critical_rounds,
         shard: cfg.shard.to_string(),
         buckets: out.buckets,
         buckets_resumed: out.resumed,
@@ -376,6 +383,8 @@ struct Outcome {
     keys_in: u64,
     keys_out: u64,
     stats: Stats,
+    /// Round trips on the critical path ([`Report::critical_rounds`]).
+    critical_rounds: u64,
     buckets: u64,
     resumed: u64,
 }
@@ -519,6 +528,10 @@ where
     };
     // The job handshake's traffic; the buckets' is added as they finish.
     let mut stats = session.stats();
+    // Round trips on the critical path: the handshake's and the set-up's, then each worker's
+    // buckets one after the other (workers run side by side).
+    let mut critical_rounds = stats.rounds;
+    let mut worker_rounds: Vec<u64> = Vec::new();
     std::thread::scope(|scope| -> Result<(), CliError> {
         // Owned here, so an early return drops it and the reader's `send` fails instead of
         // blocking the scope's join.
@@ -548,6 +561,10 @@ where
         let mut each = |out: obliv_psi::Result<BucketOutput<PsiBucket>>| -> Result<(), CliError> {
             let out = out?;
             stats += out.stats;
+            if worker_rounds.len() <= out.worker {
+                worker_rounds.resize(out.worker + 1, 0);
+            }
+            worker_rounds[out.worker] += out.stats.rounds;
             record(out)
         };
         if cfg.protocol == Protocol::Ecdh3pc {
@@ -613,6 +630,7 @@ where
                 Protocol::Ecdh3pc => Ok(Stats::default()),
             }?;
             stats += setup;
+            critical_rounds += setup.rounds;
         }
         if let Some(e) = failed.take() {
             return Err(e);
@@ -622,11 +640,13 @@ where
     })?;
     bar.set_label("psi");
     bar.finish();
+    critical_rounds += worker_rounds.iter().copied().max().unwrap_or(0);
     Ok(Outcome {
         selected,
         keys_in,
         keys_out,
         stats,
+        critical_rounds,
         buckets: total,
         resumed,
     })

@@ -56,6 +56,14 @@ fn args(a: &[&str]) -> Vec<String> {
     a.iter().map(ToString::to_string).collect()
 }
 
+/// The unsigned integer `"name":N` of a JSON report.
+fn field(report: &str, name: &str) -> u64 {
+    let key = format!("\"{name}\":");
+    let at = report.find(&key).unwrap_or_else(|| panic!("{name} in {report}")) + key.len();
+    let digits: String = report[at..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().unwrap()
+}
+
 fn workers(n: usize) -> Vec<String> {
     args(&["--workers", &n.to_string()])
 }
@@ -73,8 +81,10 @@ fn workers_give_the_one_worker_output() {
         ("ecdh", 2),
     ] {
         let (o0, o1) = run_pair(d, protocol, "ref", [&workers(1), &workers(1)]);
-        ok(&o0);
+        let one = ok(&o0);
         ok(&o1);
+        // One worker: every round trip is on the critical path.
+        assert_eq!(field(&one, "critical_rounds"), field(&one, "rounds"), "{one}");
         let reference = std::fs::read(d.join("ref0.csv")).unwrap();
         // gen-data plants half of the rows in common: not vacuous.
         assert_eq!(
@@ -85,6 +95,11 @@ fn workers_give_the_one_worker_output() {
         let report = ok(&o0);
         ok(&o1);
         assert!(report.contains("\"buckets\":16"), "{report}");
+        // Side by side, the workers' round trips overlap: fewer on the critical path than in
+        // all, but at least one worker's share of the 16 buckets (one round trip each).
+        let (critical, all) = (field(&report, "critical_rounds"), field(&report, "rounds"));
+        assert!(critical < all, "{report}");
+        assert!(critical >= 16 / w as u64, "{report}");
         assert_eq!(
             std::fs::read(d.join("par0.csv")).unwrap(),
             reference,

@@ -83,6 +83,11 @@ pub struct BucketOutput<B> {
     pub result: Option<Vec<usize>>,
     /// The bucket's traffic on its worker's sub-channel.
     pub stats: Stats,
+    /// The worker that ran it (`0..workers`; 0 with one worker). Buckets of one worker run one
+    /// after the other, those of different workers side by side, so a run's round trips on
+    /// the critical path are the set-up's plus the largest per-worker sum of
+    /// [`Stats::rounds`].
+    pub worker: usize,
 }
 
 /// A message from a worker to the driver.
@@ -344,6 +349,7 @@ impl<I: Iterator<Item = B>, B> Iterator for Sequential<'_, I, B> {
                 bucket,
                 result,
                 stats,
+                worker: 0,
             }),
             Err(e) => {
                 self.failed = true;
@@ -495,6 +501,7 @@ fn worker<P, S, B, T>(
                 bucket,
                 result,
                 stats: ch.stats() - before,
+                worker: k,
             }),
             Err(_) if ch.stopped => Err(Error::Protocol(format!(
                 "bucket {index}: the peer's worker {k} stopped (it failed, or has fewer \

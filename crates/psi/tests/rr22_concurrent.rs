@@ -90,7 +90,9 @@ where
                 bucket,
                 result,
                 stats,
+                worker,
             } = out?;
+            assert!(worker < workers.0);
             assert_eq!(index, i);
             assert!(stats.bytes_sent > 0 || bucket.is_empty());
             got.push(result.unwrap());
