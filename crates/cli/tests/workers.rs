@@ -59,8 +59,14 @@ fn args(a: &[&str]) -> Vec<String> {
 /// The unsigned integer `"name":N` of a JSON report.
 fn field(report: &str, name: &str) -> u64 {
     let key = format!("\"{name}\":");
-    let at = report.find(&key).unwrap_or_else(|| panic!("{name} in {report}")) + key.len();
-    let digits: String = report[at..].chars().take_while(char::is_ascii_digit).collect();
+    let at = report
+        .find(&key)
+        .unwrap_or_else(|| panic!("{name} in {report}"))
+        + key.len();
+    let digits: String = report[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
     digits.parse().unwrap()
 }
 
@@ -84,7 +90,11 @@ fn workers_give_the_one_worker_output() {
         let one = ok(&o0);
         ok(&o1);
         // One worker: every round trip is on the critical path.
-        assert_eq!(field(&one, "critical_rounds"), field(&one, "rounds"), "{one}");
+        assert_eq!(
+            field(&one, "critical_rounds"),
+            field(&one, "rounds"),
+            "{one}"
+        );
         let reference = std::fs::read(d.join("ref0.csv")).unwrap();
         // gen-data plants half of the rows in common: not vacuous.
         assert_eq!(
