@@ -10,6 +10,7 @@
 
 use std::path::PathBuf;
 
+pub mod links;
 pub mod report;
 
 /// Whether `OBLIV_BENCH_SCALE=full` asks for the documents' own sizes.

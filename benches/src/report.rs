@@ -766,6 +766,8 @@ pub struct Inputs {
     /// Where the side-by-side records came from (one line of the Machine section, regenerated
     /// with the side-by-side section), if known.
     pub side_by_side_source: Option<String>,
+    /// The slow-link runs (`docs/data/links.jsonl`), for their regenerated section and plot.
+    pub links: Vec<crate::links::LinkRun>,
 }
 
 /// The rendered report: the Markdown page and the SVG plots (file name, contents) that it
@@ -931,6 +933,11 @@ pub fn render(inp: &Inputs) -> Rendered {
     }
     md.push('\n');
     md.push_str(&side_by_side(&inp.anchors));
+    let links = crate::links::section(&inp.links);
+    if !links.is_empty() {
+        md.push('\n');
+        md.push_str(&links);
+    }
     md.push_str(
         "\n## Other measurements (primitives, other curves, extra cases)\n\n| id | mean | per iteration |\n|---|---|---|\n",
     );
@@ -997,7 +1004,7 @@ fn section_kind(heading: &str) -> Option<SectionKind> {
     if h == "Machine" {
         return Some(SectionKind::Machine);
     }
-    if h.starts_with("PSI side by side") {
+    if h.starts_with("PSI side by side") || h.starts_with(crate::links::HEADING) {
         return Some(SectionKind::SideBySide);
     }
     if h.starts_with("Hand-maintained") {
@@ -1174,6 +1181,10 @@ pub fn render_keeping(inp: &Inputs, old: &str) -> Result<String, String> {
     }
     md.push_str(&side_by_side(&inp.anchors));
     md.push('\n');
+    let links = crate::links::section(&inp.links);
+    if !links.is_empty() {
+        md.push_str(&links);
+    }
     for name in names.iter().filter(|n| !n.starts_with('§')) {
         push_kept(&mut md, kept[name]);
     }
@@ -2416,6 +2427,7 @@ not json"#;
             cpu_class: "avx2".into(),
             written: "now".into(),
             measurements_md: Some("# M\n\nnew hand text\n".into()),
+            links: Vec::new(),
             side_by_side_source: Some("side-by-side records: 1 from `s.jsonl`".into()),
             ..Inputs::default()
         };

@@ -4,23 +4,26 @@
 //!
 //! ```text
 //! cargo run -p obliv-bench --release --bin report -- [--criterion DIR] [--anchors FILE]...
-//!     [--side-by-side FILE] [--measurements FILE] [--out FILE] [--keep-criterion-sections]
+//!     [--side-by-side FILE] [--links FILE] [--measurements FILE] [--out FILE]
+//!     [--keep-criterion-sections]
 //! ```
 //! Defaults: `$CARGO_TARGET_DIR/criterion` (else `target/criterion`); anchors
 //! `<target>/obliv-anchors.jsonl` (from `benches/anchors.sh`); side by side
-//! `docs/data/side_by_side.jsonl`; measurements `docs/measurements.md`; out
+//! `docs/data/side_by_side.jsonl`; slow-link runs `docs/data/links.jsonl` (from
+//! `benches/links/slow_link.sh`; their section and `docs/psi_bandwidth.svg`); measurements `docs/measurements.md`; out
 //! `docs/benchmarks.md` (the plots go beside it).
 //!
 //! `--keep-criterion-sections` is for a machine without the criterion output of the page's
 //! figures (it lives in the target directory of the machine that ran `cargo bench`): it reads
 //! the page at the `--out` path first and keeps its criterion-derived sections (§1–§4, "Other
 //! measurements", "Plots") and the criterion lines of its Machine section verbatim,
-//! regenerating only the side-by-side section, the hand-maintained section and the rest of
-//! the Machine section. No criterion directory or anchors file is read and no plot is
-//! written then.
+//! regenerating only the side-by-side and slow-link sections, the hand-maintained section and
+//! the rest of the Machine section. No criterion directory or anchors file is read then, and
+//! of the plots only the slow-link one is written.
 
 use std::path::{Path, PathBuf};
 
+use obliv_bench::links::parse_link_runs;
 use obliv_bench::report::{
     Anchors, Inputs, Measurements, cpu_class, parse_anchor_lines, parse_cpuinfo, parse_single_runs,
     parse_traffic, render, render_keeping, side_classes, utc_date, walk_criterion,
@@ -29,7 +32,7 @@ use obliv_bench::report::{
 use obliv_bench::{criterion_dir, single_runs_path, traffic_path};
 
 const USAGE: &str = "usage: report [--criterion DIR] [--anchors FILE]... [--side-by-side FILE] \
-                     [--measurements FILE] [--out FILE] [--keep-criterion-sections]";
+                     [--links FILE] [--measurements FILE] [--out FILE] [--keep-criterion-sections]";
 
 fn unix(t: std::time::SystemTime) -> u64 {
     t.duration_since(std::time::UNIX_EPOCH)
@@ -41,6 +44,7 @@ fn main() {
     let mut crit = criterion_dir();
     let mut anchor_files = Vec::new();
     let mut side = docs.join("data/side_by_side.jsonl");
+    let mut links = docs.join("data/links.jsonl");
     let mut measurements = docs.join("measurements.md");
     let mut out = docs.join("benchmarks.md");
     let mut keep = false;
@@ -58,6 +62,7 @@ fn main() {
             "--criterion" => crit = PathBuf::from(v),
             "--anchors" => anchor_files.push(PathBuf::from(v)),
             "--side-by-side" => side = PathBuf::from(v),
+            "--links" => links = PathBuf::from(v),
             "--measurements" => measurements = PathBuf::from(v),
             "--out" => out = PathBuf::from(v),
             _ => {
@@ -175,6 +180,9 @@ fn main() {
         measurements_md: std::fs::read_to_string(&measurements).ok(),
         sources,
         side_by_side_source: Some(side_by_side_source),
+        links: std::fs::read_to_string(&links)
+            .map(|t| parse_link_runs(&t))
+            .unwrap_or_default(),
     };
     let dir = out
         .parent()
@@ -195,6 +203,13 @@ fn main() {
             eprintln!("cannot write {}: {e}", out.display());
             std::process::exit(1);
         }
+        // The slow-link plot is regenerated with its section (the others are criterion's).
+        if let Some((name, svg)) = obliv_bench::links::plot(&inputs.links)
+            && let Err(e) = std::fs::write(dir.join(&name), svg)
+        {
+            eprintln!("cannot write {name}: {e}");
+            std::process::exit(1);
+        }
         println!(
             "wrote {}: criterion sections kept, side-by-side section regenerated ({} records, \
              CPU classes: {})",
@@ -205,7 +220,11 @@ fn main() {
         return;
     }
     let r = render(&inputs);
-    for (name, svg) in &r.plots {
+    for (name, svg) in r
+        .plots
+        .iter()
+        .chain(&obliv_bench::links::plot(&inputs.links))
+    {
         if let Err(e) = std::fs::write(dir.join(name), svg) {
             eprintln!("cannot write {name}: {e}");
             std::process::exit(1);

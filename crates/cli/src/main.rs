@@ -188,7 +188,10 @@ struct DemoArgs {
 
 #[derive(Args, Debug)]
 struct PartyArgs {
-    /// Protocol: ecdh, ecdh-3pc, kkrt, rr22, rr22-lowcomm, rr22-malicious.
+    /// Protocol: ecdh, ecdh-3pc, kkrt, rr22, rr22-lowcomm, rr22-malicious. On a link below
+    /// 1 Gbit/s rr22-lowcomm is the fastest semi-honest one (half of rr22's bytes in the
+    /// larger direction); at 1 Gbit/s and on a LAN rr22 and rr22-lowcomm are as fast; kkrt
+    /// sends three to four times the bytes.
     #[arg(long)]
     protocol: Option<String>,
     /// Curve of the ECDH protocols.
@@ -226,9 +229,10 @@ struct PartyArgs {
     /// shard count and --bucket-load); a job that needs larger buckets is refused.
     #[arg(long, default_value_t = 1 << 22)]
     bucket_size: usize,
-    /// Expected keys per bucket of the larger party: with the row counts and the shard
-    /// count it fixes the bucket count. Every party must give the same value. Below 65536
-    /// the padding of buckets to their public bound costs more than a few percent.
+    /// Expected keys per bucket of the larger party: with the row counts, the shard count and
+    /// --workers it fixes the bucket count (more than one worker asks for about four buckets
+    /// per worker, down to 65536 keys each). Every party must give the same value. Below
+    /// 65536 the padding of buckets to their public bound costs more than a few percent.
     #[arg(long, default_value_t = obliv_cli::plan::DEFAULT_LOAD)]
     bucket_load: u64,
     /// Write the report as JSON to this file too.
@@ -258,7 +262,11 @@ struct PartyArgs {
     memory_mib: usize,
     /// Two-party protocols: run this many buckets side by side, each on its own worker thread
     /// and sub-channel (both parties must give the same value). The default 1 runs them one
-    /// after the other; more helps when each party has cores to spare.
+    /// after the other. On a WAN link use 8: the workers' round trips and transfers overlap,
+    /// and the plan gives each worker about four buckets (down to 2^16 keys per bucket); on
+    /// simulated 100 Mbit/s / 10 ms and 1 Gbit/s / 20 ms links this brought runs of 1e7 rows
+    /// per side from 1.4-2.3x their link's bound (bytes/bandwidth plus round trips) to
+    /// 0.9-1.3x (docs/benchmarks.md).
     #[arg(long, default_value_t = 1)]
     workers: usize,
     #[command(flatten)]

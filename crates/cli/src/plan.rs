@@ -10,6 +10,13 @@
 //!   there is none: the larger party expects at least `L` keys per bucket. No option of one
 //!   party changes it; a peer with another `L` or `S` is refused before anything else is
 //!   sent.
+//! - **Workers.** With `W > 1` workers (`--workers`, agreed too), `B` is raised to
+//!   `min(4·W rounded up to a power of two, the largest power of two with
+//!   max_p N_p / (S·B) ≥ PARALLEL_LOAD)` when that is larger: each worker then gets about four
+//!   buckets, so that on a slow link one worker's bulk transfer overlaps the others' round
+//!   trips and computation and the first and last buckets (when one direction of the link
+//!   idles) are short, while no bucket drops below [`PARALLEL_LOAD`] keys, where padding
+//!   would start to cost more than a few percent. With one worker the plan is as above.
 //! - **Padded bucket size.** Every bucket of party `p` is filled up with random dummy keys
 //!   to `bound(N_p, S·B)` keys ([`padded_bound`]), a Chernoff bound on the number of keys that
 //!   the public hash puts into one of `S·B` buckets: it is exceeded by some bucket of the job
@@ -38,6 +45,13 @@ pub const DEFAULT_LOAD: u64 = 1 << 20;
 /// small loads exist for tests that need many buckets from small files.
 pub const MIN_LOAD: u64 = 1 << 6;
 
+/// Smallest expected load that the worker rule of the plan ([`BucketPlan::new`]) lowers the
+/// load to: about 3 % of padding per bucket.
+pub const PARALLEL_LOAD: u64 = 1 << 16;
+
+/// Buckets per worker that the worker rule of the plan aims at.
+pub const BUCKETS_PER_WORKER: u64 = 4;
+
 /// Largest `--bucket-load` accepted.
 pub const MAX_LOAD: u64 = 1 << 32;
 
@@ -61,12 +75,12 @@ pub struct BucketPlan {
 }
 
 impl BucketPlan {
-    /// The plan for parties with `rows[p]` data rows each, `shards` shards and expected load
-    /// `load`.
+    /// The plan for parties with `rows[p]` data rows each, `shards` shards, expected load
+    /// `load` and `workers` workers (see the module documentation).
     ///
     /// # Errors
     /// [`ExitKind::Usage`](crate::ExitKind::Usage) for a load outside `MIN_LOAD..=MAX_LOAD` or no shards.
-    pub fn new(rows: &[u64], shards: u64, load: u64) -> Result<Self, CliError> {
+    pub fn new(rows: &[u64], shards: u64, load: u64, workers: u64) -> Result<Self, CliError> {
         if !(MIN_LOAD..=MAX_LOAD).contains(&load) {
             return Err(CliError::usage(format!(
                 "--bucket-load {load} is outside {MIN_LOAD}..={MAX_LOAD}"
@@ -75,7 +89,16 @@ impl BucketPlan {
         if shards == 0 {
             return Err(CliError::usage("no shards"));
         }
-        let buckets = bucket_count(rows.iter().copied().max().unwrap_or(0), shards, load);
+        let largest = rows.iter().copied().max().unwrap_or(0);
+        let mut buckets = bucket_count(largest, shards, load);
+        if workers > 1 {
+            let aim = workers
+                .saturating_mul(BUCKETS_PER_WORKER)
+                .checked_next_power_of_two()
+                .unwrap_or(MAX_BUCKETS)
+                .min(MAX_BUCKETS);
+            buckets = buckets.max(aim.min(bucket_count(largest, shards, PARALLEL_LOAD)));
+        }
         let slots = buckets.saturating_mul(shards);
         let bounds = rows.iter().map(|&n| padded_bound(n, slots)).collect();
         Ok(BucketPlan {
@@ -237,15 +260,44 @@ mod tests {
     #[test]
     fn plan_depends_on_public_data_only() {
         // The same for every party, whichever party computes it; the larger party sets B.
-        let p = BucketPlan::new(&[2_000, 100_000], 1, 500).unwrap();
+        let p = BucketPlan::new(&[2_000, 100_000], 1, 500, 1).unwrap();
         assert_eq!(p.buckets, 128);
-        assert_eq!(p, BucketPlan::new(&[2_000, 100_000], 1, 500).unwrap());
+        assert_eq!(p, BucketPlan::new(&[2_000, 100_000], 1, 500, 1).unwrap());
         assert!(p.bound(0) >= 2_000 / 128 && p.bound(0) <= 2_000);
         assert!(p.bound(1) > 100_000 / 128);
         assert_eq!(p.runs(), 128);
-        let s = BucketPlan::new(&[1 << 24, 1 << 24], 4, DEFAULT_LOAD).unwrap();
+        let s = BucketPlan::new(&[1 << 24, 1 << 24], 4, DEFAULT_LOAD, 1).unwrap();
         assert_eq!((s.buckets, s.runs()), (4, 16));
-        assert!(BucketPlan::new(&[10], 1, 1).is_err());
-        assert!(BucketPlan::new(&[10], 0, DEFAULT_LOAD).is_err());
+        assert!(BucketPlan::new(&[10], 1, 1, 1).is_err());
+        assert!(BucketPlan::new(&[10], 0, DEFAULT_LOAD, 1).is_err());
+    }
+
+    #[test]
+    fn workers_get_about_four_buckets_each_down_to_the_parallel_load() {
+        let buckets = |rows: u64, shards: u64, load: u64, workers: u64| {
+            BucketPlan::new(&[rows, rows / 2], shards, load, workers)
+                .unwrap()
+                .buckets
+        };
+        // 1e7 rows: 8 buckets at the default load with one worker; 32 with 8 workers (load
+        // about 2^18), 16 with 3 workers (12 rounded up).
+        assert_eq!(buckets(10_000_000, 1, DEFAULT_LOAD, 1), 8);
+        assert_eq!(buckets(10_000_000, 1, DEFAULT_LOAD, 8), 32);
+        assert_eq!(buckets(10_000_000, 1, DEFAULT_LOAD, 3), 16);
+        // 1e6 rows: the parallel load caps the count at 8 (1e6 / 8 ≥ 2^16 > 1e6 / 16).
+        assert_eq!(buckets(1_000_000, 1, DEFAULT_LOAD, 8), 8);
+        assert_eq!(buckets(1_000_000, 1, DEFAULT_LOAD, 1), 1);
+        // Small inputs are left alone; a smaller explicit load still wins.
+        assert_eq!(buckets(6_000, 1, 375, 3), 16);
+        assert_eq!(buckets(100_000, 1, DEFAULT_LOAD, 8), 1);
+        assert_eq!(buckets(10_000_000, 1, 1 << 16, 2), 128);
+        // Per shard: 4 shards of 1e7 rows with 8 workers get 32 buckets each only while each
+        // keeps 2^16 keys: 2.5e6 / 32 ≥ 2^16.
+        assert_eq!(buckets(10_000_000, 4, DEFAULT_LOAD, 8), 32);
+        // Both parties compute the same plan from the same public data.
+        assert_eq!(
+            BucketPlan::new(&[10_000_000, 3], 1, DEFAULT_LOAD, 8).unwrap(),
+            BucketPlan::new(&[10_000_000, 3], 1, DEFAULT_LOAD, 8).unwrap()
+        );
     }
 }

@@ -35,6 +35,7 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -51,7 +52,10 @@ use crate::error::{Error, Result, len64};
 /// Settings of a [`Mux`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MuxOptions {
-    /// How long a sub-channel's receive waits for a message. Default 60 s.
+    /// How long a sub-channel's receive waits while the connection delivers nothing: a
+    /// receive fails with [`Error::Timeout`] once no frame has arrived for any sub-channel
+    /// for this long (frames for other sub-channels, as on a slow link shared by several
+    /// workers, keep it waiting; bound the total wait with a deadline). Default 60 s.
     pub recv_timeout: Duration,
     /// Bytes the demultiplexer queues (over all sub-channels) before it stops reading, each
     /// frame counted as its length plus [`QUEUED_FRAME_OVERHEAD`]. Default 64 MiB.
@@ -137,6 +141,38 @@ struct DemuxState {
     routes: Mutex<Routes>,
     /// Signalled when queued bytes shrink or the handles are gone.
     cv: Condvar,
+    /// When the connection last delivered a frame, for any sub-channel.
+    progress: Progress,
+}
+
+/// The time of the connection's last received frame, as nanoseconds since `epoch`.
+struct Progress {
+    epoch: Instant,
+    last_ns: AtomicU64,
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Progress {
+            epoch: Instant::now(),
+            last_ns: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Progress {
+    /// Records a frame received now.
+    fn mark(&self) {
+        let ns = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.last_ns.store(ns, Ordering::Relaxed);
+    }
+
+    /// How long ago the connection last delivered a frame (since the Mux was made, if never).
+    fn idle(&self) -> Duration {
+        self.epoch
+            .elapsed()
+            .saturating_sub(Duration::from_nanos(self.last_ns.load(Ordering::Relaxed)))
+    }
 }
 
 struct SenderState<S> {
@@ -263,6 +299,7 @@ fn demux<R: FrameReceiver>(mut rx: R, st: &DemuxState, opts: &MuxOptions, max_fr
             Err(e) => break e,
         }
         let v = payload.0;
+        st.progress.mark();
         let mut routes = lock(&st.routes);
         let route = match routes.route(u32::from_le_bytes(id), opts.max_sub_channels) {
             Ok(r) => r,
@@ -353,8 +390,10 @@ impl<S: FrameSender> SubChannel<S> {
         self.deadline.check()?;
         self.with_sender(|s| s.flush())?;
         let t = self.shared.opts.recv_timeout;
+        let started = Instant::now();
+        let mut wait_for = t;
         loop {
-            let wait = self.deadline.bound(Some(t)).unwrap_or(t);
+            let wait = self.deadline.bound(Some(wait_for)).unwrap_or(wait_for);
             match self.rx.recv_timeout(wait) {
                 Ok(v) => {
                     {
@@ -373,9 +412,14 @@ impl<S: FrameSender> SubChannel<S> {
                     return Ok(v);
                 }
                 Err(RecvTimeoutError::Timeout) => {
-                    if let Some(e) = self.deadline.after_wait(wait, Some(t)) {
+                    // The idle timeout is the connection's: while frames keep arriving for
+                    // other sub-channels (a busy link shared by workers), this one waits on,
+                    // until nothing has arrived for `t` during this receive.
+                    let idle = self.shared.demux.progress.idle().min(started.elapsed());
+                    if let Some(e) = self.deadline.after_wait(idle, Some(t)) {
                         return Err(e);
                     }
+                    wait_for = t.saturating_sub(idle).max(Duration::from_millis(1));
                 }
                 // The demultiplexer stopped and this queue is drained: report why.
                 Err(RecvTimeoutError::Disconnected) => {

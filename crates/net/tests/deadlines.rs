@@ -74,6 +74,50 @@ fn boxed_and_borrowed_channels_forward_the_deadline() {
     boxed.set_deadline(None);
 }
 
+/// A sub-channel's idle timeout is the connection's: frames for another sub-channel (a slow
+/// link shared by several workers) keep it waiting past the timeout, and it strikes once the
+/// whole connection has been quiet that long.
+#[test]
+fn mux_idle_timeout_counts_the_whole_connection() {
+    let (a, b) = mem_pair_with_timeout(LONG);
+    let t = Duration::from_millis(300);
+    let opts = MuxOptions {
+        recv_timeout: t,
+        ..MuxOptions::default()
+    };
+    let (ma, mb) = (
+        Mux::with_options(a, opts.clone()).unwrap(),
+        Mux::with_options(b, opts).unwrap(),
+    );
+    let (mut a1, mut a2) = (ma.sub(1).unwrap(), ma.sub(2).unwrap());
+    let (mut b1, mut b2) = (mb.sub(1).unwrap(), mb.sub(2).unwrap());
+    let chatter = thread::spawn(move || {
+        for _ in 0..20 {
+            a2.send(b"noise").unwrap();
+            a2.flush().unwrap();
+            thread::sleep(Duration::from_millis(50));
+        }
+        a1.send(b"late").unwrap();
+        a1.flush().unwrap();
+        (a1, a2)
+    });
+    // About 1 s of traffic for sub-channel 2, then the message: more than three idle timeouts
+    // after the receive began, and received all the same.
+    let t0 = Instant::now();
+    assert_eq!(b1.recv().unwrap(), b"late");
+    assert!(t0.elapsed() >= Duration::from_millis(900), "{:?}", t0.elapsed());
+    let (_a1, _a2) = chatter.join().unwrap();
+    for _ in 0..20 {
+        assert_eq!(b2.recv().unwrap(), b"noise");
+    }
+    // A quiet connection: the timeout strikes after about `t`.
+    let t0 = Instant::now();
+    let e = b1.recv().unwrap_err();
+    let dt = t0.elapsed();
+    assert!(e.is_timeout(), "{e:?}");
+    assert!(dt >= t && dt < 4 * t, "{dt:?}");
+}
+
 /// A sub-channel's deadline bounds its own wait while the connection stays busy with another
 /// sub-channel's traffic, and leaves the others alone.
 #[test]

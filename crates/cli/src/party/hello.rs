@@ -158,7 +158,7 @@ pub(super) fn agree<C: Channel>(
         }
         hellos.push(theirs);
     }
-    let plan = BucketPlan::new(&rows, cfg.shard.count, cfg.bucket_load)?;
+    let plan = BucketPlan::new(&rows, cfg.shard.count, cfg.bucket_load, cfg.workers as u64)?;
     // A local memory limit: refused here, on every party alike only if all set it alike.
     if plan.largest() > cfg.bucket_size as u64 {
         return Err(CliError::usage(format!(
