@@ -105,7 +105,11 @@ fn mux_idle_timeout_counts_the_whole_connection() {
     // after the receive began, and received all the same.
     let t0 = Instant::now();
     assert_eq!(b1.recv().unwrap(), b"late");
-    assert!(t0.elapsed() >= Duration::from_millis(900), "{:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        t0.elapsed()
+    );
     let (_a1, _a2) = chatter.join().unwrap();
     for _ in 0..20 {
         assert_eq!(b2.recv().unwrap(), b"noise");
