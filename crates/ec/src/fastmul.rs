@@ -1,8 +1,9 @@
 //! The same-scalar batch multiplication for the `a = −3` curves P-256 and SM2: constant-time
 //! Montgomery field arithmetic on 4 × 64-bit limbs, the complete projective formulas of
-//! Renes–Costello–Batina (RCB16, Algorithms 4 and 6) and a fixed 4-bit window, with the
-//! scalar recoded once for the whole chunk and the outputs normalised with one shared
-//! inversion.
+//! Renes–Costello–Batina (RCB16, Algorithms 4 and 6) for the table and the additions, runs of
+//! four Jacobian doublings (`dbl-2001-b`) between the windows of a fixed 4-bit window, with
+//! the scalar recoded once for the whole chunk and the outputs normalised with one shared
+//! inversion. Public exponents (inversion, square roots) use a fixed 4-bit window too.
 //!
 //! Why: the `p256`/`sm2` crates' generic field arithmetic costs several times more per
 //! multiplication than this module's (the `ec` bench measures both), and the batch
@@ -211,6 +212,32 @@ fn reduce_once<C: Params>(x: [u64; 4], hi: u64) -> [u64; 4] {
     ]
 }
 
+/// The portable Montgomery product `a·b·R^{-1} mod p` (CIOS on `u128` products), fully
+/// reduced; `a, b < p`.
+#[inline(always)]
+fn portable_mul<C: Params>(a: &[u64; 4], b: &[u64; 4]) -> [u64; 4] {
+    let p = &C::P;
+    let mut t = [0u64; 6];
+    for &bi in b {
+        let mut c = 0;
+        for j in 0..4 {
+            (t[j], c) = mac(t[j], a[j], bi, c);
+        }
+        let (s, c2) = adc(t[4], c, 0);
+        t[4] = s;
+        t[5] = c2;
+        let m = t[0].wrapping_mul(C::INV);
+        let (_, mut c) = mac(t[0], m, p[0], 0);
+        for j in 1..4 {
+            (t[j - 1], c) = mac(t[j], m, p[j], c);
+        }
+        let (s, c2) = adc(t[4], c, 0);
+        t[3] = s;
+        t[4] = t[5] + c2;
+    }
+    reduce_once::<C>([t[0], t[1], t[2], t[3]], t[4])
+}
+
 impl<C: Params> Fe<C> {
     pub(crate) const ZERO: Self = Fe([0; 4], PhantomData);
     pub(crate) const ONE: Self = Fe(C::ONE, PhantomData);
@@ -219,37 +246,16 @@ impl<C: Params> Fe<C> {
         Fe(C::B, PhantomData)
     }
 
-    /// Montgomery product `a·b·R^{-1} mod p` (CIOS).
+    /// Montgomery product `a·b·R^{-1} mod p`, with the backend of `C`.
     #[inline(always)]
     pub(crate) fn mul(&self, rhs: &Self) -> Self {
-        let (a, b, p) = (&self.0, &rhs.0, &C::P);
-        let mut t = [0u64; 6];
-        for &bi in b {
-            let mut c = 0;
-            for j in 0..4 {
-                (t[j], c) = mac(t[j], a[j], bi, c);
-            }
-            let (s, c2) = adc(t[4], c, 0);
-            t[4] = s;
-            t[5] = c2;
-            let m = t[0].wrapping_mul(C::INV);
-            let (_, mut c) = mac(t[0], m, p[0], 0);
-            for j in 1..4 {
-                (t[j - 1], c) = mac(t[j], m, p[j], c);
-            }
-            let (s, c2) = adc(t[4], c, 0);
-            t[3] = s;
-            t[4] = t[5] + c2;
-        }
-        Fe(
-            reduce_once::<C>([t[0], t[1], t[2], t[3]], t[4]),
-            PhantomData,
-        )
+        Fe(portable_mul::<C>(&self.0, &rhs.0), PhantomData)
     }
 
+    /// Montgomery square, with the backend of `C`.
     #[inline(always)]
     pub(crate) fn square(&self) -> Self {
-        self.mul(self)
+        Fe(portable_mul::<C>(&self.0, &self.0), PhantomData)
     }
 
     #[inline(always)]
@@ -323,14 +329,7 @@ impl<C: Params> Fe<C> {
     pub(crate) fn invert(&self) -> Self {
         let mut e = C::P;
         e[0] -= 2; // p is odd and > 2: no borrow.
-        let mut r = Self::ONE;
-        for i in (0..256).rev() {
-            r = r.square();
-            let bit = (e[i / 64] >> (i % 64)) & 1;
-            let rm = r.mul(self);
-            r = Self::conditional_select(&r, &rm, Choice::from(bit as u8));
-        }
-        r
+        self.pow_public(&e)
     }
 
     /// A small constant.
@@ -342,13 +341,24 @@ impl<C: Params> Fe<C> {
         Self::ZERO.sub(self)
     }
 
-    /// `self^e` for a public exponent `e` (little-endian limbs).
+    /// `self^e` for a public exponent `e` (little-endian limbs): a fixed 4-bit window over
+    /// `self^0..self^15` (252 squarings and at most 64 + 14 multiplications). Which products
+    /// are taken depends on `e` only, never on `self`.
     fn pow_public(&self, e: &[u64; 4]) -> Self {
+        let mut table = [Self::ONE; 16];
+        table[1] = *self;
+        for i in 2..16 {
+            table[i] = table[i - 1].mul(self);
+        }
         let mut r = Self::ONE;
-        for i in (0..256).rev() {
-            r = r.square();
-            if (e[i / 64] >> (i % 64)) & 1 == 1 {
-                r = r.mul(self);
+        for i in (0..64).rev() {
+            if i != 63 {
+                r = r.square().square().square().square();
+            }
+            // The digit is below 16: the cast is lossless.
+            let d = ((e[i / 16] >> (4 * (i % 16))) & 0xf) as usize;
+            if d != 0 {
+                r = r.mul(&table[d]);
             }
         }
         r
@@ -486,6 +496,42 @@ impl<C: Params> Point<C> {
         Point { x, y, z }
     }
 
+    /// `[16]P`: four Jacobian doublings (`dbl-2001-b`, `a = −3`: 3M + 5S each, against
+    /// 8M + 3S and two multiplications by `b` for RCB16's Algorithm 6), entered and left by a
+    /// change of coordinates (2M + 1S each way).
+    ///
+    /// `(X : Y : Z)` is the Jacobian point `(XZ, YZ², Z)`, and Jacobian `(X, Y, Z)` the
+    /// projective `(XZ : Y : Z³)`. The identity (`Z = 0`) is first replaced by the Jacobian
+    /// `(1, 1, 0)`, which `dbl-2001-b` maps to itself and which leaves as `(0 : 1 : 0)`; the
+    /// replacement is a masked select. No other input is exceptional: the group has prime
+    /// order, so no point has `Y = 0`.
+    fn double4(&self) -> Self {
+        let zz = self.z.square();
+        let inf = self.z.is_zero();
+        let mut x = Fe::conditional_select(&self.x.mul(&self.z), &Fe::ONE, inf);
+        let mut y = Fe::conditional_select(&self.y.mul(&zz), &Fe::ONE, inf);
+        let mut z = self.z;
+        for _ in 0..4 {
+            let delta = z.square();
+            let gamma = y.square();
+            let beta = x.mul(&gamma);
+            let alpha = x.sub(&delta).mul(&x.add(&delta));
+            let alpha = alpha.double().add(&alpha);
+            let beta4 = beta.double().double();
+            let x3 = alpha.square().sub(&beta4.double());
+            let z3 = y.add(&z).square().sub(&gamma).sub(&delta);
+            let gamma2_8 = gamma.square().double().double().double();
+            let y3 = alpha.mul(&beta4.sub(&x3)).sub(&gamma2_8);
+            (x, y, z) = (x3, y3, z3);
+        }
+        let zz = z.square();
+        Point {
+            x: x.mul(&z),
+            y,
+            z: zz.mul(&z),
+        }
+    }
+
     /// `[k]P` for the scalar given as its 64 big-endian nibbles: fixed 4-bit window over a
     /// table of `[0..15]P` read in constant time.
     fn mul_nibbles(&self, nibbles: &[u8; 64]) -> Self {
@@ -501,7 +547,7 @@ impl<C: Params> Point<C> {
         let mut acc = Self::IDENTITY;
         for (i, &d) in nibbles.iter().enumerate() {
             if i != 0 {
-                acc = acc.double().double().double().double();
+                acc = acc.double4();
             }
             let mut t = Self::IDENTITY;
             for (j, e) in table.iter().enumerate() {
@@ -723,24 +769,97 @@ mod tests {
             check_ops::<P256Params, P256Fe>(&a, &b);
             check_ops::<Sm2Params, Sm2Fe>(&a, &b);
         }
+    }
+
+    /// Big-endian affine coordinates of a p256/sm2 affine point (`None` for the identity).
+    macro_rules! xy_of {
+        ($krate:ident, $a:expr) => {{
+            let enc = $krate::elliptic_curve::sec1::ToSec1Point::to_sec1_point(&$a, false);
+            match (enc.x(), enc.y()) {
+                (Some(x), Some(y)) => Some((
+                    <[u8; 32]>::try_from(x.as_slice()).unwrap(),
+                    <[u8; 32]>::try_from(y.as_slice()).unwrap(),
+                )),
+                _ => None,
+            }
+        }};
+    }
+
+    /// `[k]P_i` for `P_i = [s_i]G` (and identity lanes): `fastmul`'s batch lane for lane
+    /// against the crate's `mul`.
+    macro_rules! batch_matches {
+        ($krate:ident, $params:ty, $seeds:expr, $k:expr) => {{
+            use $krate::elliptic_curve::group::{Group, GroupEncoding};
+            let s: Option<$krate::Scalar> = reference(&$k);
+            let Some(s) = s else { return Ok(()) };
+            let pts: Vec<$krate::ProjectivePoint> = $seeds
+                .iter()
+                .map(|&seed: &u64| {
+                    if seed % 5 == 0 {
+                        $krate::ProjectivePoint::IDENTITY
+                    } else {
+                        $krate::ProjectivePoint::generator() * $krate::Scalar::from(seed)
+                    }
+                })
+                .collect();
+            let coords: Vec<AffineXy> = pts.iter().map(|p| xy_of!($krate, p.to_affine())).collect();
+            let digits = nibbles(&$k);
+            let mut got = vec![[0u8; 33]; pts.len()];
+            mul_affine_batch::<$params>(&coords, &digits, &mut got);
+            for (i, p) in pts.iter().enumerate() {
+                let prod = (*p * s).to_affine();
+                let want: Vec<u8> = if bool::from(prod.is_identity()) {
+                    vec![0; 33]
+                } else {
+                    prod.to_bytes().to_vec()
+                };
+                prop_assert_eq!(&got[i].to_vec(), &want, "lane {}", i);
+            }
+        }};
+    }
+
+    /// The scalars 0, 1, 2 and n − 1 (from each crate's own scalar field), on points and the
+    /// identity: the digits 0 and 15 everywhere, and a first window of 0 (identity
+    /// accumulator through the four doublings).
+    #[test]
+    fn mul_edge_scalars() {
+        fn edge_scalars<R: PrimeField>() -> Vec<[u8; 32]> {
+            [R::ZERO, R::ONE, R::ONE.double(), -R::ONE]
+                .iter()
+                .map(|x| {
+                    let mut b = [0u8; 32];
+                    b.copy_from_slice(x.to_repr().as_ref());
+                    b
+                })
+                .collect()
+        }
+        let seeds = [1u64, 2, 3, 5, 7, 1 << 40];
+        for k in edge_scalars::<p256::Scalar>() {
+            let r: Result<(), TestCaseError> = (|| {
+                batch_matches!(p256, P256Params, seeds, k);
+                Ok(())
+            })();
+            assert!(r.is_ok(), "{r:?}");
+        }
+        for k in edge_scalars::<::sm2::Scalar>() {
+            let r: Result<(), TestCaseError> = (|| {
+                batch_matches!(sm2, Sm2Params, seeds, k);
+                Ok(())
+            })();
+            assert!(r.is_ok(), "{r:?}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn batch_matches_p256(seeds in proptest::collection::vec(1u64.., 1..6), k: [u8; 32]) {
+            batch_matches!(p256, P256Params, seeds, k);
+        }
 
         #[test]
-        fn mul_matches_backend(seed: u64, k: [u8; 32]) {
-            let p = (<p256::ProjectivePoint as group::Group>::generator()
-                * p256::Scalar::from(seed | 1))
-            .to_affine();
-            let s: Option<p256::Scalar> = reference(&k);
-            prop_assume!(s.is_some());
-            let s = s.unwrap_or(p256::Scalar::ZERO);
-            let enc = p256::elliptic_curve::sec1::ToSec1Point::to_sec1_point(&p, false);
-            let xy = (
-                <[u8; 32]>::try_from(enc.x().unwrap().as_slice()).unwrap(),
-                <[u8; 32]>::try_from(enc.y().unwrap().as_slice()).unwrap(),
-            );
-            let mut out = [[0u8; 33]];
-            mul_affine_batch::<P256Params>(&[Some(xy)], &nibbles(&k), &mut out);
-            let want = group::GroupEncoding::to_bytes(&(p * s).to_affine());
-            prop_assert_eq!(out[0].to_vec(), want.to_vec());
+        fn batch_matches_sm2(seeds in proptest::collection::vec(1u64.., 1..6), k: [u8; 32]) {
+            batch_matches!(sm2, Sm2Params, seeds, k);
         }
     }
 }
