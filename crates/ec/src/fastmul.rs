@@ -212,6 +212,54 @@ fn reduce_once<C: Params>(x: [u64; 4], hi: u64) -> [u64; 4] {
     ]
 }
 
+/// The Montgomery square `a²·R^{-1} mod p` of `a < p`, fully reduced: the 512-bit square
+/// from 10 products (the cross products `a_i·a_j`, `i < j`, once and doubled, plus the four
+/// `a_i²`) instead of 16, then four Montgomery reduction steps.
+#[inline(always)]
+fn portable_square<C: Params>(a: &[u64; 4]) -> [u64; 4] {
+    // Cross products into t1..t6.
+    let (t1, c) = mac(0, a[0], a[1], 0);
+    let (t2, c) = mac(0, a[0], a[2], c);
+    let (t3, t4) = mac(0, a[0], a[3], c);
+    let (t3, c) = mac(t3, a[1], a[2], 0);
+    let (t4, t5) = mac(t4, a[1], a[3], c);
+    let (t5, t6) = mac(t5, a[2], a[3], 0);
+    // Doubled (the cross sum is below 2^447: t7 takes the top bit of t6).
+    let t7 = t6 >> 63;
+    let t6 = (t6 << 1) | (t5 >> 63);
+    let t5 = (t5 << 1) | (t4 >> 63);
+    let t4 = (t4 << 1) | (t3 >> 63);
+    let t3 = (t3 << 1) | (t2 >> 63);
+    let t2 = (t2 << 1) | (t1 >> 63);
+    let t1 = t1 << 1;
+    // Plus the squares a_i² at limbs 2i, 2i + 1.
+    let (t0, hi) = mac(0, a[0], a[0], 0);
+    let (t1, c) = adc(t1, hi, 0);
+    let (lo, hi) = mac(0, a[1], a[1], 0);
+    let (t2, c) = adc(t2, lo, c);
+    let (t3, c) = adc(t3, hi, c);
+    let (lo, hi) = mac(0, a[2], a[2], 0);
+    let (t4, c) = adc(t4, lo, c);
+    let (t5, c) = adc(t5, hi, c);
+    let (lo, hi) = mac(0, a[3], a[3], 0);
+    let (t6, c) = adc(t6, lo, c);
+    let (t7, _) = adc(t7, hi, c);
+    // Montgomery reduction: t += m_i·p·2^{64i}, i = 0..4; the carry out of limb i + 4 is
+    // kept for the next step (the value stays below 2p·2^256 for a < p).
+    let mut t = [t0, t1, t2, t3, t4, t5, t6, t7];
+    let p = &C::P;
+    let mut top = 0;
+    for i in 0..4 {
+        let m = t[i].wrapping_mul(C::INV);
+        let (_, mut c) = mac(t[i], m, p[0], 0);
+        for j in 1..4 {
+            (t[i + j], c) = mac(t[i + j], m, p[j], c);
+        }
+        (t[i + 4], top) = adc(t[i + 4], c, top);
+    }
+    reduce_once::<C>([t[4], t[5], t[6], t[7]], top)
+}
+
 /// The portable Montgomery product `a·b·R^{-1} mod p` (CIOS on `u128` products), fully
 /// reduced; `a, b < p`.
 #[inline(always)]
@@ -252,10 +300,10 @@ impl<C: Params> Fe<C> {
         Fe(portable_mul::<C>(&self.0, &rhs.0), PhantomData)
     }
 
-    /// Montgomery square, with the backend of `C`.
+    /// Montgomery square: the six cross products once, doubled, then a separate reduction.
     #[inline(always)]
     pub(crate) fn square(&self) -> Self {
-        Fe(portable_mul::<C>(&self.0, &self.0), PhantomData)
+        Fe(portable_square::<C>(&self.0), PhantomData)
     }
 
     #[inline(always)]
@@ -615,12 +663,82 @@ pub(crate) fn hash_to_curve<C: Params, X>(msg: &[u8], dst: &[u8]) -> Result<Affi
 where
     X: k256::hash2curve::ExpandMsg<k256::elliptic_curve::consts::U16>,
 {
+    Ok(to_affine(&hash_to_point::<C, X>(msg, dst)?))
+}
+
+/// [`hash_to_curve`] in projective coordinates (no inversion).
+fn hash_to_point<C: Params, X>(msg: &[u8], dst: &[u8]) -> Result<Point<C>, crate::Error>
+where
+    X: k256::hash2curve::ExpandMsg<k256::elliptic_curve::consts::U16>,
+{
     let mut uniform = [0u8; 96];
     crate::sswu::expand::<X>(msg, dst, &mut uniform)?;
     let u0 = Fe::<C>::reduce_be48(&uniform[..48]);
     let u1 = Fe::<C>::reduce_be48(&uniform[48..]);
-    let p = map_to_curve(&u0).add(&map_to_curve(&u1));
-    Ok(to_affine(&p))
+    Ok(map_to_curve(&u0).add(&map_to_curve(&u1)))
+}
+
+/// SEC1 compressed decoding (tag `02`/`03`, then `x < p` big-endian, `y` the square root of
+/// `x³ − 3x + b` of the tag's parity); `None` for any other input, which is exactly what
+/// the curve crates' decoders reject on these cofactor-1 curves (the identity has no
+/// compressed form). The input is public: its branches are on public data.
+fn decode_compressed<C: Params>(enc: &[u8]) -> Option<Point<C>> {
+    let enc: &[u8; 33] = enc.try_into().ok()?;
+    let odd = match enc[0] {
+        0x02 => 0u8,
+        0x03 => 1u8,
+        _ => return None,
+    };
+    let x = Fe::<C>::from_be_bytes(&enc[1..])?;
+    let rhs = x.square().mul(&x).sub(&x.double().add(&x)).add(&Fe::b());
+    // With v = 1, sqrt_ratio's y1 is rhs^((p+1)/4), the square root when one exists; its
+    // non-square branch (which uses c2) is not taken.
+    let (is_square, y) = sqrt_ratio(&rhs, &Fe::ONE, &Fe::ONE);
+    if !bool::from(is_square) {
+        return None;
+    }
+    let flip = Choice::from((y.to_be_bytes()[31] & 1) ^ odd);
+    let y = Fe::conditional_select(&y, &y.neg(), flip);
+    Some(Point { x, y, z: Fe::ONE })
+}
+
+/// `[k]H(m)` for every message (`H` = [`hash_to_curve`] with `dst`), as SEC1 compressed
+/// encodings (identity: 33 zeros), with one inversion for the whole slice: the hashes stay
+/// projective until the shared normalisation.
+///
+/// # Errors
+/// [`crate::Error::HashToCurve`] if the expander rejects `dst` (empty).
+pub(crate) fn hash_mul_batch<C: Params, X, T: AsRef<[u8]>>(
+    items: &[T],
+    dst: &[u8],
+    k: &[u8; 64],
+    out: &mut [[u8; 33]],
+) -> Result<(), crate::Error>
+where
+    X: k256::hash2curve::ExpandMsg<k256::elliptic_curve::consts::U16>,
+{
+    let prods = items
+        .iter()
+        .map(|m| Ok(hash_to_point::<C, X>(m.as_ref(), dst)?.mul_nibbles(k)))
+        .collect::<Result<Vec<_>, crate::Error>>()?;
+    encode_batch(&prods, out);
+    Ok(())
+}
+
+/// `[k]P_i` for SEC1 compressed encodings `P_i` (see [`decode_compressed`]), as compressed
+/// encodings with one inversion for the whole slice; `Err(i)` names the first encoding that
+/// does not decode (nothing useful is written then).
+pub(crate) fn decode_mul_batch<C: Params, E: AsRef<[u8]>>(
+    encodings: &[E],
+    k: &[u8; 64],
+    out: &mut [[u8; 33]],
+) -> Result<(), usize> {
+    let mut prods = Vec::with_capacity(encodings.len());
+    for (i, e) in encodings.iter().enumerate() {
+        prods.push(decode_compressed::<C>(e.as_ref()).ok_or(i)?.mul_nibbles(k));
+    }
+    encode_batch(&prods, out);
+    Ok(())
 }
 
 /// Affine big-endian coordinates (`None` for the identity); one inversion.
@@ -659,10 +777,15 @@ pub(crate) fn mul_affine_batch<C: Params>(points: &[AffineXy], k: &[u8; 64], out
             None => Point::IDENTITY,
         })
         .collect();
+    encode_batch(&prods, out);
+}
+
+/// SEC1 compressed encodings of `prods` (identity: 33 zeros), normalised with one inversion.
+fn encode_batch<C: Params>(prods: &[Point<C>], out: &mut [[u8; 33]]) {
     // Montgomery's trick: prefix products, one inversion, then back.
     let mut prefix = Vec::with_capacity(prods.len());
     let mut acc = Fe::<C>::ONE;
-    for p in &prods {
+    for p in prods {
         prefix.push(acc);
         // Skip zeros (identity outputs) so one of them does not zero the whole batch.
         let z = Fe::conditional_select(&p.z, &Fe::ONE, p.z.is_zero());
@@ -850,6 +973,120 @@ mod tests {
         }
     }
 
+    /// `decode_compressed` against the crate's SEC1 decoder (tags `02`/`03` only, as
+    /// `PrimeGroup::decode`): both reject, or both accept the same point.
+    macro_rules! decode_matches {
+        ($krate:ident, $params:ty, $bytes:expr) => {{
+            use $krate::elliptic_curve::group::GroupEncoding;
+            let bytes: &[u8] = &$bytes;
+            let want: Option<[u8; 33]> = <[u8; 33]>::try_from(bytes)
+                .ok()
+                .filter(|b| b[0] == 0x02 || b[0] == 0x03)
+                .and_then(|b| {
+                    Option::<$krate::AffinePoint>::from($krate::AffinePoint::from_bytes(&b.into()))
+                })
+                .map(|a| {
+                    let mut e = [0u8; 33];
+                    e.copy_from_slice(a.to_bytes().as_ref());
+                    e
+                });
+            let got = decode_compressed::<$params>(bytes).map(|p| {
+                let mut e = [[0u8; 33]];
+                encode_batch(&[p], &mut e);
+                e[0]
+            });
+            prop_assert_eq!(got, want);
+        }};
+    }
+
+    /// `decode_mul_batch` against the crate's decoding and `mul`, and the index of the first
+    /// bad encoding when one is put at `bad`.
+    macro_rules! decode_mul_matches {
+        ($krate:ident, $params:ty, $seeds:expr, $k:expr, $bad:expr) => {{
+            use $krate::elliptic_curve::group::{Group, GroupEncoding};
+            let s: Option<$krate::Scalar> = reference(&$k);
+            let Some(s) = s else { return Ok(()) };
+            let pts: Vec<$krate::ProjectivePoint> = $seeds
+                .iter()
+                .map(|&seed: &u64| {
+                    $krate::ProjectivePoint::generator() * $krate::Scalar::from(seed)
+                })
+                .collect();
+            let mut encs: Vec<Vec<u8>> = pts.iter().map(|p| p.to_bytes().to_vec()).collect();
+            let mut out = vec![[0u8; 33]; encs.len()];
+            prop_assert_eq!(
+                decode_mul_batch::<$params, _>(&encs, &nibbles(&$k), &mut out),
+                Ok(())
+            );
+            for (i, p) in pts.iter().enumerate() {
+                let prod = *p * s;
+                let want: Vec<u8> = if bool::from(prod.is_identity()) {
+                    vec![0; 33]
+                } else {
+                    prod.to_bytes().to_vec()
+                };
+                prop_assert_eq!(&out[i].to_vec(), &want, "lane {}", i);
+            }
+            let bad = $bad % encs.len();
+            encs[bad][0] = 0x04;
+            prop_assert_eq!(
+                decode_mul_batch::<$params, _>(&encs, &nibbles(&$k), &mut out),
+                Err(bad)
+            );
+        }};
+    }
+
+    /// `hash_mul_batch` against `hash_to_curve` then `mul_affine_batch` (itself checked
+    /// against the crate's `mul` above).
+    fn hash_mul_matches<C: Params, X>(msgs: &[Vec<u8>], k: &[u8; 32])
+    where
+        X: k256::hash2curve::ExpandMsg<k256::elliptic_curve::consts::U16>,
+    {
+        let dst = b"obliv-test-dst";
+        let digits = nibbles(k);
+        let mut got = vec![[0u8; 33]; msgs.len()];
+        hash_mul_batch::<C, X, _>(msgs, dst, &digits, &mut got).unwrap();
+        let affine: Vec<AffineXy> = msgs
+            .iter()
+            .map(|m| hash_to_curve::<C, X>(m, dst).unwrap())
+            .collect();
+        let mut want = vec![[0u8; 33]; msgs.len()];
+        mul_affine_batch::<C>(&affine, &digits, &mut want);
+        assert_eq!(got, want);
+        assert!(hash_mul_batch::<C, X, _>(msgs, b"", &digits, &mut got).is_err());
+    }
+
+    /// `x` just above and at `p`, as a compressed encoding with tag `tag`.
+    fn x_at_p_plus(p: [u64; 4], d: u64, tag: u8) -> Vec<u8> {
+        let mut out = vec![tag];
+        let mut l = p;
+        l[0] += d; // these p have a low limb of 2^64 − 1: d = 0 only (no carry).
+        for limb in l.iter().rev() {
+            out.extend_from_slice(&limb.to_be_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn decode_edges() {
+        let r: Result<(), TestCaseError> = (|| {
+            for tag in [0x02u8, 0x03] {
+                decode_matches!(p256, P256Params, x_at_p_plus(P256Params::P, 0, tag));
+                decode_matches!(sm2, Sm2Params, x_at_p_plus(Sm2Params::P, 0, tag));
+                decode_matches!(p256, P256Params, [[tag].as_slice(), &[0xff; 32]].concat());
+                decode_matches!(sm2, Sm2Params, [[tag].as_slice(), &[0xff; 32]].concat());
+                decode_matches!(p256, P256Params, [[tag].as_slice(), &[0; 32]].concat());
+                decode_matches!(sm2, Sm2Params, [[tag].as_slice(), &[0; 32]].concat());
+            }
+            decode_matches!(p256, P256Params, [0u8; 33]);
+            decode_matches!(sm2, Sm2Params, [0u8; 33]);
+            decode_matches!(p256, P256Params, [2u8; 32]);
+            decode_matches!(sm2, Sm2Params, [2u8; 34]);
+            Ok(())
+        })();
+        assert!(r.is_ok(), "{r:?}");
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
         #[test]
@@ -860,6 +1097,41 @@ mod tests {
         #[test]
         fn batch_matches_sm2(seeds in proptest::collection::vec(1u64.., 1..6), k: [u8; 32]) {
             batch_matches!(sm2, Sm2Params, seeds, k);
+        }
+
+        #[test]
+        fn decode_matches_crates(tag in 0u8..5, x: [u8; 32]) {
+            let bytes = [[tag].as_slice(), &x].concat();
+            decode_matches!(p256, P256Params, bytes);
+            decode_matches!(sm2, Sm2Params, bytes);
+        }
+
+        #[test]
+        fn decode_mul_matches_p256(
+            seeds in proptest::collection::vec(1u64.., 1..6),
+            k: [u8; 32],
+            bad: usize,
+        ) {
+            decode_mul_matches!(p256, P256Params, seeds, k, bad);
+        }
+
+        #[test]
+        fn decode_mul_matches_sm2(
+            seeds in proptest::collection::vec(1u64.., 1..6),
+            k: [u8; 32],
+            bad: usize,
+        ) {
+            decode_mul_matches!(sm2, Sm2Params, seeds, k, bad);
+        }
+
+        #[test]
+        fn hash_mul_matches_hash_then_mul(
+            msgs in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 1..5),
+            k: [u8; 32],
+        ) {
+            use k256::hash2curve::ExpandMsgXmd;
+            hash_mul_matches::<P256Params, ExpandMsgXmd<sha2::Sha256>>(&msgs, &k);
+            hash_mul_matches::<Sm2Params, ExpandMsgXmd<sm3::Sm3>>(&msgs, &k);
         }
     }
 }

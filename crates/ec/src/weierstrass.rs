@@ -51,7 +51,7 @@ macro_rules! impl_weierstrass {
             })
             .collect::<Vec<$crate::fastmul::AffineXy>>()
     }};
-    (@decode $fast:ty) => {
+    (@decode $fast:ty $(, $fastmul:ident)?) => {
         fn decode_mul_and_encode_chunk<E: AsRef<[u8]>>(
             encodings: &[E],
             first_index: usize,
@@ -84,9 +84,32 @@ macro_rules! impl_weierstrass {
                     None => {}
                 }
             }
-            // No lanes (or, should the lanes and the decoder ever disagree, the decoder's
-            // verdict): the serial path.
+            $(
+                $crate::weierstrass::impl_weierstrass!(
+                    @decode_serial $fastmul $fast, encodings, first_index, k, out
+                );
+            )?
+            // No lanes (or, should a faster path and the decoder ever disagree, the decoder's
+            // verdict): the crate's decoding and `mul_and_encode_chunk`.
             $crate::weierstrass::decode_chunk_serial::<Self, E>(encodings, first_index, k, out)
+        }
+    };
+    // The `a = −3` curves without lanes: decoding, multiplication and encoding in `fastmul`
+    // (one shared inversion); a rejected encoding gets the decoder's error.
+    (@decode_serial fastmul $fast:ty, $encodings:ident, $first_index:ident, $k:ident, $out:ident) => {
+        let mut repr = ff::PrimeField::to_repr(&$k.0);
+        let digits = $crate::fastmul::nibbles(repr.as_slice());
+        zeroize::Zeroize::zeroize(repr.as_mut_slice());
+        match $crate::fastmul::decode_mul_batch::<$fast, E>($encodings, &digits, $out) {
+            Ok(()) => return Ok(()),
+            Err(i) => {
+                if let Some(Err(source)) = $encodings.get(i).map(|e| Self::decode(e.as_ref())) {
+                    return Err(Error::Batch {
+                        index: $first_index + i,
+                        source: Box::new(source),
+                    });
+                }
+            }
         }
     };
     (@chunk $krate:ident $fast:ty, mul_only) => {
@@ -162,14 +185,23 @@ macro_rules! impl_weierstrass {
                     return;
                 }
             }
-            let pts: Vec<Self::Point> = items
-                .iter()
-                .map(|x| Self::hash_to_point(x.as_ref()))
-                .collect();
-            Self::mul_and_encode_chunk(&pts, k, out);
+            // No lanes: `fastmul`, the hashes kept projective up to one shared inversion.
+            let mut repr = ff::PrimeField::to_repr(&k.0);
+            let digits = $crate::fastmul::nibbles(repr.as_slice());
+            zeroize::Zeroize::zeroize(repr.as_mut_slice());
+            // DEFAULT_DST is a non-empty constant, the only input on which the expander can
+            // fail.
+            #[allow(clippy::expect_used)]
+            $crate::fastmul::hash_mul_batch::<$fast, $xmd, T>(
+                items,
+                Self::DEFAULT_DST,
+                &digits,
+                out,
+            )
+            .expect("non-empty DST");
         }
 
-        $crate::weierstrass::impl_weierstrass!(@decode $fast);
+        $crate::weierstrass::impl_weierstrass!(@decode $fast, fastmul);
     };
     (
         $group:ident, $krate:ident, name: $name:expr, suite: $suite:expr, dst: $dst:expr,
