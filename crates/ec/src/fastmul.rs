@@ -544,7 +544,7 @@ impl<C: Params> Point<C> {
         Point { x, y, z }
     }
 
-    /// `[16]P`: four Jacobian doublings (`dbl-2001-b`, `a = −3`: 3M + 5S each, against
+    /// `[32]P`: five Jacobian doublings (`dbl-2001-b`, `a = −3`: 3M + 5S each, against
     /// 8M + 3S and two multiplications by `b` for RCB16's Algorithm 6), entered and left by a
     /// change of coordinates (2M + 1S each way).
     ///
@@ -553,13 +553,13 @@ impl<C: Params> Point<C> {
     /// `(1, 1, 0)`, which `dbl-2001-b` maps to itself and which leaves as `(0 : 1 : 0)`; the
     /// replacement is a masked select. No other input is exceptional: the group has prime
     /// order, so no point has `Y = 0`.
-    fn double4(&self) -> Self {
+    fn double5(&self) -> Self {
         let zz = self.z.square();
         let inf = self.z.is_zero();
         let mut x = Fe::conditional_select(&self.x.mul(&self.z), &Fe::ONE, inf);
         let mut y = Fe::conditional_select(&self.y.mul(&zz), &Fe::ONE, inf);
         let mut z = self.z;
-        for _ in 0..4 {
+        for _ in 0..WINDOW {
             let delta = z.square();
             let gamma = y.square();
             let beta = x.mul(&gamma);
@@ -580,28 +580,34 @@ impl<C: Params> Point<C> {
         }
     }
 
-    /// `[k]P` for the scalar given as its 64 big-endian nibbles: fixed 4-bit window over a
-    /// table of `[0..15]P` read in constant time.
-    fn mul_nibbles(&self, nibbles: &[u8; 64]) -> Self {
-        let mut table = [Self::IDENTITY; 16];
-        table[1] = *self;
-        for i in 2..16 {
-            table[i] = if i % 2 == 0 {
-                table[i / 2].double()
+    /// `[k]P` for the scalar given as its signed radix-32 digits ([`recode`]): a table of
+    /// `[1]P … [16]P`, read by a full masked scan for `|d|` and negated by a masked select when
+    /// `d < 0` (`d = 0` matches no entry and adds the identity), with [`Self::double5`]
+    /// between the digits.
+    fn mul_digits(&self, digits: &Digits) -> Self {
+        let mut table = [*self; 16];
+        for j in 1..16 {
+            // table[j] = [j + 1]P: a doubling of an earlier entry where j + 1 is even.
+            table[j] = if j % 2 == 1 {
+                table[j / 2].double()
             } else {
-                table[i - 1].add(self)
+                table[j - 1].add(self)
             };
         }
         let mut acc = Self::IDENTITY;
-        for (i, &d) in nibbles.iter().enumerate() {
-            if i != 0 {
-                acc = acc.double4();
+        for (i, &d) in digits.iter().enumerate().rev() {
+            if i != DIGITS - 1 {
+                acc = acc.double5();
             }
+            // d in [−16, 15]: its sign bit and |d| in [0, 16], without a branch.
+            let neg = d.to_ne_bytes()[0] >> 7;
+            let abs = (d ^ -(neg as i8)).to_ne_bytes()[0].wrapping_add(neg);
             let mut t = Self::IDENTITY;
             for (j, e) in table.iter().enumerate() {
                 // j < 16: the cast is lossless.
-                t.conditional_assign(e, d.ct_eq(&(j as u8)));
+                t.conditional_assign(e, abs.ct_eq(&(j as u8 + 1)));
             }
+            t.y = Fe::conditional_select(&t.y, &t.y.neg(), Choice::from(neg));
             acc = acc.add(&t);
         }
         acc
@@ -711,7 +717,7 @@ fn decode_compressed<C: Params>(enc: &[u8]) -> Option<Point<C>> {
 pub(crate) fn hash_mul_batch<C: Params, X, T: AsRef<[u8]>>(
     items: &[T],
     dst: &[u8],
-    k: &[u8; 64],
+    k: &Digits,
     out: &mut [[u8; 33]],
 ) -> Result<(), crate::Error>
 where
@@ -719,7 +725,7 @@ where
 {
     let prods = items
         .iter()
-        .map(|m| Ok(hash_to_point::<C, X>(m.as_ref(), dst)?.mul_nibbles(k)))
+        .map(|m| Ok(hash_to_point::<C, X>(m.as_ref(), dst)?.mul_digits(k)))
         .collect::<Result<Vec<_>, crate::Error>>()?;
     encode_batch(&prods, out);
     Ok(())
@@ -730,12 +736,12 @@ where
 /// does not decode (nothing useful is written then).
 pub(crate) fn decode_mul_batch<C: Params, E: AsRef<[u8]>>(
     encodings: &[E],
-    k: &[u8; 64],
+    k: &Digits,
     out: &mut [[u8; 33]],
 ) -> Result<(), usize> {
     let mut prods = Vec::with_capacity(encodings.len());
     for (i, e) in encodings.iter().enumerate() {
-        prods.push(decode_compressed::<C>(e.as_ref()).ok_or(i)?.mul_nibbles(k));
+        prods.push(decode_compressed::<C>(e.as_ref()).ok_or(i)?.mul_digits(k));
     }
     encode_batch(&prods, out);
     Ok(())
@@ -750,13 +756,34 @@ fn to_affine<C: Params>(p: &Point<C>) -> AffineXy {
     Some((p.x.mul(&zi).to_be_bytes(), p.y.mul(&zi).to_be_bytes()))
 }
 
-/// The 64 big-endian 4-bit digits of a 32-byte big-endian scalar (the recoding, done once
-/// per batch).
-pub(crate) fn nibbles(k: &[u8]) -> zeroize::Zeroizing<[u8; 64]> {
-    let mut out = zeroize::Zeroizing::new([0u8; 64]);
+/// Bits per digit of the scalar recoding.
+const WINDOW: usize = 5;
+
+/// Digits of a 256-bit scalar in signed radix 32: `⌈257 / 5⌉` (one bit more for the carry).
+const DIGITS: usize = 52;
+
+/// A scalar recoded by [`recode`]: `k = Σ d_i·32^i`, `d_i ∈ [−16, 15]`, little-endian.
+pub(crate) type Digits = zeroize::Zeroizing<[i8; DIGITS]>;
+
+/// The signed radix-32 digits of a 32-byte big-endian scalar (the recoding, done once per
+/// batch): each 5-bit window plus the incoming carry is `v ∈ [0, 32]`, written as `v` if
+/// `v < 16`, else as `v − 32` with a carry of 1 into the next window; no branch or index
+/// depends on the scalar. The top window holds bit 255 and a carry, so its digit is at most 2.
+pub(crate) fn recode(k: &[u8]) -> Digits {
+    let mut le = zeroize::Zeroizing::new([0u8; 34]);
     for (i, byte) in k.iter().take(32).enumerate() {
-        out[2 * i] = byte >> 4;
-        out[2 * i + 1] = byte & 0x0f;
+        le[31 - i] = *byte;
+    }
+    let mut out = zeroize::Zeroizing::new([0i8; DIGITS]);
+    let mut carry = 0u16;
+    for (i, d) in out.iter_mut().enumerate() {
+        // The window's byte index depends on i only.
+        let bit = i * WINDOW;
+        let two = u16::from(le[bit / 8]) | (u16::from(le[bit / 8 + 1]) << 8);
+        let v = ((two >> (bit % 8)) & 31) + carry;
+        carry = (v + 16) >> 5;
+        // v − 32·carry is in [−16, 15]: the casts are lossless.
+        *d = (v as i16 - (carry << 5) as i16) as i8;
     }
     out
 }
@@ -764,7 +791,7 @@ pub(crate) fn nibbles(k: &[u8]) -> zeroize::Zeroizing<[u8; 64]> {
 /// `[k]P_i` for affine inputs `(x_i, y_i)` (big-endian coordinates of points on the curve;
 /// `None` for the identity), written as SEC1 compressed encodings (identity: 33 zeros).
 /// One inversion for the whole slice.
-pub(crate) fn mul_affine_batch<C: Params>(points: &[AffineXy], k: &[u8; 64], out: &mut [[u8; 33]]) {
+pub(crate) fn mul_affine_batch<C: Params>(points: &[AffineXy], k: &Digits, out: &mut [[u8; 33]]) {
     let prods: Vec<Point<C>> = points
         .iter()
         .map(|p| match p {
@@ -772,7 +799,7 @@ pub(crate) fn mul_affine_batch<C: Params>(points: &[AffineXy], k: &[u8; 64], out
                 // The coordinates come from the backend's own affine points: canonical.
                 let x = Fe::<C>::from_be_bytes(x).unwrap_or(Fe::ZERO);
                 let y = Fe::<C>::from_be_bytes(y).unwrap_or(Fe::ZERO);
-                Point { x, y, z: Fe::ONE }.mul_nibbles(k)
+                Point { x, y, z: Fe::ONE }.mul_digits(k)
             }
             None => Point::IDENTITY,
         })
@@ -926,7 +953,7 @@ mod tests {
                 })
                 .collect();
             let coords: Vec<AffineXy> = pts.iter().map(|p| xy_of!($krate, p.to_affine())).collect();
-            let digits = nibbles(&$k);
+            let digits = recode(&$k);
             let mut got = vec![[0u8; 33]; pts.len()];
             mul_affine_batch::<$params>(&coords, &digits, &mut got);
             for (i, p) in pts.iter().enumerate() {
@@ -1015,7 +1042,7 @@ mod tests {
             let mut encs: Vec<Vec<u8>> = pts.iter().map(|p| p.to_bytes().to_vec()).collect();
             let mut out = vec![[0u8; 33]; encs.len()];
             prop_assert_eq!(
-                decode_mul_batch::<$params, _>(&encs, &nibbles(&$k), &mut out),
+                decode_mul_batch::<$params, _>(&encs, &recode(&$k), &mut out),
                 Ok(())
             );
             for (i, p) in pts.iter().enumerate() {
@@ -1030,7 +1057,7 @@ mod tests {
             let bad = $bad % encs.len();
             encs[bad][0] = 0x04;
             prop_assert_eq!(
-                decode_mul_batch::<$params, _>(&encs, &nibbles(&$k), &mut out),
+                decode_mul_batch::<$params, _>(&encs, &recode(&$k), &mut out),
                 Err(bad)
             );
         }};
@@ -1043,7 +1070,7 @@ mod tests {
         X: k256::hash2curve::ExpandMsg<k256::elliptic_curve::consts::U16>,
     {
         let dst = b"obliv-test-dst";
-        let digits = nibbles(k);
+        let digits = recode(k);
         let mut got = vec![[0u8; 33]; msgs.len()];
         hash_mul_batch::<C, X, _>(msgs, dst, &digits, &mut got).unwrap();
         let affine: Vec<AffineXy> = msgs
@@ -1087,6 +1114,44 @@ mod tests {
         assert!(r.is_ok(), "{r:?}");
     }
 
+    /// `Σ d_i·32^i` over the scalar field, and the digit ranges.
+    fn check_recode(k: &p256::Scalar) {
+        let d = recode(k.to_repr().as_ref());
+        let mut acc = p256::Scalar::ZERO;
+        for &di in d.iter().rev() {
+            assert!((-16..=15).contains(&di), "{di}");
+            acc *= p256::Scalar::from(32u64);
+            let m = p256::Scalar::from(u64::from(di.unsigned_abs()));
+            acc = if di < 0 { acc - m } else { acc + m };
+        }
+        assert_eq!(acc, *k);
+        assert!((0..=2).contains(&d[DIGITS - 1]));
+    }
+
+    #[test]
+    fn recode_edges() {
+        for k in [
+            p256::Scalar::ZERO,
+            p256::Scalar::ONE,
+            -p256::Scalar::ONE,
+            p256::Scalar::from(15u64),
+            p256::Scalar::from(16u64),
+            p256::Scalar::from(17u64),
+            p256::Scalar::from(u64::MAX),
+        ] {
+            check_recode(&k);
+        }
+        // Every window 16 (all carries) and every window 31.
+        let mut all16 = p256::Scalar::ZERO;
+        let mut all31 = p256::Scalar::ZERO;
+        for _ in 0..51 {
+            all16 = all16 * p256::Scalar::from(32u64) + p256::Scalar::from(16u64);
+            all31 = all31 * p256::Scalar::from(32u64) + p256::Scalar::from(31u64);
+        }
+        check_recode(&all16);
+        check_recode(&all31);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
         #[test]
@@ -1097,6 +1162,14 @@ mod tests {
         #[test]
         fn batch_matches_sm2(seeds in proptest::collection::vec(1u64.., 1..6), k: [u8; 32]) {
             batch_matches!(sm2, Sm2Params, seeds, k);
+        }
+
+        #[test]
+        fn recode_sums_to_the_scalar(k: [u8; 32]) {
+            let s: Option<p256::Scalar> = reference(&k);
+            if let Some(s) = s {
+                check_recode(&s);
+            }
         }
 
         #[test]

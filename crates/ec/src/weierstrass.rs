@@ -98,7 +98,7 @@ macro_rules! impl_weierstrass {
     // (one shared inversion); a rejected encoding gets the decoder's error.
     (@decode_serial fastmul $fast:ty, $encodings:ident, $first_index:ident, $k:ident, $out:ident) => {
         let mut repr = ff::PrimeField::to_repr(&$k.0);
-        let digits = $crate::fastmul::nibbles(repr.as_slice());
+        let digits = $crate::fastmul::recode(repr.as_slice());
         zeroize::Zeroize::zeroize(repr.as_mut_slice());
         match $crate::fastmul::decode_mul_batch::<$fast, E>($encodings, &digits, $out) {
             Ok(()) => return Ok(()),
@@ -160,7 +160,7 @@ macro_rules! impl_weierstrass {
             #[cfg(not(obliv_x86_simd))]
             let done = false;
             if !done {
-                let digits = $crate::fastmul::nibbles(repr.as_slice());
+                let digits = $crate::fastmul::recode(repr.as_slice());
                 $crate::fastmul::mul_affine_batch::<$fast>(&coords, &digits, out);
             }
             zeroize::Zeroize::zeroize(repr.as_mut_slice());
@@ -187,7 +187,7 @@ macro_rules! impl_weierstrass {
             }
             // No lanes: `fastmul`, the hashes kept projective up to one shared inversion.
             let mut repr = ff::PrimeField::to_repr(&k.0);
-            let digits = $crate::fastmul::nibbles(repr.as_slice());
+            let digits = $crate::fastmul::recode(repr.as_slice());
             zeroize::Zeroize::zeroize(repr.as_mut_slice());
             // DEFAULT_DST is a non-empty constant, the only input on which the expander can
             // fail.

@@ -2,7 +2,7 @@
 //! sizes around the lane count, special scalars, and rejections at the same index.
 use super::*;
 use crate::fastmul::{
-    P256Params, Secp256k1Params, Sm2Params, hash_to_curve, mul_affine_batch as serial, nibbles,
+    P256Params, Secp256k1Params, Sm2Params, hash_to_curve, mul_affine_batch as serial, recode,
 };
 use k256::hash2curve::ExpandMsgXmd;
 use rand::{RngExt, SeedableRng};
@@ -58,23 +58,23 @@ where
         };
         for k in kset {
             let mut want = vec![[0u8; 33]; n];
-            serial::<C>(&pts, &nibbles(k), &mut want);
+            serial::<C>(&pts, &recode(k), &mut want);
             let mut got = vec![[1u8; 33]; n];
             assert!(mul_affine_batch::<C>(&pts, k, &mut got));
             assert_eq!(got, want, "mul n={n}");
 
             // Hash lanes = serial hash then serial multiplication.
             let hpts: Vec<AffineXy> = msgs.iter().map(|m| serial_hash::<C, X>(m)).collect();
-            serial::<C>(&hpts, &nibbles(k), &mut want);
+            serial::<C>(&hpts, &recode(k), &mut want);
             let mut got = vec![[1u8; 33]; n];
             assert!(hash_mul_batch::<C, X, _>(&msgs, b"DST-lanes", k, &mut got));
             assert_eq!(got, want, "hash n={n}");
 
             // Decode lanes on the serial hash encodings.
             let mut encs = vec![[0u8; 33]; n];
-            serial::<C>(&hpts, &nibbles(&be_bytes(&[1, 0, 0, 0])), &mut encs);
+            serial::<C>(&hpts, &recode(&be_bytes(&[1, 0, 0, 0])), &mut encs);
             let mut want = vec![[0u8; 33]; n];
-            serial::<C>(&hpts, &nibbles(k), &mut want);
+            serial::<C>(&hpts, &recode(k), &mut want);
             let mut got = vec![[1u8; 33]; n];
             assert_eq!(decode_mul_batch::<C, _>(&encs, k, &mut got), Some(Ok(())));
             assert_eq!(got, want, "decode n={n}");
@@ -84,7 +84,7 @@ where
     let msgs: Vec<Vec<u8>> = (0..20).map(|i| vec![i]).collect();
     let hpts: Vec<AffineXy> = msgs.iter().map(|m| serial_hash::<C, X>(m)).collect();
     let mut encs = vec![[0u8; 33]; 20];
-    serial::<C>(&hpts, &nibbles(&be_bytes(&[1, 0, 0, 0])), &mut encs);
+    serial::<C>(&hpts, &recode(&be_bytes(&[1, 0, 0, 0])), &mut encs);
     let k = be_bytes(&[5, 0, 0, 0]);
     let mut out = vec![[0u8; 33]; 20];
     // An x with no point: try x+1, x+2, ... until off the curve.
