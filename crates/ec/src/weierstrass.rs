@@ -97,9 +97,7 @@ macro_rules! impl_weierstrass {
     // The `a = −3` curves without lanes: decoding, multiplication and encoding in `fastmul`
     // (one shared inversion); a rejected encoding gets the decoder's error.
     (@decode_serial fastmul $fast:ty, $encodings:ident, $first_index:ident, $k:ident, $out:ident) => {
-        let mut repr = ff::PrimeField::to_repr(&$k.0);
-        let digits = $crate::fastmul::recode(repr.as_slice());
-        zeroize::Zeroize::zeroize(repr.as_mut_slice());
+        let digits = $crate::fastmul::recode_scalar(&$k.0);
         match $crate::fastmul::decode_mul_batch::<$fast, E>($encodings, &digits, $out) {
             Ok(()) => return Ok(()),
             Err(i) => {
@@ -186,9 +184,7 @@ macro_rules! impl_weierstrass {
                 }
             }
             // No lanes: `fastmul`, the hashes kept projective up to one shared inversion.
-            let mut repr = ff::PrimeField::to_repr(&k.0);
-            let digits = $crate::fastmul::recode(repr.as_slice());
-            zeroize::Zeroize::zeroize(repr.as_mut_slice());
+            let digits = $crate::fastmul::recode_scalar(&k.0);
             // DEFAULT_DST is a non-empty constant, the only input on which the expander can
             // fail.
             #[allow(clippy::expect_used)]
