@@ -196,9 +196,37 @@ fn spawn(dir: &Path, protocol: &str, rank: usize, parties: &str, tag: &str) -> C
         .unwrap()
 }
 
-/// Runs both parties, party 1 reaching party 0 through the relay; `fault` strikes frame
-/// `.0` of the direction `.2` (0: from party 0 to party 1).
+/// Whether a party failed to bind its port: `free_ports` releases the ports before the
+/// parties bind them, and another test's connections (the tests of this file run in
+/// parallel, and the relay dials every 10 ms while it waits) may take one as their source
+/// port in between. Not the code under test: such a run is repeated on new ports.
+fn lost_its_port(o: &std::process::Output) -> bool {
+    let err = String::from_utf8_lossy(&o.stderr);
+    err.contains("Address already in use") || err.contains("os error 98")
+}
+
+/// [`run_once`], repeated (at most three times) while a party lost its port to another process.
 fn run(dir: &Path, protocol: &str, fault: Option<(usize, Fault, usize)>, tag: &str) -> Outcome {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match run_once(dir, protocol, fault, tag) {
+            Ok(o) => return o,
+            Err(e) if tries < 3 => eprintln!("{protocol} {fault:?}: {e}; again on new ports"),
+            Err(e) => panic!("{protocol} {fault:?}: {e}, {tries} times"),
+        }
+    }
+}
+
+/// Runs both parties, party 1 reaching party 0 through the relay; `fault` strikes frame
+/// `.0` of the direction `.2` (0: from party 0 to party 1). `Err` if a party could not bind
+/// its port ([`lost_its_port`]).
+fn run_once(
+    dir: &Path,
+    protocol: &str,
+    fault: Option<(usize, Fault, usize)>,
+    tag: &str,
+) -> Result<Outcome, String> {
     let (p0, p1) = free_ports();
     let relay = TcpListener::bind("127.0.0.1:0").unwrap();
     let relay_port = relay.local_addr().unwrap().port();
@@ -206,9 +234,22 @@ fn run(dir: &Path, protocol: &str, fault: Option<(usize, Fault, usize)>, tag: &s
     let hit = Arc::new(AtomicBool::new(false));
     let (done2, hit2) = (Arc::clone(&done), Arc::clone(&hit));
     let relay_thread = thread::spawn(move || {
-        let Ok((down, _)) = relay.accept() else {
-            return [0, 0];
+        // Polled, so that a party that never dials the relay (it stopped before connecting)
+        // cannot hang the test: the relay gives up once both parties have exited.
+        relay.set_nonblocking(true).unwrap();
+        let down = loop {
+            match relay.accept() {
+                Ok((s, _)) => break s,
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        && !done2.load(Ordering::SeqCst) =>
+                {
+                    thread::sleep(Duration::from_millis(5));
+                }
+                Err(_) => return [0, 0],
+            }
         };
+        down.set_nonblocking(false).unwrap();
         let start = Instant::now();
         let up = loop {
             match TcpStream::connect(("127.0.0.1", p0)) {
@@ -248,6 +289,9 @@ fn run(dir: &Path, protocol: &str, fault: Option<(usize, Fault, usize)>, tag: &s
     let seconds = start.elapsed().as_secs_f64();
     done.store(true, Ordering::SeqCst);
     let frames = relay_thread.join().unwrap_or([0, 0]);
+    if lost_its_port(&oa) || lost_its_port(&ob) {
+        return Err("a party could not bind its port".into());
+    }
     for o in [&oa, &ob] {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(
@@ -259,14 +303,14 @@ fn run(dir: &Path, protocol: &str, fault: Option<(usize, Fault, usize)>, tag: &s
         .status
         .success()
         .then(|| std::fs::read(dir.join(format!("{tag}-out0.csv"))).unwrap());
-    Outcome {
+    Ok(Outcome {
         codes: [oa.status.code(), ob.status.code()],
         hit: hit.load(Ordering::SeqCst),
         output,
         seconds,
         frames,
         peak_kib,
-    }
+    })
 }
 
 /// The data rows of a CSV output, as a set.
