@@ -255,7 +255,7 @@ fn mul_chunk(
             } else {
                 *p
             };
-            scalar_mul::mul_many_recoded(rec, &q)
+            crate::backend::serial::x86::mul_recoded(&q, rec)
         })
         .collect()
 }

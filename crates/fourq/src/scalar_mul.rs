@@ -228,17 +228,19 @@ pub(crate) fn mul_endo_with(table: &[PointR2; 8], rec: &Recoded) -> Point {
 /// The endomorphisms act as scalars only on the order-`N` subgroup, so the result equals
 /// `[k]P` when `P` is in that subgroup (every point this crate hands out is).
 ///
-/// Dispatches at run time to a copy compiled for `bmi2`/`adx`/`avx2` when the CPU has them
-/// (same arithmetic, same result; [`crate::backend::serial::x86`]).
+/// The scalar is recoded here; the multiplication dispatches at run time to a copy compiled
+/// for `bmi2`/`adx`/`avx2` when the CPU has them (same arithmetic, same result;
+/// [`crate::backend::serial::x86`]).
 pub(crate) fn mul_endo(p: &Point, k: &[u64; 4]) -> Point {
-    crate::backend::serial::x86::mul_endo(p, k)
+    let rec = recode_u256(k);
+    crate::backend::serial::x86::mul_recoded(p, &rec)
 }
 
-/// [`mul_endo`] in portable code, inlined into each compiled copy.
+/// `[k]P` for a recoded `k`, in portable code, inlined into each compiled copy: the table of
+/// `P` and the main loop.
 #[inline(always)]
-pub(crate) fn mul_endo_portable(p: &Point, k: &[u64; 4]) -> Point {
-    let rec = recode_u256(k);
-    mul_endo_with(&precompute(p), &rec)
+pub(crate) fn mul_recoded_portable(p: &Point, rec: &Recoded) -> Point {
+    mul_endo_with(&precompute(p), rec)
 }
 
 /// Signed radix-16 digits `e_i ∈ [−8, 8)` (the last in `[−8, 8]`) with `k = Σ e_i·16^i`,
@@ -457,9 +459,11 @@ pub(crate) fn double_mul_vartime(a: &[u64; 4], p: &Point, b: &[u64; 4]) -> Point
     q
 }
 
-/// Build the per-point table once and reuse one recoding (the same-scalar batch path).
+/// `[k]P` for a recoded `k` on the serial backend (the tests' reference for the batches): the
+/// same compiled copy as [`mul_endo`].
+#[cfg(test)]
 pub(crate) fn mul_many_recoded(rec: &Recoded, p: &Point) -> Point {
-    mul_endo_with(&precompute(p), rec)
+    crate::backend::serial::x86::mul_recoded(p, rec)
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
-//! Run-time dispatch of the serial variable-base multiplication and of the encoding's
-//! inversion to a copy of the same portable code compiled with `bmi2`, `adx` and `avx2`
+//! Run-time dispatch of the serial variable-base multiplication (a recoded scalar times one
+//! point: the single `[k]P` and every point of the serial same-scalar batches enter here) and
+//! of the encoding's inversion to a copy of the same portable code compiled with `bmi2`, `adx`
+//! and `avx2`
 //! enabled (every x86-64 CPU since Broadwell/Zen; as curve25519-dalek selects its AVX2 backend
 //! at run time), entered only after all three were detected. (An earlier copy also enabled
 //! AVX-512F/VL/BW/DQ after checking only these three: undefined behaviour on AVX2-only CPUs.
@@ -15,6 +17,7 @@
 
 use crate::field::Fp2;
 use crate::point::Point;
+use crate::scalar_mul::Recoded;
 
 obliv_cpu::feature_set! {
     /// The serial copy for AVX2-class CPUs.
@@ -25,10 +28,11 @@ obliv_cpu::feature_set! {
 mod copies {
     use crate::field::Fp2;
     use crate::point::Point;
+    use crate::scalar_mul::Recoded;
 
     crate::backend::serial::x86::avx2::enable! {
-        pub(super) fn mul_endo_avx2(p: &Point, k: &[u64; 4]) -> Point {
-            crate::scalar_mul::mul_endo_portable(p, k)
+        pub(super) fn mul_recoded_avx2(p: &Point, rec: &Recoded) -> Point {
+            crate::scalar_mul::mul_recoded_portable(p, rec)
         }
 
         pub(super) fn invert_avx2(a: &Fp2) -> Fp2 {
@@ -37,21 +41,21 @@ mod copies {
     }
 }
 
-/// Which compiled copy of the serial code [`mul_endo`] and [`invert`] run on this CPU:
+/// Which compiled copy of the serial code [`mul_recoded`] and [`invert`] run on this CPU:
 /// `"avx2"` (BMI2, ADX, AVX2) or `"portable"`.
 pub(crate) fn serial_backend() -> &'static str {
     if avx2::detected() { "avx2" } else { "portable" }
 }
 
-/// `[k]P` with the CL15 method ([`crate::scalar_mul::mul_endo_portable`]), on the fastest
-/// compiled copy this CPU runs.
-pub(crate) fn mul_endo(p: &Point, k: &[u64; 4]) -> Point {
+/// `[k]P` for a recoded `k` with the CL15 method
+/// ([`crate::scalar_mul::mul_recoded_portable`]), on the fastest compiled copy this CPU runs.
+pub(crate) fn mul_recoded(p: &Point, rec: &Recoded) -> Point {
     #[cfg(obliv_x86_simd)]
     if avx2::detected() {
         // SAFETY: `avx2::detected()` confirmed every feature the copy is compiled with.
-        return unsafe { copies::mul_endo_avx2(p, k) };
+        return unsafe { copies::mul_recoded_avx2(p, rec) };
     }
-    crate::scalar_mul::mul_endo_portable(p, k)
+    crate::scalar_mul::mul_recoded_portable(p, rec)
 }
 
 /// `a^−1` in GF(p²) (0 for 0), on the fastest compiled copy this CPU runs.
@@ -77,18 +81,22 @@ mod tests {
     proptest! {
         /// Every copy this CPU can run gives the portable result, bit for bit.
         #[test]
-        fn every_copy_matches_portable(kb in any::<[u8; 32]>(), pb in any::<[u8; 32]>()) {
+        fn every_copy_matches_portable(
+            kb in any::<[u8; 32]>(),
+            pb in any::<[u8; 32]>(),
+        ) {
             let k = Scalar::from_bytes_mod_order(&kb).limbs();
+            let rec = crate::scalar_mul::recode_u256(&k);
             let p = Point::hash_to_curve(&pb);
-            let want = crate::scalar_mul::mul_endo_portable(&p, &k).to_bytes();
-            prop_assert_eq!(mul_endo(&p, &k).to_bytes(), want);
+            let want = crate::scalar_mul::mul_recoded_portable(&p, &rec).to_bytes();
+            prop_assert_eq!(mul_recoded(&p, &rec).to_bytes(), want);
             let z = p.x;
             let want_inv = limbs(&z.invert_portable());
             prop_assert_eq!(limbs(&invert(&z)), want_inv);
             #[cfg(obliv_x86_simd)]
             if avx2::detected() {
                 // SAFETY: detected just above.
-                let got = unsafe { copies::mul_endo_avx2(&p, &k) };
+                let got = unsafe { copies::mul_recoded_avx2(&p, &rec) };
                 prop_assert_eq!(got.to_bytes(), want);
                 // SAFETY: detected just above.
                 prop_assert_eq!(limbs(&unsafe { copies::invert_avx2(&z) }), want_inv);
