@@ -1,12 +1,12 @@
 //! Run-time dispatch of the serial variable-base multiplication (a recoded scalar times one
 //! point: the single `[k]P` and every point of the serial same-scalar batches enter here) and
 //! of the encoding's inversion to a copy of the same portable code compiled with `bmi2`, `adx`
-//! and `avx2`
-//! enabled (every x86-64 CPU since Broadwell/Zen; as curve25519-dalek selects its AVX2 backend
-//! at run time), entered only after all three were detected. (An earlier copy also enabled
-//! AVX-512F/VL/BW/DQ after checking only these three: undefined behaviour on AVX2-only CPUs.
-//! One copy is kept, not a second one with AVX-512: each copy is another fully inlined
-//! multiplication to compile, and what the copy gains is mostly the `mulx`/`adcx` products.)
+//! and `avx2` enabled (every x86-64 CPU since Broadwell/Zen; as curve25519-dalek selects its
+//! AVX2 backend at run time), entered only after all three were detected. (An earlier copy
+//! also enabled AVX-512F/VL/BW/DQ after checking only these three: undefined behaviour on
+//! AVX2-only CPUs. One copy is kept, not a second one with AVX-512: each copy is another fully
+//! inlined multiplication to compile, and what the copy gains is mostly the `mulx`/`adcx`
+//! products.)
 //!
 //! Nothing changes in the arithmetic: the functions below call the very same
 //! `#[inline(always)]` code as the portable path, so LLVM may use `mulx`/`adcx` for the
