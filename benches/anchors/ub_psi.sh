@@ -9,6 +9,8 @@
 # line per system and size:
 #   {"system", "protocol", "n_server", "n_client", "offline_s", "online_s", "online_bytes",
 #    "correct", "cpu", "features"}
+# and, on obliv's lines, "server_rss_mib" and "client_rss_mib": each process's peak resident
+# memory in the offline and the online phase (GNU time).
 # Needs the anchors venv (shared/anchors/setup.sh; python in $OBLIV_ANCHORS_PY) for the
 # SecretFlow lines; without it only obliv runs.
 # Usage: bash benches/anchors/ub_psi.sh [SERVER_SIZES [CLIENT_SIZES]]
@@ -28,12 +30,16 @@ pair() {
   local phase=$1 parties t0 t1 rs rc
   parties=$(parties)
   t0=$(now)
-  "$B" ub-psi "$phase" --role server --rank 0 --parties "$parties" --input "$WORK/server.csv" \
+  # The server reads its whole CSV before it connects: the client waits up to an hour.
+  /usr/bin/time -f %M -o "$WORK/$phase.server.rss" \
+    "$B" ub-psi "$phase" --role server --rank 0 --parties "$parties" --input "$WORK/server.csv" \
     --key-file "$WORK/server.key" >"$WORK/server.json" 2>"$WORK/server.err" &
   local ps=$!
   local extra=()
   [[ $phase == online ]] && extra=(--input "$WORK/client.csv" --output "$WORK/out.csv")
-  "$B" ub-psi "$phase" --role client --rank 1 --parties "$parties" --cache "$WORK/cache.bin" \
+  /usr/bin/time -f %M -o "$WORK/$phase.client.rss" \
+    "$B" ub-psi "$phase" --role client --rank 1 --parties "$parties" --cache "$WORK/cache.bin" \
+    --connect-timeout 3600 \
     "${extra[@]}" >"$WORK/client.json" 2>"$WORK/client.err"
   rc=$?
   wait "$ps"
@@ -69,7 +75,10 @@ PY
     found=$(($(wc -l <"$WORK/out.csv") - 1))
     correct=false
     [[ $found == $((nc / 2)) ]] && correct=true
-    echo "{\"system\":\"obliv\",\"protocol\":\"ub-psi fourq\",\"n_server\":$ns,\"n_client\":$nc,\"offline_s\":$off,\"online_s\":$on,\"online_bytes\":$bytes,\"correct\":$correct,\"cpu\":\"$CPU\",\"features\":\"$FEATURES\"}"
+    # Peak resident memory of each process in MiB (GNU time's %M is in KiB).
+    rss() { echo $(($(tail -1 "$WORK/$1.$2.rss") / 1024)); }
+    mem="\"server_rss_mib\":[$(rss offline server),$(rss online server)],\"client_rss_mib\":[$(rss offline client),$(rss online client)]"
+    echo "{\"system\":\"obliv\",\"protocol\":\"ub-psi fourq\",\"n_server\":$ns,\"n_client\":$nc,\"offline_s\":$off,\"online_s\":$on,\"online_bytes\":$bytes,\"correct\":$correct,$mem,\"cpu\":\"$CPU\",\"features\":\"$FEATURES\"}"
     if [[ -x $PY && -f $SF ]]; then
       "$PY" "$SF" --protocols ubpsi --sizes "$ns" --ub-client-n "$nc" 2>/dev/null \
         | python3 -c "

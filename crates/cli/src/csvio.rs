@@ -7,7 +7,6 @@
 //! `merge`). Outputs are written to a temporary file beside the target and renamed into place
 //! only on success, so a partial file is never left under the output name.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
@@ -74,7 +73,7 @@ pub struct KeyedInput {
     /// The file's shape: header, key columns, rows, size, digest, where the data starts.
     pub shape: InputShape,
     /// The distinct keys, in order of first appearance.
-    pub distinct: Vec<Vec<u8>>,
+    pub distinct: KeyArena,
     /// For every data row, the index of its key in `distinct`.
     pub row_key: Vec<u32>,
     /// BLAKE3 of the whole file as it was read; [`crate::bucket::write_rows`] refuses a file
@@ -237,34 +236,150 @@ fn with_key_columns<R: std::io::Read>(
     Ok((rdr, header, cols))
 }
 
+/// Keys stored back to back in one buffer, with the end offset of each: about 8 bytes per key
+/// on top of the key itself, where a `Vec<u8>` per key costs 24 bytes and an allocation. The
+/// server of `obliv ub-psi` holds every distinct key of its CSV file this way.
+#[derive(Debug, Clone, Default)]
+pub struct KeyArena {
+    bytes: Vec<u8>,
+    ends: Vec<u64>,
+}
+
+impl KeyArena {
+    /// The number of keys.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are no keys.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Key `i`, or `None` past the end.
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        let end = usize::try_from(*self.ends.get(i)?).ok()?;
+        let start = match i.checked_sub(1) {
+            Some(j) => usize::try_from(self.ends[j]).ok()?,
+            None => 0,
+        };
+        self.bytes.get(start..end)
+    }
+
+    /// Appends `key`.
+    pub fn push(&mut self, key: &[u8]) {
+        self.bytes.extend_from_slice(key);
+        self.ends.push(self.bytes.len() as u64);
+    }
+
+    /// The keys in order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        (0..self.len()).map(|i| &self[i])
+    }
+
+    /// Returns unused capacity to the allocator (after the last key is pushed).
+    fn shrink_to_fit(&mut self) {
+        self.bytes.shrink_to_fit();
+        self.ends.shrink_to_fit();
+    }
+}
+
+impl std::ops::Index<usize> for KeyArena {
+    type Output = [u8];
+
+    /// Key `i`; panics past the end, as slices do.
+    fn index(&self, i: usize) -> &[u8] {
+        match self.get(i) {
+            Some(k) => k,
+            None => panic!("key {i} of {}", self.len()),
+        }
+    }
+}
+
+impl obliv_psi::unbalanced::ItemList for KeyArena {
+    fn len(&self) -> usize {
+        KeyArena::len(self)
+    }
+
+    fn item(&self, i: usize) -> &[u8] {
+        &self[i]
+    }
+}
+
 /// The distinct keys of a file in order of first appearance, and each row's key index.
-#[derive(Default)]
+///
+/// The index of distinct keys is a table of 8-byte entries, each a key's number beside 32 bits
+/// of its hash (SipHash with a random key, as `std`'s maps): every key is stored once, in the
+/// arena, and growing the table rehashes the stored bits instead of reading every key again.
+/// A lookup compares the key's bytes, so equal hash bits only cost a probe.
 struct DistinctKeys {
-    arena: Vec<u8>,
-    index: HashMap<Vec<u8>, u32>,
-    distinct: Vec<Vec<u8>>,
+    scratch: Vec<u8>,
+    distinct: KeyArena,
+    index: hashbrown::HashTable<u64>,
+    hasher: std::hash::RandomState,
     row_key: Vec<u32>,
+}
+
+impl Default for DistinctKeys {
+    fn default() -> Self {
+        DistinctKeys {
+            scratch: Vec::new(),
+            distinct: KeyArena::default(),
+            index: hashbrown::HashTable::new(),
+            hasher: std::hash::RandomState::new(),
+            row_key: Vec::new(),
+        }
+    }
+}
+
+/// The table's 64-bit hash from an entry's 32 stored bits: a multiplication by an odd
+/// constant spreads them over the high bits (the table's tag) and the low bits (its index).
+fn spread(bits: u32) -> u64 {
+    u64::from(bits).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// An entry's key number: its low 32 bits.
+#[allow(clippy::cast_possible_truncation)] // keeps the low half on purpose
+fn entry_id(e: u64) -> u32 {
+    e as u32
 }
 
 impl KeySink for DistinctKeys {
     fn arena(&mut self) -> &mut Vec<u8> {
-        &mut self.arena
+        &mut self.scratch
     }
 
     fn push(&mut self, _row: u64, at: usize) -> Result<(), CliError> {
-        let key = self.arena.get(at..).unwrap_or_default();
-        let id = match self.index.get(key) {
-            Some(&id) => id,
+        use std::hash::BuildHasher;
+        let DistinctKeys {
+            scratch,
+            distinct,
+            index,
+            hasher,
+            row_key,
+        } = self;
+        let key = scratch.get(at..).unwrap_or_default();
+        let bits = (hasher.hash_one(key) >> 32) as u32;
+        let h = spread(bits);
+        let found = index
+            .find(h, |&e| {
+                (e >> 32) as u32 == bits && distinct.get(entry_id(e) as usize) == Some(key)
+            })
+            .copied();
+        let id = match found {
+            Some(e) => entry_id(e),
             None => {
-                let next = u32::try_from(self.distinct.len())
+                let next = u32::try_from(distinct.len())
                     .map_err(|_| CliError::input("more than 2^32 distinct keys in one file"))?;
-                self.distinct.push(key.to_vec());
-                self.index.insert(key.to_vec(), next);
+                distinct.push(key);
+                index.insert_unique(h, (u64::from(bits) << 32) | u64::from(next), |&e| {
+                    spread((e >> 32) as u32)
+                });
                 next
             }
         };
-        self.row_key.push(id);
-        self.arena.truncate(at);
+        row_key.push(id);
+        scratch.truncate(at);
         Ok(())
     }
 }
@@ -280,8 +395,10 @@ impl KeySink for DistinctKeys {
 pub fn read_keys(path: &Path, keys: &[String]) -> Result<KeyedInput, CliError> {
     let (shape, keyed) =
         read_key_columns(path, keys, ProgressMode::Off, false, DistinctKeys::default)?;
+    let mut distinct = keyed.distinct;
+    distinct.shrink_to_fit();
     Ok(KeyedInput {
-        distinct: keyed.distinct,
+        distinct,
         row_key: keyed.row_key,
         digest: shape.digest.unwrap_or_default(),
         shape,
@@ -348,6 +465,66 @@ mod tests {
     /// `ub-psi`'s output pass (the one row writer, [`crate::bucket::write_rows`]): a file
     /// changed since `read_keys` (same rows, same length) is
     /// refused with exit code 3 and nothing is written.
+    /// The distinct keys in order of first appearance, each row pointing at its key, against a
+    /// plain map; duplicates, an empty key, multi-column keys and enough keys to make the
+    /// index grow several times.
+    #[test]
+    fn distinct_keys_match_a_plain_map() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.csv");
+        let mut rows: Vec<(String, String)> = Vec::new();
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..5000u64 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            // About a third of the rows repeat an earlier key; some keys are empty.
+            let a = if i % 97 == 0 {
+                String::new()
+            } else {
+                format!("k{}", rng % 3000)
+            };
+            rows.push((a, format!("{}", rng % 2)));
+        }
+        let mut text = String::from("a,b,x\n");
+        for (a, b) in &rows {
+            text.push_str(&format!("{a},{b},1\n"));
+        }
+        std::fs::write(&input, &text).unwrap();
+        let kd = read_keys(&input, &["a".into(), "b".into()]).unwrap();
+        let mut want: Vec<Vec<u8>> = Vec::new();
+        let mut seen = std::collections::HashMap::new();
+        let mut want_rows = Vec::new();
+        for (a, b) in &rows {
+            let k = encode(&[a.as_bytes(), b.as_bytes()]);
+            let id = *seen.entry(k.clone()).or_insert_with(|| {
+                want.push(k);
+                want.len() - 1
+            });
+            want_rows.push(u32::try_from(id).unwrap());
+        }
+        assert_eq!(kd.distinct.len(), want.len());
+        assert!(kd.distinct.iter().eq(want.iter().map(Vec::as_slice)));
+        assert_eq!(kd.row_key, want_rows);
+        assert_eq!(kd.distinct.get(want.len()), None);
+        let items: &dyn obliv_psi::unbalanced::ItemList = &kd.distinct;
+        assert_eq!(items.len(), want.len());
+        assert_eq!(items.item(want.len() - 1), want[want.len() - 1].as_slice());
+    }
+
+    #[test]
+    fn key_arena_keeps_empty_keys_and_bounds() {
+        let mut a = KeyArena::default();
+        assert!(a.is_empty());
+        a.push(b"");
+        a.push(b"xy");
+        a.push(b"");
+        assert_eq!(a.len(), 3);
+        assert_eq!(a.iter().collect::<Vec<_>>(), [b"".as_slice(), b"xy", b""]);
+        assert_eq!(&a[1], b"xy");
+        assert_eq!(a.get(3), None);
+    }
+
     #[test]
     fn ub_psi_output_refuses_a_changed_input() {
         use crate::bucket::{RowSet, write_rows};

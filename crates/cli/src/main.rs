@@ -132,7 +132,9 @@ struct UbCmd {
     /// must pass it in both phases: the offline phase stores the positions it needs.
     #[arg(long)]
     server_get_result: bool,
-    /// Seconds to wait for the peer.
+    /// Seconds to wait for the peer. The server reads its whole CSV file before it connects
+    /// (about a minute per 1e8 rows), so a client facing a large set passes more than the
+    /// default.
     #[arg(long, default_value_t = 60)]
     connect_timeout: u64,
     /// Online phase: seconds it may take in all, however slowly the peer sends (exit code 4

@@ -228,9 +228,11 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
             let c = cache
                 .as_ref()
                 .ok_or_else(|| CliError::usage("--cache is required"))?;
+            // The client's set is small (its cost is the online phase's): a slice of views.
+            let items: Vec<&[u8]> = kd.distinct.iter().collect();
             matched = Some(unbalanced::online_client(
                 ch,
-                &kd.distinct,
+                &items,
                 c,
                 &cfg,
                 &mut rng,

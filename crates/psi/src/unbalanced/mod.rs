@@ -91,11 +91,13 @@ use crate::error::{Error, Result};
 use crate::handshake::{self, Hello};
 
 mod cache;
+mod items;
 mod key;
 mod set;
 mod shuffle;
 
 pub use cache::Cache;
+pub use items::ItemList;
 pub use key::ServerKey;
 pub use set::ServerSet;
 
@@ -250,16 +252,16 @@ fn check_positions(cfg: &UbConfig, total: u64) -> Result<()> {
 
 /// Streams `F_k` of the segment `[offset, offset + items.len())`, in the segment's shuffled
 /// order.
-fn stream_values<C, T>(
+fn stream_values<C, L>(
     ch: &mut C,
     key: &ServerKey,
-    items: &[T],
+    items: &L,
     offset: u64,
     cfg: &UbConfig,
 ) -> Result<()>
 where
     C: Channel + ?Sized,
-    T: AsRef<[u8]> + Sync,
+    L: ItemList + ?Sized,
 {
     let n = items.len();
     let shuffle = key.shuffle(offset, n as u64);
@@ -271,7 +273,7 @@ where
             .map(|j| {
                 // π maps [0, n) into [0, n), so the index is in range and fits a usize.
                 let p = usize::try_from(shuffle.apply(j as u64)).unwrap_or(0);
-                items[p].as_ref()
+                items.item(p)
             })
             .collect();
         let points = key.group.hash_and_mul_batch(&batch, &key.secret)?;
@@ -330,16 +332,16 @@ fn announced(n: u64, who: &str) -> Result<usize> {
 /// # Errors
 /// Handshake, network or group errors; [`Error::InvalidParameter`] if the key's curve is not
 /// `cfg.curve`, or if `server_get_result` is set and the set has 2^40 items or more.
-pub fn offline_server<C, T, R>(
+pub fn offline_server<C, L, R>(
     ch: &mut C,
     key: &ServerKey,
-    items: &[T],
+    items: &L,
     cfg: &UbConfig,
     rng: &mut R,
 ) -> Result<ServerSet>
 where
     C: Channel + ?Sized,
-    T: AsRef<[u8]> + Sync,
+    L: ItemList + ?Sized,
     R: CryptoRng + ?Sized,
 {
     let _ = rng;
@@ -392,16 +394,16 @@ pub fn offline_client<C: Channel + ?Sized>(
 /// # Errors
 /// As [`offline_server`]; the client refuses the append if `set` is not the size of its
 /// cache or the key is not the cache's.
-pub fn offline_append_server<C, T>(
+pub fn offline_append_server<C, L>(
     ch: &mut C,
     key: &ServerKey,
     set: &ServerSet,
-    added: &[T],
+    added: &L,
     cfg: &UbConfig,
 ) -> Result<ServerSet>
 where
     C: Channel + ?Sized,
-    T: AsRef<[u8]> + Sync,
+    L: ItemList + ?Sized,
 {
     check_key(key, cfg)?;
     let offset = set.len();

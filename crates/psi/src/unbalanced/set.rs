@@ -5,6 +5,7 @@ use zeroize::Zeroizing;
 
 use crate::error::{Error, Result};
 
+use super::items::ItemList;
 use super::key::ServerKey;
 
 const DIGEST_KEY_DOMAIN: &str = "obliv-psi unbalanced v1 set digest key";
@@ -37,7 +38,7 @@ pub struct ServerSet {
 impl ServerSet {
     /// The set of `items` under `key`: one segment, as [`offline_server`](super::offline_server)
     /// streams it.
-    pub fn new<T: AsRef<[u8]>>(key: &ServerKey, items: &[T]) -> Self {
+    pub fn new<L: ItemList + ?Sized>(key: &ServerKey, items: &L) -> Self {
         ServerSet {
             segments: vec![items.len() as u64],
             digest: segment_digest(key, 0, items),
@@ -46,7 +47,7 @@ impl ServerSet {
 
     /// The set after `added` is appended to it, as
     /// [`offline_append_server`](super::offline_append_server) streams the items.
-    pub fn append<T: AsRef<[u8]>>(&self, key: &ServerKey, added: &[T]) -> Self {
+    pub fn append<L: ItemList + ?Sized>(&self, key: &ServerKey, added: &L) -> Self {
         let d = segment_digest(key, self.len(), added);
         self.extended(added.len() as u64, &d)
     }
@@ -126,10 +127,10 @@ impl ServerSet {
 }
 
 /// The keyed digest of one segment of the server's set (see [`ServerSet`]).
-pub(crate) fn segment_digest<T: AsRef<[u8]>>(
+pub(crate) fn segment_digest<L: ItemList + ?Sized>(
     key: &ServerKey,
     offset: u64,
-    items: &[T],
+    items: &L,
 ) -> [u8; 32] {
     let k = Zeroizing::new(blake3::derive_key(
         DIGEST_KEY_DOMAIN,
@@ -138,8 +139,8 @@ pub(crate) fn segment_digest<T: AsRef<[u8]>>(
     let mut h = blake3::Hasher::new_keyed(&k);
     h.update(&offset.to_le_bytes());
     h.update(&(items.len() as u64).to_le_bytes());
-    for item in items {
-        let item = item.as_ref();
+    for i in 0..items.len() {
+        let item = items.item(i);
         h.update(&(item.len() as u64).to_le_bytes());
         h.update(item);
     }
