@@ -24,7 +24,9 @@
 # Switches: OBLIV_SIDE_SKIP_SLOW=1 skips SecretFlow's SM2 and secp256k1 runs (over a minute
 # each); OBLIV_SIDE_SKIP_1E6_ECDH=1 skips the two ECDH-2PC rows at 1e6 per side (obliv FourQ
 # and Curve25519, SecretFlow Curve25519: many minutes on a CPU without AVX-512 IFMA);
-# OBLIV_SIDE_1E7=1 adds the 1e7 RR22 and KKRT rows.
+# OBLIV_SIDE_1E7=1 adds the 1e7 RR22 and KKRT rows. OBLIV_SIDE_ROWS=REGEX runs only the rows
+# whose "PROTOCOL/CURVE/N/LINK" matches the bash regular expression (e.g. '/10000000/' with
+# OBLIV_SIDE_1E7=1 for the 1e7 rows alone; '^kkrt/' for KKRT).
 # Usage: bash benches/anchors/side_by_side.sh [NOTE]   (run on a quiet machine; NOTE, e.g.
 # "machine loaded", goes into every record)
 set -u
@@ -92,8 +94,15 @@ record() {
 
 # ours PROTOCOL CURVE N [LINK]: one `obliv psi demo` run. Its last line reads
 # "intersection: X items (expected Y), wall time W s, total traffic T MB".
+# wanted PROTOCOL CURVE N LINK: is this row selected by OBLIV_SIDE_ROWS (all rows without it)?
+wanted() {
+    [ -z "${OBLIV_SIDE_ROWS:-}" ] && return 0
+    [[ "$1/$2/$3/$4" =~ $OBLIV_SIDE_ROWS ]]
+}
+
 ours() {
     local proto=$1 curve=$2 n=$3 link=${4:-lan} args=() cli
+    wanted "$proto" "$curve" "$n" "$link" || return 0
     cli=${proto/_fast/}
     cli=${cli//_/-}
     cli=${cli/ecdh-2pc/ecdh}
@@ -121,6 +130,7 @@ ours() {
 
 # sf TOKEN PROTOCOL CURVE N: one SecretFlow run (secretflow_psi.py prints one JSON line).
 sf() {
+    wanted "$2" "$3" "$4" lan || return 0
     if [ ! -x "$PY" ]; then
         echo "# no anchors venv at $PY: SecretFlow skipped" >&2
         return
@@ -163,12 +173,12 @@ if [ -z "${OBLIV_SIDE_SKIP_1E6_ECDH:-}" ]; then
     ours ecdh_2pc fourq 1000000; sf ecdh:25519 ecdh_2pc 25519 1000000
     ours ecdh_2pc 25519 1000000
 fi
-# The 1e7 rows of the RR22 issue (SecretFlow: about 45 s for RR22 fast): OBLIV_SIDE_1E7=1.
+# The 1e7 rows (SecretFlow: about 45 s for RR22 fast, minutes for KKRT): OBLIV_SIDE_1E7=1.
 if [ -n "${OBLIV_SIDE_1E7:-}" ]; then
     ours rr22_fast "" 10000000; sf rr22 rr22_fast "" 10000000
     ours rr22_lowcomm "" 10000000; sf rr22_lowcomm rr22_lowcomm "" 10000000
     ours rr22_malicious "" 10000000
-    ours kkrt "" 10000000
+    ours kkrt "" 10000000; sf kkrt kkrt "" 10000000
 fi
 uptime >&2
 echo "# appended to $OUT; now: cargo run -p obliv-bench --release --bin report" >&2

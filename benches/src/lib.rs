@@ -208,6 +208,7 @@ pub const SIDE_BY_SIDE: &[SideRow] = &[
             5.0,
         )
     },
+    side("KKRT16, 1e7", "kkrt", "", M10, "≥ 3×", 3.0),
     side("ECDH-2PC FourQ", "ecdh_2pc", "fourq", K64, "≥ 2×", 2.0),
     side("ECDH-2PC Curve25519", "ecdh_2pc", "25519", K64, "≥ 2×", 2.0),
     SideRow {
