@@ -74,7 +74,8 @@ pub struct KeyedInput {
     pub shape: InputShape,
     /// The distinct keys, in order of first appearance.
     pub distinct: KeyArena,
-    /// For every data row, the index of its key in `distinct`.
+    /// For every data row, the index of its key in `distinct` (empty from
+    /// [`read_distinct_keys`], which does not keep it).
     pub row_key: Vec<u32>,
     /// BLAKE3 of the whole file as it was read; [`crate::bucket::write_rows`] refuses a file
     /// that no longer has it.
@@ -135,7 +136,7 @@ pub(crate) fn changed(path: &Path) -> CliError {
 impl KeyedInput {
     /// Number of data rows.
     pub fn rows(&self) -> usize {
-        self.row_key.len()
+        usize::try_from(self.shape.rows).unwrap_or(usize::MAX)
     }
 }
 
@@ -317,16 +318,19 @@ struct DistinctKeys {
     distinct: KeyArena,
     index: hashbrown::HashTable<u64>,
     hasher: std::hash::RandomState,
+    /// Whether `row_key` is kept (4 bytes per row).
+    keep_rows: bool,
     row_key: Vec<u32>,
 }
 
-impl Default for DistinctKeys {
-    fn default() -> Self {
+impl DistinctKeys {
+    fn new(keep_rows: bool) -> Self {
         DistinctKeys {
             scratch: Vec::new(),
             distinct: KeyArena::default(),
             index: hashbrown::HashTable::new(),
             hasher: std::hash::RandomState::new(),
+            keep_rows,
             row_key: Vec::new(),
         }
     }
@@ -356,6 +360,7 @@ impl KeySink for DistinctKeys {
             distinct,
             index,
             hasher,
+            keep_rows,
             row_key,
         } = self;
         let key = scratch.get(at..).unwrap_or_default();
@@ -378,7 +383,9 @@ impl KeySink for DistinctKeys {
                 next
             }
         };
-        row_key.push(id);
+        if *keep_rows {
+            row_key.push(id);
+        }
         scratch.truncate(at);
         Ok(())
     }
@@ -393,8 +400,22 @@ impl KeySink for DistinctKeys {
 /// file (no header), a key column that the header lacks, a row with the wrong number of
 /// fields (with its line number), or bad UTF-8.
 pub fn read_keys(path: &Path, keys: &[String]) -> Result<KeyedInput, CliError> {
-    let (shape, keyed) =
-        read_key_columns(path, keys, ProgressMode::Off, false, DistinctKeys::default)?;
+    read_with(path, keys, true)
+}
+
+/// As [`read_keys`] without each row's key index (`row_key` stays empty): for a party that
+/// only sends its distinct keys, such as the server of `ub-psi offline`, 4 bytes per row less.
+///
+/// # Errors
+/// As [`read_keys`].
+pub fn read_distinct_keys(path: &Path, keys: &[String]) -> Result<KeyedInput, CliError> {
+    read_with(path, keys, false)
+}
+
+fn read_with(path: &Path, keys: &[String], keep_rows: bool) -> Result<KeyedInput, CliError> {
+    let (shape, keyed) = read_key_columns(path, keys, ProgressMode::Off, false, || {
+        DistinctKeys::new(keep_rows)
+    })?;
     let mut distinct = keyed.distinct;
     distinct.shrink_to_fit();
     Ok(KeyedInput {
@@ -506,7 +527,12 @@ mod tests {
         assert_eq!(kd.distinct.len(), want.len());
         assert!(kd.distinct.iter().eq(want.iter().map(Vec::as_slice)));
         assert_eq!(kd.row_key, want_rows);
+        assert_eq!(kd.rows(), rows.len());
         assert_eq!(kd.distinct.get(want.len()), None);
+        let only = read_distinct_keys(&input, &["a".into(), "b".into()]).unwrap();
+        assert!(only.distinct.iter().eq(kd.distinct.iter()));
+        assert!(only.row_key.is_empty());
+        assert_eq!(only.rows(), rows.len());
         let items: &dyn obliv_psi::unbalanced::ItemList = &kd.distinct;
         assert_eq!(items.len(), want.len());
         assert_eq!(items.item(want.len() - 1), want[want.len() - 1].as_slice());

@@ -146,6 +146,11 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
     let keyed = match (a.role, a.phase) {
         (UbRole::Client, Phase::Offline) => None,
         (UbRole::Server, Phase::Online) if !a.server_get_result => None,
+        // The offline server sends its distinct keys only: no row index.
+        (UbRole::Server, Phase::Offline) => Some(csvio::read_distinct_keys(
+            &need(&a.input, "input")?,
+            &a.keys,
+        )?),
         _ => Some(csvio::read_keys(&need(&a.input, "input")?, &a.keys)?),
     };
     let key = match a.role {
