@@ -235,13 +235,7 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
                 .ok_or_else(|| CliError::usage("--cache is required"))?;
             // The client's set is small (its cost is the online phase's): a slice of views.
             let items: Vec<&[u8]> = kd.distinct.iter().collect();
-            matched = Some(unbalanced::online_client(
-                ch,
-                &items,
-                c,
-                &cfg,
-                &mut rng,
-            )?);
+            matched = Some(unbalanced::online_client(ch, &items, c, &cfg, &mut rng)?);
         }
         _ => return Err(CliError::usage("inconsistent role and phase")),
     }
