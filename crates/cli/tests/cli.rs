@@ -7,12 +7,22 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 
 mod common;
-use common::{bucket_files, free_ports, gen_data, obliv, ok};
+use common::{bucket_files, free_ports, gen_data, obliv, ok, on_fresh_ports};
 
 /// Runs both parties as separate processes; returns their outputs.
 fn run_pair(dir: &Path, a: &str, b: &str, keys: &str, extra: &[&str]) -> (Output, Output) {
-    let (pa, pb) = free_ports();
-    let parties = format!("127.0.0.1:{pa},127.0.0.1:{pb}");
+    on_fresh_ports(|pa, pb| run_pair_on(dir, [a, b], keys, extra, [pa, pb]))
+}
+
+/// [`run_pair`] on the given ports.
+fn run_pair_on(
+    dir: &Path,
+    inputs: [&str; 2],
+    keys: &str,
+    extra: &[&str],
+    ports: [u16; 2],
+) -> (Output, Output) {
+    let parties = format!("127.0.0.1:{},127.0.0.1:{}", ports[0], ports[1]);
     let spawn = |rank: usize, input: &str| {
         let mut c = obliv();
         c.args([
@@ -41,8 +51,8 @@ fn run_pair(dir: &Path, a: &str, b: &str, keys: &str, extra: &[&str]) -> (Output
         .stderr(Stdio::piped());
         c.spawn().unwrap()
     };
-    let p0 = spawn(0, a);
-    let p1 = spawn(1, b);
+    let p0 = spawn(0, inputs[0]);
+    let p1 = spawn(1, inputs[1]);
     let o1 = p1.wait_with_output().unwrap();
     let o0 = p0.wait_with_output().unwrap();
     (o0, o1)

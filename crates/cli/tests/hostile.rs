@@ -18,7 +18,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{free_ports, gen_data, obliv};
+use common::{free_ports, gen_data, lost_its_port, obliv};
 
 /// What the relay does to its target frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,15 +194,6 @@ fn spawn(dir: &Path, protocol: &str, rank: usize, parties: &str, tag: &str) -> C
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-/// Whether a party failed to bind its port: `free_ports` releases the ports before the
-/// parties bind them, and another test's connections (the tests of this file run in
-/// parallel, and the relay dials every 10 ms while it waits) may take one as their source
-/// port in between. Not the code under test: such a run is repeated on new ports.
-fn lost_its_port(o: &std::process::Output) -> bool {
-    let err = String::from_utf8_lossy(&o.stderr);
-    err.contains("Address already in use") || err.contains("os error 98")
 }
 
 /// [`run_once`], repeated (at most three times) while a party lost its port to another process.

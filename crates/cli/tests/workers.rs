@@ -10,7 +10,7 @@ use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{bucket_files, free_ports, gen_data, obliv, ok};
+use common::{bucket_files, free_ports, gen_data, obliv, ok, on_fresh_ports};
 
 fn parties() -> String {
     let (a, b) = free_ports();
@@ -41,15 +41,18 @@ fn spawn(
         .unwrap()
 }
 
-/// Runs both parties with `extra[rank]`; returns their outputs.
+/// Runs both parties with `extra[rank]` (again on new ports if one lost its port); returns
+/// their outputs.
 fn run_pair(dir: &Path, protocol: &str, out: &str, extra: [&[String]; 2]) -> (Output, Output) {
-    let p = parties();
-    let p0 = spawn(dir, protocol, 0, &p, out, extra[0]);
-    let p1 = spawn(dir, protocol, 1, &p, out, extra[1]);
-    (
-        p0.wait_with_output().unwrap(),
-        p1.wait_with_output().unwrap(),
-    )
+    on_fresh_ports(|a, b| {
+        let p = format!("127.0.0.1:{a},127.0.0.1:{b}");
+        let p0 = spawn(dir, protocol, 0, &p, out, extra[0]);
+        let p1 = spawn(dir, protocol, 1, &p, out, extra[1]);
+        (
+            p0.wait_with_output().unwrap(),
+            p1.wait_with_output().unwrap(),
+        )
+    })
 }
 
 fn args(a: &[&str]) -> Vec<String> {

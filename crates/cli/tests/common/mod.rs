@@ -21,6 +21,34 @@ pub(crate) fn free_ports() -> (u16, u16) {
     )
 }
 
+/// Whether a party failed to bind its port: [`free_ports`] releases the ports before the
+/// parties bind them, and another test's connections (the tests of a file run in parallel)
+/// may take one as their source port in between. Not the code under test: such a run is
+/// repeated on new ports ([`on_fresh_ports`]).
+pub(crate) fn lost_its_port(o: &Output) -> bool {
+    let err = String::from_utf8_lossy(&o.stderr);
+    err.contains("Address already in use") || err.contains("os error 98")
+}
+
+/// Runs `pair` (both parties on the two ports it is given, from [`free_ports`]) and repeats
+/// it on new ports, at most three times in all, while a party lost its port
+/// ([`lost_its_port`]).
+pub(crate) fn on_fresh_ports(
+    mut pair: impl FnMut(u16, u16) -> (Output, Output),
+) -> (Output, Output) {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let (a, b) = free_ports();
+        let (o0, o1) = pair(a, b);
+        if tries < 3 && (lost_its_port(&o0) || lost_its_port(&o1)) {
+            eprintln!("a party lost its port {a} or {b} to another process: again on new ports");
+            continue;
+        }
+        return (o0, o1);
+    }
+}
+
 /// `obliv gen-data --size N --out-dir DIR`: `psi_1.csv`, `psi_2.csv`, … in `dir`.
 pub(crate) fn gen_data(dir: &Path, size: u32) {
     let g = obliv()
