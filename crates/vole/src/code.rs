@@ -596,10 +596,12 @@ impl LpnCode for ExConvCode {
         assert_eq!(y.len(), self.n, "dual_encode2: wrong input length");
         let (msg, parity) = x.split_at_mut(self.k);
         let (msg2, parity2) = y.split_at_mut(self.k);
-        let apart = E::has_fast_accumulate() || F::has_fast_accumulate();
+        // With a vectorised kernel for both, the passes run separately; with one for only
+        // one of them (e.g. `u64`, which has none), the joint scalar pass is no slower than
+        // a scalar pass plus a vectorised one.
+        let apart = E::has_fast_accumulate() && F::has_fast_accumulate();
         for seed in self.acc_seeds {
             if apart {
-                // A vectorised kernel for one of the two: run the passes separately.
                 self.accumulate::<E, E>(seed, parity, None);
                 self.accumulate::<F, F>(seed, parity2, None);
             } else {
@@ -874,6 +876,128 @@ mod tests {
             }
             let bytes: Vec<u8> = blocks.iter().map(|b| b.to_bytes()[0]).collect();
             check(&bytes, &coeffs, 192, false);
+        }
+    }
+
+    /// Prints which of the kernels `all` test `test` skips because this CPU lacks them.
+    fn say_skipped<K: core::fmt::Debug + PartialEq>(test: &str, all: &[K], have: &[K]) {
+        for k in all.iter().filter(|k| !have.contains(k)) {
+            eprintln!("{test}: {k:?} kernel not on this CPU (or switched off): skipped");
+        }
+    }
+
+    /// Every block kernel this CPU has (not only the fastest, which the test above runs)
+    /// equals the scalar rows, lane for lane, on blocks and on both halves of block pairs.
+    #[test]
+    fn every_block_kernel_matches_scalar() {
+        use crate::arch::{BlockKernel, acc_blocks_with, acc_pairs_with, block_kernels};
+        let have: Vec<_> = block_kernels().collect();
+        say_skipped(
+            "every_block_kernel_matches_scalar",
+            &[BlockKernel::Avx512, BlockKernel::Avx2],
+            &have,
+        );
+        /// `fast` (rows `start..done` of `x0` by a kernel) against the scalar rows; the
+        /// kernel stops only near the end of the vector or with under 4 rows left.
+        fn check_rows<E: CodeElement + PartialEq + core::fmt::Debug>(
+            x0: &[E],
+            fast: &[E],
+            start: usize,
+            c: &[u32],
+            done: usize,
+            mix: bool,
+            what: &str,
+        ) {
+            let size = x0.len();
+            assert!(done >= start && done <= start + c.len(), "{what}");
+            assert!(
+                done + ACCUMULATOR_WIDTH + 2 <= size || done == start,
+                "{what}"
+            );
+            if start + c.len() + 36 <= size {
+                assert!(done + 4 > start + c.len(), "stopped early: {what}");
+            }
+            let mut slow = x0.to_vec();
+            for (r, &cr) in c[..done - start].iter().enumerate() {
+                acc_row(&mut slow, start + r, cr, mix);
+            }
+            assert_eq!(fast, &slow[..], "{what}");
+        }
+        let mut prg = Prg::new(Block(7));
+        let coeff_blocks = prg.blocks(256);
+        let coeffs: Vec<u32> = bytemuck::cast_slice::<Block, u32>(&coeff_blocks).to_vec();
+        for &kernel in &have {
+            for size in [29usize, 30, 31, 32, 33, 36, 57, 100, 191, 1100] {
+                let blocks = prg.blocks(size);
+                let pairs: Vec<BlockPair> = blocks
+                    .iter()
+                    .zip(prg.blocks(size))
+                    .map(|(a, b)| BlockPair([*a, b]))
+                    .collect();
+                for mix in [false, true] {
+                    for start in [0usize, 1, 2, 5, 64] {
+                        for len in [0usize, 1, 2, 3, 4, 64, 65, 1024] {
+                            if start + len > coeffs.len() || start >= size {
+                                continue;
+                            }
+                            let c = &coeffs[start..start + len];
+                            let what =
+                                format!("{kernel:?} size {size} start {start} len {len} mix {mix}");
+                            let mut fast = blocks.clone();
+                            let done = acc_blocks_with(kernel, &mut fast, start, c, mix);
+                            check_rows(&blocks, &fast, start, c, done, mix, &what);
+                            let mut fast = pairs.clone();
+                            let done = acc_pairs_with(kernel, &mut fast, start, c, mix);
+                            check_rows(&pairs, &fast, start, c, done, mix, &what);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every byte kernel this CPU has equals the scalar rows, byte for byte.
+    #[test]
+    fn every_byte_kernel_matches_scalar() {
+        use crate::arch::{ByteKernel, acc_bytes_with, byte_kernels};
+        let have: Vec<_> = byte_kernels().collect();
+        say_skipped(
+            "every_byte_kernel_matches_scalar",
+            &[ByteKernel::Avx512, ByteKernel::Avx2],
+            &have,
+        );
+        let mut prg = Prg::new(Block(8));
+        let coeff_blocks = prg.blocks(512);
+        let coeffs: Vec<u32> = bytemuck::cast_slice::<Block, u32>(&coeff_blocks).to_vec();
+        for &kernel in &have {
+            for size in [95usize, 96, 97, 127, 128, 160, 191, 192, 193, 300, 2100] {
+                // Bytes of every value, not only bits.
+                let x0: Vec<u8> = prg.blocks(size).iter().map(|b| b.to_bytes()[5]).collect();
+                for start in [0usize, 1, 31, 32, 33, 64] {
+                    for len in [0usize, 31, 32, 33, 63, 64, 65, 128, 1024, 2048] {
+                        if start + len > coeffs.len() || start >= size {
+                            continue;
+                        }
+                        let c = &coeffs[start..start + len];
+                        let what = format!("{kernel:?} size {size} start {start} len {len}");
+                        let mut fast = x0.clone();
+                        let done = acc_bytes_with(kernel, &mut fast, start, c);
+                        assert!(done >= start && done <= start + len, "{what}");
+                        assert!(
+                            done + ACCUMULATOR_WIDTH + 2 <= size || done == start,
+                            "{what}"
+                        );
+                        if start + len + 192 <= size {
+                            assert!(done + 64 > start + len, "stopped early: {what}");
+                        }
+                        let mut slow = x0.clone();
+                        for (r, &cr) in c[..done - start].iter().enumerate() {
+                            acc_row(&mut slow, start + r, cr, false);
+                        }
+                        assert_eq!(fast, slow, "{what}");
+                    }
+                }
+            }
         }
     }
 
