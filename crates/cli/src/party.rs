@@ -731,7 +731,7 @@ impl PsiBucket {
     /// [`ExitKind::Input`](crate::ExitKind::Input) if the bucket holds more distinct keys than `pad_to` (an overflow
     /// of the public bound, probability below 2^-40 for the job).
     fn padded(
-        bucket: bucket::Bucket,
+        mut bucket: bucket::Bucket,
         pad_to: usize,
         index: u64,
         rng: &mut AesRng,
@@ -744,14 +744,8 @@ impl PsiBucket {
                  for any fixed input; the peer learns only that the job stopped)"
             )));
         }
-        let mut keys = Vec::with_capacity(pad_to);
-        keys.extend(bucket.distinct().iter().map(|k| {
-            // Every key of a bucket is 16 bytes (the public hash of the key columns).
-            let mut a = [0u8; 16];
-            let n = k.len().min(16);
-            a[..n].copy_from_slice(&k[..n]);
-            a
-        }));
+        // The bucket's keys move here (its rows stay, looked up by key number).
+        let mut keys = bucket.take_keys();
         keys.resize(pad_to, [0u8; 16]);
         for d in &mut keys[real..] {
             rng.fill_bytes(d);

@@ -376,3 +376,44 @@ fn output_refuses_an_input_changed_since_ingest() {
         }
     }
 }
+
+/// `Bucket::from_parts` against a plain map, at sizes on both sides of the one-group case
+/// and with keys repeated often enough to make groups of over 16 entries (the sort path):
+/// the distinct keys in hash order, each with exactly its rows.
+#[test]
+fn grouping_matches_a_plain_map() {
+    for (n, distinct) in [
+        (0u64, 1u64),
+        (1, 1),
+        (200, 7),
+        (255, 300),
+        (256, 256),
+        (5000, 40),
+        (20_000, 19_000),
+    ] {
+        let mut want: BTreeMap<(u64, u64), Vec<u64>> = BTreeMap::new();
+        let mut parts = vec![Vec::new(), Vec::new(), Vec::new()];
+        for row in 0..n {
+            // A spread of keys (hi carries the radix bits), some rows sharing one.
+            let k = row.wrapping_mul(0x9e37_79b9_7f4a_7c15) % distinct;
+            let (hi, lo) = (k.wrapping_mul(0xd6e8_feb8_6659_fd93), k ^ 0x55);
+            want.entry((hi, lo)).or_default().push(row);
+            parts[usize::from(row % 3 == 1) + 2 * usize::from(row % 3 == 2)].push(Entry {
+                hi,
+                lo,
+                row,
+            });
+        }
+        let b = Bucket::from_parts(parts).unwrap();
+        assert_eq!(b.distinct_len(), want.len(), "n {n}");
+        assert_eq!(b.rows_len() as u64, n);
+        for (i, ((hi, lo), rows)) in want.iter().enumerate() {
+            let mut key = lo.to_le_bytes().to_vec();
+            key.extend_from_slice(&hi.to_le_bytes());
+            assert_eq!(b.distinct()[i], &key[..], "n {n} key {i}");
+            let mut got = b.rows_of(i).to_vec();
+            got.sort_unstable();
+            assert_eq!(&got, rows, "n {n} key {i}");
+        }
+    }
+}
