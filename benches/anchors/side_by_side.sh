@@ -21,6 +21,9 @@
 # Needs the anchors venv of shared/anchors/setup.sh (python in $OBLIV_ANCHORS_PY, default
 # ~/.cache/obliv-anchors/bin/python) and shared/anchors/secretflow_psi.py (path in
 # $OBLIV_SF_PSI). Without the venv only the obliv runs are recorded.
+# obliv runs OBLIV_SIDE_REPS times per row (default 3) and records the median wall time, the
+# runs listed in the note (a sub-second run's first-touch page faults vary by tens of percent
+# on a shared virtual machine); SecretFlow runs once per row.
 # Switches: OBLIV_SIDE_SKIP_SLOW=1 skips SecretFlow's SM2 and secp256k1 runs (over a minute
 # each); OBLIV_SIDE_SKIP_1E6_ECDH=1 skips the two ECDH-2PC rows at 1e6 per side (obliv FourQ
 # and Curve25519, SecretFlow Curve25519: many minutes on a CPU without AVX-512 IFMA);
@@ -37,6 +40,7 @@ PY=${OBLIV_ANCHORS_PY:-$HOME/.cache/obliv-anchors/bin/python}
 SF=${OBLIV_SF_PSI:-../shared/anchors/secretflow_psi.py}
 OUT=${OBLIV_SIDE_BY_SIDE:-docs/data/side_by_side.jsonl}
 NOTE=${1:-}
+REPS=${OBLIV_SIDE_REPS:-3}
 DATE=$(date -u +%Y-%m-%dT%H:%MZ)
 mkdir -p "$(dirname "$OUT")"
 
@@ -82,9 +86,11 @@ json_str() {
     printf '"%s"' "$s"
 }
 
-# record SYSTEM PROTOCOL CURVE N LINK WALL_S BYTES CORRECT [BACKEND]
+# record SYSTEM PROTOCOL CURVE N LINK WALL_S BYTES CORRECT [BACKEND [RUNS]]
+# (RUNS, e.g. "median of 3 runs: 0.61 0.63 0.84 s", is appended to the note)
 record() {
     local note="$NOTE" backend=""
+    [ -n "${10:-}" ] && note="${note:+$note; }${10}"
     [ -n "${9:-}" ] && backend=", \"backend\": $(json_str "$9")"
     printf '{"system": %s, "protocol": %s, "curve": %s, "n": %s, "link": %s, "wall_s": %s, "bytes": %s, "date": %s, "correct": %s, "note": %s, "cpu": %s, "cpu_class": %s, "features": %s%s}\n' \
         "$(json_str "$1")" "$(json_str "$2")" "$(json_str "$3")" "$4" "$(json_str "$5")" "$6" "$7" \
@@ -92,7 +98,7 @@ record() {
         "$(json_str "$CPU_CLASS")" "$(json_str "$FEATURES")" "$backend" | tee -a "$OUT"
 }
 
-# ours PROTOCOL CURVE N [LINK]: one `obliv psi demo` run. Its last line reads
+# ours PROTOCOL CURVE N [LINK]: REPS `obliv psi demo` runs. The last line of each reads
 # "intersection: X items (expected Y), wall time W s, total traffic T MB".
 # wanted PROTOCOL CURVE N LINK: is this row selected by OBLIV_SIDE_ROWS (all rows without it)?
 wanted() {
@@ -109,23 +115,29 @@ ours() {
     args=(--protocol "$cli" --size "$n")
     [ -n "$curve" ] && args+=(--curve "$curve")
     [ "$link" = wan100m10ms ] && args+=(--sim-bandwidth 100mbit --sim-latency 10ms)
-    local out last backend
-    out=$("$B" psi demo "${args[@]}" 2>&1)
-    last=$(tail -1 <<<"$out")
-    backend=$(sed -n 's/^backends:[[:space:]]*//p' <<<"$out" | head -1)
-    echo "# obliv ${args[*]}: $last${backend:+ (backends: $backend)}" >&2
-    local got exp wall mb
-    got=$(sed -n 's/^intersection: \([0-9]*\) items.*/\1/p' <<<"$last")
-    exp=$(sed -n 's/.*(expected \([0-9]*\)).*/\1/p' <<<"$last")
-    wall=$(sed -n 's/.*wall time \([0-9.]*\) s.*/\1/p' <<<"$last")
-    mb=$(sed -n 's/.*total traffic \([0-9.]*\) MB.*/\1/p' <<<"$last")
-    if [ -z "$wall" ]; then
-        echo "# obliv run failed: $last" >&2
-        return
-    fi
-    local ok=false
-    [ -n "$got" ] && [ "$got" = "$exp" ] && ok=true
-    record obliv "$proto" "$curve" "$n" "$link" "$wall" "$(awk -v m="$mb" 'BEGIN{printf "%.0f", m*1e6}')" "$ok" "$backend"
+    local out last backend got exp wall mb walls=() ok=true r
+    for ((r = 0; r < REPS; r++)); do
+        out=$("$B" psi demo "${args[@]}" 2>&1)
+        last=$(tail -1 <<<"$out")
+        backend=$(sed -n 's/^backends:[[:space:]]*//p' <<<"$out" | head -1)
+        echo "# obliv ${args[*]}: $last${backend:+ (backends: $backend)}" >&2
+        got=$(sed -n 's/^intersection: \([0-9]*\) items.*/\1/p' <<<"$last")
+        exp=$(sed -n 's/.*(expected \([0-9]*\)).*/\1/p' <<<"$last")
+        wall=$(sed -n 's/.*wall time \([0-9.]*\) s.*/\1/p' <<<"$last")
+        mb=$(sed -n 's/.*total traffic \([0-9.]*\) MB.*/\1/p' <<<"$last")
+        if [ -z "$wall" ]; then
+            echo "# obliv run failed: $last" >&2
+            return
+        fi
+        { [ -n "$got" ] && [ "$got" = "$exp" ]; } || ok=false
+        walls+=("$wall")
+    done
+    # The median run (the upper middle one for an even count).
+    local sorted median runs=""
+    sorted=$(printf '%s\n' "${walls[@]}" | sort -g)
+    median=$(sed -n "$(( ${#walls[@]} / 2 + 1 ))p" <<<"$sorted")
+    [ "$REPS" -gt 1 ] && runs="median of $REPS runs: $(tr '\n' ' ' <<<"$sorted")s"
+    record obliv "$proto" "$curve" "$n" "$link" "$median" "$(awk -v m="$mb" 'BEGIN{printf "%.0f", m*1e6}')" "$ok" "$backend" "$runs"
 }
 
 # sf TOKEN PROTOCOL CURVE N: one SecretFlow run (secretflow_psi.py prints one JSON line).
