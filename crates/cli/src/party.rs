@@ -1,10 +1,11 @@
 //! One party of a PSI run: read the CSV keys, connect to the other parties, run the protocol,
 //! write the rows of the intersection, and report.
 //!
-//! Order of a run: validate and hash the input (input errors before any traffic), open the
-//! checkpoint (a foreign one is refused here), split the keys of this shard into bucket files,
-//! connect, then the job handshake: every party sends every other one its settings (which must
-//! be equal), its bucket count and its checkpoint's run id. From the same messages every party
+//! Order of a run: connect to the other parties in the background (TCP, TLS) while this party
+//! validates and hashes its input and splits the keys of this shard into bucket files, then
+//! opens the checkpoint (a foreign one is refused here); input and checkpoint errors come
+//! before any data of the job is sent. Then the job handshake: every party sends every other
+//! one its settings (which must be equal), its bucket count and its checkpoint's run id. From the same messages every party
 //! takes the same decision: resume (all hold checkpoints of one run with the agreed bucket
 //! count; finished-bucket bitmaps are exchanged and ANDed) or start a new run (rank 0 draws the
 //! id). Then one PSI per bucket not finished everywhere, each result recorded durably, and
@@ -16,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use obliv_core::AesRng;
 use obliv_ec::Curve;
-use obliv_net::{Channel, ChannelExt, ConnectOptions, LinkModel, Session, SimLink, Split, Stats};
+use obliv_net::{
+    Channel, ChannelExt, ConnectOptions, LinkModel, Session, SimLink, Split, Stats, TcpChannel,
+};
 use obliv_psi::driver::{self, BucketOutput};
 use obliv_psi::ecdh::{EcdhConfig, EcdhSession};
 use obliv_psi::ecdh3;
@@ -229,7 +232,8 @@ pub fn parse_parties(s: &str) -> Result<Vec<SocketAddr>, CliError> {
 /// ephemeral ports first); otherwise the party binds `parties[rank]`.
 ///
 /// # Errors
-/// Input errors before any network traffic; then network and protocol errors.
+/// Input and checkpoint errors before any data of the job is sent (the connection may already
+/// be open: it is set up while the input is read); then network and protocol errors.
 pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, CliError> {
     let start = Instant::now();
     let n = cfg.parties.len();
@@ -265,9 +269,13 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
             "--workers is not supported by ecdh-3pc (its buckets run one after the other)",
         ));
     }
-    // All local work first: input errors surface before any network traffic. The checkpoint
-    // directory is locked (and a killed run's leftovers removed) before the input is read, as
-    // bucket files that do not fit the memory budget go there; its job is checked after.
+    // The connection is set up while the input is read (a slow link's TCP and TLS round trips
+    // hide behind the input pass), but no job data crosses it before the input is read and
+    // the checkpoint checked: input errors still come first, and the settings and row counts
+    // go out only in the job handshake. The checkpoint directory is locked (and a killed
+    // run's leftovers removed) before the input is read, as bucket files that do not fit the
+    // memory budget go there; its job is checked after.
+    let connecting = connect_in_background(cfg, listener)?;
     let cp_lock = match &cfg.checkpoint {
         Some(dir) => Some(Checkpoint::lock(dir)?),
         None => None,
@@ -290,13 +298,9 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         Some(lock) => Some(lock.open(&identity(cfg, &shape))?),
         None => None,
     };
-    let mut opts = ConnectOptions {
-        deadline: cfg.connect_timeout,
-        ..ConnectOptions::default()
-    };
-    // A hostile peer's longer frame is refused at its header, before any of it is buffered.
-    opts.tcp.max_frame_len = connection_frame_limit(cfg);
-    let session = crate::tls::session(cfg.rank, listener, &cfg.parties, cfg.tls.as_ref(), &opts)?;
+    let session = connecting
+        .join()
+        .map_err(|_| CliError::network("the connecting thread panicked"))??;
     let tls_watch = crate::tls::TlsWatch::new(&session);
     let cp = checkpoint.as_mut();
     let out = match cfg.sim {
@@ -339,6 +343,27 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         buckets: out.buckets,
         buckets_resumed: out.resumed,
     })
+}
+
+/// Starts joining the session in a thread of its own: binds this party's address (unless
+/// `listener` is given), dials the lower ranks and accepts the higher ones within
+/// `--connect-timeout`, and sets TLS up if asked. Nothing of the job is sent. If the caller
+/// gives up (an input error), the thread is left to end at its connect deadline.
+fn connect_in_background(
+    cfg: &PartyConfig,
+    listener: Option<TcpListener>,
+) -> Result<std::thread::JoinHandle<Result<Session<TcpChannel>, CliError>>, CliError> {
+    let mut opts = ConnectOptions {
+        deadline: cfg.connect_timeout,
+        ..ConnectOptions::default()
+    };
+    // A hostile peer's longer frame is refused at its header, before any of it is buffered.
+    opts.tcp.max_frame_len = connection_frame_limit(cfg);
+    let (rank, parties, tls) = (cfg.rank, cfg.parties.clone(), cfg.tls.clone());
+    std::thread::Builder::new()
+        .name("obliv-connect".into())
+        .spawn(move || crate::tls::session(rank, listener, &parties, tls.as_ref(), &opts))
+        .map_err(|e| CliError::network(format!("cannot start the connecting thread: {e}")))
 }
 
 /// Whether the protocol takes a curve (the others ignore `--curve`).

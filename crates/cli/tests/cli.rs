@@ -189,6 +189,37 @@ fn input_errors_come_before_the_network_with_exit_code_3() {
 }
 
 #[test]
+fn a_party_with_a_bad_input_stops_its_peer_at_once() {
+    // The connection is opened while the input is read; the party whose input is bad stops
+    // with an input error (exit code 3) before any data of the job is sent, and its peer,
+    // already connected, sees the connection close (exit code 4) instead of waiting out its
+    // connect timeout (20 s here). The bad row is the last of a million, so that the
+    // connection is up before it is found.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("good.csv"), "id\n1\n2\n").unwrap();
+    let mut ragged = String::from("id,x\n");
+    for i in 0..1_000_000 {
+        ragged.push_str(&format!("{i},{i}\n"));
+    }
+    ragged.push_str("7\n");
+    std::fs::write(dir.path().join("ragged.csv"), ragged).unwrap();
+    let started = std::time::Instant::now();
+    let (o0, o1) = run_pair(dir.path(), "good.csv", "ragged.csv", "id", &[]);
+    let (e0, e1) = (
+        String::from_utf8_lossy(&o0.stderr),
+        String::from_utf8_lossy(&o1.stderr),
+    );
+    assert_eq!(o1.status.code(), Some(3), "{e1}");
+    assert!(e1.contains("line 1000002"), "{e1}");
+    assert_eq!(o0.status.code(), Some(4), "{e0}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "the good party waited {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn peer_that_never_comes_up_is_a_network_error() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.csv"), "id\n1\n").unwrap();
