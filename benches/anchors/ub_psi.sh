@@ -30,7 +30,7 @@ pair() {
   local phase=$1 parties t0 t1 rs rc
   parties=$(parties)
   t0=$(now)
-  # The server reads its whole CSV before it connects: the client waits up to an hour.
+  # The client waits up to an hour for the server to come up and read its whole CSV.
   /usr/bin/time -f %M -o "$WORK/$phase.server.rss" \
     "$B" ub-psi "$phase" --role server --rank 0 --parties "$parties" --input "$WORK/server.csv" \
     --key-file "$WORK/server.key" >"$WORK/server.json" 2>"$WORK/server.err" &

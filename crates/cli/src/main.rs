@@ -132,9 +132,10 @@ struct UbCmd {
     /// must pass it in both phases: the offline phase stores the positions it needs.
     #[arg(long)]
     server_get_result: bool,
-    /// Seconds to wait for the peer. The server reads its whole CSV file before it connects
-    /// (about a minute per 1e8 rows), so a client facing a large set passes more than the
-    /// default.
+    /// Seconds to wait for the peer to come up and read its input (the connection is set up
+    /// while the input is read; the server reads its CSV at about a minute per 1e8 rows), and
+    /// for a silent peer if that is longer than the 60 s idle timeout: a client facing a large
+    /// set passes more than the default.
     #[arg(long, default_value_t = 60)]
     connect_timeout: u64,
     /// Online phase: seconds it may take in all, however slowly the peer sends (exit code 4
@@ -240,7 +241,9 @@ struct PartyArgs {
     /// Write the report as JSON to this file too.
     #[arg(long)]
     report: Option<PathBuf>,
-    /// Seconds to wait for the other parties to come up.
+    /// Seconds to wait for the other parties to come up and read their input (the connection
+    /// is set up while the input is read), and for a silent peer if that is longer than the
+    /// 60 s idle timeout.
     #[arg(long, default_value_t = 60)]
     connect_timeout: u64,
     /// Seconds each protocol step may take in all (the job handshake, the set-up, every

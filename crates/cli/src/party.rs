@@ -17,9 +17,7 @@ use std::time::{Duration, Instant};
 
 use obliv_core::AesRng;
 use obliv_ec::Curve;
-use obliv_net::{
-    Channel, ChannelExt, ConnectOptions, LinkModel, Session, SimLink, Split, Stats, TcpChannel,
-};
+use obliv_net::{Channel, ChannelExt, ConnectOptions, LinkModel, Session, SimLink, Split, Stats};
 use obliv_psi::driver::{self, BucketOutput};
 use obliv_psi::ecdh::{EcdhConfig, EcdhSession};
 use obliv_psi::ecdh3;
@@ -275,7 +273,19 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
     // go out only in the job handshake. The checkpoint directory is locked (and a killed
     // run's leftovers removed) before the input is read, as bucket files that do not fit the
     // memory budget go there; its job is checked after.
-    let connecting = connect_in_background(cfg, listener)?;
+    let mut opts = ConnectOptions {
+        deadline: cfg.connect_timeout,
+        ..ConnectOptions::default()
+    };
+    // A hostile peer's longer frame is refused at its header, before any of it is buffered.
+    opts.tcp.max_frame_len = connection_frame_limit(cfg);
+    let connecting = crate::tls::session_in_background(
+        cfg.rank,
+        listener,
+        &cfg.parties,
+        cfg.tls.as_ref(),
+        &opts,
+    )?;
     let cp_lock = match &cfg.checkpoint {
         Some(dir) => Some(Checkpoint::lock(dir)?),
         None => None,
@@ -298,9 +308,7 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         Some(lock) => Some(lock.open(&identity(cfg, &shape))?),
         None => None,
     };
-    let session = connecting
-        .join()
-        .map_err(|_| CliError::network("the connecting thread panicked"))??;
+    let session = crate::tls::join_session(connecting)?;
     let tls_watch = crate::tls::TlsWatch::new(&session);
     let cp = checkpoint.as_mut();
     let out = match cfg.sim {
@@ -343,27 +351,6 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         buckets: out.buckets,
         buckets_resumed: out.resumed,
     })
-}
-
-/// Starts joining the session in a thread of its own: binds this party's address (unless
-/// `listener` is given), dials the lower ranks and accepts the higher ones within
-/// `--connect-timeout`, and sets TLS up if asked. Nothing of the job is sent. If the caller
-/// gives up (an input error), the thread is left to end at its connect deadline.
-fn connect_in_background(
-    cfg: &PartyConfig,
-    listener: Option<TcpListener>,
-) -> Result<std::thread::JoinHandle<Result<Session<TcpChannel>, CliError>>, CliError> {
-    let mut opts = ConnectOptions {
-        deadline: cfg.connect_timeout,
-        ..ConnectOptions::default()
-    };
-    // A hostile peer's longer frame is refused at its header, before any of it is buffered.
-    opts.tcp.max_frame_len = connection_frame_limit(cfg);
-    let (rank, parties, tls) = (cfg.rank, cfg.parties.clone(), cfg.tls.clone());
-    std::thread::Builder::new()
-        .name("obliv-connect".into())
-        .spawn(move || crate::tls::session(rank, listener, &parties, tls.as_ref(), &opts))
-        .map_err(|e| CliError::network(format!("cannot start the connecting thread: {e}")))
 }
 
 /// Whether the protocol takes a curve (the others ignore `--curve`).

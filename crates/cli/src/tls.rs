@@ -3,6 +3,7 @@
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
+use std::thread::JoinHandle;
 
 use obliv_net::{ConnectOptions, Session, TcpChannel, TlsConfig, TlsStats};
 
@@ -153,6 +154,47 @@ pub fn session(
         );
     }
     Ok(s)
+}
+
+/// [`session`] in a thread of its own, so that the connection (TCP, and TLS if set) is set
+/// up while the caller reads its input; join the handle for the session. Nothing but the
+/// connection set-up crosses the network in that thread. If the caller gives up (an input
+/// error), the thread is left to end at `opts.deadline`, or with the process.
+///
+/// A party that is done with its input then waits, connected, for its peers to finish
+/// theirs: so that it waits as long as it would have waited for them to come up, the idle
+/// read timeout (`opts.tcp.read_timeout`) is raised to the connect timeout
+/// (`opts.deadline`) where that is longer.
+///
+/// # Errors
+/// [`ExitKind::Network`](crate::ExitKind::Network) if the thread cannot be started.
+pub fn session_in_background(
+    rank: usize,
+    listener: Option<TcpListener>,
+    parties: &[SocketAddr],
+    tls: Option<&TlsSetup>,
+    opts: &ConnectOptions,
+) -> Result<JoinHandle<Result<Session<TcpChannel>, CliError>>, CliError> {
+    let (parties, tls, mut opts) = (parties.to_vec(), tls.cloned(), opts.clone());
+    if let Some(idle) = opts.tcp.read_timeout {
+        opts.tcp.read_timeout = Some(idle.max(opts.deadline));
+    }
+    std::thread::Builder::new()
+        .name("obliv-connect".into())
+        .spawn(move || session(rank, listener, &parties, tls.as_ref(), &opts))
+        .map_err(|e| CliError::network(format!("cannot start the connecting thread: {e}")))
+}
+
+/// Waits for the session that [`session_in_background`] sets up.
+///
+/// # Errors
+/// Those of [`session`].
+pub fn join_session(
+    handle: JoinHandle<Result<Session<TcpChannel>, CliError>>,
+) -> Result<Session<TcpChannel>, CliError> {
+    handle
+        .join()
+        .map_err(|_| CliError::network("the connecting thread panicked"))?
 }
 
 /// Follows what TLS adds to a session's traffic after the session has moved on.

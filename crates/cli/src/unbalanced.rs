@@ -120,7 +120,8 @@ fn need<T: Clone>(v: &Option<T>, name: &str) -> Result<T, CliError> {
 /// Runs the phase; returns a one-line JSON report.
 ///
 /// # Errors
-/// Usage and input errors before any network traffic, then network and protocol errors.
+/// Usage errors before any network traffic, input errors before any data of the job is sent
+/// (the connection is set up meanwhile), then network and protocol errors.
 pub fn run(a: &UbArgs) -> Result<String, CliError> {
     let start = Instant::now();
     if a.parties.len() != 2 || a.rank > 1 {
@@ -139,7 +140,19 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         need(&a.output, "output")?;
     }
     let mut rng = AesRng::from_entropy();
-    // Everything local first: inputs, key, cache. The server's online phase reads its CSV
+    // The connection (TCP, and TLS if set) is set up while the local work below runs; nothing
+    // of the job crosses it before that work is done, so input errors still come first. A
+    // client facing a server that reads a large CSV thus waits connected, not dialling
+    // against its connect timeout.
+    let mut opts = ConnectOptions {
+        deadline: a.connect_timeout,
+        ..ConnectOptions::default()
+    };
+    // A hostile peer's longer frame is refused at its header, before any of it is buffered.
+    opts.tcp.max_frame_len = cfg.max_frame_len();
+    let connecting =
+        crate::tls::session_in_background(a.rank, None, &a.parties, a.tls.as_ref(), &opts)?;
+    // Everything local: inputs, key, cache. The server's online phase reads its CSV
     // only when it learns the result (to write its matching rows); otherwise the key and
     // the set summary of the offline phase are all it needs, so its cost follows the
     // client's set, not its own.
@@ -183,13 +196,7 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         }
         _ => None,
     };
-    let mut opts = ConnectOptions {
-        deadline: a.connect_timeout,
-        ..ConnectOptions::default()
-    };
-    // A hostile peer's longer frame is refused at its header, before any of it is buffered.
-    opts.tcp.max_frame_len = cfg.max_frame_len();
-    let mut session = crate::tls::session(a.rank, None, &a.parties, a.tls.as_ref(), &opts)?;
+    let mut session = crate::tls::join_session(connecting)?;
     let ch = session.channel(1 - a.rank)?;
     // Frames longer than the protocol's are refused before they are buffered.
     ch.set_max_frame_len(ch.max_frame_len().min(cfg.max_frame_len()));
