@@ -5,11 +5,11 @@
 //! validates and hashes its input and splits the keys of this shard into bucket files, then
 //! opens the checkpoint (a foreign one is refused here); input and checkpoint errors come
 //! before any data of the job is sent. Then the job handshake: every party sends every other
-//! one its settings (which must be equal), its bucket count and its checkpoint's run id. From the same messages every party
-//! takes the same decision: resume (all hold checkpoints of one run with the agreed bucket
-//! count; finished-bucket bitmaps are exchanged and ANDed) or start a new run (rank 0 draws the
-//! id). Then one PSI per bucket not finished everywhere, each result recorded durably, and
-//! finally the output, assembled from all bucket results.
+//! one its settings (which must be equal), its bucket count and its checkpoint's run id. From
+//! the same messages every party takes the same decision: resume (all hold checkpoints of one
+//! run with the agreed bucket count; finished-bucket bitmaps are exchanged and ANDed) or start
+//! a new run (rank 0 draws the id). Then one PSI per bucket not finished everywhere, each
+//! result recorded durably, and finally the output, assembled from all bucket results.
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::{Path, PathBuf};
