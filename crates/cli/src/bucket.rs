@@ -1,10 +1,11 @@
 //! Bucketing for inputs larger than memory.
 //!
 //! A party reads its CSV once ([`ingest`]): it validates it (all input errors surface here,
-//! before any data of the job is sent), counts the rows, and files every key, as the 128-bit
+//! before anything that depends on the input is sent), counts the rows, and files every key, as the 128-bit
 //! public hash [`key_hash`] with its row number, into [`Buckets`]: sub-buckets by the first
 //! hash word, in memory up to a budget and appended to temporary files beyond it. The
-//! connection is set up meanwhile; the job handshake waits for this pass.
+//! connection and the bucket driver are set up meanwhile; the job handshake waits for this
+//! pass.
 //! The bucket count `B` follows from public data only (every party's row count, the shard
 //! count and the agreed load; [`crate::plan`]), and bucket `b` of `B` holds the keys whose
 //! first hash word is `b` modulo `B`, so equal keys meet in the same bucket on every side. One

@@ -58,6 +58,14 @@ impl<S: PsiSession> PsiSession for StepDeadline<S> {
         self.inner.max_frame_len()
     }
 
+    fn set_job_limits(
+        &mut self,
+        max_peer_items: usize,
+        stat_security: u32,
+    ) -> obliv_psi::Result<()> {
+        self.inner.set_job_limits(max_peer_items, stat_security)
+    }
+
     fn run<C, T, R>(
         &mut self,
         ch: &mut C,

@@ -1,15 +1,19 @@
 //! One party of a PSI run: read the CSV keys, connect to the other parties, run the protocol,
 //! write the rows of the intersection, and report.
 //!
-//! Order of a run: connect to the other parties in the background (TCP, TLS) while this party
+//! Order of a run: in the background, connect to the other parties (TCP, TLS) and, with two
+//! parties, compare the settings (a settings hello) and set up the bucket driver
+//! ([`driver::prepare`]: the split of the protocol session for `--workers`), while this party
 //! validates and hashes its input and splits the keys of this shard into bucket files, then
 //! opens the checkpoint (a foreign one is refused here); input and checkpoint errors come
-//! before any data of the job is sent. Then the job handshake: every party sends every other
-//! one its settings (which must be equal), its bucket count and its checkpoint's run id. From
-//! the same messages every party takes the same decision: resume (all hold checkpoints of one
-//! run with the agreed bucket count; finished-bucket bitmaps are exchanged and ANDed) or start
-//! a new run (rank 0 draws the id). Then one PSI per bucket not finished everywhere, each
-//! result recorded durably, and finally the output, assembled from all bucket results.
+//! before anything that depends on the input is sent. Then the job handshake (with two
+//! parties on the driver's control channel): every party sends every other one its settings
+//! (which must be equal), its row count and its checkpoint's run id. From the same messages
+//! every party takes the same decision: resume (all hold checkpoints of one run with the
+//! agreed bucket count; finished-bucket bitmaps are exchanged and ANDed) or start a new run
+//! (rank 0 draws the id). Then one PSI per bucket not finished everywhere, each bucket's
+//! session taking the agreed plan's bounds, each result recorded durably, and finally the
+//! output, assembled from all bucket results.
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -17,13 +21,16 @@ use std::time::{Duration, Instant};
 
 use obliv_core::AesRng;
 use obliv_ec::Curve;
-use obliv_net::{Channel, ChannelExt, ConnectOptions, LinkModel, Session, SimLink, Split, Stats};
+use obliv_net::{
+    Channel, ChannelExt, ConnectOptions, LinkModel, MuxOptions, Session, SimLink, Split, Stats,
+    TcpChannel,
+};
 use obliv_psi::driver::{self, BucketOutput};
 use obliv_psi::ecdh::{EcdhConfig, EcdhSession};
 use obliv_psi::ecdh3;
 use obliv_psi::kkrt::{KkrtConfig, KkrtSession};
 use obliv_psi::rr22::{self, Rr22Config, Rr22Session};
-use obliv_psi::{HashedItem, Role};
+use obliv_psi::{HashedItem, PsiSession, Role};
 use rand_core::Rng;
 
 use crate::bucket::{self, Shard};
@@ -32,6 +39,7 @@ use crate::deadline::{self, StepDeadline};
 use crate::error::CliError;
 use crate::plan::BucketPlan;
 use crate::progress::{self, Progress, ProgressMode};
+use crate::tls::TlsWatch;
 
 mod hello;
 use hello::{JOB_FRAME_LIMIT, agree};
@@ -230,8 +238,9 @@ pub fn parse_parties(s: &str) -> Result<Vec<SocketAddr>, CliError> {
 /// ephemeral ports first); otherwise the party binds `parties[rank]`.
 ///
 /// # Errors
-/// Input and checkpoint errors before any data of the job is sent (the connection may already
-/// be open: it is set up while the input is read); then network and protocol errors.
+/// Input and checkpoint errors before anything that depends on the input is sent (the
+/// connection and the driver's set-up may already be done: they run while the input is
+/// read); then network and protocol errors.
 pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, CliError> {
     let start = Instant::now();
     let n = cfg.parties.len();
@@ -267,12 +276,33 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
             "--workers is not supported by ecdh-3pc (its buckets run one after the other)",
         ));
     }
+    match cfg.sim {
+        Some(model) => run_over(cfg, listener, start, move |_, c| SimLink::new(c, model)),
+        None => run_over(cfg, listener, start, |_, c| c),
+    }
+}
+
+/// The run, over the channels that `wrap` makes of the connection's (the simulated link's,
+/// or the connection's own).
+fn run_over<C, W>(
+    cfg: &PartyConfig,
+    listener: Option<TcpListener>,
+    start: Instant,
+    wrap: W,
+) -> Result<Report, CliError>
+where
+    C: Split + Send + 'static,
+    C::Sender: Send,
+    W: FnMut(usize, TcpChannel) -> C + Send + 'static,
+{
     // The connection is set up while the input is read (a slow link's TCP and TLS round trips
-    // hide behind the input pass), but no job data crosses it before the input is read and
-    // the checkpoint checked: input errors still come first, and the settings and row counts
-    // go out only in the job handshake. The checkpoint directory is locked (and a killed
-    // run's leftovers removed) before the input is read, as bucket files that do not fit the
-    // memory budget go there; its job is checked after.
+    // hide behind the input pass), and so is the bucket driver's set-up (the split of the
+    // protocol session into one child per worker: RR22's VOLE fork, KKRT's base OTs), which
+    // depends on the settings only. Nothing that depends on the input crosses before the
+    // input is read and the checkpoint checked: input errors still come first, and the row
+    // counts go out only in the job handshake. The checkpoint directory is locked (and a
+    // killed run's leftovers removed) before the input is read, as bucket files that do not
+    // fit the memory budget go there; its job is checked after.
     let mut opts = ConnectOptions {
         deadline: cfg.connect_timeout,
         ..ConnectOptions::default()
@@ -286,6 +316,7 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         cfg.tls.as_ref(),
         &opts,
     )?;
+    let setting_up = set_up_in_background(cfg, connecting, wrap)?;
     let cp_lock = match &cfg.checkpoint {
         Some(dir) => Some(Checkpoint::lock(dir)?),
         None => None,
@@ -308,19 +339,10 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         Some(lock) => Some(lock.open(&identity(cfg, &shape))?),
         None => None,
     };
-    let session = crate::tls::join_session(connecting)?;
-    let tls_watch = crate::tls::TlsWatch::new(&session);
-    let cp = checkpoint.as_mut();
-    let out = match cfg.sim {
-        Some(model) => run_buckets(
-            cfg,
-            &shape,
-            &mut files,
-            session.map(|_, c| SimLink::new(c, model)),
-            cp,
-        )?,
-        None => run_buckets(cfg, &shape, &mut files, session, cp)?,
-    };
+    let (link, tls_watch) = setting_up
+        .join()
+        .map_err(|_| CliError::network("the connecting thread panicked"))??;
+    let out = run_buckets(cfg, &shape, &mut files, link, checkpoint.as_mut())?;
     tls_watch.log();
     let rows_out = match &out.selected {
         Some(rows) => bucket::write_rows(
@@ -351,6 +373,190 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         buckets: out.buckets,
         buckets_resumed: out.resumed,
     })
+}
+
+/// The connection as the job handshake finds it.
+enum Link<C: Split> {
+    /// Two parties: the bucket driver, its session already split for the workers, and the
+    /// traffic of the settings hello before it.
+    Two(Box<driver::Prepared<StepDeadline<JobSession>, C>>, Stats),
+    /// Three parties (ECDH 3PC, whose buckets run one after the other): the session.
+    Three(Session<C>),
+}
+
+/// The thread of [`set_up_in_background`]: the link and the TLS counters.
+type SetUp<C> = std::thread::JoinHandle<Result<(Link<C>, TlsWatch), CliError>>;
+
+/// Joins the connecting thread and sets up the bucket driver in a thread of its own (while
+/// the caller reads its input): the channels wrapped by `wrap`, then, for a two-party
+/// protocol, [`driver::prepare`] on the peer's channel with this job's session (its bounds
+/// set once the plan is agreed, [`driver::Prepared::set_job_limits`]). The set-up gets
+/// `--step-timeout` as every step does; the driver's receives wait as long as
+/// `--connect-timeout` (if that is longer than their default) for a peer still reading its
+/// input, as the connection's own receives do.
+fn set_up_in_background<C, W>(
+    cfg: &PartyConfig,
+    connecting: std::thread::JoinHandle<Result<Session<TcpChannel>, CliError>>,
+    wrap: W,
+) -> Result<SetUp<C>, CliError>
+where
+    C: Split + Send + 'static,
+    C::Sender: Send,
+    W: FnMut(usize, TcpChannel) -> C + Send + 'static,
+{
+    let cfg = cfg.clone();
+    std::thread::Builder::new()
+        .name("obliv-set-up".into())
+        .spawn(move || {
+            let session = crate::tls::join_session(connecting)?;
+            let watch = TlsWatch::new(&session);
+            let session = session.map(wrap);
+            if cfg.protocol == Protocol::Ecdh3pc {
+                return Ok((Link::Three(session), watch));
+            }
+            let mut ch = peer_channel(session, 1 - cfg.rank)?;
+            ch.set_deadline(Instant::now().checked_add(cfg.step_timeout));
+            let agreed = hello::agree_settings(&cfg, &mut ch);
+            ch.set_deadline(None);
+            agreed?;
+            let settings = ch.stats();
+            let s = StepDeadline::new(JobSession::new(&cfg)?, cfg.step_timeout);
+            let idle = MuxOptions::default().recv_timeout.max(cfg.connect_timeout);
+            let mut rng = AesRng::from_entropy();
+            let prepared = driver::prepare(ch, s, cfg.workers, idle, &mut rng)?;
+            Ok((Link::Two(Box::new(prepared), settings), watch))
+        })
+        .map_err(|e| CliError::network(format!("cannot start the set-up thread: {e}")))
+}
+
+/// This party's role in a two-party protocol.
+fn role_of(cfg: &PartyConfig) -> Role {
+    if cfg.rank == cfg.receiver {
+        Role::Receiver
+    } else {
+        Role::Sender
+    }
+}
+
+/// The session of a two-party job, whichever its protocol (one type for the driver's set-up,
+/// which runs before the bucket plan is known).
+#[derive(Debug)]
+enum JobSession {
+    Ecdh(EcdhSession),
+    Kkrt(Box<KkrtSession>),
+    Rr22(Box<Rr22Session>),
+}
+
+impl JobSession {
+    /// The session of `cfg`'s protocol, with the job's bounds still unknown: no peer items
+    /// and the base statistical parameter, until [`PsiSession::set_job_limits`] sets the
+    /// plan's (before any run; the split does not depend on them).
+    fn new(cfg: &PartyConfig) -> Result<Self, CliError> {
+        let (role, lambda) = (role_of(cfg), obliv_psi::STAT_SECURITY);
+        Ok(match cfg.protocol {
+            Protocol::Ecdh => {
+                JobSession::Ecdh(EcdhSession::new(role, &ecdh_config(cfg, 0, lambda))?)
+            }
+            Protocol::Kkrt => {
+                let kcfg = KkrtConfig {
+                    max_peer_items: 0,
+                    stat_security: lambda,
+                    ..KkrtConfig::default()
+                };
+                JobSession::Kkrt(Box::new(KkrtSession::new(role, &kcfg)?))
+            }
+            Protocol::Rr22(variant) => {
+                let rcfg = Rr22Config {
+                    max_peer_items: 0,
+                    stat_security: lambda,
+                    ..Rr22Config::new(variant)
+                };
+                JobSession::Rr22(Box::new(Rr22Session::new(role, &rcfg)?))
+            }
+            Protocol::Ecdh3pc => {
+                return Err(CliError::usage("ecdh-3pc is not a two-party protocol"));
+            }
+        })
+    }
+}
+
+impl PsiSession for JobSession {
+    fn protocol(&self) -> &'static str {
+        match self {
+            JobSession::Ecdh(s) => s.protocol(),
+            JobSession::Kkrt(s) => s.protocol(),
+            JobSession::Rr22(s) => PsiSession::protocol(&**s),
+        }
+    }
+
+    fn role(&self) -> Role {
+        match self {
+            JobSession::Ecdh(s) => PsiSession::role(s),
+            JobSession::Kkrt(s) => PsiSession::role(&**s),
+            JobSession::Rr22(s) => PsiSession::role(&**s),
+        }
+    }
+
+    fn max_frame_len(&self) -> usize {
+        match self {
+            JobSession::Ecdh(s) => s.max_frame_len(),
+            JobSession::Kkrt(s) => s.max_frame_len(),
+            JobSession::Rr22(s) => s.max_frame_len(),
+        }
+    }
+
+    fn set_job_limits(
+        &mut self,
+        max_peer_items: usize,
+        stat_security: u32,
+    ) -> obliv_psi::Result<()> {
+        match self {
+            JobSession::Ecdh(s) => s.set_job_limits(max_peer_items, stat_security),
+            JobSession::Kkrt(s) => s.set_job_limits(max_peer_items, stat_security),
+            JobSession::Rr22(s) => s.set_job_limits(max_peer_items, stat_security),
+        }
+    }
+
+    fn run<Ch, T, R>(
+        &mut self,
+        ch: &mut Ch,
+        items: &[T],
+        rng: &mut R,
+    ) -> obliv_psi::Result<Option<Vec<usize>>>
+    where
+        Ch: Channel + ?Sized,
+        T: obliv_psi::PsiItem + Sync,
+        R: rand_core::CryptoRng + ?Sized,
+    {
+        match self {
+            JobSession::Ecdh(s) => s.run(ch, items, rng),
+            JobSession::Kkrt(s) => s.run(ch, items, rng),
+            JobSession::Rr22(s) => PsiSession::run(&mut **s, ch, items, rng),
+        }
+    }
+
+    fn split<Ch, R>(&mut self, ch: &mut Ch, n: usize, rng: &mut R) -> obliv_psi::Result<Vec<Self>>
+    where
+        Ch: Channel + ?Sized,
+        R: rand_core::CryptoRng + ?Sized,
+    {
+        Ok(match self {
+            JobSession::Ecdh(s) => s
+                .split(ch, n, rng)?
+                .into_iter()
+                .map(JobSession::Ecdh)
+                .collect(),
+            JobSession::Kkrt(s) => s
+                .split(ch, n, rng)?
+                .into_iter()
+                .map(|k| JobSession::Kkrt(Box::new(k)))
+                .collect(),
+            JobSession::Rr22(s) => PsiSession::split(&mut **s, ch, n, rng)?
+                .into_iter()
+                .map(|r| JobSession::Rr22(Box::new(r)))
+                .collect(),
+        })
+    }
 }
 
 /// Whether the protocol takes a curve (the others ignore `--curve`).
@@ -408,16 +614,36 @@ fn run_buckets<C>(
     cfg: &PartyConfig,
     shape: &bucket::InputShape,
     files: &mut bucket::Buckets,
-    mut session: Session<C>,
+    mut link: Link<C>,
     mut cp: Option<&mut Checkpoint>,
 ) -> Result<Outcome, CliError>
 where
-    C: Channel + Split,
+    C: Split + Send + 'static,
     C::Sender: Send,
 {
-    deadline::set_on_session(&mut session, Instant::now().checked_add(cfg.step_timeout));
-    let plan = agree(cfg, shape.rows, &mut session, cp.as_deref_mut())?;
-    deadline::set_on_session(&mut session, None);
+    let deadline = Instant::now().checked_add(cfg.step_timeout);
+    let plan = match &mut link {
+        Link::Three(session) => {
+            deadline::set_on_session(session, deadline);
+            let plan = agree(cfg, shape.rows, session, cp.as_deref_mut());
+            deadline::set_on_session(session, None);
+            plan?
+        }
+        Link::Two(prepared, _) => {
+            // The job handshake on the driver's control channel, after its set-up.
+            let mut channels: Vec<Option<&mut dyn Channel>> = vec![None, None];
+            let ch = prepared.control();
+            ch.set_deadline(deadline);
+            if let Some(slot) = channels.get_mut(1 - cfg.rank.min(1)) {
+                *slot = Some(ch);
+            }
+            let mut session = Session::from_channels(cfg.rank, channels)?;
+            let plan = agree(cfg, shape.rows, &mut session, cp.as_deref_mut());
+            drop(session);
+            prepared.control().set_deadline(None);
+            plan?
+        }
+    };
     let total = plan.buckets;
     let pad_to = usize::try_from(plan.bound(cfg.rank))
         .map_err(|_| CliError::usage(format!("buckets of {} keys", plan.bound(cfg.rank))))?;
@@ -473,11 +699,6 @@ where
     let mut rng = AesRng::from_entropy();
     let step = cfg.step_timeout;
     let ecfg = ecdh_config(cfg, peer_limit, lambda);
-    let role = if cfg.rank == cfg.receiver {
-        Role::Receiver
-    } else {
-        Role::Sender
-    };
     let mut bar = Progress::new(
         cfg.progress,
         "psi",
@@ -539,7 +760,13 @@ where
         }
     };
     // The job handshake's traffic; the buckets' is added as they finish.
-    let mut stats = session.stats();
+    // With two parties: the settings hello, then the driver's set-up and the job handshake
+    // (on its control channel). The set-up's round trips overlap the input pass, but they
+    // are round trips of the run all the same, and counted as such.
+    let mut stats = match &mut link {
+        Link::Three(session) => session.stats(),
+        Link::Two(prepared, settings) => *settings + prepared.control().stats(),
+    };
     // Round trips on the critical path: the handshake's and the set-up's, then each worker's
     // buckets one after the other (workers run side by side).
     let mut critical_rounds = stats.rounds;
@@ -579,70 +806,41 @@ where
             worker_rounds[out.worker] += out.stats.rounds;
             record(out)
         };
-        if cfg.protocol == Protocol::Ecdh3pc {
-            // Three parties: one bucket after the other on the whole session, each channel
-            // refusing frames longer than the protocol's before buffering them.
-            let limit = ecdh3::max_frame_len(&ecfg);
-            for (_, ch) in session.channels_mut() {
-                ch.set_max_frame_len(ch.max_frame_len().min(limit));
+        match link {
+            Link::Three(mut session) => {
+                // Three parties: one bucket after the other on the whole session, each channel
+                // refusing frames longer than the protocol's before buffering them.
+                let limit = ecdh3::max_frame_len(&ecfg);
+                for (_, ch) in session.channels_mut() {
+                    ch.set_max_frame_len(ch.max_frame_len().min(limit));
+                }
+                let runs = driver::sequential(input, |b: &PsiBucket| {
+                    let before = session.stats();
+                    deadline::set_on_session(&mut session, Instant::now().checked_add(step));
+                    // ECDH 3PC hashes its items itself (to the curve), from their bytes.
+                    let keys: Vec<[u8; 16]> = b.keys.iter().map(|k| k.0).collect();
+                    let r = ecdh3::run_with_limit(
+                        &mut session,
+                        cfg.receiver,
+                        &keys,
+                        &ecfg,
+                        peer_limit,
+                        &mut rng,
+                    );
+                    deadline::set_on_session(&mut session, None);
+                    let r = r?;
+                    Ok((r, session.stats() - before))
+                });
+                runs.into_iter().try_for_each(&mut each)?;
             }
-            let runs = driver::sequential(input, |b: &PsiBucket| {
-                let before = session.stats();
-                deadline::set_on_session(&mut session, Instant::now().checked_add(step));
-                // ECDH 3PC hashes its items itself (to the curve), from their bytes.
-                let keys: Vec<[u8; 16]> = b.keys.iter().map(|k| k.0).collect();
-                let r = ecdh3::run_with_limit(
-                    &mut session,
-                    cfg.receiver,
-                    &keys,
-                    &ecfg,
-                    peer_limit,
-                    &mut rng,
-                );
-                deadline::set_on_session(&mut session, None);
-                let r = r?;
-                Ok((r, session.stats() - before))
-            });
-            runs.into_iter().try_for_each(&mut each)?;
-        } else if !todo.is_empty() {
-            let ch = peer_channel(session, 1 - cfg.rank)?;
-            let workers = cfg.workers;
-            let setup = match cfg.protocol {
-                Protocol::Ecdh => {
-                    let s = StepDeadline::new(EcdhSession::new(role, &ecfg)?, step);
-                    drive(
-                        driver::run_buckets(ch, s, workers, input, &mut rng)?,
-                        &mut each,
-                    )
-                }
-                Protocol::Kkrt => {
-                    let kcfg = KkrtConfig {
-                        max_peer_items: peer_limit,
-                        stat_security: lambda,
-                        ..KkrtConfig::default()
-                    };
-                    let s = StepDeadline::new(KkrtSession::new(role, &kcfg)?, step);
-                    drive(
-                        driver::run_buckets(ch, s, workers, input, &mut rng)?,
-                        &mut each,
-                    )
-                }
-                Protocol::Rr22(variant) => {
-                    let rcfg = Rr22Config {
-                        max_peer_items: peer_limit,
-                        stat_security: lambda,
-                        ..Rr22Config::new(variant)
-                    };
-                    let s = StepDeadline::new(Rr22Session::new(role, &rcfg)?, step);
-                    drive(
-                        driver::run_buckets(ch, s, workers, input, &mut rng)?,
-                        &mut each,
-                    )
-                }
-                Protocol::Ecdh3pc => Ok(Stats::default()),
-            }?;
-            stats += setup;
-            critical_rounds += setup.rounds;
+            Link::Two(mut prepared, _) if !todo.is_empty() => {
+                // The children of the split take the plan's bounds now; their set-up traffic
+                // is already in `stats` (the control channel's).
+                prepared.set_job_limits(peer_limit, lambda)?;
+                drive(prepared.run(input, &mut rng)?, &mut each)?;
+            }
+            // Every bucket was finished on every side: the set-up is dropped unused.
+            Link::Two(..) => {}
         }
         if let Some(e) = failed.take() {
             return Err(e);
@@ -691,19 +889,18 @@ fn connection_frame_limit(cfg: &PartyConfig) -> usize {
     protocol.max(JOB_FRAME_LIMIT)
 }
 
-/// Runs the driver's buckets through `each`; returns the set-up's traffic.
+/// Runs the driver's buckets through `each`.
 fn drive<I>(
     buckets: driver::Buckets<'_, I, PsiBucket>,
     each: &mut dyn FnMut(obliv_psi::Result<BucketOutput<PsiBucket>>) -> Result<(), CliError>,
-) -> Result<Stats, CliError>
+) -> Result<(), CliError>
 where
     I: Iterator<Item = PsiBucket>,
 {
-    let setup = buckets.setup_stats();
     for out in buckets {
         each(out)?;
     }
-    Ok(setup)
+    Ok(())
 }
 
 /// The channel to `peer`, taken out of a two-party session.

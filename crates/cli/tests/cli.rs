@@ -191,7 +191,7 @@ fn input_errors_come_before_the_network_with_exit_code_3() {
 #[test]
 fn a_party_with_a_bad_input_stops_its_peer_at_once() {
     // The connection is opened while the input is read; the party whose input is bad stops
-    // with an input error (exit code 3) before any data of the job is sent, and its peer,
+    // with an input error (exit code 3) before anything that depends on its input is sent, and its peer,
     // already connected, sees the connection close (exit code 4) instead of waiting out its
     // connect timeout (20 s here). The bad row is the last of a million, so that the
     // connection is up before it is found.

@@ -122,7 +122,9 @@ fn workers_give_the_one_worker_output() {
 }
 
 #[test]
-fn different_worker_counts_stop_in_the_job_handshake() {
+fn different_worker_counts_stop_at_the_settings_hello() {
+    // The settings go first on the connection (before the driver's set-up, whose messages
+    // depend on the worker count), so both sides see both counts.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     gen_data(d, 1000);

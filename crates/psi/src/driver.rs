@@ -16,6 +16,10 @@
 //!   [`worker_sub_id`]`(k)`. Bucket `i` goes to worker `i mod workers`, so both parties pair
 //!   their buckets without any coordination message.
 //!
+//! A caller that must exchange messages of its own with the peer between the set-up and the
+//! buckets, or wants the set-up done before it has its buckets, calls [`prepare`] (the
+//! split) and then [`Prepared::run`]; [`run_buckets`] is the two in one step.
+//!
 //! Either way:
 //!
 //! - **Bounded memory.** At most `workers + 1` buckets are taken from the caller's iterator
@@ -237,7 +241,7 @@ where
 /// [`Error::Protocol`] if the peer's worker stopped (it failed, or had fewer buckets).
 pub fn run_concurrent<P, S, I, B, T, R>(
     mux: &Mux<S>,
-    mut session: P,
+    session: P,
     workers: usize,
     buckets: I,
     rng: &mut R,
@@ -252,7 +256,21 @@ where
 {
     check_workers(workers)?;
     let mut ctrl = mux.sub(SUB_CONTROL)?;
-    let children = session.split(&mut ctrl, workers, rng)?;
+    let children = split_into(&mut ctrl, session, workers, rng)?;
+    let setup = ctrl.stats();
+    drop(ctrl);
+    spawn_workers(mux, children, setup, buckets, rng)
+}
+
+/// The split step on the control channel: `workers` children of `session`, checked to be as
+/// many.
+fn split_into<P, C, R>(ctrl: &mut C, mut session: P, workers: usize, rng: &mut R) -> Result<Vec<P>>
+where
+    P: PsiSession,
+    C: Channel + ?Sized,
+    R: CryptoRng + ?Sized,
+{
+    let children = session.split(ctrl, workers, rng)?;
     drop(session);
     if children.len() != workers {
         return Err(Error::InvalidParameter(format!(
@@ -260,10 +278,36 @@ where
             children.len()
         )));
     }
-    let setup = ctrl.stats();
-    drop(ctrl);
+    Ok(children)
+}
+
+/// Starts a worker thread per child session, on sub-channel [`worker_sub_id`]`(k)` of `mux`
+/// (`setup`: the split step's traffic, for [`ConcurrentBuckets::setup_stats`]).
+fn spawn_workers<P, S, I, B, T, R>(
+    mux: &Mux<S>,
+    children: Vec<P>,
+    setup: Stats,
+    buckets: I,
+    rng: &mut R,
+) -> Result<ConcurrentBuckets<I::IntoIter, B>>
+where
+    P: PsiSession + 'static,
+    S: FrameSender + Send + 'static,
+    I: IntoIterator<Item = B>,
+    B: AsRef<[T]> + Send + 'static,
+    T: PsiItem + Send + Sync + 'static,
+    R: CryptoRng + ?Sized,
+{
+    let workers = children.len();
+    let limit = children
+        .first()
+        .map_or(usize::MAX, PsiSession::max_frame_len);
     let channels = (0..workers)
-        .map(|k| mux.sub(worker_sub_id(k)))
+        .map(|k| {
+            let mut ch = mux.sub(worker_sub_id(k))?;
+            ch.set_max_frame_len(limit);
+            Ok(ch)
+        })
         .collect::<obliv_net::Result<Vec<_>>>()?;
     let (done_tx, results) = mpsc::channel();
     let mut jobs = Vec::with_capacity(workers);
@@ -420,6 +464,9 @@ impl<I: Iterator<Item = B>, B> Iterator for Buckets<'_, I, B> {
 /// ([`PsiSession::max_frame_len`]; a tighter limit the caller set stays): a peer announcing a
 /// longer frame is refused before any of it is buffered.
 ///
+/// This is [`prepare`] and [`Prepared::run`] in one step, for a caller that has nothing to
+/// exchange between the set-up and the buckets.
+///
 /// # Errors
 /// As [`run_concurrent`] (nothing is sent here with one worker).
 pub fn run_buckets<'a, P, C, I, B, T, R>(
@@ -432,34 +479,205 @@ pub fn run_buckets<'a, P, C, I, B, T, R>(
 where
     P: PsiSession + 'static,
     C: Split + 'a,
-    C::Sender: Send,
+    C::Sender: Send + 'static,
     I: IntoIterator<Item = B>,
     B: AsRef<[T]> + Send + 'static,
     T: PsiItem + Send + Sync + 'static,
     R: CryptoRng + ?Sized,
 {
-    check_workers(workers)?;
     let mut ch = ch;
     ch.set_max_frame_len(ch.max_frame_len().min(session.max_frame_len()));
+    let idle = MuxOptions::default().recv_timeout;
+    prepare(ch, session, workers, idle, rng)?.run(buckets, rng)
+}
+
+/// The set-up of [`run_buckets`] on its own, for a caller that runs it before it has its
+/// buckets (even before it knows their sizes; the split does not depend on them) and
+/// exchanges its own messages with the peer between the set-up and the buckets: the `obliv`
+/// CLI splits the session while it reads its input, then agrees on the bucket plan on
+/// [`Prepared::control`], then sets the plan's bounds with [`Prepared::set_job_limits`] and
+/// runs the buckets with [`Prepared::run`]. The peer calls `prepare` at the same point with
+/// a session of the complementary role and the same `workers`.
+///
+/// With one worker nothing happens here (the session sets itself up in its first run);
+/// with more, `ch` becomes an [`obliv_net::Mux`] whose receives wait at most `idle` while
+/// the connection delivers nothing ([`MuxOptions::recv_timeout`]; a caller whose peer may
+/// take long between the set-up and the buckets passes at least that pause), and the
+/// session is split on its [`SUB_CONTROL`] sub-channel.
+///
+/// Frame limits: `ch`'s limit (which the caller sets to the longest frame it accepts at
+/// all, its own messages' included) stays the connection's; each worker's sub-channel gets
+/// the protocol's ([`PsiSession::max_frame_len`]), and the control sub-channel the protocol's
+/// during the split (the caller may set another on [`Prepared::control`] for its own
+/// messages).
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for `workers` outside `1..=`[`MAX_WORKERS`]; the errors of
+/// [`PsiSession::split`] ([`Error::HandshakeMismatch`] if the peer runs another worker count
+/// or other parameters; network and set-up errors); [`Error::Net`] if the multiplexer cannot
+/// start.
+pub fn prepare<P, C, R>(
+    ch: C,
+    session: P,
+    workers: usize,
+    idle: std::time::Duration,
+    rng: &mut R,
+) -> Result<Prepared<P, C>>
+where
+    P: PsiSession,
+    C: Split,
+    C::Sender: Send + 'static,
+    R: CryptoRng + ?Sized,
+{
+    check_workers(workers)?;
     if workers == 1 {
-        let mut seed = [0u8; 16];
-        rng.fill_bytes(&mut seed);
-        let mut rng = AesRng::from_seed(seed);
-        seed.zeroize();
-        let (mut ch, mut session) = (ch, session);
-        return Ok(Buckets::Sequential(sequential(buckets, move |b: &B| {
-            let before = ch.stats();
-            let result = session.run(&mut ch, b.as_ref(), &mut rng)?;
-            Ok((result, ch.stats() - before))
-        })));
+        return Ok(Prepared {
+            stage: Stage::One { ch, session },
+        });
     }
     let opts = MuxOptions {
+        recv_timeout: idle,
         // Each worker's peer may queue up to a bucket's messages (tens of MB at 2^20).
         max_queued: MuxOptions::default().max_queued.saturating_mul(workers),
         ..MuxOptions::default()
     };
     let mux = Mux::with_options(ch, opts)?;
-    run_concurrent(&mux, session, workers, buckets, rng).map(Buckets::Concurrent)
+    let mut control = mux.sub(SUB_CONTROL)?;
+    let connection_limit = control.max_frame_len();
+    control.set_max_frame_len(session.max_frame_len());
+    let children = split_into(&mut control, session, workers, rng)?;
+    control.set_max_frame_len(connection_limit);
+    let setup = control.stats();
+    Ok(Prepared {
+        stage: Stage::Many {
+            mux,
+            control,
+            children,
+            setup,
+        },
+    })
+}
+
+/// A bucket driver whose set-up ([`prepare`]) is done and whose buckets have not started.
+pub struct Prepared<P, C: Split> {
+    stage: Stage<P, C>,
+}
+
+/// What [`Prepared`] holds: the channel and the session (one worker), or the multiplexer,
+/// its control sub-channel and the children of the split (several).
+enum Stage<P, C: Split> {
+    One {
+        ch: C,
+        session: P,
+    },
+    Many {
+        mux: Mux<C::Sender>,
+        control: SubChannel<C::Sender>,
+        children: Vec<P>,
+        setup: Stats,
+    },
+}
+
+impl<P, C: Split> std::fmt::Debug for Prepared<P, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let workers = match &self.stage {
+            Stage::One { .. } => 1,
+            Stage::Many { children, .. } => children.len(),
+        };
+        f.debug_struct("Prepared")
+            .field("workers", &workers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: PsiSession, C: Split> Prepared<P, C>
+where
+    C::Sender: Send + 'static,
+{
+    /// The number of workers.
+    pub fn workers(&self) -> usize {
+        match &self.stage {
+            Stage::One { .. } => 1,
+            Stage::Many { children, .. } => children.len(),
+        }
+    }
+
+    /// The channel for the caller's own messages with the peer before the buckets: the
+    /// channel itself with one worker, the [`SUB_CONTROL`] sub-channel with several (closed
+    /// when the buckets start).
+    pub fn control(&mut self) -> &mut dyn Channel {
+        match &mut self.stage {
+            Stage::One { ch, .. } => ch,
+            Stage::Many { control, .. } => control,
+        }
+    }
+
+    /// The set-up's traffic (the split step; nothing with one worker), without the caller's
+    /// messages on [`control`](Self::control).
+    pub fn setup_stats(&self) -> Stats {
+        match &self.stage {
+            Stage::One { .. } => Stats::default(),
+            Stage::Many { setup, .. } => *setup,
+        }
+    }
+
+    /// Sets the job's bounds on the session or on every child of the split
+    /// ([`PsiSession::set_job_limits`]); the peer sets the same `stat_security`.
+    ///
+    /// # Errors
+    /// Those of [`PsiSession::set_job_limits`].
+    pub fn set_job_limits(&mut self, max_peer_items: usize, stat_security: u32) -> Result<()> {
+        match &mut self.stage {
+            Stage::One { session, .. } => session.set_job_limits(max_peer_items, stat_security),
+            Stage::Many { children, .. } => children
+                .iter_mut()
+                .try_for_each(|c| c.set_job_limits(max_peer_items, stat_security)),
+        }
+    }
+
+    /// Runs the buckets as [`run_buckets`] does after its set-up: returns an iterator over
+    /// their results in bucket order, pulling from `buckets` as it goes. With one worker the
+    /// channel's frame limit is lowered to the protocol's first.
+    ///
+    /// # Errors
+    /// [`Error::Net`] if a worker's sub-channel is already open, or a worker thread cannot
+    /// start; later, from the iterator, as [`run_concurrent`]'s.
+    pub fn run<'a, I, B, T, R>(self, buckets: I, rng: &mut R) -> Result<Buckets<'a, I::IntoIter, B>>
+    where
+        P: 'static,
+        C: 'a,
+        I: IntoIterator<Item = B>,
+        B: AsRef<[T]> + Send + 'static,
+        T: PsiItem + Send + Sync + 'static,
+        R: CryptoRng + ?Sized,
+    {
+        match self.stage {
+            Stage::One {
+                mut ch,
+                mut session,
+            } => {
+                ch.set_max_frame_len(ch.max_frame_len().min(session.max_frame_len()));
+                let mut seed = [0u8; 16];
+                rng.fill_bytes(&mut seed);
+                let mut rng = AesRng::from_seed(seed);
+                seed.zeroize();
+                Ok(Buckets::Sequential(sequential(buckets, move |b: &B| {
+                    let before = ch.stats();
+                    let result = session.run(&mut ch, b.as_ref(), &mut rng)?;
+                    Ok((result, ch.stats() - before))
+                })))
+            }
+            Stage::Many {
+                mux,
+                control,
+                children,
+                setup,
+            } => {
+                drop(control);
+                spawn_workers(&mux, children, setup, buckets, rng).map(Buckets::Concurrent)
+            }
+        }
+    }
 }
 
 /// The body of worker `k`: runs the buckets of its queue until the queue closes, a bucket

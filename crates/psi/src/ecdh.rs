@@ -477,6 +477,22 @@ impl PsiSession for EcdhSession {
         "ecdh-2pc"
     }
 
+    fn set_job_limits(&mut self, max_peer_items: usize, stat_security: u32) -> Result<()> {
+        if self.failed {
+            return Err(Error::InvalidParameter(
+                "an earlier run of this ECDH session failed; open a new session".into(),
+            ));
+        }
+        let cfg = EcdhConfig {
+            max_peer_items,
+            stat_security,
+            ..self.cfg
+        };
+        check(&cfg)?;
+        self.cfg = cfg;
+        Ok(())
+    }
+
     fn role(&self) -> Role {
         self.role
     }

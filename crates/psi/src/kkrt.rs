@@ -746,6 +746,32 @@ impl PsiSession for KkrtSession {
         "kkrt16"
     }
 
+    fn set_job_limits(&mut self, max_peer_items: usize, stat_security: u32) -> Result<()> {
+        let cfg = KkrtConfig {
+            max_peer_items,
+            stat_security,
+            ..self.cfg
+        };
+        cfg.check()?;
+        match &mut self.state {
+            KkrtState::New => {}
+            KkrtState::Receiver(s) => s.cfg = cfg,
+            KkrtState::Sender(s) => {
+                // The OT extension's own bound follows the new largest bucket, as in `setup`.
+                s.oprf
+                    .set_max_batch(max_bins(cfg.max_peer_items, cfg.stat_security));
+                s.cfg = cfg;
+            }
+            KkrtState::Failed => {
+                return Err(Error::InvalidParameter(
+                    "an earlier run of this KKRT session failed; open a new session".into(),
+                ));
+            }
+        }
+        self.cfg = cfg;
+        Ok(())
+    }
+
     fn role(&self) -> Role {
         self.role
     }

@@ -66,6 +66,23 @@ pub trait PsiSession: Send + Sized {
         T: PsiItem + Sync,
         R: CryptoRng + ?Sized;
 
+    /// Sets the job's bounds, which this session checks from its next run on: the most items
+    /// the peer may announce in one run (`max_peer_items`) and the statistical security
+    /// parameter of each run (`stat_security`, compared in every run's handshake), as the
+    /// configuration given to the constructor sets them.
+    ///
+    /// For a caller that sets the session up or splits it before it knows the job's sizes
+    /// (neither the set-up nor [`split`](Self::split) depends on them): the bucket driver's
+    /// [`prepare`](crate::driver::prepare) runs the split while the caller still reads its
+    /// input, and [`Prepared::set_job_limits`](crate::driver::Prepared::set_job_limits)
+    /// sets the bounds on every child once the sizes are agreed. Both parties set the same
+    /// `stat_security` (every run's handshake checks it).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for values the constructor would refuse, or if the
+    /// session failed.
+    fn set_job_limits(&mut self, max_peer_items: usize, stat_security: u32) -> Result<()>;
+
     /// Splits off `n` child sessions for buckets run side by side, each with its peer's
     /// child on a channel of its own (child `j` with child `j`). Runs on `ch` (a control
     /// channel) at the same point as the peer's `split`; checks that the peer splits into

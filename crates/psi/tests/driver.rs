@@ -1,7 +1,8 @@
 //! The bucket driver against the plain intersection, for every two-party protocol behind the
 //! one `PsiSession` shape: ECDH, KKRT16 and the three RR22 variants, on one worker (the
 //! channel itself) and on several (sub-channels of a `Mux`), with empty buckets; a peer
-//! with another worker count or another protocol stops with a handshake mismatch.
+//! with another worker count or another protocol stops with a handshake mismatch; the set-up
+//! apart from the buckets (`driver::prepare`), with the bounds set after it.
 #![allow(clippy::unwrap_used)]
 
 use obliv_core::AesRng;
@@ -267,4 +268,83 @@ fn different_protocols_stop_at_the_handshake() {
         .collect::<Result<Vec<()>, Error>>();
     assert_eq!(r.unwrap_err().kind(), ErrorKind::Mismatch);
     assert_eq!(t.join().unwrap().unwrap_err().kind(), ErrorKind::Mismatch);
+}
+
+/// [`driver::prepare`], then the caller's own messages on the control channel, then the job's
+/// bounds ([`driver::Prepared::set_job_limits`]), then the buckets: the sessions are made
+/// admitting no peer items at all, so the buckets run only if the bounds set after the split
+/// reach every child (without them every run fails).
+#[test]
+fn prepared_driver_takes_the_callers_messages_and_the_bounds_set_after_the_split() {
+    fn prepared<P, F>(make: F, workers: usize, set_limits: bool) -> Outcome
+    where
+        P: PsiSession + 'static,
+        F: Fn(Role) -> P + Send + Sync + Copy + 'static,
+    {
+        let (xs, ys) = buckets(&[400, 0, 90, 700]);
+        let (a, b) = mem_pair();
+        let idle = std::time::Duration::from_secs(10);
+        let side =
+            move |ch, role, items: Vec<Items>, seed| -> Result<Vec<Option<Vec<usize>>>, Error> {
+                let mut rng = AesRng::from_seed([seed; 16]);
+                let mut p = driver::prepare(ch, make(role), workers, idle, &mut rng)?;
+                assert_eq!(p.workers(), workers);
+                // The caller's messages after the set-up: each side's plan, compared.
+                let plan = format!("plan of {workers} workers");
+                p.control().send(plan.as_bytes()).unwrap();
+                p.control().flush().unwrap();
+                assert_eq!(p.control().recv_max(64).unwrap(), plan.as_bytes());
+                if set_limits {
+                    p.set_job_limits(1000, 41)?;
+                }
+                p.run(items, &mut rng)?
+                    .map(|o| o.map(|o| o.result))
+                    .collect()
+            };
+        let t = std::thread::spawn(move || side(b, Role::Sender, ys, 2).map(|r| r.len()));
+        let r = side(a, Role::Receiver, xs, 1).map(|r| r.into_iter().map(Option::unwrap).collect());
+        (r, t.join().unwrap())
+    }
+    fn check_prepared<P, F>(make: F)
+    where
+        P: PsiSession + 'static,
+        F: Fn(Role) -> P + Send + Sync + Copy + 'static,
+    {
+        let name = make(Role::Receiver).protocol();
+        let (xs, ys) = buckets(&[400, 0, 90, 700]);
+        let want = expected(&xs, &ys);
+        for workers in [1, 3] {
+            let (r, s) = prepared(make, workers, true);
+            assert_eq!(r.unwrap(), want, "{name} on {workers} workers");
+            assert_eq!(s.unwrap(), 4, "{name} on {workers} workers");
+            let (r, _) = prepared(make, workers, false);
+            assert!(r.is_err(), "{name} on {workers} workers ran past its bound");
+        }
+    }
+    check_prepared(|role| {
+        let cfg = EcdhConfig {
+            curve: Curve::Curve25519,
+            batch_size: 256,
+            max_peer_items: 0,
+            ..EcdhConfig::default()
+        };
+        EcdhSession::new(role, &cfg).unwrap()
+    });
+    check_prepared(|role| {
+        let cfg = KkrtConfig {
+            max_peer_items: 0,
+            ..KkrtConfig::default()
+        };
+        KkrtSession::new(role, &cfg).unwrap()
+    });
+    for v in [Variant::Fast, Variant::LowComm, Variant::Malicious] {
+        let make = move |role| {
+            let cfg = Rr22Config {
+                max_peer_items: 0,
+                ..Rr22Config::new(v)
+            };
+            Rr22Session::new(role, &cfg).unwrap()
+        };
+        check_prepared(make);
+    }
 }

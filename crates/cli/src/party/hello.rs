@@ -5,6 +5,9 @@
 
 use super::*;
 
+/// Magic of the settings hello of two-party jobs ([`agree_settings`]), the first message on
+/// the connection.
+const SETTINGS_MAGIC: &[u8; 8] = b"OBLIVJS1";
 /// Magic of the job-level handshake (before the protocol's own handshake in each bucket).
 /// Version 2: the protocols run on the keys' 128-bit public hashes, not the keys themselves, so
 /// a peer of version 1 would silently find nothing in common; the magic makes it an error.
@@ -54,12 +57,7 @@ impl JobHello {
     }
 
     pub(super) fn decode(b: &[u8]) -> Result<Self, CliError> {
-        let bad = || {
-            CliError::protocol(
-                "the peer's first message is not an obliv psi job handshake of this version \
-                 (is it running another version of obliv?)",
-            )
-        };
+        let bad = not_this_version;
         let u64_at = |i: usize| -> Result<u64, CliError> {
             let s = b.get(i..i + 8).ok_or_else(bad)?;
             let mut a = [0u8; 8];
@@ -110,6 +108,18 @@ pub(super) fn agree<C: Channel>(
     session: &mut Session<C>,
     cp: Option<&mut Checkpoint>,
 ) -> Result<BucketPlan, CliError> {
+    let params = settings(cfg);
+    let ours = JobHello {
+        params,
+        rows: own_rows,
+        checkpoint: cp.is_some(),
+        run: cp.as_ref().and_then(|c| c.run()),
+    };
+    agree_on(cfg, own_rows, session, cp, ours)
+}
+
+/// The settings every party must run with, as text (shown in the error when they differ).
+pub(super) fn settings(cfg: &PartyConfig) -> String {
     let mut params = format!(
         "protocol={} curve={} receiver={} broadcast={} shard={} bucket_load={}",
         cfg.protocol,
@@ -129,12 +139,56 @@ pub(super) fn agree<C: Channel>(
     if cfg.workers != 1 {
         params.push_str(&format!(" workers={}", cfg.workers));
     }
-    let ours = JobHello {
-        params,
-        rows: own_rows,
-        checkpoint: cp.is_some(),
-        run: cp.as_ref().and_then(|c| c.run()),
-    };
+    params
+}
+
+/// Two parties: exchanges the settings on `ch` with the peer before the bucket driver's
+/// set-up (which runs while the input is read), so that parties that differ (in the worker
+/// count, say, which shapes the set-up's messages) stop here with both settings shown, as
+/// they would in the job handshake. The job handshake compares them again.
+///
+/// # Errors
+/// [`ExitKind::Protocol`](crate::ExitKind::Protocol) if the peer's settings differ or its
+/// message is not a settings hello of this version; network errors.
+pub(super) fn agree_settings<C: Channel + ?Sized>(
+    cfg: &PartyConfig,
+    ch: &mut C,
+) -> Result<(), CliError> {
+    let ours = settings(cfg);
+    let mut msg = SETTINGS_MAGIC.to_vec();
+    msg.extend_from_slice(ours.as_bytes());
+    ch.send(&msg)?;
+    ch.flush()?;
+    let reply = ch.recv_max(MAX_HELLO)?;
+    let theirs = reply
+        .strip_prefix(SETTINGS_MAGIC.as_slice())
+        .and_then(|t| std::str::from_utf8(t).ok())
+        .ok_or_else(not_this_version)?;
+    if theirs != ours {
+        return Err(CliError::protocol(format!(
+            "party {} runs {{{theirs}}}, this party runs {{{ours}}}",
+            1 - cfg.rank.min(1)
+        )));
+    }
+    Ok(())
+}
+
+/// The error for a peer's first message that is not of this version.
+fn not_this_version() -> CliError {
+    CliError::protocol(
+        "the peer's first message is not an obliv psi job handshake of this version (is it \
+         running another version of obliv?)",
+    )
+}
+
+/// [`agree`] with this party's hello built.
+fn agree_on<C: Channel>(
+    cfg: &PartyConfig,
+    own_rows: u64,
+    session: &mut Session<C>,
+    cp: Option<&mut Checkpoint>,
+    ours: JobHello,
+) -> Result<BucketPlan, CliError> {
     let peers: Vec<usize> = session.peers().collect();
     let msg = ours.encode();
     for &p in &peers {

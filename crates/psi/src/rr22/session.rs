@@ -459,6 +459,22 @@ impl PsiSession for Rr22Session {
         self.cfg.variant.name()
     }
 
+    fn set_job_limits(&mut self, max_peer_items: usize, stat_security: u32) -> Result<()> {
+        if self.failed {
+            return Err(Error::InvalidParameter(
+                "an earlier run of this RR22 session failed; open a new session".into(),
+            ));
+        }
+        let cfg = Rr22Config {
+            max_peer_items,
+            stat_security,
+            ..self.cfg
+        };
+        Rr22Session::new(self.role, &cfg)?;
+        self.cfg = cfg;
+        Ok(())
+    }
+
     fn role(&self) -> Role {
         self.role
     }
