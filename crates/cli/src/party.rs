@@ -341,7 +341,7 @@ where
     };
     let (link, tls_watch) = setting_up
         .join()
-        .map_err(|_| CliError::network("the connecting thread panicked"))??;
+        .map_err(|_| CliError::network("the set-up thread panicked"))??;
     let out = run_buckets(cfg, &shape, &mut files, link, checkpoint.as_mut())?;
     tls_watch.log();
     let rows_out = match &out.selected {
