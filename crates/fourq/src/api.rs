@@ -40,8 +40,8 @@ impl Point {
     /// points, in chunks of 64 spread over the rayon thread pool. Constant time per point.
     ///
     /// On CPUs with AVX-512 IFMA (detected at run time, [`Point::batch_backend`]) eight points
-    /// run through the digit sequence at once, one per vector lane; otherwise the portable
-    /// serial code runs. Both give the same points.
+    /// run through the digit sequence at once, one per vector lane, and four on CPUs with AVX2;
+    /// otherwise the portable serial code runs. All give the same points.
     pub fn mul_many(k: &Scalar, points: &[Point]) -> Vec<Point> {
         let rec = scalar_mul::recode_u256(&k.limbs());
         points
@@ -65,15 +65,12 @@ impl Point {
         mul_many_to_bytes_with(k, points, Backend::Serial)
     }
 
-    /// The backend the batch operations use on this CPU: `"avx512ifma"` (eight lanes) or
-    /// `"serial"` (no IFMA, another architecture, a portable build, or the set switched off
-    /// with `obliv_cpu::disable(&["avx512ifma"])` / `OBLIV_CPU_DISABLE=avx512ifma`).
+    /// The backend the batch operations use on this CPU: `"avx512ifma"` (eight lanes),
+    /// `"avx2"` (four lanes) or `"serial"` (another architecture, a portable build, or the
+    /// features switched off with `obliv_cpu::disable` / `OBLIV_CPU_DISABLE`, e.g.
+    /// `OBLIV_CPU_DISABLE=avx512ifma` for the AVX2 lanes and `avx2` for the serial code).
     pub fn batch_backend() -> &'static str {
-        if use_vector(Backend::Auto) {
-            "avx512ifma"
-        } else {
-            "serial"
-        }
+        crate::backend::vector::backend().unwrap_or("serial")
     }
 
     /// The compiled copy of the serial code that [`Point::mul`] and the inversion of
@@ -170,8 +167,8 @@ impl Point {
     }
 
     /// Hash many messages: [`Point::hash_to_curve`] of each, in chunks of 64 on rayon. With
-    /// AVX-512 IFMA the map and the cofactor clearing run eight messages at a time in vector
-    /// lanes (the same points as the serial code); SHA-512 stays serial.
+    /// AVX-512 IFMA (AVX2) the map and the cofactor clearing run eight (four) messages at a
+    /// time in vector lanes (the same points as the serial code); SHA-512 stays serial.
     pub fn hash_to_curve_many<M: AsRef<[u8]> + Sync>(msgs: &[M]) -> Vec<Point> {
         msgs.par_chunks(BATCH)
             .flat_map_iter(|chunk| {
@@ -229,7 +226,7 @@ enum Backend {
 /// faster than the serial code; the `fourq` bench compares them) and it is not switched off
 /// through `obliv-cpu` (asked on every batch call, which costs a few relaxed loads).
 fn vector_by_default() -> bool {
-    crate::backend::vector::ifma_available()
+    crate::backend::vector::backend().is_some()
 }
 
 fn use_vector(b: Backend) -> bool {
@@ -412,11 +409,7 @@ mod tests {
 
     #[test]
     fn backend_reported() {
-        let want = if crate::backend::vector::ifma_available() {
-            "avx512ifma"
-        } else {
-            "serial"
-        };
+        let want = crate::backend::vector::backend().unwrap_or("serial");
         assert_eq!(Point::batch_backend(), want);
         eprintln!(
             "obliv-fourq on this CPU: batch backend {want}, serial copy {}",

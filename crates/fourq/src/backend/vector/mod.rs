@@ -1,7 +1,12 @@
-//! SIMD backends for the same-scalar batch: eight points in the lanes of AVX-512 IFMA
-//! registers ([`ifma`]), chosen at run time, with the portable serial code as the fallback.
+//! SIMD backends for the same-scalar batch and the batch hash: eight points in the lanes of
+//! AVX-512 IFMA registers ([`ifma`]) or four in AVX2 registers ([`avx2`]), chosen at run time
+//! (IFMA first), with the portable serial code as the fallback. Both backends compile the same
+//! point formulas and kernels (`kernels.rs`) over their own lane field, and run the same tests
+//! (`lane_tests.rs`) against the serial code.
 #![allow(unsafe_code)]
 
+#[cfg(obliv_x86_simd)]
+pub(crate) mod avx2;
 #[cfg(obliv_x86_simd)]
 pub(crate) mod ifma;
 
@@ -14,71 +19,115 @@ obliv_cpu::feature_set! {
     pub(crate) mod ifma_set = ["avx512f", "avx512ifma"];
 }
 
-/// Does this CPU run the IFMA backend (every feature of [`ifma_set`], none switched off)?
-pub(crate) fn ifma_available() -> bool {
-    ifma_set::detected()
+obliv_cpu::feature_set! {
+    /// The four-lane kernels of [`avx2`].
+    pub(crate) mod avx2_set = ["avx2"];
 }
 
-/// `[k]P_i` (or `[k]([392]P_i)` with `clear_cofactor`) for every point with the IFMA backend,
-/// eight at a time (the last group padded with the generator); `None` when the CPU lacks it.
+/// The lane backend the batch operations use on this CPU, if any: `"avx512ifma"` (every
+/// feature of [`ifma_set`], none switched off) or `"avx2"` (of [`avx2_set`]).
+pub(crate) fn backend() -> Option<&'static str> {
+    if ifma_set::detected() {
+        Some("avx512ifma")
+    } else if avx2_set::detected() {
+        Some("avx2")
+    } else {
+        None
+    }
+}
+
+/// Runs `f` on `items` in groups of `N` (the last one padded with `pad`), keeping the results
+/// of the real items.
+#[cfg(obliv_x86_simd)]
+fn in_groups<T: Copy, R: Copy, const N: usize>(
+    items: &[T],
+    pad: T,
+    mut f: impl FnMut(&[T; N]) -> [R; N],
+) -> Vec<R> {
+    let mut out = Vec::with_capacity(items.len());
+    for group in items.chunks(N) {
+        let mut lanes = [pad; N];
+        lanes[..group.len()].copy_from_slice(group);
+        out.extend_from_slice(&f(&lanes)[..group.len()]);
+    }
+    out
+}
+
+/// The per-lane points and validity flags of a decoding kernel, as pairs.
+#[cfg(obliv_x86_simd)]
+fn zip_lanes<const N: usize>((p, ok): ([Point; N], [bool; N])) -> [(Point, bool); N] {
+    core::array::from_fn(|i| (p[i], ok[i]))
+}
+
+/// `[k]P_i` (or `[k]([392]P_i)` with `clear_cofactor`) for every point on the lane backend;
+/// `None` when the CPU has none.
 pub(crate) fn mul_many_recoded(
     rec: &Recoded,
     points: &[Point],
     clear_cofactor: bool,
 ) -> Option<Vec<Point>> {
     #[cfg(obliv_x86_simd)]
-    if ifma_available() {
-        let mut out = Vec::with_capacity(points.len());
-        for group in points.chunks(ifma::LANES) {
-            let mut lanes = [Point::generator(); ifma::LANES];
-            lanes[..group.len()].copy_from_slice(group);
-            // SAFETY: ifma_available() has just confirmed that the CPU supports avx512f and
-            // avx512ifma, the target features `mul8` is compiled for.
-            let r = unsafe { ifma::mul8(rec, &lanes, clear_cofactor) };
-            out.extend_from_slice(&r[..group.len()]);
+    {
+        let pad = Point::generator();
+        if ifma_set::detected() {
+            // SAFETY: ifma_set::detected() has just confirmed every feature `mul_lanes` of the
+            // IFMA backend is compiled with.
+            return Some(in_groups(points, pad, |l| unsafe {
+                ifma::mul_lanes(rec, l, clear_cofactor)
+            }));
         }
-        return Some(out);
+        if avx2_set::detected() {
+            // SAFETY: avx2_set::detected() has just confirmed every feature `mul_lanes` of the
+            // AVX2 backend is compiled with.
+            return Some(in_groups(points, pad, |l| unsafe {
+                avx2::mul_lanes(rec, l, clear_cofactor)
+            }));
+        }
     }
     let _ = (rec, points, clear_cofactor);
     None
 }
 
-/// `[392]·M(r_i)` (the hash to the curve after SHA-512) for every field element with the IFMA
-/// backend, eight at a time; `None` when the CPU lacks it.
+/// `[392]·M(r_i)` (the hash to the curve after SHA-512) for every field element on the lane
+/// backend; `None` when the CPU has none.
 pub(crate) fn map_and_clear_many(r: &[Fp2]) -> Option<Vec<Point>> {
     #[cfg(obliv_x86_simd)]
-    if ifma_available() {
-        let mut out = Vec::with_capacity(r.len());
-        for group in r.chunks(ifma::LANES) {
-            let mut lanes = [Fp2::ZERO; ifma::LANES];
-            lanes[..group.len()].copy_from_slice(group);
-            // SAFETY: ifma_available() has just confirmed that the CPU supports avx512f and
-            // avx512ifma, the target features `map_and_clear8` is compiled for.
-            let p = unsafe { ifma::map_and_clear8(&lanes) };
-            out.extend_from_slice(&p[..group.len()]);
+    {
+        if ifma_set::detected() {
+            // SAFETY: as in `mul_many_recoded`.
+            return Some(in_groups(r, Fp2::ZERO, |l| unsafe {
+                ifma::map_and_clear_lanes(l)
+            }));
         }
-        return Some(out);
+        if avx2_set::detected() {
+            // SAFETY: as in `mul_many_recoded`.
+            return Some(in_groups(r, Fp2::ZERO, |l| unsafe {
+                avx2::map_and_clear_lanes(l)
+            }));
+        }
     }
     let _ = r;
     None
 }
 
-/// For every 32-byte encoding: on-curve decoding, cofactor clearing and `[k]·` with the IFMA
-/// backend, eight at a time; per encoding the point and whether it decoded (the point of an
-/// invalid encoding is meaningless). `None` when the CPU lacks the backend.
+/// For every 32-byte encoding: on-curve decoding, cofactor clearing and `[k]·` on the lane
+/// backend; per encoding the point and whether it decoded (the point of an invalid encoding is
+/// meaningless). `None` when the CPU has no lane backend.
 pub(crate) fn decode_mul_many(rec: &Recoded, enc: &[[u8; 32]]) -> Option<Vec<(Point, bool)>> {
     #[cfg(obliv_x86_simd)]
-    if ifma_available() {
-        let mut out = Vec::with_capacity(enc.len());
-        for group in enc.chunks(ifma::LANES) {
-            let mut lanes = [[0u8; 32]; ifma::LANES];
-            lanes[..group.len()].copy_from_slice(group);
-            // SAFETY: ifma_available() has just confirmed that the CPU supports avx512f and
-            // avx512ifma, the target features `decode_mul8` is compiled for.
-            let (p, ok) = unsafe { ifma::decode_mul8(rec, &lanes) };
-            out.extend(p.into_iter().zip(ok).take(group.len()));
+    {
+        if ifma_set::detected() {
+            return Some(in_groups(enc, [0u8; 32], |l| {
+                // SAFETY: as in `mul_many_recoded`.
+                zip_lanes(unsafe { ifma::decode_mul_lanes(rec, l) })
+            }));
         }
-        return Some(out);
+        if avx2_set::detected() {
+            return Some(in_groups(enc, [0u8; 32], |l| {
+                // SAFETY: as in `mul_many_recoded`.
+                zip_lanes(unsafe { avx2::decode_mul_lanes(rec, l) })
+            }));
+        }
     }
     let _ = (rec, enc);
     None

@@ -1,5 +1,7 @@
-use super::*;
-use crate::backend::vector::ifma_available;
+// The tests of a lane backend, `include!`d into its `tests` module (next to `use super::*` and
+// `use super::kernels::*`): every lane of every kernel against the serial code. A CPU without
+// the backend's features skips them with a message.
+
 use crate::scalar::Scalar;
 use crate::scalar_mul::{mul_many_recoded, recode_u256};
 use proptest::prelude::*;
@@ -28,10 +30,31 @@ fn eq(a: &Fp2, b: &Fp2) -> bool {
     bool::from(subtle::ConstantTimeEq::ct_eq(a, b))
 }
 
-crate::backend::vector::ifma_set::enable! {
-    fn field_ops(a: &[Fp2; 8], b: &[Fp2; 8]) -> [[Fp2; 8]; 6] {
+/// Whether this CPU runs the backend; says so (once per backend) when it does not.
+fn runs_here() -> bool {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    let ok = available();
+    if !ok {
+        SAID.call_once(|| {
+            eprintln!(
+                "skipped: this CPU lacks the features of the {} lane backend",
+                module_path!()
+            );
+        });
+    }
+    ok
+}
+
+enable! {
+    fn field_ops(a: &[Fp2; LANES], b: &[Fp2; LANES]) -> [[Fp2; LANES]; 7] {
         let (x, y) = (Fe2::from_serial(a), Fe2::from_serial(b));
+        // GF(p) squaring of both coordinates, as an element of GF(p²).
+        let sq = Fe2 {
+            a0: x.a0.square(),
+            a1: x.a1.square(),
+        };
         [
+            sq.to_serial(),
             x.mul(&y).to_serial(),
             x.square().to_serial(),
             x.add(&y).reduce().to_serial(),
@@ -47,21 +70,26 @@ proptest! {
 
     /// Every lane of every operation equals the serial GF(p²) arithmetic.
     #[test]
-    fn field_matches_serial(v in proptest::collection::vec((elt(), elt(), elt(), elt()), 8)) {
-        if !ifma_available() {
+    fn field_matches_serial(v in proptest::collection::vec((elt(), elt(), elt(), elt()), LANES)) {
+        if !runs_here() {
             return Ok(());
         }
-        let a: [Fp2; 8] = core::array::from_fn(|i| fp2(v[i].0, v[i].1));
-        let b: [Fp2; 8] = core::array::from_fn(|i| fp2(v[i].2, v[i].3));
-        // SAFETY: ifma_available() confirmed avx512f and avx512ifma.
+        let a: [Fp2; LANES] = core::array::from_fn(|i| fp2(v[i].0, v[i].1));
+        let b: [Fp2; LANES] = core::array::from_fn(|i| fp2(v[i].2, v[i].3));
+        // SAFETY: runs_here() confirmed every feature of the backend's set.
         let r = unsafe { field_ops(&a, &b) };
-        for i in 0..8 {
-            prop_assert!(eq(&r[0][i], &a[i].mul(&b[i])));
-            prop_assert!(eq(&r[1][i], &a[i].square()));
-            prop_assert!(eq(&r[2][i], &a[i].add(&b[i])));
-            prop_assert!(eq(&r[3][i], &a[i].sub(&b[i])));
-            prop_assert!(eq(&r[4][i], &a[i].conj()));
-            prop_assert!(eq(&r[5][i], &a[i].neg()));
+        for i in 0..LANES {
+            let sq = Fp2 {
+                a0: a[i].a0.square(),
+                a1: a[i].a1.square(),
+            };
+            prop_assert!(eq(&r[0][i], &sq));
+            prop_assert!(eq(&r[1][i], &a[i].mul(&b[i])));
+            prop_assert!(eq(&r[2][i], &a[i].square()));
+            prop_assert!(eq(&r[3][i], &a[i].add(&b[i])));
+            prop_assert!(eq(&r[4][i], &a[i].sub(&b[i])));
+            prop_assert!(eq(&r[5][i], &a[i].conj()));
+            prop_assert!(eq(&r[6][i], &a[i].neg()));
         }
     }
 
@@ -69,8 +97,8 @@ proptest! {
     /// the same coordinates: valid points, random strings (about half off the curve),
     /// non-canonical `y`, the identity with and without the sign bit, `y = −1`.
     #[test]
-    fn decode8_matches_serial(m in any::<u64>(), junk in any::<[[u8; 32]; 3]>()) {
-        if !ifma_available() {
+    fn decode_matches_serial(m in any::<u64>(), junk in any::<[[u8; 32]; 3]>()) {
+        if !runs_here() {
             return Ok(());
         }
         let mut enc: [[u8; 32]; 8] = core::array::from_fn(|i| {
@@ -87,8 +115,11 @@ proptest! {
         enc[7][0] = 0xfe;
         enc[7][15] = 0x7f;
         enc[7][16..].fill(0); // y = −1: the order-2 point (0, −1)
-        // SAFETY: ifma_available() confirmed avx512f and avx512ifma.
-        let got = unsafe { decode8(&enc) };
+        let mut got = Vec::new();
+        for group in enc.chunks(LANES) {
+            // SAFETY: runs_here() confirmed every feature of the backend's set.
+            got.extend(unsafe { decode_lanes(group.try_into().unwrap()) });
+        }
         for i in 0..8 {
             let want: Option<Point> = Point::from_bytes_unchecked_subgroup(&enc[i]).into();
             match (want, got[i]) {
@@ -103,37 +134,37 @@ proptest! {
 
     /// The lane-wise hash map (with cofactor clearing) gives the serial points.
     #[test]
-    fn map8_matches_serial(m in any::<u64>()) {
-        if !ifma_available() {
+    fn map_matches_serial(m in any::<u64>()) {
+        if !runs_here() {
             return Ok(());
         }
-        let mut r: [Fp2; 8] = core::array::from_fn(|i| {
+        let mut r: [Fp2; LANES] = core::array::from_fn(|i| {
             crate::hash::hash_to_fp2(&(m + i as u64).to_le_bytes())
         });
-        r[7] = Fp2::ZERO;
-        r[6] = Fp2::ONE;
-        // SAFETY: ifma_available() confirmed avx512f and avx512ifma.
-        let h = unsafe { map_and_clear8(&r) };
-        for i in 0..8 {
+        r[LANES - 1] = Fp2::ZERO;
+        r[LANES - 2] = Fp2::ONE;
+        // SAFETY: runs_here() confirmed every feature of the backend's set.
+        let h = unsafe { map_and_clear_lanes(&r) };
+        for i in 0..LANES {
             prop_assert_eq!(h[i], crate::hash::map_and_clear(&r[i]));
         }
     }
 
     /// The lane-wise ladder gives the same points as the serial one.
     #[test]
-    fn mul8_matches_serial(b in any::<[u8; 64]>(), m in any::<u64>()) {
-        if !ifma_available() {
+    fn mul_matches_serial(b in any::<[u8; 64]>(), m in any::<u64>()) {
+        if !runs_here() {
             return Ok(());
         }
         let k = Scalar::from_bytes_mod_order_wide(&b);
         let rec = recode_u256(&k.limbs());
-        let pts: [Point; 8] =
+        let pts: [Point; LANES] =
             core::array::from_fn(|i| Point::hash_to_curve(&(m + i as u64).to_le_bytes()));
-        // SAFETY: ifma_available() confirmed avx512f and avx512ifma.
-        let r = unsafe { mul8(&rec, &pts, false) };
+        // SAFETY: runs_here() confirmed every feature of the backend's set.
+        let r = unsafe { mul_lanes(&rec, &pts, false) };
         // SAFETY: as above.
-        let rc = unsafe { mul8(&rec, &pts, true) };
-        for i in 0..8 {
+        let rc = unsafe { mul_lanes(&rec, &pts, true) };
+        for i in 0..LANES {
             prop_assert_eq!(r[i], mul_many_recoded(&rec, &pts[i]));
             prop_assert_eq!(rc[i], mul_many_recoded(&rec, &pts[i].mul_by_cofactor()));
         }
