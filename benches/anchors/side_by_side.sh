@@ -25,8 +25,8 @@
 # runs listed in the note (a sub-second run's first-touch page faults vary by tens of percent
 # on a shared virtual machine); SecretFlow runs once per row.
 # Switches: OBLIV_SIDE_SKIP_SLOW=1 skips SecretFlow's SM2 and secp256k1 runs (over a minute
-# each); OBLIV_SIDE_SKIP_1E6_ECDH=1 skips the two ECDH-2PC rows at 1e6 per side (obliv FourQ
-# and Curve25519, SecretFlow Curve25519: many minutes on a CPU without AVX-512 IFMA);
+# each); OBLIV_SIDE_SKIP_1E6_ECDH=1 skips the ECDH-2PC rows at 1e6 per side (FourQ and
+# Curve25519 for both systems: many minutes on a CPU without AVX-512 IFMA);
 # OBLIV_SIDE_1E7=1 adds the 1e7 RR22 and KKRT rows. OBLIV_SIDE_ROWS=REGEX runs only the rows
 # whose "PROTOCOL/CURVE/N/LINK" matches the bash regular expression (e.g. '/10000000/' with
 # OBLIV_SIDE_1E7=1 for the 1e7 rows alone; '^kkrt/' for KKRT).
@@ -179,10 +179,11 @@ if [ -z "${OBLIV_SIDE_SKIP_SLOW:-}" ]; then
     sf ecdh:SM2 ecdh_2pc sm2 65536
 fi
 ours ecdh_2pc fourq 65536 wan100m10ms
-# The two ECDH-2PC rows at 1e6 per side (many minutes without AVX-512 IFMA):
-# OBLIV_SIDE_SKIP_1E6_ECDH=1 skips them.
+# The ECDH-2PC rows at 1e6 per side, FourQ and Curve25519 for both systems (many minutes
+# without AVX-512 IFMA): OBLIV_SIDE_SKIP_1E6_ECDH=1 skips them.
 if [ -z "${OBLIV_SIDE_SKIP_1E6_ECDH:-}" ]; then
-    ours ecdh_2pc fourq 1000000; sf ecdh:25519 ecdh_2pc 25519 1000000
+    ours ecdh_2pc fourq 1000000; sf ecdh:FOURQ ecdh_2pc fourq 1000000
+    sf ecdh:25519 ecdh_2pc 25519 1000000
     ours ecdh_2pc 25519 1000000
 fi
 # The 1e7 rows (SecretFlow: about 45 s for RR22 fast, minutes for KKRT): OBLIV_SIDE_1E7=1.

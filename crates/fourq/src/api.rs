@@ -108,7 +108,7 @@ impl Point {
     ///
     /// Cost per point: decoding + 10 point operations + one multiplication, instead of
     /// decoding + a subgroup check (one more multiplication) + the multiplication, close to
-    /// half the time; with AVX-512 IFMA decoding, cofactor clearing and multiplication all run
+    /// half the time; on a lane backend (IFMA or AVX2) decoding, cofactor clearing and multiplication all run
     /// eight points per vector (figures in `docs/benchmarks.md`).
     /// Chunks of 64 run in parallel on rayon. Constant time in `k`; the validity of each point
     /// (public) decides only which error is reported.
@@ -420,7 +420,7 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(16))]
 
-        /// The default backend (eight IFMA lanes where the CPU has them) gives byte-identical
+        /// The default backend (the lanes of IFMA or AVX2 where the CPU has them) gives byte-identical
         /// output to the serial code, for random and edge scalars (0, 1, N−1, 392) and lengths
         /// that are not multiples of 8 or of the chunk size 64.
         #[test]
@@ -469,7 +469,8 @@ mod tests {
 
     /// Exhaustive over all 392 points of `E[392]` (including the four where the φ/ψ formulas
     /// degenerate): alone each is rejected as small order, added to a subgroup point it is
-    /// projected away; on the default backend (IFMA lanes here) and the serial one.
+    /// projected away; on the default backend (vector lanes where the CPU has them) and the
+    /// serial one.
     #[test]
     fn projection_exhaustive_on_torsion() {
         let ts = crate::hash::torsion_tests::torsion_points();

@@ -28,11 +28,12 @@
 //! (coordinates, addition, φ, ψ, encoding), `scalar_mul` (CL15 variable-base, fixed-window
 //! reference, fixed-base table, variable-time NAF), `scalar` (integers mod N), `hash`
 //! (hash to the curve), `group_impl` (`ff`/`group` traits), `api` (the public operations),
-//! `backend::vector::ifma` (eight points per AVX-512 IFMA vector for the same-scalar batch
-//! and the batch hash, chosen at run time, the serial code as fallback).
+//! `backend::vector` (the same-scalar batch, the peer-point decoding and the batch hash in
+//! vector lanes: eight points per AVX-512 IFMA vector or four per AVX2 vector, chosen at run
+//! time, the serial code as fallback).
 //! See the crate README for the security notes and measured figures.
-// `unsafe` is denied everywhere except `backend::vector`, where the AVX-512 IFMA kernel is
-// entered after run-time feature detection, and `backend::serial::x86`, which enters the
+// `unsafe` is denied everywhere except `backend::vector`, where the lane kernels are entered
+// after run-time feature detection, and `backend::serial::x86`, which enters the
 // bmi2/adx/avx2 copy of the serial code the same way (each block carries a SAFETY comment).
 #![deny(unsafe_code)]
 

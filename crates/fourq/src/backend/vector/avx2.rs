@@ -59,6 +59,8 @@ const LIMBS: usize = 5;
 type V = __m256i;
 /// One bit per lane (lane 0 in bit 0).
 type Mask = u8;
+/// The table scan word by word: a 40-word accumulator does not fit in 16 vector registers.
+const LOOKUP_WORD_BY_WORD: bool = true;
 
 /// Limb widths (they add up to 127).
 const BITS: [u32; LIMBS] = [26, 25, 26, 25, 25];

@@ -513,6 +513,8 @@ type V = __m512i;
 const LIMBS: usize = 3;
 /// One bit per lane.
 type Mask = __mmask8;
+/// The table scan entry by entry: its 24-word accumulator fits in the 32 vector registers.
+const LOOKUP_WORD_BY_WORD: bool = false;
 
 enable! {
     #[inline]

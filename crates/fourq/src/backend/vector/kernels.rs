@@ -3,7 +3,8 @@
 // and its lane field. The including backend provides, in its own module:
 //
 // * `LANES`, `LIMBS` (limbs per GF(p) element), the vector type `V` and the lane-mask type
-//   `Mask` (one bit per lane, lane 0 in bit 0);
+//   `Mask` (one bit per lane, lane 0 in bit 0); `LOOKUP_WORD_BY_WORD`, the loop order of the
+//   table scan that suits the backend's register file (the same loads and blends either way);
 // * `splat(u64) -> V`, `v_zero()`, `v_and`, `v_xor`, and `v_pick(a, b, m)` (`b` where the
 //   64-bit word of `m` is all ones, `a` where it is zero);
 // * `Fe` (`[V; LIMBS]`, one GF(p) element per lane) with `zero`, `splat`, `from_serial`,
@@ -350,16 +351,22 @@ enable! {
     #[inline]
     fn lookup(table: &Table, digit: u8, negate: u8) -> P2 {
         let masks: [V; 8] = core::array::from_fn(|j| splat(eq_mask(digit, j as u8)));
-        // Word by word over the eight entries: the word being picked and the eight masks stay
-        // in registers (entry by entry, the whole accumulator would go through memory).
-        let acc: [V; WORDS] = core::array::from_fn(|w| {
-            let mut a = v_zero();
-            for (e, m) in table.iter().zip(masks) {
-                a = v_pick(a, e[w], m);
+        let mut acc = [v_zero(); WORDS];
+        if LOOKUP_WORD_BY_WORD {
+            // The word being picked and the eight masks stay in registers.
+            for (w, a) in acc.iter_mut().enumerate() {
+                for (e, m) in table.iter().zip(masks) {
+                    *a = v_pick(*a, e[w], m);
+                }
             }
-            a
-        });
-        let mut acc = acc;
+        } else {
+            // Entry by entry: the whole accumulator stays in registers where there are enough.
+            for (e, m) in table.iter().zip(masks) {
+                for (a, w) in acc.iter_mut().zip(e.iter()) {
+                    *a = v_pick(*a, *w, m);
+                }
+            }
+        }
         let n = splat(0u64.wrapping_sub(u64::from(negate)));
         for k in 0..2 * LIMBS {
             // Swap X+Y and Y−X under the mask.
