@@ -222,6 +222,7 @@ pub const SIDE_BY_SIDE: &[SideRow] = &[
             1.5,
         )
     },
+    side("ECDH-2PC FourQ", "ecdh_2pc", "fourq", M1, "≥ 2×", 2.0),
     side("ECDH-2PC Curve25519", "ecdh_2pc", "25519", M1, "≥ 2×", 2.0),
     SideRow {
         bytes_at_most_theirs: true,
