@@ -351,22 +351,24 @@ enable! {
     #[inline]
     fn lookup(table: &Table, digit: u8, negate: u8) -> P2 {
         let masks: [V; 8] = core::array::from_fn(|j| splat(eq_mask(digit, j as u8)));
-        let mut acc = [v_zero(); WORDS];
-        if LOOKUP_WORD_BY_WORD {
+        let mut acc: [V; WORDS] = if LOOKUP_WORD_BY_WORD {
             // The word being picked and the eight masks stay in registers.
-            for (w, a) in acc.iter_mut().enumerate() {
-                for (e, m) in table.iter().zip(masks) {
-                    *a = v_pick(*a, e[w], m);
-                }
-            }
+            core::array::from_fn(|w| {
+                table
+                    .iter()
+                    .zip(masks)
+                    .fold(v_zero(), |a, (e, m)| v_pick(a, e[w], m))
+            })
         } else {
             // Entry by entry: the whole accumulator stays in registers where there are enough.
+            let mut acc = [v_zero(); WORDS];
             for (e, m) in table.iter().zip(masks) {
                 for (a, w) in acc.iter_mut().zip(e.iter()) {
                     *a = v_pick(*a, *w, m);
                 }
             }
-        }
+            acc
+        };
         let n = splat(0u64.wrapping_sub(u64::from(negate)));
         for k in 0..2 * LIMBS {
             // Swap X+Y and Y−X under the mask.
