@@ -8,8 +8,8 @@
 // * `splat(u64) -> V`, `v_zero()`, `v_and`, `v_xor`, and `v_pick(a, b, m)` (`b` where the
 //   64-bit word of `m` is all ones, `a` where it is zero);
 // * `Fe` (`[V; LIMBS]`, one GF(p) element per lane) with `zero`, `splat`, `from_serial`,
-//   `to_serial`, `add`, `sub`, `neg`, `reduce`, `mul`, `square`, and `Fe2` (GF(p²)) with the same plus
-//   `double`, `conj`, `square`;
+//   `to_serial`, `add`, `sub`, `neg`, `reduce`, `mul`, `square`, and `Fe2 { a0, a1 }`
+//   (GF(p²)) with `mul` and `square` (its other operations are below);
 // * `H(Fe)` with `canonical() -> [V; LIMBS]`, `ct_eq`, `select`, and the free functions
 //   `is_zero(&H)` and `bit126(&H)` (lane masks).
 //
@@ -18,6 +18,110 @@
 // normal-form values added together. Nothing branches on or indexes by a value.
 //
 // This file is not a module of its own: it is `include!`d (see `ifma.rs`, `avx2.rs`).
+
+// The GF(p²) operations that only combine the backend's GF(p) ones (`mul` and `square`, which
+// reduce once per coordinate, are the backend's).
+impl Fe2 {
+    enable! {
+        #[inline]
+        pub(super) fn zero() -> Fe2 {
+            Fe2 {
+                a0: Fe::zero(),
+                a1: Fe::zero(),
+            }
+        }
+    }
+
+    enable! {
+        #[inline]
+        pub(super) fn splat(a: &Fp2) -> Fe2 {
+            Fe2 {
+                a0: Fe::splat(&a.a0),
+                a1: Fe::splat(&a.a1),
+            }
+        }
+    }
+
+    enable! {
+        #[inline]
+        pub(super) fn from_serial(a: &[Fp2; LANES]) -> Fe2 {
+            Fe2 {
+                a0: Fe::from_serial(&core::array::from_fn(|i| a[i].a0)),
+                a1: Fe::from_serial(&core::array::from_fn(|i| a[i].a1)),
+            }
+        }
+    }
+
+    enable! {
+        #[inline]
+        pub(super) fn to_serial(self) -> [Fp2; LANES] {
+            let a0 = self.a0.to_serial();
+            let a1 = self.a1.to_serial();
+            core::array::from_fn(|i| Fp2 {
+                a0: a0[i],
+                a1: a1[i],
+            })
+        }
+    }
+
+    enable! {
+        #[inline]
+        pub(super) fn add(&self, b: &Fe2) -> Fe2 {
+            Fe2 {
+                a0: self.a0.add(&b.a0),
+                a1: self.a1.add(&b.a1),
+            }
+        }
+    }
+
+    enable! {
+        #[inline]
+        pub(super) fn sub(&self, b: &Fe2) -> Fe2 {
+            Fe2 {
+                a0: self.a0.sub(&b.a0),
+                a1: self.a1.sub(&b.a1),
+            }
+        }
+    }
+
+    enable! {
+        #[inline]
+        pub(super) fn neg(&self) -> Fe2 {
+            Fe2 {
+                a0: self.a0.neg(),
+                a1: self.a1.neg(),
+            }
+        }
+    }
+
+    enable! {
+        #[inline]
+        pub(super) fn double(&self) -> Fe2 {
+            self.add(self)
+        }
+    }
+
+    enable! {
+        /// `a0 − a1·i`.
+        #[inline]
+        pub(super) fn conj(&self) -> Fe2 {
+            Fe2 {
+                a0: self.a0,
+                a1: self.a1.neg(),
+            }
+        }
+    }
+
+    enable! {
+        #[inline]
+        pub(super) fn reduce(&self) -> Fe2 {
+            Fe2 {
+                a0: self.a0.reduce(),
+                a1: self.a1.reduce(),
+            }
+        }
+    }
+}
 
 /// R1: `(X, Y, Z, Ta, Tb)` with `T = Ta·Tb`.
 #[derive(Clone, Copy)]
