@@ -170,9 +170,11 @@ fn session_map_wraps_channels() {
 
 #[test]
 fn tcp_session_binding_its_own_addresses() {
-    // Reserve three loopback ports, release them, and let each party bind its own.
+    // Reserve three loopback ports, release them, and let each party bind its own. They are
+    // on 127.0.0.2: the other tests of this file, which run alongside, bind 127.0.0.1 only,
+    // so none of them can take a port between its release and the party's bind.
     let addrs: Vec<SocketAddr> = (0..3)
-        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .map(|_| TcpListener::bind("127.0.0.2:0").unwrap())
         .collect::<Vec<_>>()
         .iter()
         .map(|l| l.local_addr().unwrap())

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)] // test helpers, outside #[test] functions
 
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
@@ -79,15 +79,32 @@ both_modes!(
 /// Our channel, with a long idle timeout (so that only a deadline can cut a trickle off), and
 /// a raw socket as the hostile peer.
 fn patient_pair(mode: Mode) -> (TcpChannel, TcpStream) {
+    pair_with_timeout(mode, Duration::from_secs(30))
+}
+
+/// Our channel with idle timeouts of `t` (read and write), and a raw socket as the peer.
+fn pair_with_timeout(mode: Mode, t: Duration) -> (TcpChannel, TcpStream) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let raw = TcpStream::connect(l.local_addr().unwrap()).unwrap();
     let o = TcpOptions {
-        read_timeout: Some(Duration::from_secs(30)),
-        write_timeout: Some(Duration::from_secs(30)),
+        read_timeout: Some(t),
+        write_timeout: Some(t),
         ..opts(mode)
     };
     let ch = TcpChannel::accept(&l, Some(Duration::from_secs(5)), o).unwrap();
     (ch, raw)
+}
+
+/// A loopback address that nobody listens on: a port reserved on 127.0.0.2 and released. The
+/// other tests of this file, which run alongside, bind and connect on 127.0.0.1 only, so none
+/// of them can take it meanwhile; a port released on 127.0.0.1 could be picked by another
+/// test's `bind(…:0)` (or become a connection's source port) before it is used, about once in
+/// 10^4 runs.
+fn vacant_addr() -> SocketAddr {
+    TcpListener::bind("127.0.0.2:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
 }
 
 /// A peer announces a 1 KiB frame and sends one byte of it every 50 ms, which never trips the
@@ -382,7 +399,13 @@ fn peer_dropped_gives_error_on_send_eventually(mode: Mode) {
 }
 
 fn buffered_frames_flush_before_receive_and_on_drop(mode: Mode) {
-    let (mut a, mut b) = TcpChannel::loopback_pair(opts(mode)).unwrap();
+    // An idle timeout far beyond the thread's start-up on a loaded machine (`T` is not).
+    let o = TcpOptions {
+        read_timeout: Some(Duration::from_secs(10)),
+        write_timeout: Some(Duration::from_secs(10)),
+        ..opts(mode)
+    };
+    let (mut a, mut b) = TcpChannel::loopback_pair(o).unwrap();
     // Small frames stay buffered; the receive below must flush them or time out.
     a.send(b"ping").unwrap();
     let t = thread::spawn(move || {
@@ -395,13 +418,15 @@ fn buffered_frames_flush_before_receive_and_on_drop(mode: Mode) {
 }
 
 /// A frame that trickles in slower than the timeout per frame, but faster than the timeout per
-/// byte, arrives whole: the timeout is an idle timeout.
+/// byte, arrives whole: the timeout is an idle timeout. (A 1 s timeout and gaps of a quarter
+/// of it, 1.5 s in all: each gap leaves 750 ms for a loaded machine's scheduling.)
 fn slow_frame_is_not_an_idle_timeout(mode: Mode) {
-    let (mut ch, mut raw) = hostile_pair(mode);
+    let idle = Duration::from_secs(1);
+    let (mut ch, mut raw) = pair_with_timeout(mode, idle);
     let w = thread::spawn(move || {
         raw.write_all(&6u64.to_le_bytes()).unwrap();
         for b in b"trickl" {
-            thread::sleep(T / 3);
+            thread::sleep(idle / 4);
             raw.write_all(&[*b]).unwrap();
         }
         raw
@@ -413,12 +438,16 @@ fn slow_frame_is_not_an_idle_timeout(mode: Mode) {
 /// Both ends send 16 MiB before either receives. Read-ahead absorbs it; direct reads would
 /// block both writers on full kernel buffers (and fail with a write timeout).
 fn simultaneous_large_sends(mode: Mode) {
-    let o = TcpOptions {
-        read_ahead: match mode {
-            Mode::Ahead => Some(64 << 20),
-            Mode::Direct => None,
+    let o = match mode {
+        // Read-ahead must absorb it however slowly a loaded machine runs the reader threads:
+        // long timeouts. (Without read-ahead, both writers block for good: `T` strikes.)
+        Mode::Ahead => TcpOptions {
+            read_ahead: Some(64 << 20),
+            read_timeout: Some(Duration::from_secs(10)),
+            write_timeout: Some(Duration::from_secs(10)),
+            ..opts(mode)
         },
-        ..opts(mode)
+        Mode::Direct => opts(mode),
     };
     let (mut a, mut b) = TcpChannel::loopback_pair(o).unwrap();
     let big = vec![3u8; 16 << 20];
@@ -443,13 +472,10 @@ fn simultaneous_large_sends(mode: Mode) {
 
 #[test]
 fn connect_gives_up_at_the_deadline() {
-    // A port that nobody listens on: bind, read the port, close.
-    let addr = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let addr = vacant_addr();
+    // About a dozen attempts fit the deadline: three even when the machine is loaded.
     let o = ConnectOptions {
-        deadline: Duration::from_millis(300),
+        deadline: Duration::from_millis(600),
         retry_interval: Duration::from_millis(50),
         ..ConnectOptions::default()
     };
@@ -467,7 +493,9 @@ fn connect_gives_up_at_the_deadline() {
 /// header; the peer then announces a frame below the old limit and above the new one and sends
 /// none of it. The frame is refused at once, by the new limit, instead of being waited for.
 fn limit_lowered_while_waiting_for_a_header_applies_to_it(mode: Mode) {
-    let (mut ch, mut raw) = hostile_pair(mode);
+    // A 30 s idle timeout: waiting for the frame would take that long (and then time out),
+    // which the bound below tells apart from a refusal at once with room for a loaded machine.
+    let (mut ch, mut raw) = patient_pair(mode);
     // Let the read-ahead thread start waiting for a header under the default limit.
     thread::sleep(Duration::from_millis(100));
     ch.set_max_frame_len(1000);
@@ -486,7 +514,7 @@ fn limit_lowered_while_waiting_for_a_header_applies_to_it(mode: Mode) {
         "{e:?}"
     );
     assert!(
-        t0.elapsed() < T / 2,
+        t0.elapsed() < Duration::from_secs(5),
         "waited {:?} for the frame",
         t0.elapsed()
     );
@@ -529,10 +557,7 @@ fn exact_receive_reports_the_channel_limit(mode: Mode) {
 
 #[test]
 fn connect_retries_until_the_listener_appears() {
-    let addr = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let addr = vacant_addr();
     let server = thread::spawn(move || {
         thread::sleep(Duration::from_millis(150));
         let l = TcpListener::bind(addr).unwrap();

@@ -105,10 +105,26 @@ fn hostile_requests_and_limits() {
     // An oversized request: the server reads no further and closes the connection.
     ch.send(&vec![2u8; 5000]).unwrap();
     assert!(matches!(ch.recv(), Err(obliv_net::Error::PeerDisconnected)));
-    // Connection limit: two idle connections fill it, the third is told "busy".
-    let _c1 = TcpChannel::connect(s0.local_addr(), &opts).unwrap();
-    let _c2 = TcpChannel::connect(s0.local_addr(), &opts).unwrap();
-    std::thread::sleep(Duration::from_millis(100));
+    // Connection limit: two idle connections fill it, the third is told "busy". The server
+    // frees the slot of the connection it just closed right after closing it, so a connection
+    // made at once may still find that slot taken: each of the two shows that it holds a slot
+    // by an answered info request (a refused one reads "busy" and is made again).
+    let hold_a_slot = || {
+        let t0 = Instant::now();
+        loop {
+            let mut c = TcpChannel::connect(s0.local_addr(), &opts).unwrap();
+            c.send(&[1]).unwrap();
+            match c.recv().unwrap()[0] {
+                0 => return c,
+                2 if t0.elapsed() < Duration::from_secs(5) => {
+                    thread::sleep(Duration::from_millis(50));
+                }
+                s => panic!("status {s} after {:?}", t0.elapsed()),
+            }
+        }
+    };
+    let _c1 = hold_a_slot();
+    let _c2 = hold_a_slot();
     let mut c3 = TcpChannel::connect(s0.local_addr(), &opts).unwrap();
     assert_eq!(c3.recv().unwrap(), vec![2]);
     // Idle connections are closed after the timeout.
@@ -136,11 +152,12 @@ fn hostile_requests_and_limits() {
 
 /// A raw connection that announces a 1000-byte request and sends one byte of it every 50 ms
 /// (about 50 s for all of it) until told to stop or the server closes it; returns how long it
-/// was served.
+/// was served, counted from before the connection (the server's deadline starts after it, so
+/// a late start of the thread does not shorten the count).
 fn slow_loris(addr: std::net::SocketAddr, stop: Arc<AtomicBool>) -> thread::JoinHandle<Duration> {
+    let t0 = Instant::now();
     let mut s = TcpStream::connect(addr).unwrap();
     thread::spawn(move || {
-        let t0 = Instant::now();
         let mut closed = s.write_all(&1000u64.to_le_bytes()).is_err();
         let mut r = s.try_clone().unwrap();
         r.set_read_timeout(Some(Duration::from_millis(50))).unwrap();

@@ -10,21 +10,47 @@ pub(crate) fn obliv() -> Command {
     Command::new(env!("CARGO_BIN_EXE_obliv"))
 }
 
-/// Two distinct free loopback ports (bound together so they differ, released just before the
-/// parties bind them).
+/// Two distinct free loopback ports, released just before the parties bind them.
+///
+/// They are taken below the kernel's ephemeral port range (Linux:
+/// `/proc/sys/net/ipv4/ip_local_port_range`), from which it picks the source port of every
+/// outgoing connection: a port released here cannot be taken by another test's connection
+/// before the party binds it (the race [`on_fresh_ports`] otherwise has to repeat a run for).
+/// Ports are handed out in turn from a per-process starting point, so the tests of one binary
+/// never get the same port. Where the range leaves no room below it, the kernel's own choice
+/// (port 0) is used.
 pub(crate) fn free_ports() -> (u16, u16) {
-    let a = TcpListener::bind("127.0.0.1:0").unwrap();
-    let b = TcpListener::bind("127.0.0.1:0").unwrap();
-    (
-        a.local_addr().unwrap().port(),
-        b.local_addr().unwrap().port(),
-    )
+    (free_port(), free_port())
+}
+
+fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOWEST: u32 = 10_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    let span = ephemeral_low.saturating_sub(LOWEST);
+    if span < 1000 {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        return l.local_addr().unwrap().port();
+    }
+    let start = std::process::id().wrapping_mul(7919) % span;
+    for _ in 0..span {
+        let k = (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span;
+        let port = u16::try_from(LOWEST + k).unwrap();
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port below {ephemeral_low}");
 }
 
 /// Whether a party failed to bind its port: [`free_ports`] releases the ports before the
-/// parties bind them, and another test's connections (the tests of a file run in parallel)
-/// may take one as their source port in between. Not the code under test: such a run is
-/// repeated on new ports ([`on_fresh_ports`]).
+/// parties bind them, and another process may take one in between (on a machine whose
+/// ephemeral range leaves no room below it, another test's connections too). Not the code
+/// under test: such a run is repeated on new ports ([`on_fresh_ports`]).
 pub(crate) fn lost_its_port(o: &Output) -> bool {
     let err = String::from_utf8_lossy(&o.stderr);
     err.contains("Address already in use") || err.contains("os error 98")

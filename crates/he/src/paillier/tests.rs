@@ -295,7 +295,7 @@ fn from_primes_rejects_bad_input() {
     assert!(SecretKey::from_primes(p, p).is_err());
     // An odd composite in place of q (not `q + 2`, which is itself prime for about one
     // random key in 250).
-    let composite = Integer::from(q * 3u32);
+    let composite = q * 3u32;
     assert!(matches!(
         SecretKey::from_primes(p, &composite),
         Err(Error::InvalidKey(m)) if m.contains("not prime")
