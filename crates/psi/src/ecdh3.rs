@@ -23,9 +23,10 @@
 //!
 //! `T` keeps `⌈(λ + log₂ n_C + log₂ min(n_P, n_Q))/8⌉` bytes, `λ` =
 //! [`EcdhConfig::stat_security`] (40 by default; the same at all three parties, checked in the
-//! handshakes), so a false member of the result has probability at most `2^-λ`. `w_I = ⌈(8 + log₂ n_P + log₂ n_Q)/8⌉` bytes: an index shared
-//! by a key and a sealed point of another element happens about 2^-8 times per run and costs one
-//! failed key check, never a wrong result.
+//! handshakes), so a false member of the result has probability at most `2^-λ`.
+//! `w_I = ⌈(4 + log₂ n_P)/8⌉` bytes: the index only finds the keys worth trying on a sealed
+//! point, and one that another element's key shares (at most `n_P / 2^{8·w_I} ≤ 1/16` of them
+//! per sealed point on average) costs one failed key check, never a wrong result.
 //!
 //! This is the flow of SecretFlow's three-party ECDH-PSI, except that there `P` sends `V` as
 //! group elements: `C` could then raise every `v ∈ V` to `c`, compare with its answers from
@@ -77,7 +78,9 @@
 //! element of `W`. The sealing adds hashing only: `P` two BLAKE3 calls of one block per item of
 //! `Q`, `Q` one per item of `P`, `C` one per key and two per opened element. On the wire `P`
 //! sends `w_I` more bytes per item of `Q`, and `Q` sends 16-byte keys instead of
-//! `⌈(λ + log₂ n_P + log₂ n_Q)/8⌉`-byte hashes per item of `P`.
+//! `⌈(λ + log₂ n_P + log₂ n_Q)/8⌉`-byte hashes per item of `P`. With 32-byte points, `2^16`
+//! items per party and `λ = 40` that is 188 bytes per item in all: 64 between `P` and `Q`,
+//! 16 + 35 to `C` (3-byte index), 32 + 32 along the chain and 9 back to `C`.
 //!
 //! # Bounds on what peers announce
 //!
@@ -117,8 +120,10 @@ const PROTOCOL_ID: u8 = 2;
 /// Message layout of this version, in the handshake's parameter field above the statistical
 /// security parameter: 2 = `Q` sends keys and `P` sealed points (layout 1 sent `V` as points,
 /// which let `C` test its items against `X_Q`; a peer of that layout is refused before any
-/// item-dependent data).
-const LAYOUT: u64 = 2;
+/// item-dependent data); 3 = as 2 with the index narrowed from `⌈(8 + log₂ n_P + log₂ n_Q)/8⌉`
+/// to `⌈(4 + log₂ n_P)/8⌉` bytes (two bytes less per sealed point at `2^16`; the keys and
+/// pads are derived as in layout 2).
+const LAYOUT: u64 = 3;
 /// Role codes in the handshake.
 const ROLE_C: u8 = 0;
 const ROLE_P: u8 = 1;
@@ -130,8 +135,9 @@ const TAG_FINAL: u8 = 3;
 
 /// Bytes of a key `K(g)`.
 const KEY_LEN: usize = 16;
-/// Statistical parameter of the index width `w_I` (an index collision only costs a key check).
-const INDEX_SECURITY: u32 = 8;
+/// Bits of the index width `w_I` beyond `log₂ n_P`: a sealed point shares its index with at
+/// most `2^-4` of the keys on average (an index collision only costs a key check).
+const INDEX_SLACK: u32 = 4;
 /// Derive-key contexts of `K` and of `I ‖ E`.
 const KEY_CONTEXT: &str = "obliv-psi ecdh3 layout 2: key of a doubly masked element";
 const SEAL_CONTEXT: &str = "obliv-psi ecdh3 layout 2: index and pad of a key";
@@ -255,7 +261,7 @@ where
         n_q: sizes[q],
         n_c: sizes[receiver],
         w,
-        w_idx: psi_compare_bytes(INDEX_SECURITY, sizes[p] as u64, sizes[q] as u64).min(16),
+        w_idx: index_width(sizes[p]),
     };
     if me == receiver {
         let (to_p, to_q) = session.channel_pair(p, q)?;
@@ -286,6 +292,11 @@ fn distinct<T: AsRef<[u8]>>(items: &[T]) -> (Vec<&[u8]>, Vec<usize>) {
         })
         .collect();
     (uniq, slot)
+}
+
+/// `w_I` for `n_p` keys: `⌈(4 + log₂ n_P)/8⌉` bytes, at most 16.
+fn index_width(n_p: usize) -> usize {
+    psi_compare_bytes(INDEX_SLACK, n_p as u64, 1).min(16)
 }
 
 /// `K(g)`: the key of an encoded group element.
@@ -533,5 +544,79 @@ impl Three {
             }
         }
         Ok(hit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use obliv_core::AesRng;
+    use obliv_core::rand_core::SeedableRng;
+    use obliv_ec::Curve;
+
+    fn three(w_idx: usize) -> Three {
+        let group = DynGroup::new(Curve::FourQ).expect("FourQ");
+        let key = group
+            .random_secret(&mut AesRng::seed_from_u64(1))
+            .expect("key");
+        Three {
+            group,
+            key,
+            batch: 1 << 10,
+            n_p: 0,
+            n_q: 0,
+            n_c: 0,
+            w: 8,
+            w_idx,
+        }
+    }
+
+    /// The index widths of the layout: four bits beyond `log₂ n_P`, whole bytes.
+    #[test]
+    fn index_width_leaves_four_bits_beyond_the_key_count() {
+        assert_eq!(index_width(0), 1);
+        assert_eq!(index_width(16), 1);
+        assert_eq!(index_width(17), 2);
+        assert_eq!(index_width(1 << 16), 3);
+        assert_eq!(index_width(1 << 20), 3);
+        assert_eq!(index_width((1 << 20) + 1), 4);
+        assert_eq!(index_width(1 << 30), 5);
+        assert_eq!(index_width(usize::MAX), 9);
+    }
+
+    /// `C` opens exactly the sealed points whose key `Q` sent, whatever the index width: with
+    /// a one-byte index, every sealed point shares its index with several keys of other
+    /// elements, which costs key checks but opens nothing else.
+    #[test]
+    fn open_finds_exactly_the_common_elements_despite_index_collisions() {
+        let elements: Vec<[u8; 32]> = (0..1200u32)
+            .map(|i| *blake3::hash(&i.to_le_bytes()).as_bytes())
+            .collect();
+        // V: elements 0..800 (sealed by P); U: elements 400..1200 (keys from Q).
+        let (v, u) = (&elements[..800], &elements[400..]);
+        for w_idx in [1, 2, 3] {
+            let st = three(w_idx);
+            let sealed = st.seal(&v.concat());
+            assert_eq!(sealed.len(), v.len() * (w_idx + 32));
+            let mut keys: Vec<(u128, [u8; KEY_LEN])> = u
+                .iter()
+                .map(|g| {
+                    let k = element_key(g);
+                    let mut idx = [0u8; 16];
+                    index_and_pad(&k, &mut idx[..w_idx]);
+                    (pack(&idx[..w_idx]), k)
+                })
+                .collect();
+            keys.sort_unstable_by_key(|e| e.0);
+            let mut opened: Vec<[u8; 32]> = st
+                .open(&sealed, &keys)
+                .chunks_exact(32)
+                .map(|c| c.try_into().expect("32 bytes"))
+                .collect();
+            opened.sort_unstable();
+            let mut want = elements[400..800].to_vec();
+            want.sort_unstable();
+            assert_eq!(opened, want, "index width {w_idx}");
+        }
     }
 }
