@@ -24,6 +24,7 @@ pub fn all() -> Vec<(&'static str, Seeds)> {
                 &[0, 1, 12],
             ),
         ),
+        ("psi_ecdh3", psi_ecdh3()),
         ("psi_kkrt", psi_sessions(Family::Kkrt, &[0, 1], &[0, 1, 12])),
         // RR22's silent VOLE sends ~160 KB at any set size: one item keeps seeds small.
         (
@@ -84,6 +85,34 @@ fn psi_sessions(family: Family, modes: &[u8], sizes: &[u8]) -> Seeds {
         }
     }
     // Invalid: a truncated script and garbage.
+    if let Some(s) = out.last() {
+        out.push(s[..s.len() / 2].to_vec());
+    }
+    out.push(vec![0, 5, 3, 0, 0, 0, 1, 2, 3]);
+    out
+}
+
+/// Three-party ECDH-PSI: each of the three positions (receiver, lower helper, higher helper)
+/// on FourQ and on Curve25519, with a few set sizes; then a truncated run and garbage.
+fn psi_ecdh3() -> Seeds {
+    let curve_mode = |curve: obliv_ec::Curve| {
+        let k = obliv_ec::Curve::ALL
+            .iter()
+            .position(|&c| c == curve)
+            .unwrap_or(0);
+        u8::try_from(9 * k).unwrap_or(0)
+    };
+    let mut out = Vec::new();
+    for curve in [obliv_ec::Curve::FourQ, obliv_ec::Curve::Curve25519] {
+        for rank_and_receiver in [0u8, 1, 2, 3, 4] {
+            for items in [1u8, 12] {
+                out.push(crate::ecdh3::seed(
+                    curve_mode(curve) + rank_and_receiver,
+                    items,
+                ));
+            }
+        }
+    }
     if let Some(s) = out.last() {
         out.push(s[..s.len() / 2].to_vec());
     }

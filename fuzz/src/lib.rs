@@ -17,6 +17,7 @@ use obliv_net::{Channel, Error, RecvBuf, Result, Stats, StatsRecorder};
 pub mod cli;
 pub mod corpus;
 pub mod ec;
+pub mod ecdh3;
 pub mod files;
 pub mod he;
 pub mod net;
