@@ -488,10 +488,22 @@ impl Integer {
         divrem_mag(&self.mag, &d.mag).1.is_empty()
     }
 
-    /// The greatest common divisor of the magnitudes (variable time).
+    /// The greatest common divisor of the magnitudes (variable time). With an odd operand this
+    /// is Bernstein–Yang's safegcd; with two even ones, Euclid's algorithm.
     #[must_use]
     pub fn gcd(&self, other: &Self) -> Self {
-        let (mut a, mut b) = (self.abs(), other.abs());
+        let (a, b) = (self.abs(), other.abs());
+        if b.is_odd() && b != 1u32 {
+            return super::safegcd::gcd_odd(&a, &b);
+        }
+        if a.is_odd() && a != 1u32 {
+            return super::safegcd::gcd_odd(&b, &a);
+        }
+        Self::gcd_euclid(a, b)
+    }
+
+    /// Euclid's algorithm on the magnitudes (variable time).
+    pub(crate) fn gcd_euclid(mut a: Self, mut b: Self) -> Self {
         while !b.is_zero() {
             let r = Self::from_parts(false, divrem_mag(&a.mag, &b.mag).1);
             a = core::mem::replace(&mut b, r);
@@ -499,13 +511,33 @@ impl Integer {
         a
     }
 
-    /// `self^{−1} mod m` in `[0, m)` for `m > 1`, or `None` when it does not exist (extended
-    /// Euclid; variable time).
+    /// `self^{−1} mod m` in `[0, m)` for `m > 1`, or `None` when it does not exist. Variable
+    /// time: for odd `m`, Bernstein–Yang's safegcd stopped as soon as the gcd is known; for even
+    /// `m`, the extended Euclidean algorithm.
     #[must_use]
     pub fn invert(&self, m: &Self) -> Option<Self> {
         if m.neg || cmp_mag(&m.mag, &[1]) != Ordering::Greater {
             return None;
         }
+        if m.is_odd() {
+            return super::safegcd::invert_odd(self, m, super::safegcd::Mode::VarTime);
+        }
+        self.invert_euclid(m)
+    }
+
+    /// `self^{−1} mod m` for odd `m > 1` in time that depends on the length of `m` only (safegcd
+    /// with its worst-case step count), for secret values; `None` when `m` is even, not above 1,
+    /// or when the inverse does not exist (the only fact about the value the time reveals).
+    #[must_use]
+    pub(crate) fn invert_secret(&self, m: &Self) -> Option<Self> {
+        if m.neg || m.is_even() || cmp_mag(&m.mag, &[1]) != Ordering::Greater {
+            return None;
+        }
+        super::safegcd::invert_odd(self, m, super::safegcd::Mode::ConstantTime)
+    }
+
+    /// The extended Euclidean algorithm (variable time), for `m > 1`.
+    pub(crate) fn invert_euclid(&self, m: &Self) -> Option<Self> {
         let (mut r0, mut r1) = (m.clone(), self.modulo(m));
         let (mut t0, mut t1) = (Self::new(), Self::from(1u32));
         while !r1.is_zero() {

@@ -7,6 +7,7 @@
 mod integer;
 pub(crate) mod monty;
 pub(crate) mod prime;
+pub(crate) mod safegcd;
 
 pub use integer::{Integer, ParseIntegerError};
 
@@ -82,6 +83,37 @@ pub(crate) fn mul_low(a: &Integer, b: &Integer, len: usize) -> Integer {
     b.zeroize();
     r.zeroize();
     out
+}
+
+/// `x⁻¹ mod 2^(64·len)` for odd `x`, by Newton's iteration `y ← y·(2 − x·y)`, which doubles
+/// the number of correct low bits each time; every product is a [`mul_low`] over a public
+/// length, so the time depends on `len` only.
+pub(crate) fn inverse_mod_word_power(x: &Integer, len: usize) -> Integer {
+    debug_assert!(x.is_odd());
+    let mut y = Integer::from(1u32);
+    let mut bits = 1usize;
+    while bits < 64 * len {
+        bits *= 2;
+        // 2 − x·y modulo 2^(64·len): the complement of x·y − 2 plus one.
+        let xy = mul_low(x, &y, len);
+        let mut t = limbs_of(&xy, len);
+        let mut borrow = 2u64;
+        for w in &mut t {
+            let (d, b) = w.overflowing_sub(borrow);
+            *w = !d;
+            borrow = u64::from(b);
+        }
+        // t = !(x·y − 2) = −(x·y − 2) − 1; add the one back.
+        let mut carry = 1u64;
+        for w in &mut t {
+            let (s, c) = w.overflowing_add(carry);
+            *w = s;
+            carry = u64::from(c);
+        }
+        y = mul_low(&y, &Integer::from_limbs(&t), len);
+        t.zeroize();
+    }
+    y
 }
 
 /// Overwrites the limbs of `x` with zeros and sets it to zero (dropping does the same).

@@ -743,8 +743,9 @@ impl SecretKey {
         Ok(Self::derive(pk, p.clone(), q.clone()))
     }
 
-    /// Derives the CRT constants; `p ≠ q` odd primes with `p·q = pk.n`. One-off and variable
-    /// time (extended Euclid, division).
+    /// Derives the CRT constants; `p ≠ q` odd primes with `p·q = pk.n`. One-off; the inverses
+    /// of the secret primes take a time that depends on their lengths only (safegcd with its
+    /// worst-case step count, Newton's iteration modulo a word power).
     fn derive(pk: PublicKey, p: Integer, q: Integer) -> Self {
         let p2 = p.square();
         let q2 = q.square();
@@ -756,16 +757,13 @@ impl SecretKey {
             let g = pk.n() + 1u32;
             let x = g.pow_mod(pm1, prime2).unwrap_or_default();
             let l = (x - 1u32) / prime;
-            l.invert(prime).unwrap_or_default()
+            l.invert_secret(prime).unwrap_or_default()
         };
         let hp = h(&p, &p2, &p_minus_1);
         let hq = h(&q, &q2, &q_minus_1);
-        let q_inv_p = q.invert(&p).unwrap_or_default();
-        let q2_inv_p2 = q2.invert(&p2).unwrap_or_default();
-        let word_inv = |x: &Integer| -> Integer {
-            let bits = u32::try_from(x.as_limbs().len() * 64).unwrap_or(u32::MAX);
-            x.invert(&(Integer::from(1u32) << bits)).unwrap_or_default()
-        };
+        let q_inv_p = q.invert_secret(&p).unwrap_or_default();
+        let q2_inv_p2 = q2.invert_secret(&p2).unwrap_or_default();
+        let word_inv = |x: &Integer| bigint::inverse_mod_word_power(x, x.as_limbs().len());
         let p_inv_word = word_inv(&p);
         let q_inv_word = word_inv(&q);
         // p and q are odd primes > 2 (checked by every caller), so every context exists.
