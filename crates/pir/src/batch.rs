@@ -44,6 +44,7 @@
 use obliv_core::{Block, log2_ceil};
 use obliv_cuckoo::{CuckooHasher, IndexBins, NUM_HASHES};
 use rand_core::CryptoRng;
+use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::db::Database;
 use crate::dpf::{self, DpfKey};
@@ -183,7 +184,10 @@ impl BatchLayout {
 
 /// A batch query: one message per server and, for each requested index, the bucket that
 /// will hold its record.
-#[derive(Clone, Debug)]
+///
+/// The messages together, and the slots alone, reveal the indices: zeroized on drop, and
+/// `Debug` shows only sizes.
+#[derive(Clone, Zeroize, ZeroizeOnDrop)]
 pub struct BatchQuery {
     /// The message for server 0 (the buckets' keys, concatenated).
     pub to_server0: Vec<u8>,
@@ -191,6 +195,15 @@ pub struct BatchQuery {
     pub to_server1: Vec<u8>,
     /// For each requested index (in request order), its bucket.
     pub slots: Vec<usize>,
+}
+
+impl core::fmt::Debug for BatchQuery {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("BatchQuery")
+            .field("message_len", &self.to_server0.len())
+            .field("indices", &self.slots.len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The bucket of each of `candidates` (their three buckets each) by an exact placement;
@@ -299,7 +312,9 @@ pub fn answer(db: &Database, layout: &BatchLayout, msg: &[u8]) -> Result<Vec<u8>
 
 /// The requested records, in request order, from the two servers' answers.
 ///
-/// Errors: [`Error::WrongLength`] if an answer is not `B` padded records long.
+/// Errors: [`Error::WrongLength`] if an answer is not `B` padded records long,
+/// [`Error::InvalidParameter`] if `buckets` is not the query's layout's (a slot of the query
+/// lies beyond it) or `record_len` is out of range.
 pub fn reconstruct(
     record_len: usize,
     buckets: usize,
@@ -307,7 +322,12 @@ pub fn reconstruct(
     answer0: &[u8],
     answer1: &[u8],
 ) -> Result<Vec<Vec<u8>>> {
-    let padded = record_len.div_ceil(16) * 16;
+    let padded = crate::dpf_pir::padded_len(record_len)?;
+    if buckets > MAX_BATCH * 2 || query.slots.iter().any(|&b| b >= buckets) {
+        return Err(Error::InvalidParameter {
+            what: "the batch query is for a layout with other buckets",
+        });
+    }
     let expected = padded * buckets;
     for a in [answer0, answer1] {
         if a.len() != expected {
@@ -471,5 +491,39 @@ mod tests {
         bad[0] ^= 1;
         assert!(answer(&db, &layout, &bad).is_err());
         assert!(BatchLayout::new(0, BatchParams::for_batch(4)).is_err());
+    }
+
+    /// `reconstruct` with fewer buckets than the query's layout (a caller's mistake, or a
+    /// server's answer sized for another layout) is an error, not an out-of-bounds panic.
+    #[test]
+    fn reconstruct_with_other_buckets_is_an_error() {
+        let mut rng = AesRng::from_seed([30; 16]);
+        let layout = BatchLayout::new(500, BatchParams::for_batch(10)).unwrap();
+        let q = query(&layout, &[1, 2, 3, 50, 400], &mut rng).unwrap();
+        let far = q.slots.iter().copied().max().unwrap();
+        assert!(far >= 1);
+        // Answers of the length the (wrong) bucket count implies.
+        let a = vec![0u8; 16 * far];
+        assert!(matches!(
+            reconstruct(16, far, &q, &a, &a),
+            Err(Error::InvalidParameter { .. })
+        ));
+        assert!(matches!(
+            reconstruct(usize::MAX, layout.buckets(), &q, &a, &a),
+            Err(Error::InvalidParameter { .. })
+        ));
+    }
+
+    /// The batch query reveals the indices: `Debug` prints no key bytes or slots.
+    #[test]
+    fn batch_query_debug_hides_it_and_it_is_zeroized() {
+        fn zeroized_on_drop<T: zeroize::ZeroizeOnDrop>(_: &T) {}
+        let mut rng = AesRng::from_seed([31; 16]);
+        let layout = BatchLayout::new(500, BatchParams::for_batch(10)).unwrap();
+        let q = query(&layout, &[7, 8], &mut rng).unwrap();
+        zeroized_on_drop(&q);
+        let s = format!("{q:?}");
+        assert!(!s.contains("slots") && !s.contains("to_server"), "{s}");
+        assert!(s.len() < 100, "{s}");
     }
 }

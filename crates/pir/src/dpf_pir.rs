@@ -14,6 +14,7 @@
 //! per server.
 
 use rand_core::CryptoRng;
+use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::db::Database;
 use crate::dpf::{self, DpfKey};
@@ -21,12 +22,22 @@ use crate::error::{Error, Result};
 use obliv_core::Block;
 
 /// The client's two query messages, one per server (serialised DPF keys).
-#[derive(Clone, Debug)]
+///
+/// Together they reveal the index: zeroized on drop, and `Debug` shows only their length.
+#[derive(Clone, Zeroize, ZeroizeOnDrop)]
 pub struct Query {
     /// The message for server 0.
     pub to_server0: Vec<u8>,
     /// The message for server 1.
     pub to_server1: Vec<u8>,
+}
+
+impl core::fmt::Debug for Query {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Query")
+            .field("key_len", &self.to_server0.len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Builds the query for record `index` of a database of `records` records.
@@ -99,9 +110,10 @@ pub fn answer_parallel(db: &Database, key: &[u8], threads: usize) -> Result<Vec<
 
 /// The record: `answer0 ⊕ answer1`, cut to `record_len` bytes.
 ///
-/// Errors: [`Error::WrongLength`] if the answers are not both `16·⌈record_len/16⌉` bytes.
+/// Errors: [`Error::WrongLength`] if the answers are not both `16·⌈record_len/16⌉` bytes,
+/// [`Error::InvalidParameter`] for `record_len` above [`crate::db::MAX_RECORD_LEN`].
 pub fn reconstruct(record_len: usize, answer0: &[u8], answer1: &[u8]) -> Result<Vec<u8>> {
-    let padded = record_len.div_ceil(16) * 16;
+    let padded = padded_len(record_len)?;
     for a in [answer0, answer1] {
         if a.len() != padded {
             return Err(Error::WrongLength {
@@ -115,6 +127,19 @@ pub fn reconstruct(record_len: usize, answer0: &[u8], answer1: &[u8]) -> Result<
         .zip(&answer1[..record_len])
         .map(|(x, y)| x ^ y)
         .collect())
+}
+
+/// `16·⌈record_len/16⌉`: the bytes of a padded record in an answer.
+///
+/// Errors: [`Error::InvalidParameter`] for `record_len` above [`crate::db::MAX_RECORD_LEN`]
+/// (no database holds such records; near `usize::MAX` the product would overflow).
+pub(crate) fn padded_len(record_len: usize) -> Result<usize> {
+    if record_len > crate::db::MAX_RECORD_LEN {
+        return Err(Error::InvalidParameter {
+            what: "record length must be at most 2^24 bytes",
+        });
+    }
+    Ok(record_len.div_ceil(16) * 16)
 }
 
 #[cfg(test)]
@@ -237,5 +262,33 @@ mod tests {
         assert!(Database::from_bytes(3, &[0; 10]).is_err());
         assert!(Database::from_bytes(0, &[]).is_err());
         assert!(Database::random(0, 10, &mut rng).is_err());
+    }
+
+    /// A record length near `usize::MAX` is an error (the padded length used to overflow:
+    /// a panic, or in release a zero length and then an out-of-bounds slice).
+    #[test]
+    fn reconstruct_rejects_absurd_record_lengths() {
+        for len in [usize::MAX, usize::MAX - 10, (1 << 24) + 1] {
+            assert!(matches!(
+                reconstruct(len, &[], &[]),
+                Err(Error::InvalidParameter { .. })
+            ));
+        }
+        // The largest record length is allowed (here: answers of the wrong length).
+        assert!(matches!(
+            reconstruct(1 << 24, &[], &[]),
+            Err(Error::WrongLength { .. })
+        ));
+    }
+
+    /// The two keys reveal the index: `Debug` prints no key bytes.
+    #[test]
+    fn query_debug_hides_the_keys_and_they_are_zeroized() {
+        fn zeroized_on_drop<T: zeroize::ZeroizeOnDrop>(_: &T) {}
+        let mut rng = AesRng::from_seed([34; 16]);
+        let q = query(1000, 3, &mut rng).unwrap();
+        zeroized_on_drop(&q);
+        let s = format!("{q:?}");
+        assert!(!s.contains("to_server") && s.len() < 60, "{s}");
     }
 }

@@ -16,6 +16,7 @@
 
 use obliv_core::Block;
 use rand_core::CryptoRng;
+use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::db::Database;
 use crate::error::{Error, Result};
@@ -31,7 +32,9 @@ pub fn shape(records: usize) -> (usize, usize) {
 }
 
 /// The client's two subset vectors.
-#[derive(Clone, Debug)]
+///
+/// Together they reveal the index: zeroized on drop, and `Debug` shows only their length.
+#[derive(Clone, Zeroize, ZeroizeOnDrop)]
 pub struct ItQuery {
     /// Subset for server 0 (`⌈cols/8⌉` bytes, bit `c` of byte `c/8` little-endian).
     pub to_server0: Vec<u8>,
@@ -41,12 +44,25 @@ pub struct ItQuery {
     pub row: usize,
 }
 
+impl core::fmt::Debug for ItQuery {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ItQuery")
+            .field("subset_len", &self.to_server0.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// Builds the query for record `index` of `records`.
 pub fn query<R: CryptoRng + ?Sized>(records: usize, index: usize, rng: &mut R) -> Result<ItQuery> {
     if index >= records {
         return Err(Error::IndexOutOfRange {
             index: index as u64,
             size: records as u64,
+        });
+    }
+    if records > crate::db::MAX_RECORDS {
+        return Err(Error::InvalidParameter {
+            what: "number of records must be in 1..=2^32",
         });
     }
     let (_, cols) = shape(records);
@@ -101,6 +117,10 @@ pub fn answer(db: &Database, subset: &[u8]) -> Result<Vec<u8>> {
 }
 
 /// The record from the two answers.
+///
+/// Errors: [`Error::WrongLength`] if an answer is not `rows` padded records long,
+/// [`Error::InvalidParameter`] if the query is for a database of another shape (its row lies
+/// beyond `db_records`' rows) or `record_len` is out of range.
 pub fn reconstruct(
     db_records: usize,
     record_len: usize,
@@ -109,7 +129,12 @@ pub fn reconstruct(
     answer1: &[u8],
 ) -> Result<Vec<u8>> {
     let (rows, _) = shape(db_records);
-    let padded = record_len.div_ceil(16) * 16;
+    let padded = crate::dpf_pir::padded_len(record_len)?;
+    if query.row >= rows {
+        return Err(Error::InvalidParameter {
+            what: "the IT-PIR query is for a database of another shape",
+        });
+    }
     for a in [answer0, answer1] {
         if a.len() != rows * padded {
             return Err(Error::WrongLength {
@@ -175,5 +200,38 @@ mod tests {
             answer(&db5, &[0xff]),
             Err(Error::NonCanonical { .. })
         ));
+    }
+
+    /// `reconstruct` for a database of another shape than the query's is an error, not an
+    /// out-of-bounds panic; so is an absurd record length or record count.
+    #[test]
+    fn misuse_is_an_error() {
+        let mut rng = AesRng::from_seed([32; 16]);
+        let q = query(1000, 999, &mut rng).unwrap();
+        let (rows, _) = shape(100);
+        let a = vec![0u8; rows * 16];
+        assert!(matches!(
+            reconstruct(100, 16, &q, &a, &a),
+            Err(Error::InvalidParameter { .. })
+        ));
+        assert!(matches!(
+            reconstruct(1000, usize::MAX - 3, &q, &a, &a),
+            Err(Error::InvalidParameter { .. })
+        ));
+        assert!(matches!(
+            query(usize::MAX, 0, &mut rng),
+            Err(Error::InvalidParameter { .. })
+        ));
+    }
+
+    /// The query reveals the index: `Debug` prints neither the row nor the subsets.
+    #[test]
+    fn query_debug_hides_it_and_it_is_zeroized() {
+        fn zeroized_on_drop<T: zeroize::ZeroizeOnDrop>(_: &T) {}
+        let mut rng = AesRng::from_seed([33; 16]);
+        let q = query(1000, 999, &mut rng).unwrap();
+        zeroized_on_drop(&q);
+        let s = format!("{q:?}");
+        assert!(!s.contains("row") && !s.contains("to_server"), "{s}");
     }
 }

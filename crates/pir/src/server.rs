@@ -60,6 +60,12 @@ const STATUS_OK: u8 = 0;
 const STATUS_ERROR: u8 = 1;
 const STATUS_BUSY: u8 = 2;
 
+/// Most [`ServerConfig::workers`] (threads spawned when the server starts).
+pub const MAX_WORKERS: usize = 1 << 12;
+
+/// Deepest [`ServerConfig::queue_depth`] (the queue is allocated when the server starts).
+pub const MAX_QUEUE_DEPTH: usize = 1 << 20;
+
 /// Settings of a [`PirServer`].
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -278,8 +284,9 @@ impl ServerHandle {
         self.addr
     }
 
-    /// Stops accepting connections and waits for the accept loop to end (open connections
-    /// finish their current request and close when their client does or times out).
+    /// Stops accepting connections and waits for the accept loop to end, not for open
+    /// connections: each answers the request it has already read and then closes (one waiting
+    /// for a request closes when the next one arrives, or at its timeout).
     pub fn shutdown(mut self) -> Result<()> {
         self.stop_and_join()
     }
@@ -307,7 +314,8 @@ impl PirServer {
     /// A server for `db` (builds the batch layout if `config.batch` is set).
     ///
     /// Errors: [`Error::InvalidParameter`] for zero workers, queue depth, limits or request
-    /// deadline.
+    /// deadline, and for more than [`MAX_WORKERS`] workers or a queue deeper than
+    /// [`MAX_QUEUE_DEPTH`] (both are allocated when the server starts).
     pub fn new(db: Database, config: ServerConfig) -> Result<Self> {
         if config.workers == 0
             || config.queue_depth == 0
@@ -316,6 +324,11 @@ impl PirServer {
         {
             return Err(Error::InvalidParameter {
                 what: "workers, queue depth, connection limit and request deadline must be positive",
+            });
+        }
+        if config.workers > MAX_WORKERS || config.queue_depth > MAX_QUEUE_DEPTH {
+            return Err(Error::InvalidParameter {
+                what: "at most 2^12 workers and a queue of at most 2^20 requests",
             });
         }
         let state =
@@ -375,38 +388,73 @@ impl PirServer {
         }
         drop(rx);
         let active = Arc::new(AtomicUsize::new(0));
+        let stopped = Arc::new(AtomicBool::new(false));
         for stream in listener.incoming() {
             if stop.load(Ordering::SeqCst) {
                 break;
             }
             let Ok(stream) = stream else { continue };
-            if active.fetch_add(1, Ordering::SeqCst) >= self.config.max_connections {
-                active.fetch_sub(1, Ordering::SeqCst);
+            let Some(slot) = Slot::take(&active, self.config.max_connections) else {
                 if self.config.tls.is_none() {
                     refuse(stream);
                 }
                 continue;
-            }
+            };
             let tx = tx.clone();
-            let active = Arc::clone(&active);
             let config = self.config.clone();
-            let spawned = thread::Builder::new()
-                .name("obliv-pir-conn".into())
-                .spawn(move || {
-                    let _ = connection(stream, &tx, &config);
-                    active.fetch_sub(1, Ordering::SeqCst);
-                });
-            if spawned.is_err() {
-                // Out of threads: the connection was dropped with the closure.
-                continue;
-            }
+            let stopped = Arc::clone(&stopped);
+            // Out of threads: the connection and its slot are dropped with the closure.
+            let _ = spawn_connection(
+                thread::Builder::new().name("obliv-pir-conn".into()),
+                slot,
+                move || {
+                    let _ = connection(stream, &tx, &config, &stopped);
+                },
+            );
         }
+        // Open connections answer what they have already read and then close; the workers end
+        // when the last of them has. Waiting for them here would hold `shutdown` for as long as
+        // any client stays connected (forever, for one that keeps sending requests).
+        stopped.store(true, Ordering::SeqCst);
         drop(tx);
-        for w in workers {
-            let _ = w.join();
-        }
+        drop(workers);
         Ok(())
     }
+}
+
+/// One of the [`ServerConfig::max_connections`] connection slots, given back when dropped
+/// (when its connection ends, or with the connection's closure if no thread could be spawned
+/// for it).
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    /// A slot of `active`, unless `max` are taken.
+    fn take(active: &Arc<AtomicUsize>, max: usize) -> Option<Slot> {
+        if active.fetch_add(1, Ordering::SeqCst) >= max {
+            active.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(Slot(Arc::clone(active)))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Runs `serve` on a thread of `builder`, holding `slot` until it returns; if the thread
+/// cannot be spawned the slot is given back at once.
+fn spawn_connection(
+    builder: thread::Builder,
+    slot: Slot,
+    serve: impl FnOnce() + Send + 'static,
+) -> std::io::Result<JoinHandle<()>> {
+    builder.spawn(move || {
+        let _slot = slot;
+        serve();
+    })
 }
 
 /// Answers "busy" on a connection over the limit and closes it.
@@ -423,7 +471,14 @@ fn refuse(stream: TcpStream) {
 
 /// Serves one connection: read a request, queue it for the pool, send the reply; each request
 /// within [`ServerConfig::request_deadline`] of the start of its wait.
-fn connection(stream: TcpStream, jobs: &Sender<Job>, config: &ServerConfig) -> Result<()> {
+/// Once `stopped` is set (the server was shut down) a request read afterwards is not answered:
+/// the connection closes.
+fn connection(
+    stream: TcpStream,
+    jobs: &Sender<Job>,
+    config: &ServerConfig,
+    stopped: &AtomicBool,
+) -> Result<()> {
     let opts = TcpOptions {
         read_timeout: Some(config.idle_timeout),
         write_timeout: Some(config.idle_timeout),
@@ -454,6 +509,9 @@ fn connection(stream: TcpStream, jobs: &Sender<Job>, config: &ServerConfig) -> R
                 return Err(e.into());
             }
         };
+        if stopped.load(Ordering::SeqCst) {
+            return Ok(());
+        }
         let job = Job {
             req,
             reply: reply_tx.clone(),
@@ -564,6 +622,10 @@ pub struct PirClient<C: Channel> {
     /// Built on the first batch query.
     layout: Option<BatchLayout>,
     rng: AesRng,
+    /// A request failed before both responses were read whole: a server's answer to it may
+    /// still be on its way, and would be taken for the answer to the next request (a wrong
+    /// record, silently). Every later request fails instead.
+    out_of_step: bool,
 }
 
 impl<C: Channel> core::fmt::Debug for PirClient<C> {
@@ -684,6 +746,7 @@ impl<C: Channel> PirClient<C> {
             limits,
             layout: None,
             rng,
+            out_of_step: false,
         })
     }
 
@@ -707,7 +770,17 @@ impl<C: Channel> PirClient<C> {
     }
 
     /// Sends one request to each server, then reads both responses.
+    ///
+    /// Both response frames are always read before either status is looked at, so a server
+    /// that answers "busy" or an error does not leave the other's answer to be read as the
+    /// answer to the next request. If a frame cannot be read whole (a timeout, a deadline, a
+    /// broken connection) the client is out of step with that server for good, and this and
+    /// every later request fail with [`obliv_net::Error::Broken`] rather than pair an answer
+    /// with the wrong query.
     fn both(&mut self, tag: u8, m0: &[u8], m1: &[u8], resp_len: usize) -> Result<[Vec<u8>; 2]> {
+        if self.out_of_step {
+            return Err(Error::Net(obliv_net::Error::Broken));
+        }
         within(
             "response length",
             resp_len as u64,
@@ -721,9 +794,20 @@ impl<C: Channel> PirClient<C> {
         for s in &mut self.servers {
             s.set_deadline(None);
         }
-        r
+        match r {
+            Ok([f0, f1]) => {
+                let a0 = response_status(f0);
+                let a1 = response_status(f1);
+                Ok([a0?, a1?])
+            }
+            Err(e) => {
+                self.out_of_step = true;
+                Err(e)
+            }
+        }
     }
 
+    /// Sends the requests and reads both raw response frames (status byte included).
     fn both_within(
         &mut self,
         tag: u8,
@@ -738,9 +822,9 @@ impl<C: Channel> PirClient<C> {
             s.send_vec(req)?;
             s.flush()?;
         }
-        let a0 = response(&mut self.servers[0], resp_len + 1)?;
-        let a1 = response(&mut self.servers[1], resp_len + 1)?;
-        Ok([a0, a1])
+        let f0 = response_frame_of(&mut self.servers[0], resp_len + 1)?;
+        let f1 = response_frame_of(&mut self.servers[1], resp_len + 1)?;
+        Ok([f0, f1])
     }
 
     /// Retrieves record `index` with DPF-PIR.
@@ -801,15 +885,22 @@ impl<C: Channel> PirClient<C> {
 
 /// Reads one response frame of at most `max` bytes and strips the status.
 fn response<C: Channel + ?Sized>(ch: &mut C, max: usize) -> Result<Vec<u8>> {
-    let mut r = match ch.recv_max(max.max(4096)) {
-        Ok(r) => r,
-        Err(obliv_net::Error::FrameTooLarge { .. }) => {
-            return Err(Error::Malformed {
-                what: "response longer than expected",
-            });
-        }
-        Err(e) => return Err(e.into()),
-    };
+    response_status(response_frame_of(ch, max)?)
+}
+
+/// Reads one whole response frame of at most `max` bytes (status byte included).
+fn response_frame_of<C: Channel + ?Sized>(ch: &mut C, max: usize) -> Result<Vec<u8>> {
+    match ch.recv_max(max.max(4096)) {
+        Ok(r) => Ok(r),
+        Err(obliv_net::Error::FrameTooLarge { .. }) => Err(Error::Malformed {
+            what: "response longer than expected",
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The body of a response frame, or the error its status announces.
+fn response_status(mut r: Vec<u8>) -> Result<Vec<u8>> {
     match r.first() {
         Some(&STATUS_OK) => {
             r.remove(0);
@@ -983,5 +1074,152 @@ mod tests {
         drop(client);
         t0.join().unwrap().unwrap();
         t1.join().unwrap().unwrap();
+    }
+
+    /// A server over a memory channel that answers with `state`, except that its first DPF
+    /// request gets `first` (after `gate` lets it go, if given).
+    fn scripted_server(
+        st: Arc<ServerState>,
+        mut ch: obliv_net::MemChannel,
+        first: Vec<u8>,
+        gate: Option<std::sync::mpsc::Receiver<()>>,
+    ) -> thread::JoinHandle<()> {
+        thread::spawn(move || {
+            let mut first = Some(first);
+            while let Ok(req) = ch.recv() {
+                let resp = match (req.first(), first.take()) {
+                    (Some(&TAG_DPF), Some(f)) => {
+                        if let Some(g) = &gate {
+                            let _ = g.recv();
+                        }
+                        f
+                    }
+                    (_, f) => {
+                        first = first.or(f);
+                        st.handle(&req)
+                    }
+                };
+                if ch.send(&resp).and_then(|()| ch.flush()).is_err() {
+                    return;
+                }
+            }
+        })
+    }
+
+    /// Server 0 answers the first query "busy" while server 1 answers it: server 1's answer
+    /// must not be taken for its answer to the next query (that gave a wrong record, silently).
+    #[test]
+    fn busy_answer_from_one_server_does_not_shift_the_other() {
+        let mut rng = AesRng::from_seed([21; 16]);
+        let st =
+            Arc::new(ServerState::new(Database::random(300, 32, &mut rng).unwrap(), None).unwrap());
+        let (c0, s0) = mem_pair();
+        let (c1, mut s1) = mem_pair();
+        let t0 = scripted_server(Arc::clone(&st), s0, vec![STATUS_BUSY], None);
+        let st1 = Arc::clone(&st);
+        let t1 = thread::spawn(move || st1.serve_channel(&mut s1, 1 << 16));
+        let mut client = PirClient::new(c0, c1, AesRng::from_seed([22; 16])).unwrap();
+        assert!(matches!(client.query(3), Err(Error::Busy)));
+        for i in [200, 7] {
+            assert_eq!(client.query(i).unwrap(), st.db().record(i).unwrap());
+        }
+        drop(client);
+        t0.join().unwrap();
+        t1.join().unwrap().unwrap();
+    }
+
+    /// Server 1 answers the first query only after the client's deadline has passed: the
+    /// late answer must not be taken for the answer to the next query; the client refuses
+    /// every later query instead.
+    #[test]
+    fn late_answer_after_a_deadline_is_not_paired_with_the_next_query() {
+        let mut rng = AesRng::from_seed([23; 16]);
+        let st =
+            Arc::new(ServerState::new(Database::random(300, 32, &mut rng).unwrap(), None).unwrap());
+        let (c0, mut s0) = mem_pair();
+        let (c1, s1) = mem_pair();
+        let st0 = Arc::clone(&st);
+        let t0 = thread::spawn(move || st0.serve_channel(&mut s0, 1 << 16));
+        // Server 1's (honest) answer to the first query, held back until released.
+        let mut qrng = AesRng::from_seed([24; 16]);
+        let q = dpf_pir::query(300, 3, &mut qrng).unwrap();
+        let late = response_frame(dpf_pir::answer(st.db(), &q.to_server1));
+        let (go, gate) = std::sync::mpsc::channel();
+        let t1 = scripted_server(Arc::clone(&st), s1, late, Some(gate));
+        let limits = ClientLimits {
+            request_deadline: Some(Duration::from_millis(300)),
+            ..ClientLimits::default()
+        };
+        let mut client =
+            PirClient::with_limits(c0, c1, AesRng::from_seed([25; 16]), limits).unwrap();
+        let r = client.query(3);
+        assert!(
+            matches!(
+                r,
+                Err(Error::Net(obliv_net::Error::DeadlineExceeded { .. }))
+            ),
+            "{r:?}"
+        );
+        go.send(()).unwrap();
+        let r = client.query(200);
+        assert!(
+            matches!(r, Err(Error::Net(obliv_net::Error::Broken))),
+            "{r:?}"
+        );
+        drop(client);
+        t0.join().unwrap().unwrap();
+        t1.join().unwrap();
+    }
+
+    /// A connection whose thread cannot be spawned gives its slot back (it was kept for
+    /// good, so enough failed spawns left the server answering "busy" to everyone).
+    #[test]
+    fn failed_connection_spawn_frees_its_slot() {
+        let active = Arc::new(AtomicUsize::new(0));
+        let slot = Slot::take(&active, 1).unwrap();
+        assert!(Slot::take(&active, 1).is_none(), "the limit holds");
+        // A stack no system grants: the spawn fails.
+        let builder = thread::Builder::new().stack_size(1 << 62);
+        assert!(spawn_connection(builder, slot, || {}).is_err());
+        assert_eq!(active.load(Ordering::SeqCst), 0);
+        let slot = Slot::take(&active, 1).unwrap();
+        spawn_connection(thread::Builder::new(), slot, || {})
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(active.load(Ordering::SeqCst), 0);
+    }
+
+    /// A queue depth or worker count the server cannot allocate is refused by `new` (it
+    /// was accepted, and starting the server then panicked or aborted on the allocation).
+    #[test]
+    fn new_refuses_unallocatable_pool_sizes() {
+        let mut rng = AesRng::from_seed([26; 16]);
+        let db = Database::random(10, 16, &mut rng).unwrap();
+        for config in [
+            ServerConfig {
+                queue_depth: usize::MAX,
+                ..ServerConfig::default()
+            },
+            ServerConfig {
+                queue_depth: 1 << 40,
+                ..ServerConfig::default()
+            },
+            ServerConfig {
+                workers: usize::MAX,
+                ..ServerConfig::default()
+            },
+        ] {
+            assert!(matches!(
+                PirServer::new(db.clone(), config),
+                Err(Error::InvalidParameter { .. })
+            ));
+        }
+        let ok = ServerConfig {
+            workers: MAX_WORKERS,
+            queue_depth: MAX_QUEUE_DEPTH,
+            ..ServerConfig::default()
+        };
+        assert!(PirServer::new(db, ok).is_ok());
     }
 }

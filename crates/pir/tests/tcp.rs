@@ -288,3 +288,35 @@ fn client_request_deadline_cuts_off_a_trickling_server() {
     );
     f0.join().unwrap();
 }
+
+/// `shutdown` returns while a client is still connected (it used to wait for every
+/// connection to close: up to the request deadline for an idle one, forever for a client
+/// that keeps querying), and a request sent after it is not answered.
+#[test]
+fn shutdown_does_not_wait_for_open_connections() {
+    let mut rng = AesRng::from_seed([5; 16]);
+    let db = Database::random(100, 16, &mut rng).unwrap();
+    let config = ServerConfig {
+        idle_timeout: Duration::from_secs(120),
+        request_deadline: Duration::from_secs(120),
+        ..ServerConfig::default()
+    };
+    let [s0, s1] = start(&db, config);
+    let mut c = PirClient::connect(s0.local_addr(), s1.local_addr()).unwrap();
+    assert_eq!(c.query(5).unwrap(), db.record(5).unwrap());
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let t = thread::spawn(move || {
+        let r = s0.shutdown().and_then(|()| s1.shutdown());
+        let _ = done_tx.send(());
+        r
+    });
+    let returned = done_rx.recv_timeout(Duration::from_secs(20));
+    // The open connections close on their next request: the client sees an error, not a hang.
+    let r = c.query(6);
+    assert!(
+        returned.is_ok(),
+        "shutdown still waiting for the open connection"
+    );
+    t.join().unwrap().unwrap();
+    assert!(r.is_err(), "{r:?}");
+}
