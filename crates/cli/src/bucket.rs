@@ -294,7 +294,17 @@ pub(crate) fn read_key_columns<S: KeySink>(
             .map(|_| ())
             .map_err(|e| CliError::file(path.display().to_string(), e))
     };
-    let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let meta = file
+        .metadata()
+        .map_err(|e| CliError::file(path.display().to_string(), e))?;
+    if !meta.is_file() {
+        return Err(CliError::input(format!(
+            "{} is not a regular file (a directory, pipe or device): obliv reads its input \
+             twice, to check it and to write the matching rows; give a CSV file",
+            path.display()
+        )));
+    }
+    let bytes = meta.len();
     let (rdr, header, key_cols) = keyed_reader(path, &mut file, keys)?;
     let data_start = rdr.position().byte();
     drop(rdr);
@@ -772,7 +782,7 @@ impl Buckets {
 }
 
 mod write;
-pub use write::{RowSet, write_rows};
+pub use write::{RowSet, check_output, write_rows};
 
 #[cfg(test)]
 mod tests;

@@ -225,13 +225,24 @@ fn with_key_columns<R: std::io::Read>(
     let cols = keys
         .iter()
         .map(|k| {
-            header.iter().position(|h| h == k).ok_or_else(|| {
+            let col = header.iter().position(|h| h == k).ok_or_else(|| {
                 CliError::input(format!(
                     "{} has no column {k:?} (columns: {})",
                     path.display(),
                     header.join(", ")
                 ))
-            })
+            })?;
+            // Which of two equally named columns holds the key is anyone's guess: refused
+            // rather than matched on the first.
+            let named = header.iter().filter(|h| *h == k).count();
+            if named > 1 {
+                return Err(CliError::input(format!(
+                    "{} has {named} columns named {k:?}: rename them so that the key column's \
+                     name is unique",
+                    path.display()
+                )));
+            }
+            Ok(col)
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok((rdr, header, cols))
@@ -536,6 +547,24 @@ mod tests {
         let items: &dyn obliv_psi::unbalanced::ItemList = &kd.distinct;
         assert_eq!(items.len(), want.len());
         assert_eq!(items.item(want.len() - 1), want[want.len() - 1].as_slice());
+    }
+
+    /// A key column whose name the header repeats used to be read from the first of them,
+    /// silently; refused now, on both readers and in `merge --sort`.
+    #[test]
+    fn a_key_column_named_twice_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.csv");
+        for body in ["id,x,id\nk1,1,z\n", "id,x,id\n\"k,1\",1,z\n"] {
+            std::fs::write(&input, body).unwrap();
+            let e = read_keys(&input, &["id".into()]).unwrap_err();
+            assert_eq!(e.exit_code(), 3, "{e}");
+            assert!(e.to_string().contains("2 columns named \"id\""), "{e}");
+            let e = open_keyed(&input, &["x".into(), "id".into()]).unwrap_err();
+            assert!(e.to_string().contains("2 columns named \"id\""), "{e}");
+            // Other columns may repeat.
+            assert_eq!(read_keys(&input, &["x".into()]).unwrap().rows(), 1);
+        }
     }
 
     #[test]

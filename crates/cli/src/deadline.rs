@@ -16,6 +16,25 @@ use rand_core::CryptoRng;
 /// slow link fits with a wide margin).
 pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
+/// Longest `--connect-timeout` accepted: a year. The connection and the channels add it to
+/// the current time, which a value near `u64::MAX` seconds overflows.
+pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Refuses a `--connect-timeout` above [`MAX_CONNECT_TIMEOUT`].
+///
+/// # Errors
+/// [`ExitKind::Usage`](crate::ExitKind::Usage) for a longer one.
+pub fn check_connect_timeout(t: Duration) -> Result<(), crate::CliError> {
+    if t > MAX_CONNECT_TIMEOUT {
+        return Err(crate::CliError::usage(format!(
+            "--connect-timeout {} is longer than a year; give at most {} seconds",
+            t.as_secs(),
+            MAX_CONNECT_TIMEOUT.as_secs()
+        )));
+    }
+    Ok(())
+}
+
 /// A [`PsiSession`] whose every run and split must end within `step` on its channel.
 #[derive(Debug)]
 pub struct StepDeadline<S> {

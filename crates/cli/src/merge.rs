@@ -71,6 +71,12 @@ pub fn merge(
                 .iter()
                 .map(str::to_string)
                 .collect();
+            if h.iter().all(String::is_empty) {
+                return Err(CliError::input(format!(
+                    "{} is empty: no header row (every part that obliv psi writes has one)",
+                    p.display()
+                )));
+            }
             (rdr, h, Vec::new())
         };
         match &header {
@@ -197,5 +203,31 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.exit_code(), 3);
+    }
+
+    /// An empty part (no header) without `--sort`: merging only empty parts wrote `""` (a
+    /// header of one empty column) and reported success; an empty part beside real ones was
+    /// refused as having "header []". Refused now, saying that the part is empty.
+    #[test]
+    fn empty_parts_are_refused_as_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("e.csv"), "").unwrap();
+        std::fs::write(d.join("p.csv"), "id,v\nk1,1\n").unwrap();
+        let out = d.join("m.csv");
+        for parts in [["e.csv", "e.csv"], ["e.csv", "p.csv"], ["p.csv", "e.csv"]] {
+            let parts: Vec<PathBuf> = parts.iter().map(|p| d.join(p)).collect();
+            for sort in [false, true] {
+                let e = merge(&parts, &["id".into()], sort, &out).unwrap_err();
+                assert_eq!(e.exit_code(), 3, "{e}");
+                assert!(e.to_string().contains("e.csv is empty"), "{e}");
+                assert!(!out.exists());
+            }
+        }
+        // A part with a header and no rows is a part.
+        std::fs::write(d.join("h.csv"), "id,v\n").unwrap();
+        let parts = vec![d.join("h.csv"), d.join("p.csv")];
+        assert_eq!(merge(&parts, &["id".into()], false, &out).unwrap(), 1);
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "id,v\nk1,1\n");
     }
 }

@@ -271,6 +271,15 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
             driver::MAX_WORKERS
         )));
     }
+    deadline::check_connect_timeout(cfg.connect_timeout)?;
+    if !(crate::plan::MIN_LOAD..=crate::plan::MAX_LOAD).contains(&cfg.bucket_load) {
+        return Err(CliError::usage(format!(
+            "--bucket-load {} is outside {}..={}",
+            cfg.bucket_load,
+            crate::plan::MIN_LOAD,
+            crate::plan::MAX_LOAD
+        )));
+    }
     if cfg.workers > 1 && cfg.protocol == Protocol::Ecdh3pc {
         return Err(CliError::usage(
             "--workers is not supported by ecdh-3pc (its buckets run one after the other)",
@@ -335,6 +344,11 @@ where
         bucket::IngestOptions::new(cfg.shard, cp_lock.is_some(), &tmp_root, cfg.progress);
     iopts.memory_budget = cfg.memory_budget;
     let (shape, mut files) = bucket::ingest(&cfg.input, &cfg.keys, &iopts)?;
+    // A party that writes rows must be able to, before any bucket runs (after the input is
+    // read, so that its errors still come first).
+    if cfg.rank == cfg.receiver || cfg.broadcast {
+        bucket::check_output(&cfg.input, &cfg.output)?;
+    }
     let mut checkpoint = match cp_lock {
         Some(lock) => Some(lock.open(&identity(cfg, &shape))?),
         None => None,

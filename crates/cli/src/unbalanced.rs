@@ -129,6 +129,7 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
             "unbalanced PSI runs between 2 parties (--rank 0 or 1)",
         ));
     }
+    crate::deadline::check_connect_timeout(a.connect_timeout)?;
     let cfg = UbConfig {
         curve: a.curve,
         server_get_result: a.server_get_result,
@@ -166,11 +167,26 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         )?),
         _ => Some(csvio::read_keys(&need(&a.input, "input")?, &a.keys)?),
     };
+    if let (true, Some(input), Some(output)) = (learns, &a.input, &a.output) {
+        bucket::check_output(input, output)?;
+    }
     let key = match a.role {
         UbRole::Server => {
             let path = need(&a.key_file, "key-file")?;
             Some(if path.exists() {
-                ServerKey::load(&path).map_err(|e| CliError::file("", e))?
+                let k = ServerKey::load(&path).map_err(|e| CliError::file("", e))?;
+                // Found here, before the peer is waited for, with the file named.
+                if k.curve() != a.curve {
+                    return Err(CliError::input(format!(
+                        "key file {} is for curve {}, not --curve {}: run with --curve {} (the \
+                         curve its offline phase ran with), or give another --key-file",
+                        path.display(),
+                        k.curve(),
+                        a.curve,
+                        k.curve()
+                    )));
+                }
+                k
             } else if a.phase == Phase::Offline {
                 let k = ServerKey::generate(a.curve, &mut rng)?;
                 k.save(&path).map_err(|e| CliError::file("", e))?;
@@ -294,4 +310,57 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         stats.bytes_received,
         stats.rounds
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(dir: &Path, curve: Curve) -> UbArgs {
+        // Two loopback ports that nobody listens on: the peer never comes.
+        let ports: Vec<SocketAddr> = (0..2)
+            .map(|_| {
+                std::net::TcpListener::bind("127.0.0.1:0")
+                    .unwrap()
+                    .local_addr()
+                    .unwrap()
+            })
+            .collect();
+        UbArgs {
+            phase: Phase::Online,
+            role: UbRole::Server,
+            curve,
+            rank: 0,
+            parties: ports,
+            input: None,
+            keys: vec!["id".into()],
+            cache: None,
+            key_file: Some(dir.join("server.key")),
+            output: None,
+            server_get_result: false,
+            connect_timeout: Duration::from_secs(2),
+            step_timeout: Duration::from_secs(60),
+            tls: None,
+        }
+    }
+
+    /// A server key of another curve than `--curve` was found only once the client had
+    /// connected (or after the connect timeout), as "invalid parameter: the key is for
+    /// another curve" without the file; refused at once now, naming the file and the curve.
+    #[test]
+    fn a_key_file_of_another_curve_is_refused_before_the_peer_is_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = ServerKey::generate(Curve::FourQ, &mut AesRng::from_entropy()).unwrap();
+        key.save(&dir.path().join("server.key")).unwrap();
+        let mut items = csvio::KeyArena::default();
+        items.push(b"k1");
+        save_set(
+            &set_path(&dir.path().join("server.key")),
+            &ServerSet::new(&key, &items),
+        )
+        .unwrap();
+        let e = run(&args(dir.path(), Curve::Curve25519)).unwrap_err();
+        assert_eq!(e.exit_code(), 3, "{e}");
+        assert!(e.to_string().contains("server.key is for curve"), "{e}");
+    }
 }

@@ -417,3 +417,187 @@ fn grouping_matches_a_plain_map() {
         }
     }
 }
+
+/// A small deterministic generator (xorshift64*) for the property tests below.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        usize::try_from(self.next() % n as u64).unwrap()
+    }
+}
+
+/// Random CSV-like bytes over an adversarial alphabet: separators, quotes, both line ends,
+/// NUL, invalid and multi-byte UTF-8, a byte-order mark, empty lines; a header naming the
+/// key column most of the time, rows mostly of the header's width.
+fn adversarial_csv(rng: &mut Rng) -> Vec<u8> {
+    const PIECES: &[&[u8]] = &[
+        b"a",
+        b"b",
+        b"k1",
+        b"",
+        b" ",
+        b",",
+        b"\"",
+        b"\"\"",
+        b"\n",
+        b"\r\n",
+        b"\r",
+        b"\0",
+        b"\xff",
+        b"\xc3\xa4",
+        b"\xc3",
+        b"\xef\xbb\xbf",
+        b"id",
+        b"x",
+        b"#",
+        b"\t",
+    ];
+    // Well-formed quoted fields.
+    const QUOTED: &[&[u8]] = &[b"\"a,b\"", b"\"x\ny\"", b"\"q\"\"q\"", b"\"\"", b"\"\r\n\""];
+    let mut out = Vec::new();
+    if rng.below(4) == 0 {
+        out.extend_from_slice(b"\xef\xbb\xbf");
+    }
+    let width = 1 + rng.below(3);
+    match rng.below(6) {
+        0 => {}
+        1 => out.extend_from_slice(b"\"id\""),
+        _ => out.extend_from_slice(b"id"),
+    }
+    for _ in 1..width {
+        out.extend_from_slice(b",x");
+    }
+    out.extend_from_slice(if rng.below(3) == 0 { b"\r\n" } else { b"\n" });
+    for _ in 0..rng.below(8) {
+        if rng.below(4) == 0 {
+            // A field or line of anything.
+            for _ in 0..1 + rng.below(6) {
+                out.extend_from_slice(PIECES[rng.below(PIECES.len())]);
+            }
+        } else {
+            // A well-formed-looking row.
+            for f in 0..width {
+                if f > 0 {
+                    out.push(b',');
+                }
+                if rng.below(8) == 0 {
+                    out.extend_from_slice(QUOTED[rng.below(QUOTED.len())]);
+                } else {
+                    for _ in 0..rng.below(3) {
+                        out.extend_from_slice(PIECES[rng.below(5)]);
+                    }
+                }
+            }
+        }
+        match rng.below(8) {
+            0 => {}
+            1 => out.extend_from_slice(b"\r\n"),
+            2 => out.extend_from_slice(b"\n\n"),
+            _ => out.push(b'\n'),
+        }
+    }
+    out
+}
+
+/// The byte scanner and the `csv` parser agree on random adversarial files: both accept
+/// (with the same header, rows, digest and buckets, and the same output for every marking)
+/// or both refuse with the same error.
+#[test]
+fn byte_scanner_and_csv_parser_agree_on_random_adversarial_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.csv");
+    let keys = ["id".to_string()];
+    let mut rng = Rng(0x243f_6a88_85a3_08d3);
+    for case in 0..3000 {
+        let body = adversarial_csv(&mut rng);
+        std::fs::write(&input, &body).unwrap();
+        let fast = ingest(&input, &keys, &opts(dir.path(), false));
+        let slow = ingest(&input, &keys, &opts(dir.path(), true));
+        let ((fs, mut fb), (ss, mut sb)) = match (fast, slow) {
+            (Ok(f), Ok(s)) => (f, s),
+            (Err(f), Err(s)) => {
+                assert_eq!(f.to_string(), s.to_string(), "case {case}: {body:?}");
+                continue;
+            }
+            (f, s) => panic!(
+                "case {case}: {body:?}: scanner {:?}, parser {:?}",
+                f.map(|x| x.0.rows),
+                s.map(|x| x.0.rows)
+            ),
+        };
+        assert_eq!(
+            (fs.rows, &fs.header, &fs.key_cols, fs.digest, fs.bytes),
+            (ss.rows, &ss.header, &ss.key_cols, ss.digest, ss.bytes),
+            "case {case}: {body:?}"
+        );
+        assert_eq!(fs.digest, Some(*blake3::hash(&body).as_bytes()));
+        assert_eq!(
+            contents(&mut fb, 2),
+            contents(&mut sb, 2),
+            "case {case}: {body:?}"
+        );
+        let mut set = RowSet::new(fs.rows);
+        for r in 0..fs.rows {
+            if rng.below(2) == 0 {
+                set.insert(r);
+            }
+        }
+        for sort in [false, true] {
+            let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+            let wa = write_rows(&input, &fs, &set, &a, sort, ProgressMode::Off).unwrap();
+            let wb = write_rows(&input, &ss, &set, &b, sort, ProgressMode::Off).unwrap();
+            assert_eq!(wa, wb, "case {case}: {body:?}");
+            assert_eq!(
+                std::fs::read(&a).unwrap(),
+                std::fs::read(&b).unwrap(),
+                "case {case}: {body:?}, sort {sort}"
+            );
+        }
+    }
+}
+
+/// An input that is not a regular file: a pipe (`--input <(zcat big.csv.gz)`) used to fail
+/// with "Illegal seek" once its header was read, a directory with "Is a directory"; both are
+/// refused with what to give instead, on every reader (`psi` and `ub-psi`).
+#[cfg(unix)]
+#[test]
+fn an_input_that_is_not_a_regular_file_is_refused_with_what_to_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.csv");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let keys = ["id".to_string()];
+    for reader in 0..2 {
+        // The writer blocks in `open` until the reader opens the pipe; it ends when the
+        // reader closes it (a write error then is expected).
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+                let _ = f.write_all(b"id,x\nk1,1\nk2,2\n");
+            })
+        };
+        let e = if reader == 0 {
+            ingest(&fifo, &keys, &opts(dir.path(), false)).unwrap_err()
+        } else {
+            crate::csvio::read_keys(&fifo, &keys).unwrap_err()
+        };
+        writer.join().unwrap();
+        assert_eq!(e.exit_code(), 3, "{e}");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+    }
+    let e = ingest(dir.path(), &keys, &opts(dir.path(), false)).unwrap_err();
+    assert_eq!(e.exit_code(), 3, "{e}");
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+}

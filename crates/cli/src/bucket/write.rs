@@ -40,6 +40,72 @@ impl RowSet {
     }
 }
 
+/// Checks, before any work whose result it would hold, that `output` can take the rows of
+/// `input` as [`write_rows`] writes them (a temporary file beside it, renamed over it): it is
+/// not `input` itself (the rename would replace the input with the rows selected from it), it
+/// is not a directory or another non-regular file (a device, a pipe: the rename would replace
+/// it), and a file can be created in its directory.
+///
+/// # Errors
+/// [`ExitKind::Usage`](crate::ExitKind::Usage) if `output` is `input`;
+/// [`ExitKind::Input`](crate::ExitKind::Input) if it is not a regular file or its directory
+/// is missing or not writable.
+pub fn check_output(input: &Path, output: &Path) -> Result<(), CliError> {
+    match std::fs::metadata(output) {
+        Ok(m) if !m.is_file() => {
+            return Err(CliError::input(format!(
+                "--output {} is {}, not a file: give the path of the CSV file to write",
+                output.display(),
+                if m.is_dir() {
+                    "a directory"
+                } else {
+                    "a device, pipe or socket"
+                }
+            )));
+        }
+        Ok(m) => {
+            if std::fs::metadata(input).is_ok_and(|i| same_file(&i, &m, input, output)) {
+                return Err(CliError::usage(format!(
+                    "--output {} is the input file: writing it would replace the input with \
+                     the matching rows; give another --output",
+                    output.display()
+                )));
+            }
+        }
+        Err(_) => {}
+    }
+    let dir = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    tempfile::NamedTempFile::new_in(dir).map(drop).map_err(|e| {
+        CliError::file(
+            format!(
+                "cannot create the output {} (its directory {} must exist and be writable)",
+                output.display(),
+                dir.display()
+            ),
+            e,
+        )
+    })
+}
+
+/// Whether two files' metadata are of one file (the same inode on the same device).
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata, _: &Path, _: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    (a.dev(), a.ino()) == (b.dev(), b.ino())
+}
+
+/// Whether two paths name one file (without inode numbers: by their canonical paths).
+#[cfg(not(unix))]
+fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata, a: &Path, b: &Path) -> bool {
+    matches!(
+        (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+        (Ok(x), Ok(y)) if x == y
+    )
+}
+
 /// Writes the header and the marked rows of `input` to `output` (temporary file, renamed on
 /// success), in input order or sorted by key. Returns the number of rows written.
 ///
