@@ -393,7 +393,12 @@ impl PirServer {
             if stop.load(Ordering::SeqCst) {
                 break;
             }
-            let Ok(stream) = stream else { continue };
+            let Ok(stream) = stream else {
+                // A failed accept (out of file descriptors, say) fails again at once: pause
+                // rather than spin a core until the condition clears.
+                thread::sleep(Duration::from_millis(10));
+                continue;
+            };
             let Some(slot) = Slot::take(&active, self.config.max_connections) else {
                 if self.config.tls.is_none() {
                     refuse(stream);
