@@ -36,7 +36,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -375,7 +375,13 @@ impl<S: FrameSender> SubChannel<S> {
     }
 
     fn with_sender<T>(&self, f: impl FnOnce(&mut S) -> Result<T>) -> Result<T> {
-        let mut st = lock(&self.shared.sender);
+        Self::use_sender(lock(&self.shared.sender), f)
+    }
+
+    fn use_sender<T>(
+        mut st: MutexGuard<'_, SenderState<S>>,
+        f: impl FnOnce(&mut S) -> Result<T>,
+    ) -> Result<T> {
         if st.broken {
             return Err(Error::Broken);
         }
@@ -386,9 +392,36 @@ impl<S: FrameSender> SubChannel<S> {
         r
     }
 
+    /// Flushes the shared sender before a receive waits. Another sub-channel's send may hold
+    /// the sender for up to the write timeout (a peer that does not read); with a deadline
+    /// set, the wait for the sender ends at the deadline.
+    fn flush_before_wait(&self) -> Result<()> {
+        if self.deadline.at().is_none() {
+            return self.with_sender(|s| s.flush());
+        }
+        let mut tries = 0u32;
+        loop {
+            match self.shared.sender.try_lock() {
+                Ok(g) => return Self::use_sender(g, |s| s.flush()),
+                Err(TryLockError::Poisoned(p)) => {
+                    return Self::use_sender(p.into_inner(), |s| s.flush());
+                }
+                Err(TryLockError::WouldBlock) => {
+                    self.deadline.check()?;
+                    tries = tries.saturating_add(1);
+                    if tries < 64 {
+                        thread::yield_now();
+                    } else {
+                        thread::sleep(Duration::from_micros(200));
+                    }
+                }
+            }
+        }
+    }
+
     fn next(&mut self, max_len: usize) -> Result<Vec<u8>> {
         self.deadline.check()?;
-        self.with_sender(|s| s.flush())?;
+        self.flush_before_wait()?;
         let t = self.shared.opts.recv_timeout;
         let started = Instant::now();
         let mut wait_for = t;

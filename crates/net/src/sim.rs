@@ -28,7 +28,16 @@
 //! to it) and the wait for a message's arrival time. A message that is taken from the inner
 //! channel but would arrive only after the deadline is lost (the receive fails at the
 //! deadline), so the link answers [`Error::Broken`] to every later receive, as it does when
-//! the deadline strikes between a message's two inner frames.
+//! the deadline strikes between a message's two inner frames. An idle timeout between the two
+//! frames leaves the link usable: the next receive resumes with the message.
+//!
+//! # A hostile peer's timestamps
+//!
+//! The arrival time comes from the peer, so the receiver never waits past what its own copy of
+//! the model allows: `arrival_i` is capped at `max(now, arrival_{i-1} − latency) + 8·s_i /
+//! bandwidth + latency`, where `now` is when the message came off the inner channel (a sender
+//! with the same model never stamps later than that). A peer cannot hold a message back for
+//! longer than the link would, however far in the future its stamp lies.
 
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -97,6 +106,11 @@ pub struct SimLink<C> {
 struct RecvState {
     deadline: Deadline,
     broken: bool,
+    /// The timestamp of a message whose frame has not been received yet (an idle timeout
+    /// struck between the two frames): the next receive takes the message, not a timestamp.
+    pending: Option<u64>,
+    /// The arrival time granted to the previous message (nanoseconds since the Unix epoch).
+    last_arrival: u64,
 }
 
 impl<C: Channel> SimLink<C> {
@@ -155,10 +169,26 @@ fn stamp(model: &LinkModel, free_ns: &mut u64, len: usize) -> [u8; 8] {
         .to_le_bytes()
 }
 
+/// The arrival time of a message of `len` bytes stamped `stamp` by the peer and taken off the
+/// inner channel now: the stamp, but never later than a sender with the same model could
+/// have stamped it (see the module documentation).
+fn admit(model: &LinkModel, st: &mut RecvState, stamp: u64, len: usize) -> u64 {
+    let latency = duration_ns(model.latency);
+    let link_free = st.last_arrival.saturating_sub(latency);
+    let latest = now_ns()
+        .max(link_free)
+        .saturating_add(duration_ns(model.transmit_time(len)))
+        .saturating_add(latency);
+    let arrival = stamp.min(latest);
+    st.last_arrival = arrival;
+    arrival
+}
+
 /// Receives a stamped frame through `recv` and waits until its arrival time, or until the
 /// deadline of `st` (see the module documentation); returns its length.
 fn recv_stamped(
     mut recv: impl FnMut(usize, &mut dyn RecvBuf) -> Result<()>,
+    model: &LinkModel,
     max_len: usize,
     buf: &mut dyn RecvBuf,
     st: &mut RecvState,
@@ -167,21 +197,35 @@ fn recv_stamped(
         return Err(Error::Broken);
     }
     st.deadline.check()?;
-    let mut t = [0u8; 8];
-    recv(8, &mut ExactBuf(&mut t))?;
+    let stamp = match st.pending {
+        Some(t) => t,
+        None => {
+            let mut t = [0u8; 8];
+            recv(8, &mut ExactBuf(&mut t))?;
+            u64::from_le_bytes(t)
+        }
+    };
+    st.pending = Some(stamp);
     let mut len = 0usize;
     let mut counting = CountingBuf {
         inner: buf,
         len: &mut len,
     };
     if let Err(e) = recv(max_len, &mut counting) {
-        // The timestamp is consumed without its message: out of step.
         if e.is_deadline_exceeded() {
+            // The timestamp is consumed without its message: lost, as documented.
             st.broken = true;
+            st.pending = None;
+        } else if !e.is_timeout() {
+            // The message was consumed (refused) or the inner channel broke.
+            st.pending = None;
         }
+        // After an idle timeout nothing of the message was consumed: the next receive
+        // resumes with it (`pending`).
         return Err(e);
     }
-    let arrival = u64::from_le_bytes(t);
+    st.pending = None;
+    let arrival = admit(model, st, stamp, len);
     if let Some(left) = st.deadline.remaining() {
         let wait = Duration::from_nanos(arrival.saturating_sub(now_ns()));
         if wait > left {
@@ -205,7 +249,13 @@ impl<C: Channel> Channel for SimLink<C> {
 
     fn recv_frame(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()> {
         let inner = &mut self.inner;
-        let len = recv_stamped(|m, b| inner.recv_frame(m, b), max_len, buf, &mut self.rx)?;
+        let len = recv_stamped(
+            |m, b| inner.recv_frame(m, b),
+            &self.model,
+            max_len,
+            buf,
+            &mut self.rx,
+        )?;
         self.stats.record_recv(len);
         Ok(())
     }
@@ -244,6 +294,7 @@ pub struct SimSender<S> {
 #[derive(Debug)]
 pub struct SimReceiver<R> {
     inner: R,
+    model: LinkModel,
     st: RecvState,
 }
 
@@ -262,7 +313,14 @@ impl<S: FrameSender> FrameSender for SimSender<S> {
 impl<R: FrameReceiver> FrameReceiver for SimReceiver<R> {
     fn recv_frame(&mut self, max_len: usize, buf: &mut dyn RecvBuf) -> Result<()> {
         let inner = &mut self.inner;
-        recv_stamped(|m, b| inner.recv_frame(m, b), max_len, buf, &mut self.st).map(|_| ())
+        recv_stamped(
+            |m, b| inner.recv_frame(m, b),
+            &self.model,
+            max_len,
+            buf,
+            &mut self.st,
+        )
+        .map(|_| ())
     }
 
     fn max_frame_len(&self) -> usize {
@@ -289,6 +347,7 @@ impl<C: Split> Split for SimLink<C> {
             },
             SimReceiver {
                 inner: r,
+                model: self.model,
                 st: self.rx,
             },
         )

@@ -692,16 +692,32 @@ fn read_frame(r: &mut BufReader<Wire>, pool: &Receiver<Vec<u8>>, shared: &Shared
         return Err(too_large);
     }
     let n = usize::try_from(len).map_err(|_| too_large)?;
-    // A recycled buffer if one is large enough; else a fresh zeroed one, mapped lazily, so a
-    // hostile length costs no memory until its bytes arrive.
+    // A recycled buffer if one is large enough. Otherwise the buffer grows with the bytes that
+    // actually arrive (doubling from `GROW_FIRST`), so that an announced length costs nothing
+    // before its bytes come: at most twice what the peer really sent, plus `GROW_FIRST`.
     let mut buf = match pool.try_recv() {
         Ok(b) if b.len() >= n => b,
-        _ => vec![0u8; n],
+        _ => Vec::new(),
     };
-    read_full(r, &mut buf[..n], Some(&shared.progress))
-        .map_err(|(got, e)| piece_error(got, len, e, None))?;
+    if buf.len() >= n {
+        read_full(r, &mut buf[..n], Some(&shared.progress))
+            .map_err(|(got, e)| piece_error(got, len, e, None))?;
+        return Ok(Frame { buf, len: n });
+    }
+    let mut got = 0;
+    while got < n {
+        let step = (n - got).min(got.max(GROW_FIRST));
+        buf.resize(got + step, 0);
+        read_full(r, &mut buf[got..], Some(&shared.progress))
+            .map_err(|(k, e)| piece_error(got + k, len, e, None))?;
+        got += step;
+    }
     Ok(Frame { buf, len: n })
 }
+
+/// The read-ahead thread's first allocation for a frame that no recycled buffer holds; larger
+/// frames get a buffer that doubles as their bytes arrive.
+const GROW_FIRST: usize = 1 << 20;
 
 impl TcpChannel {
     /// Wraps a connected stream, applying `opts` (nodelay, timeouts, read mode).

@@ -265,3 +265,50 @@ fn sim_link() {
         rx.recv_max(10)
     });
 }
+
+/// A peer that never reads: one sub-channel's send blocks in the shared sender (for the write
+/// timeout, 20 s here). Another sub-channel's receive with a deadline used to wait for that
+/// send (it flushes the shared sender first) and so overran its deadline by the write timeout;
+/// now it fails at its deadline.
+#[test]
+fn mux_receive_deadline_holds_while_another_sub_channel_is_stuck_sending() {
+    let l = TcpListener::bind("127.0.0.2:0").unwrap();
+    let raw = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let o = TcpOptions {
+        read_timeout: Some(LONG),
+        write_timeout: Some(Duration::from_secs(20)),
+        ..TcpOptions::default()
+    };
+    let ch = TcpChannel::accept(&l, Some(Duration::from_secs(5)), o).unwrap();
+    let mux = Mux::with_options(
+        ch,
+        MuxOptions {
+            recv_timeout: LONG,
+            ..MuxOptions::default()
+        },
+    )
+    .unwrap();
+    let (mut s1, mut s2) = (mux.sub(1).unwrap(), mux.sub(2).unwrap());
+    let stuck = Arc::new(AtomicBool::new(false));
+    let st = Arc::clone(&stuck);
+    let sender = thread::spawn(move || {
+        let chunk = vec![0u8; 1 << 20];
+        loop {
+            st.store(true, Ordering::SeqCst);
+            if s1.send(&chunk).is_err() {
+                return;
+            }
+        }
+    });
+    // Let the kernel buffers fill so the sender blocks in a write, holding the sender.
+    while !stuck.load(Ordering::SeqCst) {
+        thread::sleep(Duration::from_millis(10));
+    }
+    thread::sleep(Duration::from_millis(500));
+    fails_at_deadline(|d| {
+        s2.set_deadline(Some(d));
+        s2.recv()
+    });
+    drop(raw);
+    sender.join().unwrap();
+}

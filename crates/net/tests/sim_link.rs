@@ -139,3 +139,68 @@ fn queueing_and_idle_link() {
     b.recv().unwrap();
     check_within(t1.elapsed(), Duration::from_millis(20), 0.10, slack);
 }
+
+/// Nanoseconds since the Unix epoch, as `SimLink` stamps them.
+fn wall_ns() -> u64 {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    u64::try_from(d.as_nanos()).unwrap()
+}
+
+/// A peer that stamps its message with an arrival time far in the future (`u64::MAX`, or an
+/// hour ahead) cannot make the receiver sleep until then: the wait is capped by what the
+/// receiver's own model allows (here 20 ms of latency).
+#[test]
+fn a_far_future_timestamp_does_not_hold_the_receiver() {
+    let model = LinkModel {
+        bandwidth_bps: 0,
+        latency: Duration::from_millis(20),
+    };
+    for stamp in [u64::MAX, wall_ns() + 3_600_000_000_000] {
+        let (mut raw, b) = obliv_net::mem_pair_with_timeout(Duration::from_secs(5));
+        let mut sb = SimLink::new(b, model);
+        raw.send(&stamp.to_le_bytes()).unwrap();
+        raw.send(b"held").unwrap();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        // On a thread: before the fix the receive slept for the stamp's distance (centuries).
+        thread::spawn(move || {
+            let t0 = Instant::now();
+            let r = sb.recv();
+            let _ = done_tx.send((r, t0.elapsed()));
+        });
+        let (r, dt) = done_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the receive must not wait for the peer's timestamp");
+        assert_eq!(r.unwrap(), b"held");
+        assert!(dt >= Duration::from_millis(20), "{dt:?}");
+    }
+}
+
+/// An idle timeout that strikes between a message's timestamp frame and the message itself
+/// leaves the link in step: the next receive returns the message (it used to take the message
+/// as the next timestamp, then the next timestamp as the message). Also for a split receiver.
+#[test]
+fn a_timeout_between_timestamp_and_message_keeps_the_link_in_step() {
+    use obliv_net::{FrameReceiver, MemChannel, Split};
+    fn check(raw: &mut MemChannel, mut recv: impl FnMut() -> obliv_net::Result<Vec<u8>>) {
+        raw.send(&wall_ns().to_le_bytes()).unwrap();
+        // The message is late: the receive times out after its timestamp.
+        assert!(recv().unwrap_err().is_timeout());
+        raw.send(b"hello").unwrap();
+        assert_eq!(recv().unwrap(), b"hello");
+        raw.send(&wall_ns().to_le_bytes()).unwrap();
+        raw.send(b"next").unwrap();
+        assert_eq!(recv().unwrap(), b"next");
+    }
+    let model = LinkModel {
+        bandwidth_bps: 0,
+        latency: Duration::ZERO,
+    };
+    let (mut raw, b) = obliv_net::mem_pair_with_timeout(Duration::from_millis(100));
+    let mut sb = SimLink::new(b, model);
+    check(&mut raw, || sb.recv());
+    let (mut raw, b) = obliv_net::mem_pair_with_timeout(Duration::from_millis(100));
+    let (_tx, mut rb) = SimLink::new(b, model).split();
+    check(&mut raw, || rb.recv_max(1 << 10));
+}
