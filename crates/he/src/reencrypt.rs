@@ -31,6 +31,9 @@ use crate::elgamal::modp;
 use crate::error::{Error, Result};
 use crate::paillier;
 
+/// The message of the [`Error::Overflow`] for a product that exceeds the ElGamal group order.
+const PRODUCT_OVERFLOW: &str = "product exceeds the ElGamal group order q";
+
 /// The trusted agent: both secret keys.
 #[derive(Debug, Clone)]
 pub struct Agent {
@@ -80,6 +83,16 @@ impl Agent {
         c: &paillier::Ciphertext,
         rng: &mut R,
     ) -> Result<modp::Ciphertext> {
+        Ok(self.to_elgamal_with_value(c, rng)?.0)
+    }
+
+    /// [`Self::to_elgamal`], also returning the converted value (for the pipeline's checks
+    /// that products of converted values stay below `q`; the agent sees the value anyway).
+    fn to_elgamal_with_value<R: CryptoRng + ?Sized>(
+        &self,
+        c: &paillier::Ciphertext,
+        rng: &mut R,
+    ) -> Result<(modp::Ciphertext, Integer)> {
         let v = self
             .paillier
             .public_key()
@@ -89,7 +102,17 @@ impl Agent {
         if v < 1u32 || v > *q {
             return Err(Error::PlaintextOutOfRange);
         }
-        pk.encrypt_value(&v, rng)
+        let c = pk.encrypt_value(&v, rng)?;
+        Ok((c, v))
+    }
+
+    /// [`Error::Overflow`] unless `a·b ≤ q`: beyond it the ElGamal product wraps modulo `p`
+    /// and converts back to a wrong value (or by chance to an overflow error).
+    fn check_product(&self, a: &Integer, b: &Integer) -> Result<()> {
+        if a * b > *self.elgamal.public_key().group().q() {
+            return Err(Error::Overflow(PRODUCT_OVERFLOW));
+        }
+        Ok(())
     }
 
     /// ElGamal → Paillier: decrypts, decodes to `[1, q]` and encrypts under Paillier.
@@ -156,8 +179,9 @@ pub fn product_of_sums(
     let ab = pk.paillier.add(a, b);
     let cd = pk.paillier.add(c, d);
     let mut rng = rand::rng();
-    let e_ab = agent.to_elgamal(&ab, &mut rng)?;
-    let e_cd = agent.to_elgamal(&cd, &mut rng)?;
+    let (e_ab, v_ab) = agent.to_elgamal_with_value(&ab, &mut rng)?;
+    let (e_cd, v_cd) = agent.to_elgamal_with_value(&cd, &mut rng)?;
+    agent.check_product(&v_ab, &v_cd)?;
     agent.to_paillier(&pk.elgamal.mul(&e_ab, &e_cd), &mut rng)
 }
 
@@ -196,16 +220,21 @@ pub fn linear_regression(
     let n = xs.len();
     let pp = &pk.paillier;
     // Convert every x and y once, spreading the work over the agents.
-    let conv = |cs: &[paillier::Ciphertext]| -> Result<Vec<modp::Ciphertext>> {
+    let conv = |cs: &[paillier::Ciphertext]| -> Result<Vec<(modp::Ciphertext, Integer)>> {
         cs.par_iter()
             .enumerate()
             .map_init(rand::rng, |rng, (i, c)| {
-                agents[i % agents.len()].to_elgamal(c, rng)
+                agents[i % agents.len()].to_elgamal_with_value(c, rng)
             })
             .collect()
     };
-    let ex = conv(xs)?;
-    let ey = conv(ys)?;
+    let (ex, vx): (Vec<_>, Vec<_>) = conv(xs)?.into_iter().unzip();
+    let (ey, vy): (Vec<_>, Vec<_>) = conv(ys)?.into_iter().unzip();
+    // x² and x·y go through ElGamal: each must stay below q.
+    for (x, y) in vx.iter().zip(&vy) {
+        agents[0].check_product(x, x)?;
+        agents[0].check_product(x, y)?;
+    }
     let xx: Vec<modp::Ciphertext> = ex.par_iter().map(|a| pk.elgamal.mul(a, a)).collect();
     let xy = pk.elgamal.mul_batch(&ex, &ey)?;
     let back = |cs: &[modp::Ciphertext]| -> Result<Vec<paillier::Ciphertext>> {
@@ -224,8 +253,10 @@ pub fn linear_regression(
     // Σx·Σy and (Σx)² need one more multiplication each, through the agent.
     let mut rng = rand::rng();
     let a0 = &agents[0];
-    let e_sx = a0.to_elgamal(&sum_x, &mut rng)?;
-    let e_sy = a0.to_elgamal(&sum_y, &mut rng)?;
+    let (e_sx, v_sx) = a0.to_elgamal_with_value(&sum_x, &mut rng)?;
+    let (e_sy, v_sy) = a0.to_elgamal_with_value(&sum_y, &mut rng)?;
+    a0.check_product(&v_sx, &v_sy)?;
+    a0.check_product(&v_sx, &v_sx)?;
     let sx_sy = a0.to_paillier(&pk.elgamal.mul(&e_sx, &e_sy), &mut rng)?;
     let sx_sx = a0.to_paillier(&pk.elgamal.mul(&e_sx, &e_sx), &mut rng)?;
     let numerator = pp.sub(&pp.mul_plain(&sum_xy, &nn)?, &sx_sy)?;
@@ -298,6 +329,34 @@ mod tests {
         assert_eq!(
             product_of_sums(&pk, &agent, &zero, &zero, &one, &one).err(),
             Some(Error::PlaintextOutOfRange)
+        );
+    }
+
+    /// A product of sums above the ElGamal group order q wrapped modulo p and came back as a
+    /// wrong value (or, by chance, as a Paillier overflow): now a typed error, while products
+    /// up to q still work.
+    #[test]
+    fn product_above_q_is_an_overflow_error() {
+        let agent = agent();
+        let pk = agent.public_keys();
+        let e = |v: &Integer| pk.paillier.encrypt(v).expect("in range");
+        let one = Integer::from(1u32);
+        let zero = Integer::new();
+        let big = &one << 1100;
+        assert_eq!(
+            product_of_sums(&pk, &agent, &e(&big), &e(&zero), &e(&big), &e(&zero)).err(),
+            Some(Error::Overflow(PRODUCT_OVERFLOW))
+        );
+        let half = &one << 1000;
+        let r = product_of_sums(&pk, &agent, &e(&half), &e(&zero), &e(&half), &e(&one))
+            .expect("below q");
+        assert_eq!(agent.reveal(&r), Ok(&half * &(&half + 1u32)));
+        // The regression's x² of a 1100-bit x as well.
+        let xs = [e(&big), e(&one)];
+        let ys = [e(&one), e(&one)];
+        assert_eq!(
+            linear_regression(&pk, std::slice::from_ref(&agent), &xs, &ys).err(),
+            Some(Error::Overflow(PRODUCT_OVERFLOW))
         );
     }
 

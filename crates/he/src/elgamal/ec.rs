@@ -333,6 +333,10 @@ fn point_from_hex<G: GroupEncoding>(s: &str) -> Result<G> {
     if s.len() != 2 * buf.len() || !s.is_ascii() {
         return Err(Error::Decoding("point encoding has the wrong length"));
     }
+    // `u8::from_str_radix` alone also takes a sign ("+f"): a second spelling of a byte.
+    if !s.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return Err(Error::Decoding("point encoding is not hex"));
+    }
     for (i, b) in buf.iter_mut().enumerate() {
         *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)
             .map_err(|_| Error::Decoding("point encoding is not hex"))?;
@@ -644,9 +648,11 @@ where
         let mut s = String::deserialize(d)?;
         let mut repr = <G::Scalar as PrimeField>::Repr::default();
         let ok = s.len() == 2 * repr.as_ref().len() && s.is_ascii();
+        // Digits only: `u8::from_str_radix` also takes a sign ("+1").
+        let hex = s.bytes().all(|c| c.is_ascii_hexdigit());
         let mut res = Err(D::Error::custom("secret key has the wrong length"));
         if ok {
-            let mut good = true;
+            let mut good = hex;
             for (i, b) in repr.as_mut().iter_mut().enumerate() {
                 match u8::from_str_radix(&s[2 * i..2 * i + 2], 16) {
                     Ok(v) => *b = v,
@@ -857,6 +863,29 @@ mod tests {
         let s = serde_json::to_string(&pk.encrypt(5, &mut rng)).expect("ser");
         let c: Ciphertext<k256::ProjectivePoint> = serde_json::from_str(&s).expect("de");
         assert_eq!(sk.decrypt(&c, &t).expect("ok"), 5);
+    }
+
+    /// Hex with a sign in a byte ("+0" for "00") used to decode, through `u8::from_str_radix`,
+    /// to the same point or scalar as its digits-only spelling.
+    #[test]
+    fn signed_hex_bytes_are_refused() {
+        let zero = "00".repeat(32);
+        let plus = format!("+0{}", "00".repeat(31));
+        let ok: Ciphertext<G> =
+            serde_json::from_str(&format!(r#"["{zero}","{zero}"]"#)).expect("identity points");
+        assert_eq!(ok.c1, G::identity());
+        assert!(serde_json::from_str::<Ciphertext<G>>(&format!(r#"["{plus}","{zero}"]"#)).is_err());
+        let y = point_to_hex(key().public_key().point());
+        let y_plus = format!("+{}", &y[1..]);
+        if y.starts_with('0') {
+            assert!(serde_json::from_str::<PublicKey<G>>(&format!(r#""{y_plus}""#)).is_err());
+        }
+        assert!(point_from_hex::<G>(&y_plus).is_err());
+        // The scalar 1 (little-endian "01 00 …") as "+1 00 …".
+        let one = format!("01{}", "00".repeat(31));
+        assert!(serde_json::from_str::<SecretKey<G>>(&format!(r#""{one}""#)).is_ok());
+        let one_plus = format!("+1{}", "00".repeat(31));
+        assert!(serde_json::from_str::<SecretKey<G>>(&format!(r#""{one_plus}""#)).is_err());
     }
 
     proptest! {

@@ -465,7 +465,13 @@ impl SecretKey {
     }
 
     fn from_x(group: Arc<Group>, x: Integer) -> Self {
-        let y = group.g_table().pow(&x);
+        // The fixed-base table covers exponents of `exp_bits` bits (ignoring higher bits); a
+        // deserialised x may have up to |q| bits, raised by the constant-time ladder instead.
+        let y = if x.significant_bits() <= group.exp_bits {
+            group.g_table().pow(&x)
+        } else {
+            group.ct.pow(&group.g, &x, group.q.significant_bits())
+        };
         Self {
             pk: PublicKey {
                 group,
@@ -619,6 +625,31 @@ mod tests {
         assert_eq!(sk2.decrypt_value_batch(&cubes).expect("ok"), want);
         assert!(serde_json::from_str::<PublicKey>(r#"{"group":"Modp2048","y":"1"}"#).is_err());
         assert!(!format!("{sk:?}").contains(&sk.x.to_string_radix(16)));
+    }
+
+    /// A deserialised secret key may have any `x` in `[1, q)`, not only the 320-bit ones that
+    /// `generate` draws: its public key used to be `g^(x mod 2^320)` (the fixed-base table
+    /// ignores higher bits), so nothing encrypted to it decrypted.
+    #[test]
+    fn long_secret_exponent_from_serde_round_trips() {
+        let g = Group::get(GroupId::Modp2048);
+        let mut rng = rand::rng();
+        for x in [
+            (Integer::from(1u32) << 400) + 12345u32,
+            g.q() - 1u32,
+            (Integer::from(1u32) << 320) - 1u32,
+            Integer::from(1u32) << 320,
+        ] {
+            let json = format!(r#"{{"group":"Modp2048","x":"{x:x}"}}"#);
+            let sk: SecretKey = serde_json::from_str(&json).expect("x in [1, q)");
+            let want = g.g().pow_mod(&x, g.p()).expect("p > 0");
+            assert_eq!(sk.public_key().y(), &want);
+            let c = sk
+                .public_key()
+                .encrypt_value(&Integer::from(6u32), &mut rng)
+                .expect("ok");
+            assert_eq!(sk.decrypt_value(&c), Ok(Integer::from(6u32)));
+        }
     }
 
     proptest! {

@@ -47,7 +47,8 @@ fn pow16(k: u32) -> Integer {
 }
 
 fn check_exponent(e: i32) -> Result<()> {
-    if e.abs() > MAX_EXPONENT_MAGNITUDE {
+    // unsigned_abs: `abs` overflows (panics) on i32::MIN.
+    if e.unsigned_abs() > MAX_EXPONENT_MAGNITUDE.unsigned_abs() {
         return Err(Error::InvalidNumber("exponent magnitude above 4096"));
     }
     Ok(())
@@ -66,19 +67,38 @@ fn div_pow2_round_half_even(a: &Integer, k: u32) -> Integer {
     if neg { -q } else { q }
 }
 
+/// The exponent of the least significant bit of the smallest subnormal `f64`.
+const F64_MIN_LSB_EXPONENT: i64 = -1074;
+
 /// `m · 2^e2` correctly rounded (half to even) to the nearest `f64`.
+///
+/// The mantissa is rounded once, to the precision the result has: 53 bits, or fewer when the
+/// result is subnormal (rounding to 53 bits first and then to the subnormal grid would round
+/// twice). After that the scaling by a power of two is exact, or overflows to infinity.
 fn int_times_pow2_to_f64(m: &Integer, e2: i64) -> f64 {
-    let bits = m.significant_bits();
-    let (mant, e) = if bits > 53 {
-        let shift = bits - 53;
-        (div_pow2_round_half_even(m, shift), e2 + i64::from(shift))
-    } else {
+    let bits = i64::from(m.significant_bits());
+    if bits == 0 {
+        return 0.0;
+    }
+    // Drop enough low bits that at most 53 remain and the last one is not below 2^−1074.
+    let shift = (bits - i64::from(FLOAT_MANTISSA_BITS)).max(F64_MIN_LSB_EXPONENT - e2);
+    let (mant, e) = if shift <= 0 {
         (m.clone(), e2)
+    } else if shift > bits {
+        // |m·2^e2| < 2^(bits + e2) = 2^(bits − shift − 1074) ≤ 2^−1075: half the smallest
+        // subnormal at most, which rounds (to even) to zero.
+        return if m.is_negative() { -0.0 } else { 0.0 };
+    } else {
+        // shift ≤ bits ≤ u32::MAX.
+        let s = u32::try_from(shift).unwrap_or(u32::MAX);
+        (div_pow2_round_half_even(m, s), e2 + shift)
     };
-    // |mant| ≤ 2^53, exactly representable.
+    // |mant| ≤ 2^53, exactly representable, and e ≥ −1074 unless mant was exact already.
     let f = mant.to_f64();
-    let e = i32::try_from(e.clamp(-1100, 1100)).unwrap_or(0);
-    // Scale in two steps so that neither factor over- or underflows on its own.
+    // Beyond ±1200 the result is 0 or ∞ whatever f (1 ≤ |f| ≤ 2^53) is.
+    let e = i32::try_from(e.clamp(-1200, 1200)).unwrap_or(0);
+    // Scale in two steps so that neither factor over- or underflows on its own; the product
+    // f·2^e1 is a normal number, so only the last step rounds (and then exactly, or to ±∞).
     let e1 = e / 2;
     f * 2f64.powi(e1) * 2f64.powi(e - e1)
 }
@@ -145,6 +165,13 @@ impl EncodedNumber {
         check_exponent(exponent)?;
         // x = a·2^b exactly, then M = round(a · 2^{b − 4·exponent}).
         let (a, b) = f64_to_int_pow2(x);
+        if a == 0 {
+            // ±0 has mantissa 0 at every exponent (the shift below would be meaningless).
+            return Ok(Self {
+                encoding: Integer::new(),
+                exponent,
+            });
+        }
         let shift = i64::from(b) - 4 * i64::from(exponent);
         let mantissa = if shift >= 0 {
             let s = u32::try_from(shift).map_err(|_| Error::Overflow("shift too large"))?;
@@ -207,6 +234,8 @@ impl EncodedNumber {
         if new_exponent > self.exponent {
             return Err(Error::InvalidNumber("new exponent must not be larger"));
         }
+        // Both bounded, so 16^Δ has at most 4·8192 bits.
+        check_exponent(self.exponent)?;
         check_exponent(new_exponent)?;
         let k = self.exponent.abs_diff(new_exponent);
         let m = self.mantissa(pk)? * pow16(k);
@@ -279,6 +308,8 @@ impl PublicKey {
         if new_exponent > a.exponent {
             return Err(Error::InvalidNumber("new exponent must not be larger"));
         }
+        // The exponent of a received EncryptedNumber is any i32: bound it before 16^Δ.
+        check_exponent(a.exponent)?;
         check_exponent(new_exponent)?;
         let factor = pow16(a.exponent.abs_diff(new_exponent));
         Ok(EncryptedNumber {
@@ -341,7 +372,10 @@ impl PublicKey {
     /// [`Error::Overflow`] for an encoding in the overflow band, [`Error::InvalidNumber`] when
     /// the exponent sum leaves the allowed range.
     pub fn mul_encoded(&self, a: &EncryptedNumber, x: &EncodedNumber) -> Result<EncryptedNumber> {
-        let exponent = a.exponent + x.exponent;
+        let exponent = a
+            .exponent
+            .checked_add(x.exponent)
+            .ok_or(Error::InvalidNumber("exponent magnitude above 4096"))?;
         check_exponent(exponent)?;
         let k = x.mantissa(self)?;
         Ok(EncryptedNumber {

@@ -203,7 +203,9 @@ impl<'de> Deserialize<'de> for PublicKey {
 }
 
 impl PublicKey {
-    fn from_parts(n: Integer, hs: Integer, min_bits: u32) -> Result<Self> {
+    /// The checks on `n` alone, cheapest first: its size before anything that costs more than
+    /// a pass over its limbs (a hostile `n` of millions of bits is refused at once).
+    fn check_modulus(n: &Integer, min_bits: u32) -> Result<u32> {
         let n_bits = n.significant_bits();
         if !(min_bits..=MAX_BITS).contains(&n_bits) {
             return Err(Error::UnsupportedKeySize {
@@ -211,15 +213,23 @@ impl PublicKey {
                 allowed: "2048..=8192",
             });
         }
+        if n.is_negative() {
+            return Err(Error::InvalidKey("n is negative"));
+        }
         if n.is_even() {
             return Err(Error::InvalidKey("n is even"));
         }
-        if has_small_factor(&n) {
+        if has_small_factor(n) {
             return Err(Error::InvalidKey("n has a prime factor below 4096"));
         }
-        if is_probable_prime(&n, 1, &mut rand::rng()) {
+        if is_probable_prime(n, 1, &mut rand::rng()) {
             return Err(Error::InvalidKey("n is prime"));
         }
+        Ok(n_bits)
+    }
+
+    fn from_parts(n: Integer, hs: Integer, min_bits: u32) -> Result<Self> {
+        let n_bits = Self::check_modulus(&n, min_bits)?;
         let n2 = n.square();
         if hs <= 0u32 || hs >= n2 || hs.gcd(&n) != 1u32 {
             return Err(Error::InvalidKey("h_s is not a unit modulo n²"));
@@ -259,9 +269,9 @@ impl PublicKey {
     }
 
     fn from_n_with_min(n: Integer, min_bits: u32) -> Result<Self> {
-        if n.is_even() || n <= 1u32 {
-            return Err(Error::InvalidKey("n is even"));
-        }
+        // Validate n before the exponentiation by n in `djn_base`, whose cost grows with the
+        // cube of n's length.
+        Self::check_modulus(&n, min_bits)?;
         let hs = djn_base(&n, &mut rand::rng());
         Self::from_parts(n, hs, min_bits)
     }
@@ -717,6 +727,15 @@ impl SecretKey {
     ) -> Result<Self> {
         if p == q || *p <= 2u32 || *q <= 2u32 {
             return Err(Error::InvalidKey("p and q must be distinct odd primes"));
+        }
+        // Sizes first: the primality tests below cost 64 exponentiations each, cubic in the
+        // length, so over-long (hostile, deserialised) primes are refused before them.
+        let n_bits = p.significant_bits().saturating_add(q.significant_bits());
+        if n_bits > MAX_BITS.saturating_add(1) || n_bits < min_bits {
+            return Err(Error::UnsupportedKeySize {
+                bits: n_bits,
+                allowed: "2048..=8192",
+            });
         }
         let mut rng = rand::rng();
         if p.is_even()

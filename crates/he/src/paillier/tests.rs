@@ -423,3 +423,194 @@ fn float_encoding_overflow_detected() {
     assert_eq!(e.exponent, -3);
     assert_eq!(e.mantissa(pk).expect("ok"), 410); // round(0.1 · 4096) = 410
 }
+
+/// `2^k − 1`.
+fn mersenne(k: u32) -> Integer {
+    (Integer::from(1u32) << k) - 1u32
+}
+
+/// A hostile modulus of 65537 bits given to `from_n` (e.g. a python-phe public key from a
+/// peer) is refused at once: it used to be raised to its own power modulo n² (the DJN base)
+/// before its size was checked, minutes of CPU.
+#[test]
+fn from_n_refuses_huge_modulus_before_any_exponentiation() {
+    let start = std::time::Instant::now();
+    let n = (Integer::from(1u32) << 65536) + 1u32;
+    assert!(matches!(
+        PublicKey::from_n(n),
+        Err(Error::UnsupportedKeySize { bits: 65537, .. })
+    ));
+    // Other cheap rejections come before the exponentiation too.
+    let p = mersenne(2203); // a Mersenne prime of 2203 bits
+    assert!(matches!(PublicKey::from_n(p), Err(Error::InvalidKey(m)) if m.contains("prime")));
+    assert!(matches!(
+        PublicKey::from_n(-mersenne(2203)),
+        Err(Error::InvalidKey(_))
+    ));
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+}
+
+/// Over-long primes in a secret key (from `from_primes` or deserialisation) are refused by
+/// size before the 64-round primality tests: two Mersenne primes of 11213 and 9941 bits (a
+/// 21154-bit n) used to cost 128 Miller–Rabin rounds on ten-thousand-bit numbers first.
+#[test]
+fn from_primes_refuses_huge_primes_before_primality_tests() {
+    let start = std::time::Instant::now();
+    let (p, q) = (mersenne(11213), mersenne(9941));
+    assert!(matches!(
+        SecretKey::from_primes(&p, &q),
+        Err(Error::UnsupportedKeySize { .. })
+    ));
+    let json = format!(r#"{{"p":"{p:x}","q":"{q:x}","hs":"2"}}"#);
+    assert!(serde_json::from_str::<SecretKey>(&json).is_err());
+    // Unbalanced: a tiny prime times a large one is refused by size, too.
+    assert!(SecretKey::from_primes(&Integer::from(3u32), &p).is_err());
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+}
+
+/// Decoding rounds once, to the precision of the result: a value in the subnormal range used
+/// to be rounded to 53 bits first and then again (2.5 + 2^−60 units of 2^−1074 became 2, not
+/// 3), and a binary exponent below −1100 was clamped to −1100 (2^52·16^−287 = 2^−1096, which
+/// is 0 in f64, came out as 2^−1048).
+#[test]
+fn decode_f64_is_correctly_rounded_near_underflow() {
+    let pk = &key1024().public;
+    let enc = |m: Integer, exponent: i32| EncodedNumber {
+        encoding: pk.encode_signed(&m).expect("small"),
+        exponent,
+    };
+    let one = Integer::from(1u32);
+    // (2^61 + 2^59 + 1)·2^−1134 = (2 + 1/2 + 2^−60)·2^−1074 → 3·2^−1074.
+    let m = ((&one << 61) + (&one << 59) + 1u32) << 2;
+    assert_eq!(enc(m.clone(), -284).decode_f64(pk), Ok(f64::from_bits(3)));
+    assert_eq!(enc(-m, -284).decode_f64(pk), Ok(-f64::from_bits(3)));
+    // Exactly 2.5 units rounds to even (2), 3.5 to 4.
+    let m = (&one << 61) + (&one << 59);
+    assert_eq!(enc(m << 2, -284).decode_f64(pk), Ok(f64::from_bits(2)));
+    let m = (Integer::from(7u32) << 59) << 2;
+    assert_eq!(enc(m, -284).decode_f64(pk), Ok(f64::from_bits(4)));
+    // Far below the smallest subnormal: zero, not a clamped power of two.
+    assert_eq!(enc(&one << 52, -287).decode_f64(pk), Ok(0.0));
+    assert_eq!(enc(&one << 52, -2000).decode_f64(pk), Ok(0.0));
+    assert_eq!(enc(one.clone(), i32::MIN).decode_f64(pk), Ok(0.0));
+    // Half the smallest subnormal rounds to zero, a bit more to the smallest subnormal.
+    assert_eq!(enc(one.clone(), -269).decode_f64(pk), Ok(0.0)); // 2^−1076
+    assert_eq!(
+        enc(Integer::from(3u32), -269).decode_f64(pk),
+        Ok(f64::from_bits(1))
+    );
+    // The normal range and overflow are unchanged.
+    assert_eq!(enc(Integer::from(5u32), -1).decode_f64(pk), Ok(5.0 / 16.0));
+    assert_eq!(enc(one.clone(), 300).decode_f64(pk), Ok(f64::INFINITY));
+    assert_eq!(enc(one, i32::MAX).decode_f64(pk), Ok(f64::INFINITY));
+    // Every subnormal and the boundary values survive encode → decode.
+    for x in [
+        f64::from_bits(1),
+        f64::from_bits(12345),
+        f64::MIN_POSITIVE,
+        f64::MAX,
+    ] {
+        let e = EncodedNumber::encode_f64(pk, x, None, None).expect("ok");
+        assert_eq!(e.decode_f64(pk), Ok(x));
+        let e = EncodedNumber::encode_f64(pk, -x, None, None).expect("ok");
+        assert_eq!(e.decode_f64(pk), Ok(-x));
+    }
+}
+
+/// Zero encodes at any allowed exponent: a `max_exponent` of −600 used to turn the shift of
+/// the zero mantissa into an overflow error.
+#[test]
+fn encode_zero_at_low_max_exponent() {
+    let pk = &key1024().public;
+    for x in [0.0, -0.0] {
+        let e = EncodedNumber::encode_f64(pk, x, None, Some(-600)).expect("zero fits");
+        assert_eq!(e.exponent, -600);
+        assert_eq!(e.encoding, 0u32);
+        assert_eq!(e.decode_f64(pk), Ok(0.0));
+        let e = EncodedNumber::encode_f64(pk, x, Some(1e-300), Some(-4096)).expect("zero fits");
+        assert_eq!(e.exponent, -4096);
+    }
+}
+
+/// The exponent of an `EncryptedNumber` from a peer is any i32: aligning or multiplying with
+/// it used to overflow (`4·Δ`, `a.exponent + x.exponent`: a panic) or compute 16^Δ for a Δ of
+/// billions. Now an `InvalidNumber` error.
+#[test]
+fn hostile_exponents_are_errors() {
+    let pk = &key1024().public;
+    let ok = pk.encrypt_f64(1.5).expect("ok");
+    let json = format!(
+        r#"{{"ciphertext":{},"exponent":2147483647}}"#,
+        serde_json::to_string(&ok.ciphertext).expect("ser")
+    );
+    let hostile: EncryptedNumber = serde_json::from_str(&json).expect("decodes");
+    let low = EncryptedNumber {
+        exponent: -4096,
+        ..ok.clone()
+    };
+    let min = EncryptedNumber {
+        exponent: i32::MIN,
+        ..ok.clone()
+    };
+    for (a, b) in [
+        (&hostile, &ok),
+        (&ok, &hostile),
+        (&hostile, &low),
+        (&ok, &min),
+    ] {
+        assert!(matches!(
+            pk.add_encrypted(a, b),
+            Err(Error::InvalidNumber(_))
+        ));
+        assert!(matches!(
+            pk.sub_encrypted(a, b),
+            Err(Error::InvalidNumber(_))
+        ));
+    }
+    assert!(matches!(
+        pk.decrease_exponent_to(&hostile, 0),
+        Err(Error::InvalidNumber(_))
+    ));
+    let x = EncodedNumber::encode_i64(pk, 3).expect("ok");
+    let big_x = EncodedNumber {
+        exponent: i32::MAX,
+        ..x.clone()
+    };
+    assert!(matches!(
+        pk.add_encoded(&ok, &big_x),
+        Err(Error::InvalidNumber(_))
+    ));
+    assert!(matches!(
+        pk.add_encoded(&hostile, &x),
+        Err(Error::InvalidNumber(_))
+    ));
+    assert!(matches!(
+        pk.mul_encoded(
+            &hostile,
+            &EncodedNumber {
+                exponent: 1,
+                ..x.clone()
+            }
+        ),
+        Err(Error::InvalidNumber(_))
+    ));
+    assert!(matches!(
+        pk.mul_encoded(
+            &min,
+            &EncodedNumber {
+                exponent: -1,
+                ..x.clone()
+            }
+        ),
+        Err(Error::InvalidNumber(_))
+    ));
+    assert!(matches!(
+        big_x.decrease_exponent_to(pk, 0),
+        Err(Error::InvalidNumber(_))
+    ));
+    // In range, the same operations work.
+    let sum = pk
+        .add_encrypted(&ok, &pk.encrypt_f64(2.25).expect("ok"))
+        .expect("ok");
+    assert_eq!(key1024().secret.decrypt_f64(&sum), Ok(3.75));
+}
