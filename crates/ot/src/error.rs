@@ -47,6 +47,12 @@ pub enum Error {
         /// The most this party accepts.
         max: u64,
     },
+    /// An earlier call on this session failed (a channel error, a consistency check, a peer
+    /// message of the wrong length): the two parties' PRG streams may no longer agree, and
+    /// running again could reuse correlations or let a cheating peer retry a selective
+    /// failure, so the session refuses every further call. Set up a new one.
+    #[error("the session was aborted by an earlier error; set up a new one")]
+    Aborted,
     /// A caller-supplied argument is out of range (wrong number of base OTs, an instance index
     /// past the batch, mismatched slice lengths, a batch too large).
     #[error("invalid argument: {0}")]
@@ -55,3 +61,15 @@ pub enum Error {
 
 /// Result of an OT operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Runs one call of a session: `Err(Aborted)` if an earlier call failed; the flag stays set
+/// unless this call succeeds.
+pub(crate) fn guarded<T>(aborted: &mut bool, call: impl FnOnce() -> Result<T>) -> Result<T> {
+    if *aborted {
+        return Err(Error::Aborted);
+    }
+    *aborted = true;
+    let out = call()?;
+    *aborted = false;
+    Ok(out)
+}

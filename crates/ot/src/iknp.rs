@@ -65,7 +65,7 @@ use subtle::{Choice, ConditionallySelectable};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::base::{self, ReceiverBaseOts, SenderBaseOts};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, guarded};
 
 /// The computational security parameter κ: number of base OTs and bits of Δ.
 pub const KAPPA: usize = 128;
@@ -121,6 +121,8 @@ pub struct Sender {
     /// OTs produced so far (including padding): the next OT's global index / tweak.
     count: u64,
     rows: Vec<Block>,
+    /// Left set by a failed call: the session then refuses every call ([`Error::Aborted`]).
+    aborted: bool,
 }
 
 /// The OT-extension receiver: holds the seed pairs `(k_j^0, k_j^1)`.
@@ -131,6 +133,8 @@ pub struct Receiver {
     count: u64,
     rows: Vec<Block>,
     tmp: Vec<Block>,
+    /// Left set by a failed call: the session then refuses every call ([`Error::Aborted`]).
+    aborted: bool,
 }
 
 impl core::fmt::Debug for Sender {
@@ -189,6 +193,7 @@ impl Sender {
             prgs: base.messages.iter().map(|&k| Prg::new(k)).collect(),
             count: 0,
             rows: Vec::new(),
+            aborted: false,
         })
     }
 
@@ -217,6 +222,7 @@ impl Sender {
             prgs,
             count: self.count,
             rows: Vec::new(),
+            aborted: self.aborted,
         };
         self.count += 1 << SPLIT_SPAN_LOG;
         child
@@ -261,9 +267,21 @@ impl Sender {
         &mut self,
         channel: &mut C,
         out: &mut [Block],
-        mut post: impl FnMut(u64, &mut [Block]),
+        post: impl FnMut(u64, &mut [Block]),
     ) -> Result<()> {
         check_n(out.len())?;
+        let mut aborted = self.aborted;
+        let res = guarded(&mut aborted, || self.extend_once(channel, out, post));
+        self.aborted = aborted;
+        res
+    }
+
+    fn extend_once<C: Channel + ?Sized>(
+        &mut self,
+        channel: &mut C,
+        out: &mut [Block],
+        mut post: impl FnMut(u64, &mut [Block]),
+    ) -> Result<()> {
         let mut scratch = Vec::new();
         for piece in out.chunks_mut(CHUNK_OTS) {
             let m = padded(piece.len());
@@ -387,6 +405,7 @@ impl Receiver {
             count: 0,
             rows: Vec::new(),
             tmp: Vec::new(),
+            aborted: false,
         })
     }
 
@@ -410,6 +429,7 @@ impl Receiver {
             count: self.count,
             rows: Vec::new(),
             tmp: Vec::new(),
+            aborted: self.aborted,
         };
         self.count += 1 << SPLIT_SPAN_LOG;
         child
@@ -465,6 +485,18 @@ impl Receiver {
     ) -> Result<()> {
         check_n(out.len())?;
         check_len("IKNP receiver choices", out.len(), choices.len())?;
+        let mut aborted = self.aborted;
+        let res = guarded(&mut aborted, || self.extend_once(channel, choices, out));
+        self.aborted = aborted;
+        res
+    }
+
+    fn extend_once<C: Channel + ?Sized>(
+        &mut self,
+        channel: &mut C,
+        choices: &[bool],
+        out: &mut [Block],
+    ) -> Result<()> {
         let mut scratch = Vec::new();
         let mut r = vec![Block::ZERO; CHUNK_OTS / 128];
         for (piece, ch) in out.chunks_mut(CHUNK_OTS).zip(choices.chunks(CHUNK_OTS)) {
@@ -703,6 +735,30 @@ mod tests {
         }
         assert_eq!(sc.delta(), s.delta());
         assert_eq!(s.count(), r.count());
+    }
+
+    /// Regression: a failed call left the sessions usable although their PRG streams had
+    /// drifted apart (the receiver advances before sending, the sender only after a good
+    /// message), so later OTs silently did not correlate. Now the session is `Aborted`.
+    #[test]
+    fn failed_call_aborts_the_session() {
+        let (mut s, mut r) = pair(7);
+        let (mut a, mut b) = mem_pair();
+        b.send(&[0u8; 100]).unwrap();
+        assert!(matches!(s.send_correlated(&mut a, 128), Err(Error::Net(_))));
+        assert!(matches!(s.send_random(&mut a, 1), Err(Error::Aborted)));
+        assert!(matches!(
+            s.split().send_correlated(&mut a, 1),
+            Err(Error::Aborted)
+        ));
+        drop(a);
+        let ch = [true; 3];
+        assert!(matches!(
+            r.receive_correlated(&mut b, &ch),
+            Err(Error::Net(_))
+        ));
+        assert!(matches!(r.receive_random(&mut b, &ch), Err(Error::Aborted)));
+        assert!(matches!(r.receive_chosen(&mut b, &ch), Err(Error::Aborted)));
     }
 
     #[test]

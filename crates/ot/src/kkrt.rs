@@ -65,7 +65,7 @@ use subtle::Choice;
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 use crate::base::{self, ReceiverBaseOts, SenderBaseOts};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, guarded};
 
 /// Code width in bits (and the number of base OTs).
 pub const CODE_BITS: usize = 512;
@@ -146,6 +146,8 @@ pub struct KkrtSender {
     prc: Prc,
     count: u64,
     max_batch: usize,
+    /// Left set by a failed batch: the session then refuses every batch ([`Error::Aborted`]).
+    aborted: bool,
 }
 
 /// The OPRF receiver's state for a session: the seed pairs and the code.
@@ -155,6 +157,8 @@ pub struct KkrtReceiver {
     prgs: Vec<[Prg; 2]>,
     prc: Prc,
     count: u64,
+    /// Left set by a failed batch: the session then refuses every batch ([`Error::Aborted`]).
+    aborted: bool,
 }
 
 /// The sender's key for one batch of `n` OPRF instances: evaluates `F_i(x)` for any `x`.
@@ -245,6 +249,7 @@ impl KkrtSender {
             prc: Prc::new(code_seed),
             count: 0,
             max_batch: MAX_BATCH,
+            aborted: false,
         })
     }
 
@@ -282,6 +287,7 @@ impl KkrtSender {
             prc: self.prc.clone(),
             count: self.count,
             max_batch: self.max_batch,
+            aborted: self.aborted,
         };
         self.count += 1 << crate::iknp::SPLIT_SPAN_LOG;
         child
@@ -300,6 +306,17 @@ impl KkrtSender {
         n: usize,
     ) -> Result<KkrtSenderKey> {
         check_batch(n, self.max_batch)?;
+        let mut aborted = self.aborted;
+        let res = guarded(&mut aborted, || self.send_once(channel, n));
+        self.aborted = aborted;
+        res
+    }
+
+    fn send_once<C: Channel + ?Sized>(
+        &mut self,
+        channel: &mut C,
+        n: usize,
+    ) -> Result<KkrtSenderKey> {
         let first = self.count;
         // `q` gets one chunk of rows per chunk of the receiver's columns that arrives (64
         // bytes kept per 64 bytes received), never an allocation up front from `n`, which may
@@ -377,6 +394,7 @@ impl KkrtReceiver {
                 .collect(),
             prc: Prc::new(code_seed),
             count: 0,
+            aborted: false,
         })
     }
 
@@ -399,6 +417,7 @@ impl KkrtReceiver {
             prgs,
             prc: self.prc.clone(),
             count: self.count,
+            aborted: self.aborted,
         };
         self.count += 1 << crate::iknp::SPLIT_SPAN_LOG;
         child
@@ -436,6 +455,18 @@ impl KkrtReceiver {
                 out.len()
             )));
         }
+        let mut aborted = self.aborted;
+        let res = guarded(&mut aborted, || self.receive_once(channel, inputs, out));
+        self.aborted = aborted;
+        res
+    }
+
+    fn receive_once<C: Channel + ?Sized>(
+        &mut self,
+        channel: &mut C,
+        inputs: &[Block],
+        out: &mut [Block],
+    ) -> Result<()> {
         let mut x = Vec::new();
         let mut code = Vec::new();
         let mut crow = Vec::new();
@@ -670,6 +701,30 @@ mod tests {
         }
         let outs: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
         assert_ne!(outs[0], outs[1]);
+    }
+
+    /// Regression: after a failed batch (here a short message from the peer, after which the
+    /// two sides' PRG streams no longer agree) the sessions went on and produced keys and
+    /// outputs that silently did not match. Now every later batch is `Aborted`, in children
+    /// from `split` too.
+    #[test]
+    fn failed_batch_aborts_the_session() {
+        let (mut s, mut r) = pair(4);
+        let (mut a, mut b) = mem_pair();
+        b.send(&[0u8; 64]).unwrap();
+        assert!(matches!(s.send(&mut a, 200), Err(Error::Net(_))));
+        assert!(matches!(s.send(&mut a, 0), Err(Error::Aborted)));
+        assert!(matches!(s.split().send(&mut a, 1), Err(Error::Aborted)));
+        drop(a);
+        assert!(matches!(
+            r.receive(&mut b, &inputs(5, 1)),
+            Err(Error::Net(_))
+        ));
+        assert!(matches!(r.receive(&mut b, &[]), Err(Error::Aborted)));
+        assert!(matches!(
+            r.split().receive(&mut b, &[]),
+            Err(Error::Aborted)
+        ));
     }
 
     #[test]

@@ -64,7 +64,7 @@ use subtle::{Choice, ConstantTimeEq};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::base::{self, ReceiverBaseOts, SenderBaseOts};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, guarded};
 use crate::iknp::{CHUNK_OTS, KAPPA, MAX_OTS, pack_bits};
 
 /// Extra OTs per call that mask the consistency check.
@@ -152,6 +152,8 @@ pub struct Sender {
     /// multiplied by zero).
     leaves: Vec<Vec<Prg>>,
     count: u64,
+    /// Set while a call runs and left set if it fails: the session is then unusable.
+    aborted: bool,
 }
 
 /// The SoftSpokenOT receiver.
@@ -160,6 +162,8 @@ pub struct Receiver {
     leaves: Vec<Vec<Prg>>,
     rng: AesRng,
     count: u64,
+    /// Set while a call runs and left set if it fails: the session is then unusable.
+    aborted: bool,
 }
 
 impl core::fmt::Debug for Sender {
@@ -261,6 +265,7 @@ impl Sender {
             sizes,
             leaves,
             count: 0,
+            aborted: false,
         })
     }
 
@@ -313,7 +318,26 @@ impl Sender {
     }
 
     /// Correlated OT with the consistency check: `q_i` with `t_i = q_i ⊕ r_i·Δ`.
+    ///
+    /// # Errors
+    /// A failed call (above all [`Error::ConsistencyCheck`]) ends the session: every later
+    /// call is [`Error::Aborted`], so a cheating receiver cannot retry its guesses of Δ.
     pub fn send_correlated<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        channel: &mut C,
+        n: usize,
+        rng: &mut R,
+    ) -> Result<Vec<Block>> {
+        if n > MAX_OTS {
+            return Err(Error::InvalidArgument(format!("{n} OTs")));
+        }
+        let mut aborted = self.aborted;
+        let res = guarded(&mut aborted, || self.send_correlated_once(channel, n, rng));
+        self.aborted = aborted;
+        res
+    }
+
+    fn send_correlated_once<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
         &mut self,
         channel: &mut C,
         n: usize,
@@ -417,6 +441,7 @@ impl Receiver {
             leaves,
             rng: AesRng::from_seed(seed),
             count: 0,
+            aborted: false,
         })
     }
 
@@ -455,7 +480,26 @@ impl Receiver {
     }
 
     /// Correlated OT with the consistency check: `t_i = q_i ⊕ r_i·Δ` for `r = choices`.
+    ///
+    /// # Errors
+    /// A failed call ends the session: every later call is [`Error::Aborted`].
     pub fn receive_correlated<C: Channel + ?Sized>(
+        &mut self,
+        channel: &mut C,
+        choices: &[bool],
+    ) -> Result<Vec<Block>> {
+        if choices.len() > MAX_OTS {
+            return Err(Error::InvalidArgument(format!("{} OTs", choices.len())));
+        }
+        let mut aborted = self.aborted;
+        let res = guarded(&mut aborted, || {
+            self.receive_correlated_once(channel, choices)
+        });
+        self.aborted = aborted;
+        res
+    }
+
+    fn receive_correlated_once<C: Channel + ?Sized>(
         &mut self,
         channel: &mut C,
         choices: &[bool],
@@ -636,6 +680,48 @@ mod tests {
             Sender::new_with_base(&mut a, &br, 9),
             Err(Error::InvalidArgument(_))
         ));
+    }
+
+    /// Regression: a sender whose check failed kept working, so a cheating receiver could
+    /// retry (each failed check is a selective-failure guess at bits of Δ). Now the session
+    /// is over; the receiver side likewise after its own failure.
+    #[test]
+    fn failed_session_refuses_further_calls() {
+        let (bs, br) = base::insecure_dealer(KAPPA, &mut AesRng::from_seed([9; 16]));
+        let (mut a, mut b) = mem_pair();
+        b.send(&[0u8; 32 * KAPPA]).unwrap();
+        let mut s = Sender::new_with_base(&mut a, &br, 4).unwrap();
+        b.send(&vec![0u8; 32 * 16]).unwrap();
+        b.send(&vec![0u8; 32 * 16]).unwrap();
+        b.send(&[1u8; 32]).unwrap();
+        let mut rng = AesRng::from_seed([1; 16]);
+        let e = s.send_correlated(&mut a, 128, &mut rng);
+        assert!(matches!(e, Err(Error::ConsistencyCheck)), "{e:?}");
+        // A second attempt is refused before touching the channel.
+        drop(b);
+        for _ in 0..2 {
+            assert!(matches!(
+                s.send_correlated(&mut a, 128, &mut rng),
+                Err(Error::Aborted)
+            ));
+            assert!(matches!(
+                s.send_random(&mut a, 1, &mut rng),
+                Err(Error::Aborted)
+            ));
+        }
+        // Receiver: the peer is gone mid-call, then every call is refused.
+        let (mut c, d) = mem_pair();
+        let mut r = Receiver::new_with_base(&mut c, &bs, 4, &mut rng).unwrap();
+        drop(d);
+        assert!(matches!(
+            r.receive_correlated(&mut c, &[true; 10]),
+            Err(Error::Net(_))
+        ));
+        assert!(matches!(
+            r.receive_correlated(&mut c, &[true; 10]),
+            Err(Error::Aborted)
+        ));
+        assert!(matches!(r.receive_random(&mut c, &[]), Err(Error::Aborted)));
     }
 
     #[test]
