@@ -57,6 +57,8 @@ pub struct TlsConfig {
     server: Arc<ServerConfig>,
     /// The end-entity certificate this party presents.
     own: CertificateDer<'static>,
+    /// The trusted certificates (CAs or pinned peer certificates), for [`check_pinned`].
+    trusted: Arc<Vec<CertificateDer<'static>>>,
 }
 
 impl fmt::Debug for TlsConfig {
@@ -128,6 +130,7 @@ impl TlsConfig {
             return Err(config_error("trusted certificates", "none given"));
         }
         let mut roots = RootCertStore::empty();
+        let pinned = Arc::new(trusted.clone());
         for (i, c) in trusted.into_iter().enumerate() {
             roots
                 .add(c)
@@ -157,6 +160,7 @@ impl TlsConfig {
             client: Arc::new(client),
             server: Arc::new(server),
             own,
+            trusted: pinned,
         })
     }
 
@@ -178,6 +182,33 @@ fn check_name(cert: &CertificateDer<'_>, host: &str) -> std::result::Result<(), 
     let parsed = ParsedCertificate::try_from(cert).map_err(|e| format!("does not parse: {e}"))?;
     rustls::client::verify_server_name(&parsed, &name)
         .map_err(|_| format!("does not name {host:?} (no matching subject alternative name)"))
+}
+
+/// A peer certificate `cert` for `host` that chained to a trusted certificate is accepted only
+/// if no trusted certificate names `host`, or if it is one of those that do, byte for byte.
+///
+/// With pinned peer certificates, each trusted certificate is a party's own and is a trust
+/// anchor to rustls (webpki does not require an anchor to be a CA), so a party could sign a
+/// certificate naming *another* party's host with its own pinned key and pass the chain and
+/// name checks. A trusted certificate that names the host is that host's pinned certificate:
+/// only it may speak for the host. A CA certificate names no host (no subject alternative
+/// name), so certificates issued under a CA are unaffected.
+fn check_pinned(
+    cert: &CertificateDer<'_>,
+    host: &str,
+    trusted: &[CertificateDer<'static>],
+) -> std::result::Result<(), String> {
+    let mut naming = trusted
+        .iter()
+        .filter(|t| check_name(t, host).is_ok())
+        .peekable();
+    if naming.peek().is_none() || naming.any(|t| t.as_ref() == cert.as_ref()) {
+        return Ok(());
+    }
+    Err(format!(
+        "names {host:?} but is not the certificate pinned for it (a trusted certificate names \
+         {host:?}; only that certificate may be presented for it)"
+    ))
 }
 
 fn server_name(host: &str) -> Result<ServerName<'static>> {
@@ -253,6 +284,8 @@ pub(crate) struct TlsLink {
     conn: Mutex<Connection>,
     /// The peer, for error messages.
     peer: String,
+    /// This party's trusted certificates (see [`check_pinned`]).
+    trusted: Arc<Vec<CertificateDer<'static>>>,
     wire_sent: AtomicU64,
     wire_received: AtomicU64,
     stream_sent: AtomicU64,
@@ -260,11 +293,12 @@ pub(crate) struct TlsLink {
 }
 
 impl TlsLink {
-    fn new(mut conn: Connection, peer: String) -> Self {
+    fn new(mut conn: Connection, peer: String, trusted: Arc<Vec<CertificateDer<'static>>>) -> Self {
         conn.set_buffer_limit(Some(2 * WRITE_CHUNK));
         TlsLink {
             conn: Mutex::new(conn),
             peer,
+            trusted,
             wire_sent: AtomicU64::new(0),
             wire_received: AtomicU64::new(0),
             stream_sent: AtomicU64::new(0),
@@ -288,7 +322,8 @@ impl TlsLink {
         }
     }
 
-    /// Checks that the peer's certificate names `host`.
+    /// Checks that the peer's certificate names `host` and, where a trusted certificate names
+    /// `host`, that it is that certificate ([`check_pinned`]).
     pub(crate) fn verify_peer_name(&self, host: &str) -> Result<()> {
         let conn = self.lock();
         let cert = conn
@@ -298,10 +333,12 @@ impl TlsLink {
                 peer: self.peer.clone(),
                 reason: "no certificate presented".into(),
             })?;
-        check_name(cert, host).map_err(|reason| Error::CertificateRefused {
-            peer: self.peer.clone(),
-            reason: format!("certificate {reason}"),
-        })
+        check_name(cert, host)
+            .and_then(|()| check_pinned(cert, host, &self.trusted))
+            .map_err(|reason| Error::CertificateRefused {
+                peer: self.peer.clone(),
+                reason: format!("certificate {reason}"),
+            })
     }
 
     /// The peer's end-entity certificate.
@@ -459,8 +496,14 @@ pub(crate) fn client_handshake(
         peer: peer.clone(),
         reason: e.to_string(),
     })?;
-    let link = Arc::new(TlsLink::new(Connection::Client(conn), peer));
+    let link = Arc::new(TlsLink::new(
+        Connection::Client(conn),
+        peer,
+        Arc::clone(&cfg.trusted),
+    ));
     handshake(s, &link, end)?;
+    // rustls checked the chain and the name; the pin is ours.
+    link.verify_peer_name(host)?;
     Ok(link)
 }
 
@@ -497,7 +540,11 @@ pub(crate) fn server_handshake(
         peer: peer.clone(),
         reason: e.to_string(),
     })?;
-    let link = Arc::new(TlsLink::new(Connection::Server(conn), peer));
+    let link = Arc::new(TlsLink::new(
+        Connection::Server(conn),
+        peer,
+        Arc::clone(&cfg.trusted),
+    ));
     handshake(s, &link, end)?;
     Ok(link)
 }

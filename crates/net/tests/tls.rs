@@ -478,3 +478,67 @@ fn trickled_tls_record_meets_the_deadline() {
         r.join().unwrap();
     }
 }
+
+/// Three parties with pinned self-signed certificates: C signs a certificate naming B's host
+/// with its own (trusted) key. A must refuse it both when C dials A claiming to be B and when
+/// A dials B's host and C answers (webpki took C's pinned certificate as an anchor that may
+/// issue, and the name matched).
+#[test]
+fn a_pinned_party_cannot_sign_for_another_pinned_host() {
+    let make = |host: &str| {
+        let key = KeyPair::generate().unwrap();
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.subject_alt_names = vec![SanType::IpAddress(host.parse().unwrap())];
+        let cert = p.self_signed(&key).unwrap();
+        (cert, key)
+    };
+    let (a, a_key) = make("127.0.0.1");
+    let (b, _) = make("127.0.0.2");
+    let (c, c_key) = make("127.0.0.3");
+    let forged_key = KeyPair::generate().unwrap();
+    let mut fp = CertificateParams::new(Vec::<String>::new()).unwrap();
+    fp.subject_alt_names = vec![SanType::IpAddress("127.0.0.2".parse().unwrap())];
+    let forged = fp.signed_by(&forged_key, &c, &c_key).unwrap();
+    let a_cfg = TlsConfig::from_pem(
+        a.pem().as_bytes(),
+        a_key.serialize_pem().as_bytes(),
+        format!("{}{}", b.pem(), c.pem()).as_bytes(),
+    )
+    .unwrap();
+    let attacker = TlsConfig::from_pem(
+        format!("{}{}", forged.pem(), c.pem()).as_bytes(),
+        forged_key.serialize_pem().as_bytes(),
+        a.pem().as_bytes(),
+    )
+    .unwrap();
+    let refused = |e: &Error| matches!(e, Error::CertificateRefused { reason, .. } if reason.contains("pinned"));
+
+    // C dials A and claims B's host.
+    let l = TcpChannel::listen("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let a_side = a_cfg.clone();
+    let t = thread::spawn(move || {
+        let ch =
+            TcpChannel::accept_tls(&l, Duration::from_secs(20), &a_side, TcpOptions::default())
+                .unwrap();
+        ch.verify_peer_name("127.0.0.2")
+    });
+    let _c = TcpChannel::connect_tls(addr, "127.0.0.1", &attacker, &copts());
+    let e = t.join().unwrap().unwrap_err();
+    assert!(refused(&e), "{e}");
+
+    // A dials B's host and C answers.
+    let l = TcpChannel::listen("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let t = thread::spawn(move || {
+        let _ = TcpChannel::accept_tls(
+            &l,
+            Duration::from_secs(20),
+            &attacker,
+            TcpOptions::default(),
+        );
+    });
+    let e = TcpChannel::connect_tls(addr, "127.0.0.2", &a_cfg, &copts()).unwrap_err();
+    assert!(refused(&e), "{e}");
+    t.join().unwrap();
+}
