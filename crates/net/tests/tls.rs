@@ -195,14 +195,20 @@ fn two_and_three_party_sessions() {
     }
 }
 
+/// A self-signed certificate naming the IP address `host`, and its key (a pinned party's).
+fn self_signed(host: &str) -> (rcgen::Certificate, KeyPair) {
+    let key = KeyPair::generate().unwrap();
+    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.subject_alt_names = vec![SanType::IpAddress(host.parse().unwrap())];
+    let cert = p.self_signed(&key).unwrap();
+    (cert, key)
+}
+
 #[test]
 fn pinned_peer_certificates_instead_of_a_ca() {
     // Each party's certificate is self-signed; each trusts the other's certificate itself.
     let make = |host: &str| {
-        let key = KeyPair::generate().unwrap();
-        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
-        p.subject_alt_names = vec![SanType::IpAddress(host.parse().unwrap())];
-        let cert = p.self_signed(&key).unwrap();
+        let (cert, key) = self_signed(host);
         (cert.pem(), key.serialize_pem())
     };
     let hosts = ["127.0.0.1", "127.0.0.2"];
@@ -485,13 +491,7 @@ fn trickled_tls_record_meets_the_deadline() {
 /// issue, and the name matched).
 #[test]
 fn a_pinned_party_cannot_sign_for_another_pinned_host() {
-    let make = |host: &str| {
-        let key = KeyPair::generate().unwrap();
-        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
-        p.subject_alt_names = vec![SanType::IpAddress(host.parse().unwrap())];
-        let cert = p.self_signed(&key).unwrap();
-        (cert, key)
-    };
+    let make = self_signed;
     let (a, a_key) = make("127.0.0.1");
     let (b, _) = make("127.0.0.2");
     let (c, c_key) = make("127.0.0.3");
