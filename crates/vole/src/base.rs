@@ -67,18 +67,19 @@ impl ReceiverBase {
     ///
     /// # Errors
     /// [`crate::Error::MalformedBase`] if the lengths differ or a choice is not a bit.
+    /// The rejected vectors are zeroized.
     pub fn new(r: Vec<u8>, t: Vec<Block>) -> crate::Result<Self> {
-        if r.len() != t.len() {
-            return Err(crate::Error::MalformedBase {
-                reason: "choice bits and COT blocks differ in number",
-            });
-        }
-        if r.iter().any(|b| *b > 1) {
-            return Err(crate::Error::MalformedBase {
-                reason: "a choice bit is neither 0 nor 1",
-            });
-        }
-        Ok(ReceiverBase { r, t })
+        let reason = if r.len() != t.len() {
+            "choice bits and COT blocks differ in number"
+        } else if r.iter().any(|b| *b > 1) {
+            "a choice bit is neither 0 nor 1"
+        } else {
+            return Ok(ReceiverBase { r, t });
+        };
+        let (mut r, mut t) = (r, t);
+        r.zeroize();
+        t.zeroize();
+        Err(crate::Error::MalformedBase { reason })
     }
 
     /// The number of correlations.

@@ -258,7 +258,8 @@ impl ExConvCode {
     /// As [`ExConvCode::new`].
     pub fn with_seed(k: usize, n: usize, field: CodeField, seed: Block) -> Self {
         assert!(
-            n >= k + ACCUMULATOR_WIDTH + 2,
+            k.checked_add(ACCUMULATOR_WIDTH + 2)
+                .is_some_and(|min| n >= min),
             "ExConv code needs n >= k + 26"
         );
         let s = seed.to_bytes();
@@ -628,6 +629,15 @@ mod tests {
                 x
             })
             .collect()
+    }
+
+    /// A message length near `usize::MAX` is refused with the documented panic (`k + 26`
+    /// used to overflow: an arithmetic-overflow panic, or, without overflow checks, a code
+    /// with `k > n` that failed later).
+    #[test]
+    #[should_panic(expected = "ExConv code needs n >= k + 26")]
+    fn huge_message_length_is_refused() {
+        let _ = ExConvCode::new(usize::MAX - 3, 100, CodeField::Gf2);
     }
 
     #[test]

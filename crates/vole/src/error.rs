@@ -33,7 +33,9 @@ pub enum Error {
     /// The base OT / OT extension that sets up the base correlations failed.
     #[error("base OT failed: {0}")]
     BaseOt(#[from] obliv_ot::Error),
-    /// The requested number of correlations is larger than supported in one call.
+    /// The requested number of correlations is larger than supported in one call (an invalid
+    /// `max_chunk`, or more outputs than one collecting call can hold in memory). Nothing was
+    /// sent.
     #[error("requested {requested} correlations, the limit is {max}")]
     TooLarge {
         /// The request.
@@ -41,4 +43,28 @@ pub enum Error {
         /// The largest supported request.
         max: usize,
     },
+    /// An earlier call on this generator failed (a channel error or timeout, a peer message
+    /// of the wrong length, a failed consistency check, an error of the caller's `sink`):
+    /// the generator's state (base pool, hash tweaks) may be out of step with the peer's, and
+    /// running again could produce silently wrong correlations, reuse base correlations, or
+    /// let a cheating sender retry a selective-failure guess, so the generator refuses every
+    /// further call. Set up a new one.
+    #[error("the generator was aborted by an earlier error; set up a new one")]
+    Aborted,
+}
+
+/// Runs one call of a generator: `Err(Aborted)` if an earlier call failed; the flag stays
+/// set unless this call succeeds (also if it unwinds).
+pub(crate) fn guarded<S: ?Sized, T>(
+    state: &mut S,
+    flag: impl Fn(&mut S) -> &mut bool,
+    call: impl FnOnce(&mut S) -> Result<T>,
+) -> Result<T> {
+    if *flag(state) {
+        return Err(Error::Aborted);
+    }
+    *flag(state) = true;
+    let out = call(state)?;
+    *flag(state) = false;
+    Ok(out)
 }

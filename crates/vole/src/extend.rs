@@ -32,7 +32,7 @@ use obliv_core::{Block, gf128};
 use obliv_net::{Channel, ChannelExt};
 use rand_core::CryptoRng;
 use subtle::{Choice, ConditionallySelectable, ConstantTimeEq};
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::code::{BlockPair, CodeField, ExConvCode, LpnCode, PSEUDO_MIN_DISTANCE};
 use crate::error::{Error, Result};
@@ -110,9 +110,10 @@ pub fn noise_weight(kind: Kind, n: usize) -> usize {
 
 impl Params {
     /// Parameters for `k` outputs: `N = t · size_per ≥ 2k` (rate ≤ 1/2), `size_per` even
-    /// and at least 4.
+    /// and at least 4. For `k` beyond what a generator can run (`2k` or `N` above
+    /// `usize::MAX`) the sizes saturate instead of overflowing.
     pub fn new(kind: Kind, k: usize, security: Security) -> Self {
-        let base = (2 * k).max(2);
+        let base = k.saturating_mul(2).max(2);
         let t = noise_weight(kind, base);
         let size_per = base.div_ceil(t).next_multiple_of(2).max(4);
         let depth = obliv_core::log2_ceil(size_per as u64) as usize;
@@ -128,7 +129,7 @@ impl Params {
 
     /// Noise length `N = t · size_per`.
     pub fn n(&self) -> usize {
-        self.t * self.size_per
+        self.t.saturating_mul(self.size_per)
     }
 
     /// Correlated OTs (with the VOLE's Δ) this extension consumes.
@@ -137,7 +138,7 @@ impl Params {
             (Security::Malicious, Kind::Subfield | Kind::Subfield64) => 128,
             _ => 0,
         };
-        self.t * self.depth + check
+        self.t.saturating_mul(self.depth).saturating_add(check)
     }
 
     /// GF(2^128) base VOLEs this extension consumes (0 for subfield VOLE).
@@ -359,12 +360,14 @@ pub(crate) fn send_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     let flips = ch.recv_pod_exact::<u8>(params.flip_bytes())?;
 
     // 2. Expand and mask the level sums.
-    let roots: Vec<Block> = (0..params.t).map(|_| Block::random(rng)).collect();
+    let mut roots: Vec<Block> = (0..params.t).map(|_| Block::random(rng)).collect();
     prepare_empty(v, params.n());
-    let sums = ggm::expand_full_with(&shape, &roots, |t0, leaves| {
+    let mut sums = ggm::expand_full_with(&shape, &roots, |t0, leaves| {
         debug_assert_eq!(v.len(), t0 * params.size_per);
         v.extend_from_slice(leaves);
     });
+    // The roots and both level sums of every level are the sender's secrets.
+    roots.zeroize();
     let first_tweak = u128::from(tweak) << 64;
     let mut h0 = cots[..th].to_vec();
     let mut h1: Vec<Block> = h0.iter().map(|q| *q ^ delta).collect();
@@ -392,6 +395,7 @@ pub(crate) fn send_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     }
     h0.zeroize();
     h1.zeroize();
+    sums.iter_mut().for_each(|s| s.zeroize());
     #[cfg(test)]
     tamper::apply(params, &mut msg);
     ch.send_pod(&msg)?;
@@ -532,15 +536,18 @@ pub(crate) fn receive_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     let th = t * depth;
 
     // 1. Noise positions and flips.
-    let mut alpha: Vec<usize> = (0..t)
-        .map(|_| {
-            let mut b = [0u8; 8];
-            rng.fill_bytes(&mut b);
-            #[allow(clippy::cast_possible_truncation)] // < size_per
-            let a = ((u128::from(u64::from_le_bytes(b)) * size_per as u128) >> 64) as usize;
-            a
-        })
-        .collect();
+    // Secret, and zeroized also when a peer message ends the extension early.
+    let mut alpha: Zeroizing<Vec<usize>> = Zeroizing::new(
+        (0..t)
+            .map(|_| {
+                let mut b = [0u8; 8];
+                rng.fill_bytes(&mut b);
+                #[allow(clippy::cast_possible_truncation)] // < size_per
+                let a = ((u128::from(u64::from_le_bytes(b)) * size_per as u128) >> 64) as usize;
+                a
+            })
+            .collect(),
+    );
     let mut flips = vec![0u8; params.flip_bytes()];
     for tree in 0..t {
         for l in 1..=depth {
@@ -788,6 +795,21 @@ mod tests {
         let p = Params::new(Kind::Subfield, 1 << 20, Security::SemiHonest);
         assert_eq!((p.t, p.size_per, p.depth), (128, 1 << 14, 14));
         assert!(p.n() >= 2 * p.k);
+    }
+
+    /// Parameters for any `k` are computed without an arithmetic overflow (`2k` used to
+    /// overflow for `k > usize::MAX / 2`).
+    #[test]
+    fn params_of_huge_k_saturate() {
+        for k in [usize::MAX, usize::MAX / 2 + 1, usize::MAX / 3] {
+            for kind in [Kind::Subfield, Kind::Field, Kind::Subfield64] {
+                let p = Params::new(kind, k, Security::Malicious);
+                assert!(p.n() >= p.k.min(usize::MAX / 2), "{kind:?} {k}");
+                assert!(p.cots_needed() > 0 && p.voles_needed() <= p.t + 1);
+            }
+        }
+        let p = Params::new(Kind::Subfield, 0, Security::SemiHonest);
+        assert!(p.n() >= 4 && p.size_per >= 4);
     }
 
     #[test]

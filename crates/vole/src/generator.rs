@@ -19,7 +19,7 @@ use obliv_net::Channel;
 use rand_core::CryptoRng;
 use zeroize::Zeroize;
 
-use crate::error::Result;
+use crate::error::{Error, Result, guarded};
 use crate::extend::{self, AVec, Kind, Params};
 use crate::vole::{SubfieldVoleReceiver, SubfieldVoleSender, VoleConfig, take_reserve};
 
@@ -161,6 +161,16 @@ fn hand_out<T: Zeroize>(v: &mut Vec<T>, n: usize) {
     v.shrink_to_fit();
 }
 
+/// Reserves room for the `n` outputs of a collecting call in the empty vector `v`, before
+/// anything is sent: [`Error::TooLarge`] if they cannot be held in memory.
+fn reserve_outputs<T>(v: &mut Vec<T>, n: usize) -> Result<()> {
+    let max = isize::MAX.unsigned_abs() / core::mem::size_of::<T>().max(1);
+    if n > max || v.try_reserve_exact(n).is_err() {
+        return Err(Error::TooLarge { requested: n, max });
+    }
+    Ok(())
+}
+
 /// Zeroizes `v[n..]` (scratch, secret) and truncates `v` to `n`, keeping its capacity for the
 /// caller's next extension into it.
 fn keep_first<T: Zeroize>(v: &mut Vec<T>, n: usize) {
@@ -189,9 +199,24 @@ pub(crate) trait SenderStep {
         buf: &mut Vec<Block>,
     ) -> Result<()>;
 
+    /// The abort latch: set while a call runs and left set if it fails (see
+    /// [`Error::Aborted`]).
+    fn aborted(&mut self) -> &mut bool;
+
     /// `extend_chunks`: `n` outputs in chunks of at most `max_chunk`, each handed to `sink`,
     /// in the kept working buffer.
-    fn chunks<C, R, F>(&mut self, ch: &mut C, n: usize, rng: &mut R, mut sink: F) -> Result<()>
+    fn chunks<C, R, F>(&mut self, ch: &mut C, n: usize, rng: &mut R, sink: F) -> Result<()>
+    where
+        Self: Sized,
+        C: Channel + ?Sized,
+        R: CryptoRng + ?Sized,
+        F: FnMut(&[Block]) -> Result<()>,
+    {
+        guarded(self, Self::aborted, |s| s.chunks_once(ch, n, rng, sink))
+    }
+
+    /// [`chunks`](Self::chunks) without the abort latch.
+    fn chunks_once<C, R, F>(&mut self, ch: &mut C, n: usize, rng: &mut R, mut sink: F) -> Result<()>
     where
         C: Channel + ?Sized,
         R: CryptoRng + ?Sized,
@@ -215,6 +240,25 @@ pub(crate) trait SenderStep {
         ch: &mut C,
         n: usize,
         rng: &mut R,
+    ) -> Result<Vec<Block>>
+    where
+        Self: Sized,
+    {
+        let mut all = Vec::new();
+        if n > self.config().max_chunk {
+            reserve_outputs(&mut all, n)?;
+        }
+        guarded(self, Self::aborted, |s| s.collect_once(ch, n, rng, all))
+    }
+
+    /// [`collect`](Self::collect) without the abort latch, into `all` (empty, with room for
+    /// `n` outputs if `n` is above `max_chunk`).
+    fn collect_once<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+        mut all: Vec<Block>,
     ) -> Result<Vec<Block>> {
         if n > 0 && n <= self.config().max_chunk {
             let mut buf = core::mem::take(self.scratch());
@@ -226,11 +270,14 @@ pub(crate) trait SenderStep {
             hand_out(&mut buf, n);
             return Ok(buf);
         }
-        let mut all = Vec::with_capacity(n);
-        self.chunks(ch, n, rng, |b| {
+        let res = self.chunks_once(ch, n, rng, |b| {
             all.extend_from_slice(b);
             Ok(())
-        })?;
+        });
+        if let Err(e) = res {
+            all.zeroize();
+            return Err(e);
+        }
         Ok(all)
     }
 
@@ -244,14 +291,22 @@ pub(crate) trait SenderStep {
         n: usize,
         rng: &mut R,
         out: &mut Vec<Block>,
-    ) -> Result<()> {
-        let res = if n > 0 && n <= self.config().max_chunk {
-            self.run_into(ch, n, rng, out)
+    ) -> Result<()>
+    where
+        Self: Sized,
+    {
+        let single = n > 0 && n <= self.config().max_chunk;
+        let res = if single {
+            guarded(self, Self::aborted, |s| s.run_into(ch, n, rng, out))
         } else {
             out.clear();
-            self.chunks(ch, n, rng, |b| {
-                out.extend_from_slice(b);
-                Ok(())
+            reserve_outputs(out, n).and_then(|()| {
+                guarded(self, Self::aborted, |s| {
+                    s.chunks_once(ch, n, rng, |b| {
+                        out.extend_from_slice(b);
+                        Ok(())
+                    })
+                })
             })
         };
         match res {
@@ -268,16 +323,24 @@ pub(crate) trait SenderStep {
         ch: &mut C,
         n: usize,
         rng: &mut R,
-    ) -> Result<Vec<Block>> {
+    ) -> Result<Vec<Block>>
+    where
+        Self: Sized,
+    {
         if n > self.config().max_chunk {
             return self.collect(ch, n, rng);
         }
-        let mut out = Vec::new();
-        if n > 0 {
-            self.run_into(ch, n, rng, &mut out)?;
-            out.truncate(n);
-        }
-        Ok(out)
+        guarded(self, Self::aborted, |s| {
+            let mut out = Vec::new();
+            if n > 0 {
+                if let Err(e) = s.run_into(ch, n, rng, &mut out) {
+                    out.zeroize();
+                    return Err(e);
+                }
+                out.truncate(n);
+            }
+            Ok(out)
+        })
     }
 }
 
@@ -304,9 +367,24 @@ pub(crate) trait ReceiverStep {
         c: &mut Vec<Block>,
     ) -> Result<()>;
 
+    /// The abort latch: set while a call runs and left set if it fails (see
+    /// [`Error::Aborted`]).
+    fn aborted(&mut self) -> &mut bool;
+
     /// `extend_chunks`: `n` outputs in chunks of at most `max_chunk`, each handed to `sink`,
     /// in the kept working buffers.
-    fn chunks<C, R, F>(&mut self, ch: &mut C, n: usize, rng: &mut R, mut sink: F) -> Result<()>
+    fn chunks<C, R, F>(&mut self, ch: &mut C, n: usize, rng: &mut R, sink: F) -> Result<()>
+    where
+        Self: Sized,
+        C: Channel + ?Sized,
+        R: CryptoRng + ?Sized,
+        F: FnMut(&[Self::A], &[Block]) -> Result<()>,
+    {
+        guarded(self, Self::aborted, |s| s.chunks_once(ch, n, rng, sink))
+    }
+
+    /// [`chunks`](Self::chunks) without the abort latch.
+    fn chunks_once<C, R, F>(&mut self, ch: &mut C, n: usize, rng: &mut R, mut sink: F) -> Result<()>
     where
         C: Channel + ?Sized,
         R: CryptoRng + ?Sized,
@@ -333,6 +411,28 @@ pub(crate) trait ReceiverStep {
         ch: &mut C,
         n: usize,
         rng: &mut R,
+    ) -> Result<(Vec<Self::A>, Vec<Block>)>
+    where
+        Self: Sized,
+    {
+        let (mut aa, mut cc) = (Vec::new(), Vec::new());
+        if n > self.config().max_chunk {
+            reserve_outputs(&mut aa, n)?;
+            reserve_outputs(&mut cc, n)?;
+        }
+        guarded(self, Self::aborted, |s| s.collect_once(ch, n, rng, aa, cc))
+    }
+
+    /// [`collect`](Self::collect) without the abort latch, into `aa` and `cc` (empty, with
+    /// room for `n` outputs if `n` is above `max_chunk`).
+    #[allow(clippy::type_complexity)]
+    fn collect_once<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        rng: &mut R,
+        mut aa: Vec<Self::A>,
+        mut cc: Vec<Block>,
     ) -> Result<(Vec<Self::A>, Vec<Block>)> {
         if n > 0 && n <= self.config().max_chunk {
             let empty = (AVec::empty(Self::A::KIND), Vec::new());
@@ -348,12 +448,16 @@ pub(crate) trait ReceiverStep {
             *self.scratch() = (a, Vec::new());
             return Ok((vals, c));
         }
-        let (mut aa, mut cc) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        self.chunks(ch, n, rng, |a, c| {
+        let res = self.chunks_once(ch, n, rng, |a, c| {
             aa.extend_from_slice(a);
             cc.extend_from_slice(c);
             Ok(())
-        })?;
+        });
+        if let Err(e) = res {
+            aa.zeroize();
+            cc.zeroize();
+            return Err(e);
+        }
         Ok((aa, cc))
     }
 
@@ -369,25 +473,36 @@ pub(crate) trait ReceiverStep {
         rng: &mut R,
         a_out: &mut Vec<Self::A>,
         c_out: &mut Vec<Block>,
-    ) -> Result<()> {
+    ) -> Result<()>
+    where
+        Self: Sized,
+    {
         let res = if n > 0 && n <= self.config().max_chunk {
-            let empty = (AVec::empty(Self::A::KIND), Vec::new());
-            let (mut a, c) = core::mem::replace(self.scratch(), empty);
-            let mut c = c;
-            c.zeroize();
-            *Self::A::values_mut(&mut a) = core::mem::take(a_out);
-            let res = self.run_into(ch, n, rng, &mut a, c_out);
-            *a_out = core::mem::take(Self::A::values_mut(&mut a));
-            *self.scratch() = (a, Vec::new());
-            res
+            guarded(self, Self::aborted, |s| {
+                let empty = (AVec::empty(Self::A::KIND), Vec::new());
+                let (mut a, c) = core::mem::replace(s.scratch(), empty);
+                let mut c = c;
+                c.zeroize();
+                *Self::A::values_mut(&mut a) = core::mem::take(a_out);
+                let res = s.run_into(ch, n, rng, &mut a, c_out);
+                *a_out = core::mem::take(Self::A::values_mut(&mut a));
+                *s.scratch() = (a, Vec::new());
+                res
+            })
         } else {
             a_out.clear();
             c_out.clear();
-            self.chunks(ch, n, rng, |a, c| {
-                a_out.extend_from_slice(a);
-                c_out.extend_from_slice(c);
-                Ok(())
-            })
+            reserve_outputs(a_out, n)
+                .and_then(|()| reserve_outputs(c_out, n))
+                .and_then(|()| {
+                    guarded(self, Self::aborted, |s| {
+                        s.chunks_once(ch, n, rng, |a, c| {
+                            a_out.extend_from_slice(a);
+                            c_out.extend_from_slice(c);
+                            Ok(())
+                        })
+                    })
+                })
         };
         match res {
             Ok(()) => {
@@ -410,19 +525,28 @@ pub(crate) trait ReceiverStep {
         ch: &mut C,
         n: usize,
         rng: &mut R,
-    ) -> Result<(Vec<Self::A>, Vec<Block>)> {
+    ) -> Result<(Vec<Self::A>, Vec<Block>)>
+    where
+        Self: Sized,
+    {
         if n > self.config().max_chunk {
             return self.collect(ch, n, rng);
         }
-        if n == 0 {
-            return Ok((Vec::new(), Vec::new()));
-        }
-        let (mut a, mut c) = (AVec::empty(Self::A::KIND), Vec::new());
-        self.run_into(ch, n, rng, &mut a, &mut c)?;
-        let mut a = Self::A::into_values(a);
-        a.truncate(n);
-        c.truncate(n);
-        Ok((a, c))
+        guarded(self, Self::aborted, |s| {
+            if n == 0 {
+                return Ok((Vec::new(), Vec::new()));
+            }
+            let (mut a, mut c) = (AVec::empty(Self::A::KIND), Vec::new());
+            if let Err(e) = s.run_into(ch, n, rng, &mut a, &mut c) {
+                a.zeroize();
+                c.zeroize();
+                return Err(e);
+            }
+            let mut a = Self::A::into_values(a);
+            a.truncate(n);
+            c.truncate(n);
+            Ok((a, c))
+        })
     }
 }
 
@@ -451,6 +575,8 @@ pub(crate) struct OuterSender<F> {
     tweaks: Tweaks,
     /// The working buffer of the extensions, kept for the next one (no page faults).
     scratch: Vec<Block>,
+    /// Set by a failed call: every later call gives [`Error::Aborted`].
+    aborted: bool,
     flavour: PhantomData<F>,
 }
 
@@ -469,6 +595,7 @@ impl<F: Packed> OuterSender<F> {
             pool_b: Vec::new(),
             tweaks: Tweaks::new(TAG_FIELD),
             scratch: Vec::new(),
+            aborted: false,
             flavour: PhantomData,
         }
     }
@@ -491,6 +618,10 @@ impl<F: Packed> SenderStep for OuterSender<F> {
 
     fn scratch(&mut self) -> &mut Vec<Block> {
         &mut self.scratch
+    }
+
+    fn aborted(&mut self) -> &mut bool {
+        &mut self.aborted
     }
 
     fn run_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
@@ -531,6 +662,8 @@ pub(crate) struct OuterReceiver<F: Packed> {
     tweaks: Tweaks,
     /// The working buffers of the extensions, kept for the next one.
     scratch: (AVec, Vec<Block>),
+    /// Set by a failed call: every later call gives [`Error::Aborted`].
+    aborted: bool,
 }
 
 impl<F: Packed> Drop for OuterReceiver<F> {
@@ -551,6 +684,7 @@ impl<F: Packed> OuterReceiver<F> {
             pool_c: Vec::new(),
             tweaks: Tweaks::new(TAG_FIELD),
             scratch: (AVec::empty(F::KIND), Vec::new()),
+            aborted: false,
         }
     }
 
@@ -569,6 +703,10 @@ impl<F: Packed> ReceiverStep for OuterReceiver<F> {
 
     fn scratch(&mut self) -> &mut (AVec, Vec<Block>) {
         &mut self.scratch
+    }
+
+    fn aborted(&mut self) -> &mut bool {
+        &mut self.aborted
     }
 
     fn run_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(

@@ -246,6 +246,7 @@ pub(crate) fn expand_full_with(
     }
     use zeroize::Zeroize;
     work.zeroize();
+    level.iter_mut().for_each(|s| s.zeroize());
     all
 }
 
@@ -322,7 +323,8 @@ pub(crate) fn expand_punctured_with(
     }
     use zeroize::Zeroize;
     work.zeroize();
-    fixes.iter_mut().for_each(|f| f.1 = Block::ZERO);
+    level.iter_mut().for_each(|s| s.zeroize());
+    fixes.iter_mut().for_each(|f| f.1.zeroize());
     totals.zeroize();
 }
 

@@ -29,7 +29,7 @@ fn cfg(security: Security, max_chunk: usize) -> VoleConfig {
 trait Flavour: 'static {
     type S: Send + core::fmt::Debug + 'static;
     type R: core::fmt::Debug;
-    type A: Copy + PartialEq + core::fmt::Debug + Send + 'static;
+    type A: Copy + Default + PartialEq + core::fmt::Debug + Send + 'static;
     /// Name, for messages.
     const NAME: &'static str;
     /// The extension kind (for tampering).
@@ -988,4 +988,242 @@ fn generator_output_regression() {
         ),
     ];
     assert_eq!(got, want);
+}
+
+// ---------------------------------------------------------------------------------------
+// After an error a generator refuses every later call (`Error::Aborted`).
+
+/// A channel whose receive number `fail_at` (counting from 0) times out without consuming
+/// the frame, as a slow peer makes a real channel do; the channel stays usable after it.
+struct Flaky<C> {
+    inner: C,
+    recvs: usize,
+    fail_at: usize,
+}
+
+impl<C: Channel> Channel for Flaky<C> {
+    fn send(&mut self, msg: &[u8]) -> obliv_net::Result<()> {
+        self.inner.send(msg)
+    }
+    fn recv_frame(
+        &mut self,
+        max_len: usize,
+        buf: &mut dyn obliv_net::RecvBuf,
+    ) -> obliv_net::Result<()> {
+        let i = self.recvs;
+        self.recvs += 1;
+        if i == self.fail_at {
+            return Err(obliv_net::Error::Timeout {
+                after: std::time::Duration::from_millis(1),
+            });
+        }
+        self.inner.recv_frame(max_len, buf)
+    }
+    fn flush(&mut self) -> obliv_net::Result<()> {
+        self.inner.flush()
+    }
+    fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.inner.set_deadline(deadline);
+    }
+    fn set_max_frame_len(&mut self, max: usize) {
+        self.inner.set_max_frame_len(max);
+    }
+}
+
+/// A sender whose receive times out, retried by its caller, would run on with the
+/// receiver's late message of the failed call but the next hash tweak (and, for the
+/// GF(2^128) and 64-bit flavours, the inner generator a step further): the two parties'
+/// outputs would silently stop being correlations. The retry, and every later call, gives
+/// `Aborted` instead, without touching the channel.
+fn check_sender_retry_after_timeout<P: Flavour>() {
+    let cfg = cfg(Security::SemiHonest, 2000);
+    let mut rng = AesRng::from_seed([P::SEEDS[0]; 16]);
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let (c0, mut c1) = mem_pair();
+    let sender = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([P::SEEDS[1]; 16]);
+        let mut ch = Flaky {
+            inner: c0,
+            recvs: 0,
+            fail_at: 0,
+        };
+        let mut s = P::sender_from_base(sb, cfg).unwrap();
+        let first = P::send(&mut s, &mut ch, 700, &mut rng).map(|_| ());
+        let stats = ch.stats();
+        let retry = P::send(&mut s, &mut ch, 700, &mut rng).map(|_| ());
+        let empty = P::send(&mut s, &mut ch, 0, &mut rng).map(|_| ());
+        let mut out = vec![Block(3); 4];
+        let into = P::send_into(&mut s, &mut ch, 5000, &mut rng, &mut out);
+        let chunks = P::send_chunks(&mut s, &mut ch, 700, &mut rng, |_| Ok(()));
+        assert_eq!(
+            ch.stats(),
+            stats,
+            "{}: an aborted call used the channel",
+            P::NAME
+        );
+        assert!(out.is_empty(), "{}", P::NAME);
+        (first, retry, empty, into, chunks)
+    });
+    let mut r = P::receiver_from_base(rb, cfg).unwrap();
+    let received = P::receive(&mut r, &mut c1, 700, &mut rng);
+    let (first, retry, empty, into, chunks) = sender.join().unwrap();
+    let name = P::NAME;
+    assert!(
+        matches!(first, Err(Error::Net(obliv_net::Error::Timeout { .. }))),
+        "{name}: {first:?}"
+    );
+    for res in [retry, empty, into, chunks] {
+        assert!(matches!(res, Err(Error::Aborted)), "{name}: {res:?}");
+    }
+    // The receiver's call ends with the channel, not with out-of-step outputs.
+    assert!(received.is_err(), "{name}: the receiver got outputs");
+}
+
+#[test]
+fn sender_refuses_calls_after_a_failed_one() {
+    check_sender_retry_after_timeout::<Sub>();
+    check_sender_retry_after_timeout::<Sub64>();
+    check_sender_retry_after_timeout::<Field>();
+}
+
+/// A sender that fails the malicious check gets no second try on the same base (a retry
+/// would re-send flips under the same base choice bits, so a selective-failure guess could
+/// be repeated and combined): the receiver's later calls give `Aborted` and send nothing.
+fn check_receiver_no_retry_after_check<P: Flavour>() {
+    let cfg = cfg(Security::Malicious, 2000);
+    let mut rng = AesRng::from_seed([P::SEEDS[0]; 16]);
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let (mut c0, mut c1) = mem_pair();
+    let sender = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([P::SEEDS[1]; 16]);
+        let mut s = P::sender_from_base(sb, cfg).unwrap();
+        tamper::set(P::KIND, Target::D(1), P::TAMPER_MASK);
+        let first = P::send(&mut s, &mut c0, 900, &mut rng).map(|_| ());
+        let second = P::send(&mut s, &mut c0, 900, &mut rng).map(|_| ());
+        (first, second)
+    });
+    let mut r = P::receiver_from_base(rb, cfg).unwrap();
+    let first = P::receive(&mut r, &mut c1, 900, &mut rng).map(|_| ());
+    let stats = c1.stats();
+    let second = P::receive(&mut r, &mut c1, 900, &mut rng).map(|_| ());
+    let (mut a, mut c) = (vec![P::A::default(); 2], vec![Block(1); 2]);
+    let into = P::receive_into(&mut r, &mut c1, 900, &mut rng, &mut a, &mut c);
+    let chunks = P::receive_chunks(&mut r, &mut c1, 900, &mut rng, |_, _| Ok(()));
+    assert_eq!(
+        c1.stats(),
+        stats,
+        "{}: an aborted call used the channel",
+        P::NAME
+    );
+    assert!(a.is_empty() && c.is_empty(), "{}", P::NAME);
+    drop(c1);
+    let _ = sender.join().unwrap();
+    let name = P::NAME;
+    assert!(
+        matches!(first, Err(Error::ConsistencyCheck)),
+        "{name}: {first:?}"
+    );
+    for res in [second, into, chunks] {
+        assert!(matches!(res, Err(Error::Aborted)), "{name}: {res:?}");
+    }
+}
+
+#[test]
+fn receiver_refuses_calls_after_a_failed_check() {
+    check_receiver_no_retry_after_check::<Sub>();
+    check_receiver_no_retry_after_check::<Sub64>();
+    check_receiver_no_retry_after_check::<Field>();
+}
+
+/// An error of the caller's `sink` leaves the generator a chunk behind its peer: the next
+/// call gives `Aborted` (the sink's error is returned as it is).
+#[test]
+fn sink_error_aborts_the_generator() {
+    let cfg = cfg(Security::SemiHonest, 1000);
+    let mut rng = AesRng::from_seed([21; 16]);
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let (mut c0, mut c1) = mem_pair();
+    let sender = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([22; 16]);
+        let mut s = VoleSender::from_base(sb, cfg).unwrap();
+        let first = s.extend_chunks(&mut c0, 3000, &mut rng, |_| {
+            Err(Error::MalformedBase { reason: "sink" })
+        });
+        let second = s.extend(&mut c0, 1000, &mut rng).map(|_| ());
+        (first, second)
+    });
+    let mut r = VoleReceiver::from_base(rb, cfg).unwrap();
+    let first = r.extend_chunks(&mut c1, 3000, &mut rng, |_, _| Ok(()));
+    drop(c1);
+    let (sfirst, ssecond) = sender.join().unwrap();
+    assert!(
+        matches!(sfirst, Err(Error::MalformedBase { reason: "sink" })),
+        "{sfirst:?}"
+    );
+    assert!(matches!(ssecond, Err(Error::Aborted)), "{ssecond:?}");
+    // The receiver ran on alone until the peer was gone.
+    assert!(first.is_err());
+}
+
+/// A request too large to collect in memory (`n` near `usize::MAX`, or just more than the
+/// machine has) is refused with `TooLarge` before anything is sent (it used to panic with a
+/// capacity overflow or abort the process on a failed allocation); the generator stays
+/// usable and in step with its peer.
+fn check_huge_requests<P: Flavour>() {
+    let cfg = cfg(Security::SemiHonest, 2000);
+    let mut rng = AesRng::from_seed([P::SEEDS[0]; 16]);
+    let (sb, rb) = dealer(cfg.base_cots_needed(), &mut rng);
+    let (mut c0, mut c1) = mem_pair();
+    let huge = [usize::MAX, isize::MAX.unsigned_abs() / 16 + 1, 1 << 60];
+    let sender = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([P::SEEDS[1]; 16]);
+        let mut s = P::sender_from_base(sb, cfg).unwrap();
+        for n in huge {
+            let res = P::send(&mut s, &mut c0, n, &mut rng);
+            assert!(
+                matches!(res, Err(Error::TooLarge { .. })),
+                "{}: {n}",
+                P::NAME
+            );
+            let mut out = vec![Block(1)];
+            let res = P::send_into(&mut s, &mut c0, n, &mut rng, &mut out);
+            assert!(
+                matches!(res, Err(Error::TooLarge { .. })),
+                "{}: {n}",
+                P::NAME
+            );
+        }
+        assert_eq!(c0.stats(), Stats::default(), "{}", P::NAME);
+        let b = P::send(&mut s, &mut c0, 500, &mut rng).unwrap();
+        (P::delta(&s), b)
+    });
+    let mut r = P::receiver_from_base(rb, cfg).unwrap();
+    for n in huge {
+        let res = P::receive(&mut r, &mut c1, n, &mut rng);
+        assert!(
+            matches!(res, Err(Error::TooLarge { .. })),
+            "{}: {n}",
+            P::NAME
+        );
+        let (mut a, mut c) = (Vec::new(), Vec::new());
+        let res = P::receive_into(&mut r, &mut c1, n, &mut rng, &mut a, &mut c);
+        assert!(
+            matches!(res, Err(Error::TooLarge { .. })),
+            "{}: {n}",
+            P::NAME
+        );
+    }
+    let (a, c) = P::receive(&mut r, &mut c1, 500, &mut rng).unwrap();
+    let (delta, b) = sender.join().unwrap();
+    assert_plain::<P>(delta, b, a, c);
+}
+
+#[test]
+fn huge_requests_are_refused_up_front() {
+    check_huge_requests::<Sub>();
+    check_huge_requests::<Sub64>();
+    check_huge_requests::<Field>();
 }

@@ -36,7 +36,11 @@ mod sealed {
 /// The sender role of a silent VOLE generator: holds `Δ`, gets `B` with `C = B + A·Δ`.
 ///
 /// Both parties must call the same methods with the same `n` and configuration, in the same
-/// order. This trait is sealed: the six generators of this crate implement it.
+/// order. A call that fails once it has begun (a channel error or timeout, a peer message of
+/// the wrong length, an error of `sink`) leaves the generator out of step with its peer: every
+/// later call gives [`crate::Error::Aborted`]. A request too large to hold in memory
+/// ([`crate::Error::TooLarge`]) is refused before anything is sent and does not abort. This
+/// trait is sealed: the six generators of this crate implement it.
 pub trait VoleSenderGen: sealed::Sealed + Sized + Send + core::fmt::Debug {
     /// The receiver's `A` element type of this family (`u8`, `u64` or [`Block`]).
     type A: Copy + Send + Sync + Zeroize + 'static;
@@ -127,7 +131,13 @@ pub trait VoleSenderGen: sealed::Sealed + Sized + Send + core::fmt::Debug {
 /// The receiver role of a silent VOLE generator: gets `A` and `C = B + A·Δ`.
 ///
 /// Both parties must call the same methods with the same `n` and configuration, in the same
-/// order. This trait is sealed: the six generators of this crate implement it.
+/// order. A call that fails once it has begun (a channel error or timeout, a peer message of
+/// the wrong length, a failed consistency check, an error of `sink`) leaves the generator out
+/// of step with its peer: every later call gives [`crate::Error::Aborted`], so that a
+/// cheating sender cannot retry the consistency check against the same base correlations. A
+/// request too large to hold in memory ([`crate::Error::TooLarge`]) is refused before
+/// anything is sent and does not abort. This trait is sealed: the six generators of this
+/// crate implement it.
 pub trait VoleReceiverGen: sealed::Sealed + Sized + Send + core::fmt::Debug {
     /// The type of `A`: `u8` (a bit, 0 or 1), `u64` (GF(2^64)) or [`Block`] (GF(2^128)).
     type A: Copy + Send + Sync + Zeroize + 'static;

@@ -30,6 +30,15 @@
 //! Both parties must call the same methods with the same `n` and configuration, in the same
 //! order; the streaming `*_chunks` methods hand each chunk to a callback as it is produced.
 //!
+//! **After an error.** A call that fails once it has begun (a channel error or timeout, a
+//! peer message of the wrong length, a failed consistency check, an error returned by the
+//! caller's callback) may leave a generator's base pool and hash tweaks out of step with the
+//! peer's: running on would give silently wrong correlations, reuse base correlations, or let
+//! a cheating sender retry a selective-failure guess on the malicious check. Such a generator
+//! refuses every later call with [`Error::Aborted`]; set up a new one. A request too large to
+//! collect in memory is refused with [`Error::TooLarge`] before anything is sent, and the
+//! generator stays usable.
+//!
 //! **One core.** The chunk loop, the `extend` paths and the buffer reuse are written once in
 //! the private `generator` module; the GF(2^128) and 64-bit generators are one generic
 //! generator over an inner subfield generator, differing only in a small flavour trait
@@ -153,6 +162,8 @@ pub struct SubfieldVoleSender {
     tweaks: Tweaks,
     /// The working buffer of `extend_chunks`, kept for the next call (no page faults).
     scratch: Vec<Block>,
+    /// Set by a failed call: every later call gives [`Error::Aborted`].
+    aborted: bool,
 }
 
 impl core::fmt::Debug for SubfieldVoleSender {
@@ -203,6 +214,7 @@ impl SubfieldVoleSender {
             cfg,
             tweaks: Tweaks::new(TAG_SUBFIELD),
             scratch: Vec::new(),
+            aborted: false,
         })
     }
 
@@ -276,6 +288,10 @@ impl SenderStep for SubfieldVoleSender {
         &mut self.scratch
     }
 
+    fn aborted(&mut self) -> &mut bool {
+        &mut self.aborted
+    }
+
     /// The base is the pool of COTs itself: when it is short, one extension refills it.
     fn run_into<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
         &mut self,
@@ -310,6 +326,8 @@ pub struct SubfieldVoleReceiver {
     tweaks: Tweaks,
     /// The working buffers of `extend_chunks`, kept for the next call.
     scratch: (AVec, Vec<Block>),
+    /// Set by a failed call: every later call gives [`Error::Aborted`].
+    aborted: bool,
 }
 
 impl core::fmt::Debug for SubfieldVoleReceiver {
@@ -353,6 +371,7 @@ impl SubfieldVoleReceiver {
             cfg,
             tweaks: Tweaks::new(TAG_SUBFIELD),
             scratch: (AVec::empty(Kind::Subfield), Vec::new()),
+            aborted: false,
         })
     }
 
@@ -422,6 +441,10 @@ impl ReceiverStep for SubfieldVoleReceiver {
 
     fn scratch(&mut self) -> &mut (AVec, Vec<Block>) {
         &mut self.scratch
+    }
+
+    fn aborted(&mut self) -> &mut bool {
+        &mut self.aborted
     }
 
     /// The base is the pool of COTs itself: when it is short, one extension refills it.
