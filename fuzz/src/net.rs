@@ -69,6 +69,7 @@ fn mux_read(script: &[u8]) -> Vec<Vec<Vec<u8>>> {
     let opts = MuxOptions {
         recv_timeout: Duration::from_secs(5),
         max_queued: 1 << 20,
+        max_queued_per_sub: 1 << 18,
         max_sub_channels: 8,
     };
     let Ok(mux) = Mux::with_options(a, opts) else {
@@ -108,9 +109,11 @@ pub fn fuzz(data: &[u8]) {
             assert_eq!(&bytes[..used], &tcp_wire(&got)[..]);
         }
         2 => {
-            // The read-ahead reader allocates a frame's buffer when its header arrives, so
-            // with the default limit (1 GiB) a hostile header costs a 1 GiB allocation
-            // (reported to obliv-net); the largest limit the targets' allocator allows.
+            // The read-ahead reader with the largest frame limit the targets' allocator
+            // allows: its buffer grows as a frame's bytes arrive (1 MiB first, doubling), so a
+            // header announcing up to 512 MiB costs at most about twice the bytes that follow
+            // it, and the allocator's limit would abort the run if it allocated the
+            // announced length up front.
             let got = tcp_read(bytes, true, crate::MALLOC_LIMIT);
             let used: usize = got.iter().map(|f| f.len() + 8).sum();
             assert!(used <= bytes.len());

@@ -1,6 +1,7 @@
 //! The [`Channel`] trait, its counters ([`Stats`]) and the typed helpers ([`ChannelExt`]).
 
 use std::ops::{Add, AddAssign, Sub};
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytemuck::Pod;
@@ -411,6 +412,39 @@ pub trait FrameReceiver: Send {
     /// As [`Channel::set_deadline`]. A split receiver starts with the deadline its channel
     /// had.
     fn set_deadline(&mut self, deadline: Option<Instant>);
+
+    /// A handle that, from another thread, makes a receive blocked on this receiver return
+    /// promptly with an error (and every later receive too), instead of at its idle timeout.
+    /// [`crate::Mux`] uses it to end its demultiplexer when its last handle is dropped.
+    ///
+    /// The default is `None`: the receiver cannot be interrupted, and a blocked receive ends
+    /// at its timeout.
+    fn interrupter(&self) -> Option<Interrupter> {
+        None
+    }
+}
+
+/// Ends the receives of a [`FrameReceiver`] from another thread (see
+/// [`FrameReceiver::interrupter`]). Cloning it is cheap; interrupting twice does no harm.
+#[derive(Clone)]
+pub struct Interrupter(Arc<dyn Fn() + Send + Sync>);
+
+impl Interrupter {
+    /// An interrupter that runs `f` (which must return promptly and may run more than once).
+    pub fn new(f: impl Fn() + Send + Sync + 'static) -> Self {
+        Interrupter(Arc::new(f))
+    }
+
+    /// Makes the receiver's current and later receives fail promptly.
+    pub fn interrupt(&self) {
+        (self.0)();
+    }
+}
+
+impl std::fmt::Debug for Interrupter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Interrupter").finish_non_exhaustive()
+    }
 }
 
 /// A channel that divides into a sending and a receiving half, to be used from two threads

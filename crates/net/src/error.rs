@@ -120,6 +120,16 @@ pub enum Error {
         /// The limit in force.
         max: usize,
     },
+    /// The peer sent more to sub-channel `id` of a [`crate::Mux`] than its queue holds
+    /// ([`crate::MuxOptions::max_queued_per_sub`]) while this side did not take it: the
+    /// demultiplexer stops and every sub-channel reports this error.
+    #[error("the peer overfilled sub-channel {id} (more than {max} bytes queued)")]
+    SubChannelOverflow {
+        /// The sub-channel.
+        id: u32,
+        /// The limit in force.
+        max: usize,
+    },
     /// An earlier error left the channel out of step with its peer; it cannot be used any more.
     #[error("channel unusable after an earlier error")]
     Broken,
@@ -255,6 +265,9 @@ impl Error {
             Error::SubChannelInUse { id } => Error::SubChannelInUse { id: *id },
             Error::TooManySubChannels { id, max } => {
                 Error::TooManySubChannels { id: *id, max: *max }
+            }
+            Error::SubChannelOverflow { id, max } => {
+                Error::SubChannelOverflow { id: *id, max: *max }
             }
             Error::Broken => Error::Broken,
             Error::TlsConfig { reason } => Error::TlsConfig {

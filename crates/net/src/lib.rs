@@ -56,7 +56,7 @@ mod tcp;
 pub mod tls;
 
 pub use channel::{
-    Channel, ChannelExt, DEFAULT_MAX_FRAME_LEN, ExactBuf, FrameReceiver, FrameSender,
+    Channel, ChannelExt, DEFAULT_MAX_FRAME_LEN, ExactBuf, FrameReceiver, FrameSender, Interrupter,
     QUEUED_FRAME_OVERHEAD, RecvBuf, Split, Stats, StatsRecorder, VecBuf,
 };
 pub use error::{Error, Result};

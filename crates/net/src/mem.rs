@@ -1,11 +1,12 @@
 //! An in-memory channel pair between two threads of one process, for tests and benches.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::channel::{
-    Channel, DEFAULT_MAX_FRAME_LEN, FrameReceiver, FrameSender, RecvBuf, Split, Stats,
+    Channel, DEFAULT_MAX_FRAME_LEN, FrameReceiver, FrameSender, Interrupter, RecvBuf, Split, Stats,
     StatsRecorder,
 };
 use crate::deadline::Deadline;
@@ -74,16 +75,32 @@ impl MemChannel {
     }
 
     fn next(&mut self) -> Result<Vec<u8>> {
-        next_message(&self.rx, self.timeout, &self.deadline)
+        next_message(&self.rx, self.timeout, &self.deadline, None)
     }
 }
 
 /// Takes the next message from `rx`, waiting at most `timeout` and until `deadline`.
-fn next_message(rx: &Receiver<Vec<u8>>, timeout: Duration, deadline: &Deadline) -> Result<Vec<u8>> {
+/// A receive interrupted through `stop` (see [`FrameReceiver::interrupter`]) fails with
+/// [`Error::PeerDisconnected`].
+fn next_message(
+    rx: &Receiver<Vec<u8>>,
+    timeout: Duration,
+    deadline: &Deadline,
+    stop: Option<&Receiver<()>>,
+) -> Result<Vec<u8>> {
     deadline.check()?;
     loop {
         let wait = deadline.bound(Some(timeout)).unwrap_or(timeout);
-        match rx.recv_timeout(wait) {
+        let r = match stop {
+            None => rx.recv_timeout(wait),
+            Some(stop) => crossbeam_channel::select! {
+                recv(rx) -> m => m.map_err(|_| RecvTimeoutError::Disconnected),
+                // Only ever disconnected, never sent on: the interrupter dropped its sender.
+                recv(stop) -> _ => return Err(Error::PeerDisconnected),
+                default(wait) => Err(RecvTimeoutError::Timeout),
+            },
+        };
+        match r {
             Ok(m) => return Ok(m),
             Err(RecvTimeoutError::Timeout) => {
                 if let Some(e) = deadline.after_wait(wait, Some(timeout)) {
@@ -173,6 +190,10 @@ pub struct MemReceiver {
     timeout: Duration,
     deadline: Deadline,
     max_frame_len: usize,
+    /// Disconnected once the receiver is interrupted (nothing is ever sent on it).
+    stop: Receiver<()>,
+    /// The only sender of `stop`, dropped by an [`Interrupter`].
+    stop_tx: Arc<Mutex<Option<Sender<()>>>>,
 }
 
 impl FrameSender for MemSender {
@@ -191,7 +212,7 @@ impl FrameSender for MemSender {
 
 impl MemReceiver {
     fn next(&mut self, max_len: usize) -> Result<Vec<u8>> {
-        let m = next_message(&self.rx, self.timeout, &self.deadline)?;
+        let m = next_message(&self.rx, self.timeout, &self.deadline, Some(&self.stop))?;
         check_len(m.len(), max_len.min(self.max_frame_len))?;
         Ok(m)
     }
@@ -222,6 +243,17 @@ impl FrameReceiver for MemReceiver {
     fn set_deadline(&mut self, deadline: Option<Instant>) {
         self.deadline = Deadline::new(deadline);
     }
+
+    /// Interrupted receives fail with [`Error::PeerDisconnected`].
+    fn interrupter(&self) -> Option<Interrupter> {
+        let stop_tx = Arc::clone(&self.stop_tx);
+        Some(Interrupter::new(move || {
+            stop_tx
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+        }))
+    }
 }
 
 impl Split for MemChannel {
@@ -229,6 +261,7 @@ impl Split for MemChannel {
     type Receiver = MemReceiver;
 
     fn split(self) -> (MemSender, MemReceiver) {
+        let (stop_tx, stop) = crossbeam_channel::bounded(0);
         (
             MemSender { tx: self.tx },
             MemReceiver {
@@ -236,6 +269,8 @@ impl Split for MemChannel {
                 timeout: self.timeout,
                 deadline: self.deadline,
                 max_frame_len: self.max_frame_len,
+                stop,
+                stop_tx: Arc::new(Mutex::new(Some(stop_tx))),
             },
         )
     }

@@ -12,7 +12,10 @@
 //! an id not opened yet wait in its queue. All queues together hold at most
 //! [`MuxOptions::max_queued`] bytes (plus one frame), each queued frame counted as its length
 //! plus [`QUEUED_FRAME_OVERHEAD`](crate::QUEUED_FRAME_OVERHEAD) (so empty frames count too);
-//! beyond that the demultiplexer stops reading, which pushes back on the peer.
+//! beyond that the demultiplexer stops reading, which pushes back on the peer. One
+//! sub-channel's queue holds at most [`MuxOptions::max_queued_per_sub`] bytes (plus one
+//! frame into an empty queue); a peer that overfills it fails the whole `Mux` with
+//! [`Error::SubChannelOverflow`] (see [`Mux`](Mux#flooding)).
 //!
 //! Sends may stay buffered in the inner channel until some sub-channel flushes, receives or is
 //! dropped (each of which flushes the shared connection). A frame that arrives for a sub-channel
@@ -43,8 +46,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::channel::{
-    Channel, ExactBuf, FrameReceiver, FrameSender, QUEUED_FRAME_OVERHEAD, RecvBuf, Split, Stats,
-    StatsRecorder, VecBuf,
+    Channel, ExactBuf, FrameReceiver, FrameSender, Interrupter, QUEUED_FRAME_OVERHEAD, RecvBuf,
+    Split, Stats, StatsRecorder, VecBuf,
 };
 use crate::deadline::Deadline;
 use crate::error::{Error, Result, len64};
@@ -60,6 +63,12 @@ pub struct MuxOptions {
     /// Bytes the demultiplexer queues (over all sub-channels) before it stops reading, each
     /// frame counted as its length plus [`QUEUED_FRAME_OVERHEAD`]. Default 64 MiB.
     pub max_queued: usize,
+    /// Bytes one sub-channel's queue may hold (counted as for `max_queued`; a frame into an
+    /// empty queue is always taken, so one frame of up to the transport's frame limit fits).
+    /// A peer that sends more to one sub-channel than that while this side does not take it
+    /// breaks the protocol: the demultiplexer stops with [`Error::SubChannelOverflow`], which
+    /// every sub-channel reports (see [`Mux`](Mux#flooding)). Default 16 MiB.
+    pub max_queued_per_sub: usize,
     /// Most sub-channel ids with a queue at a time (see [`Mux`](Mux#limits-and-deadlines)).
     /// Default 256: the PSI bucket driver uses at most 65 (a control id and one per worker,
     /// up to 64 workers).
@@ -71,6 +80,7 @@ impl Default for MuxOptions {
         MuxOptions {
             recv_timeout: Duration::from_secs(60),
             max_queued: 64 << 20,
+            max_queued_per_sub: 16 << 20,
             max_sub_channels: 256,
         }
     }
@@ -101,6 +111,32 @@ impl Default for MuxOptions {
 /// connection: when it passes, the demultiplexer stops with [`Error::DeadlineExceeded`] (it
 /// rides out idle timeouts of the inner channel, not a deadline) and every sub-channel reports
 /// that.
+///
+/// # Flooding
+///
+/// Sub-channels share one connection without flow control of their own, so frames for a
+/// sub-channel that this side does not read pile up in its queue. Each queue is bounded by
+/// [`MuxOptions::max_queued_per_sub`] (this party's setting; a frame into an empty queue is
+/// always taken): a frame that would take a queue beyond it is a protocol violation by the
+/// peer, and the demultiplexer stops with [`Error::SubChannelOverflow`]. Every sub-channel
+/// reports that error once its queue is drained, at once if it is waiting already, so a peer
+/// flooding one sub-channel cannot leave the others waiting for frames that never come.
+/// Protocols over a `Mux` must therefore not send more than `max_queued_per_sub` bytes on one
+/// sub-channel ahead of what the peer has received there (a sender that streams should wait
+/// for an acknowledgement now and then).
+///
+/// Below that, [`MuxOptions::max_queued`] bounds all queues together: when it is reached the
+/// demultiplexer stops reading until a sub-channel takes a frame, which pushes back on the
+/// peer (and holds up frames for the other sub-channels meanwhile; their receives then end
+/// at [`MuxOptions::recv_timeout`] or their deadlines). Memory is thus bounded by
+/// `min(max_queued, max_sub_channels × max_queued_per_sub)` plus one frame.
+///
+/// # Dropping
+///
+/// Dropping the last handle (the `Mux` and its clones, and every [`SubChannel`]) flushes and
+/// drops the sender, which tells the peer, and ends the demultiplexer thread promptly: the
+/// inner receiver is interrupted ([`FrameReceiver::interrupter`]; TCP and in-memory receivers
+/// support it) rather than left waiting until its idle timeout.
 pub struct Mux<S> {
     shared: Arc<Shared<S>>,
 }
@@ -126,12 +162,19 @@ struct Shared<S> {
     demux: Arc<DemuxState>,
     opts: MuxOptions,
     max_frame_len: usize,
+    /// Wakes the demultiplexer from a receive on the inner channel.
+    interrupt: Option<Interrupter>,
 }
 
 impl<S> Drop for Shared<S> {
     fn drop(&mut self) {
         lock(&self.demux.routes).closed = true;
         self.demux.cv.notify_all();
+        // The demultiplexer may be blocked in a receive; without this it would notice only
+        // at the inner channel's next idle timeout.
+        if let Some(i) = &self.interrupt {
+            i.interrupt();
+        }
     }
 }
 
@@ -207,6 +250,7 @@ impl Routes {
                     tx: live.then_some(tx),
                     rx,
                     opened: false,
+                    queued: 0,
                 }))
             }
         }
@@ -223,6 +267,8 @@ struct Route {
     tx: Option<Sender<Vec<u8>>>,
     rx: Receiver<Vec<u8>>,
     opened: bool,
+    /// Bytes charged for this queue's frames (see [`MuxOptions::max_queued_per_sub`]).
+    queued: usize,
 }
 
 /// Locks a mutex whose data stays consistent even if a holder panicked (counters and queues
@@ -246,6 +292,7 @@ impl<S: FrameSender + 'static> Mux<S> {
             demux: Arc::clone(&demux_state),
             max_frame_len: rx.max_frame_len(),
             opts: opts.clone(),
+            interrupt: rx.interrupter(),
         });
         let max_frame_len = shared.max_frame_len;
         thread::Builder::new()
@@ -301,11 +348,19 @@ fn demux<R: FrameReceiver>(mut rx: R, st: &DemuxState, opts: &MuxOptions, max_fr
         let v = payload.0;
         st.progress.mark();
         let mut routes = lock(&st.routes);
-        let route = match routes.route(u32::from_le_bytes(id), opts.max_sub_channels) {
+        let id = u32::from_le_bytes(id);
+        let route = match routes.route(id, opts.max_sub_channels) {
             Ok(r) => r,
             Err(e) => break e,
         };
         let cost = charge(v.len());
+        if route.queued > 0 && route.queued.saturating_add(cost) > opts.max_queued_per_sub {
+            break Error::SubChannelOverflow {
+                id,
+                max: opts.max_queued_per_sub,
+            };
+        }
+        route.queued = route.queued.saturating_add(cost);
         if let Some(tx) = &route.tx {
             // The route holds the receiving end too, so this cannot fail.
             let _ = tx.send(v);
@@ -431,7 +486,11 @@ impl<S: FrameSender> SubChannel<S> {
                 Ok(v) => {
                     {
                         let mut routes = lock(&self.shared.demux.routes);
-                        routes.queued = routes.queued.saturating_sub(charge(v.len()));
+                        let cost = charge(v.len());
+                        routes.queued = routes.queued.saturating_sub(cost);
+                        if let Some(r) = routes.queues.get_mut(&self.id) {
+                            r.queued = r.queued.saturating_sub(cost);
+                        }
                     }
                     self.shared.demux.cv.notify_all();
                     self.stats.record_recv(v.len());
@@ -553,7 +612,7 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
-    use crate::{TcpChannel, TcpOptions, mem_pair};
+    use crate::{TcpChannel, TcpOptions, mem_pair, mem_pair_with_timeout};
 
     /// The number of ids with a queue, and the bytes charged, of `mux`.
     fn load<S>(mux: &Mux<S>) -> (usize, usize) {
@@ -606,6 +665,134 @@ mod tests {
         drop(s5);
         assert_eq!(load(&mux).0, max - 1);
         assert!(mux.sub(9_999).is_ok());
+    }
+
+    /// Drops `mux` (and a sub-channel of it) and waits for the demultiplexer thread to end,
+    /// which releases its share of the state; the inner channel's idle timeout is 60 s, so
+    /// only an interrupted receive ends it within the 5 s allowed.
+    fn demux_ends_promptly_on_drop<S: FrameSender + 'static>(mux: Mux<S>) {
+        let demux = Arc::clone(&mux.shared.demux);
+        let sub = mux.sub(3).unwrap();
+        let clone = mux.clone();
+        thread::sleep(Duration::from_millis(50));
+        let t0 = Instant::now();
+        drop((mux, sub, clone));
+        while Arc::strong_count(&demux) > 1 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "the demultiplexer thread still runs {:?} after the drop",
+                t0.elapsed()
+            );
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn dropping_the_mux_ends_its_thread_promptly_in_memory() {
+        let (a, b) = mem_pair_with_timeout(Duration::from_secs(60));
+        demux_ends_promptly_on_drop(Mux::new(a).unwrap());
+        drop(b);
+    }
+
+    #[test]
+    fn dropping_the_mux_ends_its_thread_promptly_over_tcp() {
+        for read_ahead in [Some(1 << 20), None] {
+            let o = TcpOptions {
+                read_timeout: Some(Duration::from_secs(60)),
+                read_ahead,
+                ..TcpOptions::default()
+            };
+            let (a, mut b) = TcpChannel::loopback_pair(o).unwrap();
+            demux_ends_promptly_on_drop(Mux::new(a).unwrap());
+            // The peer sees the end of the stream.
+            assert!(matches!(b.recv(), Err(Error::PeerDisconnected)));
+        }
+    }
+
+    #[test]
+    fn dropping_the_mux_ends_its_thread_promptly_over_a_sim_link() {
+        let (a, b) = mem_pair_with_timeout(Duration::from_secs(60));
+        let model = crate::LinkModel::mbps_ms(1000, 1);
+        demux_ends_promptly_on_drop(Mux::new(crate::SimLink::new(a, model)).unwrap());
+        drop(b);
+    }
+
+    /// A peer floods sub-channel 1, which this side does not read, with more than its queue
+    /// holds (and more than all queues together hold, `max_queued`): the demultiplexer stops
+    /// with the typed error as soon as sub-channel 1's queue is full, so sub-channel 2, waiting
+    /// for a message that comes after the flood, gets that error at once instead of waiting
+    /// until its timeout; sub-channel 1 still gets what was queued, then the error. Memory
+    /// stays within the per-sub-channel bound.
+    #[test]
+    fn a_peer_flooding_one_sub_channel_fails_the_others_promptly() {
+        let (mut raw, b) = mem_pair();
+        let opts = MuxOptions {
+            recv_timeout: Duration::from_secs(10),
+            ..MuxOptions::default()
+        };
+        let per_sub = opts.max_queued_per_sub;
+        let mux = Mux::with_options(b, opts).unwrap();
+        let mut s1 = mux.sub(1).unwrap();
+        let mut s2 = mux.sub(2).unwrap();
+        let waiter = thread::spawn(move || {
+            let t0 = Instant::now();
+            let r = s2.recv();
+            (r, t0.elapsed())
+        });
+        thread::sleep(Duration::from_millis(50));
+        let chunk = vec![9u8; 1 << 20];
+        for _ in 0..70 {
+            if raw.send(&1u32.to_le_bytes()).is_err() || raw.send(&chunk).is_err() {
+                break;
+            }
+        }
+        let _ = raw.send(&2u32.to_le_bytes());
+        let _ = raw.send(b"after the flood");
+        let (r, waited) = waiter.join().unwrap();
+        let e = r.unwrap_err();
+        assert!(
+            matches!(e, Error::SubChannelOverflow { id: 1, max } if max == per_sub),
+            "{e:?} after {waited:?}"
+        );
+        assert!(waited < Duration::from_secs(5), "{waited:?}");
+        let (_, queued) = load(&mux);
+        assert!(queued <= per_sub, "{queued}");
+        let mut got = 0;
+        let e = loop {
+            match s1.recv() {
+                Ok(m) => {
+                    assert_eq!(m, chunk);
+                    got += 1;
+                }
+                Err(e) => break e,
+            }
+        };
+        assert!(
+            matches!(e, Error::SubChannelOverflow { id: 1, .. }),
+            "{e:?}"
+        );
+        assert_eq!(got, per_sub / ((1 << 20) + QUEUED_FRAME_OVERHEAD));
+        assert_eq!(load(&mux).1, 0);
+    }
+
+    /// A sub-channel whose consumer keeps up receives far more than its queue's bound; one
+    /// frame larger than the bound is taken into an empty queue.
+    #[test]
+    fn the_per_sub_channel_bound_holds_only_what_waits() {
+        let (a, b) = mem_pair();
+        let small = MuxOptions {
+            max_queued_per_sub: 4096,
+            ..MuxOptions::default()
+        };
+        let (ma, mb) = (Mux::new(a).unwrap(), Mux::with_options(b, small).unwrap());
+        let (mut a1, mut b1) = (ma.sub(1).unwrap(), mb.sub(1).unwrap());
+        for i in 0..1000u32 {
+            let m = i.to_le_bytes().repeat(250);
+            a1.send(&m).unwrap();
+            assert_eq!(b1.recv().unwrap(), m);
+        }
+        a1.send(&[5u8; 100_000]).unwrap();
+        assert_eq!(b1.recv().unwrap().len(), 100_000);
     }
 
     /// Locally, the cap counts open sub-channels; closing one frees its slot.

@@ -312,24 +312,41 @@ impl Session<TcpChannel> {
             // The answer comes once party j reaches its accept loop, within the deadline.
             let left = end.saturating_duration_since(Instant::now());
             c.set_read_timeout(Some(left.min(opts.tcp.read_timeout.unwrap_or(left))))?;
-            c.send(&hello(rank, parties))?;
-            let reply: [u8; 20] = c.recv_array().map_err(|e| match e {
-                Error::PeerDisconnected if tls.is_none() => Error::Handshake {
-                    reason: format!(
-                        "party {j} at {addr} closed the connection without answering \
+            // A total bound too: a peer trickling its answer in must not stretch the set-up
+            // past the deadline (reported as the set-up's timeout).
+            c.set_deadline(Some(end));
+            let set_up_timeout = |e: Error| {
+                if e.is_deadline_exceeded() {
+                    Error::Timeout {
+                        after: opts.deadline,
+                    }
+                } else {
+                    e
+                }
+            };
+            c.send(&hello(rank, parties)).map_err(set_up_timeout)?;
+            let reply: [u8; 20] = c
+                .recv_array()
+                .map_err(set_up_timeout)
+                .map_err(|e| match e {
+                    Error::PeerDisconnected if tls.is_none() => Error::Handshake {
+                        reason: format!(
+                            "party {j} at {addr} closed the connection without answering \
                          (does it require TLS?)"
-                    ),
-                },
-                Error::PeerDisconnected => Error::RefusedByPeer {
-                    peer: format!("party {j} at {addr}"),
-                    reason: "it closed the connection after the TLS handshake (our certificate \
+                        ),
+                    },
+                    Error::PeerDisconnected => Error::RefusedByPeer {
+                        peer: format!("party {j} at {addr}"),
+                        reason:
+                            "it closed the connection after the TLS handshake (our certificate \
                              does not name the host of our rank, or it takes us for another \
                              session)"
-                        .into(),
-                },
-                e => e,
-            })?;
+                                .into(),
+                    },
+                    e => e,
+                })?;
             c.set_read_timeout(opts.tcp.read_timeout)?;
+            c.set_deadline(None);
             let r = parse_hello(&reply, parties)?;
             if r != j {
                 return Err(Error::Handshake {
@@ -362,6 +379,9 @@ impl Session<TcpChannel> {
                 None => TcpChannel::from_stream(s, opts.tcp.clone())?,
             };
             c.set_read_timeout(Some(left.min(HELLO_TIMEOUT)))?;
+            // The idle timeout alone would let a client that trickles its hello in byte by
+            // byte hold the set-up for many times `HELLO_TIMEOUT`, past the deadline.
+            c.set_deadline(Some(Instant::now() + left.min(HELLO_TIMEOUT)));
             let r = c.recv_array::<20>().and_then(|m| parse_hello(&m, parties));
             if tls.is_none()
                 && let Err(
@@ -382,6 +402,7 @@ impl Session<TcpChannel> {
             }
             match r {
                 Ok(r) if r > rank && r < parties && channels[r].is_none() => {
+                    c.set_deadline(None);
                     c.send(&hello(rank, parties))?;
                     c.flush()?;
                     c.set_read_timeout(opts.tcp.read_timeout)?;

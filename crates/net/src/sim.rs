@@ -43,7 +43,8 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::channel::{
-    Channel, ExactBuf, FrameReceiver, FrameSender, RecvBuf, Split, Stats, StatsRecorder,
+    Channel, ExactBuf, FrameReceiver, FrameSender, Interrupter, RecvBuf, Split, Stats,
+    StatsRecorder,
 };
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
@@ -330,6 +331,10 @@ impl<R: FrameReceiver> FrameReceiver for SimReceiver<R> {
     fn set_deadline(&mut self, deadline: Option<Instant>) {
         self.st.deadline = Deadline::new(deadline);
         self.inner.set_deadline(deadline);
+    }
+
+    fn interrupter(&self) -> Option<Interrupter> {
+        self.inner.interrupter()
     }
 }
 

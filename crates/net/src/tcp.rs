@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::channel::{
-    Channel, DEFAULT_MAX_FRAME_LEN, FrameReceiver, FrameSender, QUEUED_FRAME_OVERHEAD, RecvBuf,
-    Split, Stats, StatsRecorder, VecBuf,
+    Channel, DEFAULT_MAX_FRAME_LEN, FrameReceiver, FrameSender, Interrupter, QUEUED_FRAME_OVERHEAD,
+    RecvBuf, Split, Stats, StatsRecorder, VecBuf,
 };
 use crate::deadline::{Deadline, TimedSock, is_timeout_kind, nonzero};
 use crate::error::{Error, Result, len64};
@@ -59,8 +59,8 @@ pub struct TcpOptions {
     /// Read ahead on a background thread, queueing up to this many bytes of received frames
     /// (plus one frame; each frame counted as its length plus
     /// [`QUEUED_FRAME_OVERHEAD`](crate::QUEUED_FRAME_OVERHEAD)) before it stops reading.
-    /// Default `Some(64 MiB)`; `None` reads in the caller's thread, straight into the caller's
-    /// buffer.
+    /// Default `Some(64 MiB)`; `None` reads in the caller's thread, into the caller's buffer
+    /// (see [`TcpChannel`] for frames over 1 MiB).
     ///
     /// Reading ahead means both parties may send large messages at the same time (as
     /// ECDH-PSI does) without the two writes blocking each other on full kernel buffers, and
@@ -122,7 +122,10 @@ impl Default for ConnectOptions {
 ///   channel stays usable; a frame over the channel's limit ends the reader
 ///   ([`Error::FrameTooLarge`], then [`Error::Broken`]). A receive times out when no byte
 ///   arrives for [`TcpOptions::read_timeout`]; the channel stays usable after a timeout.
-/// - **direct**: the caller's thread reads straight into the caller's buffer. Any error in the
+/// - **direct**: the caller's thread reads into the caller's buffer; for a frame over 1 MiB
+///   the buffer is asked for only once the first half of the frame has arrived (staged in a
+///   buffer that grows with the bytes, doubling from 1 MiB), so an announced length costs at
+///   most about twice what the peer really sent, never the length itself. Any error in the
 ///   middle of a frame, and any length error, leaves the stream out of step, so the channel
 ///   answers [`Error::Broken`] from then on; a timeout before the first byte of a frame does
 ///   not.
@@ -327,6 +330,19 @@ impl TcpReceiver {
             return Err(too_large);
         }
         let n = usize::try_from(len).map_err(|_| too_large)?;
+        // A large frame's first half lands in a staging buffer that grows as its bytes arrive
+        // (doubling from `GROW_FIRST`, as the read-ahead thread does); the caller's buffer is
+        // prepared only once that half is in, so an announced length costs at most twice
+        // what the peer really sent (plus `GROW_FIRST`), never the announced length up front.
+        let staged = if n > GROW_FIRST { n / 2 } else { 0 };
+        let mut stage = Vec::new();
+        while stage.len() < staged {
+            let got = stage.len();
+            let step = (staged - got).min(got.max(GROW_FIRST));
+            stage.resize(got + step, 0);
+            read_full(r, &mut stage[got..], None)
+                .map_err(|(k, e)| piece_error(got + k, len, e, timeout))?;
+        }
         let dst = buf.prepare(n)?;
         if dst.len() != n {
             return Err(Error::UnexpectedLength {
@@ -334,7 +350,10 @@ impl TcpReceiver {
                 got: len,
             });
         }
-        read_full(r, dst, None).map_err(|(got, e)| piece_error(got, len, e, timeout))?;
+        dst[..staged].copy_from_slice(&stage);
+        drop(stage);
+        read_full(r, &mut dst[staged..], None)
+            .map_err(|(got, e)| piece_error(staged + got, len, e, timeout))?;
         self.broken = false;
         Ok(n)
     }
@@ -449,6 +468,16 @@ impl FrameReceiver for TcpReceiver {
         if let Reader::Direct(r) = &mut self.reader {
             r.get_mut().timed().set_deadline(self.deadline);
         }
+    }
+
+    /// Shuts the socket down for reading: a blocked read (the caller's, or the read-ahead
+    /// thread's) sees the end of the stream, and receives fail with
+    /// [`Error::PeerDisconnected`] (or [`Error::Truncated`] in the middle of a frame).
+    fn interrupter(&self) -> Option<Interrupter> {
+        let s = self.stream.try_clone().ok()?;
+        Some(Interrupter::new(move || {
+            let _ = s.shutdown(Shutdown::Read);
+        }))
     }
 }
 

@@ -1,6 +1,7 @@
-//! What a hostile length prefix costs the read-ahead thread: its buffer grows with the bytes
-//! that arrive, not with the length the peer announces. Its own test binary, because it
-//! replaces the global allocator to record the largest single allocation.
+//! What a hostile length prefix costs a TCP reader (the read-ahead thread, and direct reads):
+//! its buffer grows with the bytes that arrive, not with the length the peer announces. Its
+//! own test binary, because it replaces the global allocator to record the largest single
+//! allocation.
 
 #![allow(clippy::unwrap_used)] // test helpers, outside #[test] functions
 
@@ -47,16 +48,25 @@ unsafe impl GlobalAlloc for Largest {
 static ALLOC: Largest = Largest;
 
 /// A peer announces a 512 MiB frame (within the channel's 1 GiB limit), sends 100 bytes of it
-/// and hangs up. The read-ahead thread used to allocate the announced 512 MiB as soon as the
-/// header arrived; now it allocates for what arrives (at most a few MiB here). The receive
-/// reports the truncated frame, and a whole frame of 3 MiB still arrives intact.
+/// and hangs up. The reader used to allocate the announced 512 MiB as soon as the header
+/// arrived (the read-ahead thread, and in direct mode the receive buffer); now it allocates for
+/// what arrives (at most a few MiB here). The receive reports the truncated frame, and a whole
+/// frame of 3 MiB still arrives intact. Both read modes, one after the other in one test, since
+/// the allocation record is global.
 #[test]
 fn announced_length_costs_nothing_until_the_bytes_arrive() {
+    for read_ahead in [Some(64 << 20), None] {
+        announced_length_costs_nothing(read_ahead);
+    }
+}
+
+fn announced_length_costs_nothing(read_ahead: Option<usize>) {
     let l = TcpListener::bind("127.0.0.2:0").unwrap();
     let mut raw = TcpStream::connect(l.local_addr().unwrap()).unwrap();
     let opts = TcpOptions {
         read_timeout: Some(Duration::from_secs(20)),
         write_timeout: Some(Duration::from_secs(20)),
+        read_ahead,
         ..TcpOptions::default()
     };
     let mut ch = TcpChannel::accept(&l, Some(Duration::from_secs(5)), opts).unwrap();
@@ -81,11 +91,11 @@ fn announced_length_costs_nothing_until_the_bytes_arrive() {
                 got: 100
             } if expected == 512 << 20
         ),
-        "{e:?}"
+        "{read_ahead:?}: {e:?}"
     );
     let largest = LARGEST.load(Ordering::Relaxed);
     assert!(
         largest < 64 << 20,
-        "an allocation of {largest} bytes for 100 bytes received"
+        "{read_ahead:?}: an allocation of {largest} bytes for 100 bytes received"
     );
 }

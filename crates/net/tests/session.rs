@@ -197,3 +197,34 @@ fn tcp_session_binding_its_own_addresses() {
         assert_eq!(sum, expected_sum(3, r));
     }
 }
+
+/// A client that trickles a hello into party 0's listener (a byte every 300 ms, each within
+/// the idle timeout) must not hold the set-up past its deadline: the hello gets a total bound.
+#[test]
+fn trickling_stranger_cannot_stretch_the_set_up_past_its_deadline() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addrs = vec![l.local_addr().unwrap(), "127.0.0.1:9".parse().unwrap()];
+    let addr = addrs[0];
+    let trickler = thread::spawn(move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        // A hello frame's header, then its 20 bytes one at a time (6 s in all).
+        s.write_all(&20u64.to_le_bytes()).unwrap();
+        for _ in 0..20 {
+            if s.write_all(&[0u8]).is_err() {
+                break;
+            }
+            thread::sleep(Duration::from_millis(300));
+        }
+    });
+    let opts = ConnectOptions {
+        deadline: Duration::from_secs(2),
+        ..ConnectOptions::default()
+    };
+    let t0 = std::time::Instant::now();
+    let e = Session::tcp_with_listener(0, &l, &addrs, &opts).unwrap_err();
+    let took = t0.elapsed();
+    assert!(e.is_timeout(), "{e:?}");
+    assert!(took < Duration::from_secs(4), "set-up held for {took:?}");
+    drop(l);
+    trickler.join().unwrap();
+}

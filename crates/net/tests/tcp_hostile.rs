@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use obliv_net::{Channel, ChannelExt, ConnectOptions, Error, TcpChannel, TcpOptions};
+use obliv_net::{
+    Channel, ChannelExt, ConnectOptions, Error, RecvBuf, TcpChannel, TcpOptions, VecBuf,
+};
 
 const T: Duration = Duration::from_millis(200);
 
@@ -74,6 +76,8 @@ both_modes!(
     deadline_between_frames_leaves_the_channel_usable,
     passed_deadline_fails_at_once_and_consumes_nothing,
     deadline_bounds_a_write_the_peer_never_takes,
+    announced_length_is_not_allocated_before_its_bytes,
+    large_frames_arrive_intact_into_every_buffer_kind,
 );
 
 /// Our channel, with a long idle timeout (so that only a deadline can cut a trickle off), and
@@ -626,4 +630,88 @@ proptest::proptest! {
         );
         proptest::prop_assert!(t0.elapsed() < Duration::from_secs(5));
     }
+}
+
+/// A receive buffer that records the lengths it was asked for.
+#[derive(Default)]
+struct Recording {
+    asked: Vec<usize>,
+    inner: VecBuf,
+}
+
+impl RecvBuf for Recording {
+    fn prepare(&mut self, len: usize) -> obliv_net::Result<&mut [u8]> {
+        self.asked.push(len);
+        self.inner.prepare(len)
+    }
+}
+
+/// A peer announces a 512 MiB frame (within the channel's 1 GiB limit), sends 1000 bytes of it
+/// and stalls: the receive times out without the receive buffer being asked for the announced
+/// length (in direct mode it used to be prepared, i.e. allocated, as soon as the header
+/// arrived).
+fn announced_length_is_not_allocated_before_its_bytes(mode: Mode) {
+    let (mut ch, mut raw) = hostile_pair(mode);
+    raw.write_all(&(512u64 << 20).to_le_bytes()).unwrap();
+    raw.write_all(&[1u8; 1000]).unwrap();
+    let mut buf = Recording::default();
+    let t0 = Instant::now();
+    let e = ch.recv_frame(usize::MAX, &mut buf).unwrap_err();
+    assert!(e.is_timeout(), "{e:?}");
+    assert!(t0.elapsed() < Duration::from_secs(3));
+    assert!(buf.asked.is_empty(), "buffer prepared for {:?}", buf.asked);
+    assert!(buf.inner.0.capacity() < 64 << 20);
+    drop(raw);
+}
+
+/// Frames around and well above the point where direct reads start to stage a frame's first
+/// half arrive intact, whatever the buffer (fresh vector, exact slice, typed vector).
+fn large_frames_arrive_intact_into_every_buffer_kind(mode: Mode) {
+    let (mut ch, raw) = patient_pair(mode);
+    let sizes = [
+        (1 << 20) - 1,
+        1 << 20,
+        (1 << 20) + 1,
+        (3 << 20) + 7,
+        9 << 20,
+    ];
+    let frames: Vec<Vec<u8>> = sizes
+        .iter()
+        .map(|&n| (0..n).map(|i| (i % 253) as u8).collect())
+        .collect();
+    let expect = frames.clone();
+    let writer = thread::spawn(move || {
+        let mut raw = raw;
+        for _ in 0..3 {
+            for f in &frames {
+                raw.write_all(&(f.len() as u64).to_le_bytes()).unwrap();
+                // In pieces, so that reads see partial frames.
+                for c in f.chunks(100_003) {
+                    raw.write_all(c).unwrap();
+                }
+            }
+        }
+        raw
+    });
+    for f in &expect {
+        assert_eq!(&ch.recv().unwrap(), f);
+    }
+    for f in &expect {
+        let mut out = vec![0u8; f.len()];
+        ch.recv_into(&mut out).unwrap();
+        assert_eq!(&out, f);
+    }
+    for f in &expect {
+        if f.len() % 4 == 0 {
+            let v: Vec<u32> = ch.recv_pod_vec(usize::MAX).unwrap();
+            assert_eq!(bytemuck_bytes(&v), &f[..]);
+        } else {
+            assert_eq!(&ch.recv().unwrap(), f);
+        }
+    }
+    drop(writer.join().unwrap());
+}
+
+fn bytemuck_bytes(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
