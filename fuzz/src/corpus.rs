@@ -56,7 +56,7 @@ fn psi_handshake() -> Seeds {
     let hello = |f: &dyn Fn(&mut [u8; 30])| {
         let mut b = [0u8; 30];
         b[0..4].copy_from_slice(b"OBPS");
-        b[4..6].copy_from_slice(&1u16.to_le_bytes());
+        b[4..6].copy_from_slice(&obliv_psi::handshake::WIRE_VERSION.to_le_bytes());
         b[6] = 10;
         b[8] = 1;
         b[9] = 1;

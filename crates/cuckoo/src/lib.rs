@@ -4,11 +4,13 @@
 //! - [`CuckooParams`]: the number of bins for `n` items and a statistical security parameter
 //!   (2^-40 by default), from the empirical bound of [PSZ18] (see below).
 //! - [`CuckooHasher`]: the three hash functions `h_0, h_1, h_2 : Block → [0, bins)`, from one
-//!   AES call per item under a seed both parties share.
+//!   AES call per item under a seed both parties share; an item's three bins are distinct
+//!   (from three bins on).
 //! - [`CuckooTable`]: every item in exactly one of its three bins, at most one item per bin, no
-//!   stash; records which hash function placed each item; insertion gives up after a bounded
-//!   number of evictions and returns [`Error::InsertionFailed`] with the item it could not
-//!   place, instead of looping.
+//!   stash; records which hash function placed each item; insertion is a bounded random walk
+//!   and, when that gives up, an augmenting-path search, so it fails only when the items have
+//!   no placement at all, returning [`Error::InsertionFailed`] with an item left over instead
+//!   of looping.
 //! - [`SimpleTable`]: the other side's items, each in all of its (distinct) bins.
 //! - [`IndexBins`]: simple hashing of the integer indices `0..n` (hashed as `Block(j)`,
 //!   [`CuckooHasher::hash_index`]), storing only the indices: the public bucket layout of
@@ -34,9 +36,14 @@
 //! # Hash functions
 //!
 //! `y = AES_seed(x)` (a pseudorandom permutation of the 128-bit item, keyed by the shared
-//! seed), and `h_k(x) = ⌊y_k · bins / 2^42⌋` where `y_k` is bits `42k .. 42k+42` of `y`
-//! (Lemire's multiply-shift range reduction; the bias is below `bins / 2^42`, i.e. under
-//! 2^-14 for `bins ≤ 2^28`). Items are 128-bit blocks; callers hash longer items first, and
+//! seed), and with `y_k` bits `42k .. 42k+42` of `y` and `r(v, m) = ⌊v · m / 2^42⌋` (Lemire's
+//! multiply-shift range reduction; the bias is below `m / 2^42`, i.e. under 2^-14 for
+//! `m ≤ 2^28`): `h_0 = r(y_0, bins)`, `h_1` is the `r(y_1, bins − 1)`-th bin other than
+//! `h_0`, and `h_2` the `r(y_2, bins − 2)`-th bin other than both. So an item's three bins
+//! are a uniform 3-subset of the bins (up to that bias), never a repeat: with independent
+//! values two items could share one bin with probability about `n^2 / bins^5`, which would
+//! dominate the failure probability of small tables. With one or two bins the values are
+//! `r(y_k, bins)` and repeat. Items are 128-bit blocks; callers hash longer items first, and
 //! an integer index `j` is the item `Block(j)`.
 //! The seed is public: cuckoo hashing needs the hash functions to be independent of the
 //! items, not secret. An adversary who chooses items *after* seeing the seed could force a
@@ -57,7 +64,15 @@
 //! (the form libOTe's `CuckooIndex::selectParams` uses), so `e = (λ − b_n) / a_n`. For large
 //! `n`, `a_n → 123.5` and `b_n → −130 − log2 n`: `e ≈ 1.54` at `n = 2^20` and `1.57` at `2^24`
 //! for λ = 40; small `n` needs far more (`e ≈ 3.1` at `n = 16`). [`CuckooParams::new`] uses
-//! this bound, rounded up, with at least `n + 8` bins.
+//! this bound, rounded up, with at least `n + 8` bins, and never fewer than
+//! [`small_set_bins`]: the fit misses that a few items can have all their bins among too few
+//! bins (four items on the same three bins: probability about `9·n^4 / bins^9`, 2^-35 for 8
+//! items in the fit's 44 bins), which falls only polynomially with the table size, so a union
+//! bound over every set of at most 64 items sets a floor (67 bins for 8 items, 230 for 100 at
+//! λ = 40; it decides up to about a thousand items, and further at larger λ, where the fit's
+//! linear extrapolation is least trustworthy). A table fails exactly when its items have no
+//! placement ([`CuckooTable`] completes a failed random walk with an augmenting-path
+//! search), the event both bounds are about.
 //!
 //! The formula SecretFlow uses, `e = (λ + log2 n + 256) / 240` (an older fit from the same
 //! line of work: `e ≈ 1.32` at `2^20`), gives much smaller tables: by the fit above it reaches
@@ -69,20 +84,13 @@
 //! caller choose another factor with [`CuckooParams::with_factor`] (e.g. 1.27 for
 //! benchmarks comparable with other libraries), documenting the trade-off there.
 //!
-//! # Coinciding hash values and KKRT
+//! # Simple hashing and coinciding values
 //!
-//! When two of an item's hash functions give the same bin (probability about `3/bins` per
-//! item), [`SimpleTable`] stores the item in that bin **once**, with a bit mask of the hash
-//! functions that lead there ([`SimpleEntry::hashes`]). In KKRT16 PSI the receiver's OPRF
-//! input in bin `b` is its item `x` itself (not `x‖k`), so the sender's value for an item `y`
-//! in bin `b` is `F_b(y)` whichever hash function led there: one value per (bin, item)
-//! pair, and the receiver compares its `F_b(x)` with the union of the sender's values. This
-//! is the libOTe/SecretFlow variant; the KKRT paper instead appends the hash index to the
-//! OPRF input (`x‖k`), which makes the (bin, item, k) values distinct and needs no
-//! deduplication. Deduplicating matters: sending `F_b(y)` twice would show the receiver that
-//! some sender item has two coinciding hash functions. The number of (bin, item) pairs,
-//! [`SimpleTable::len`], is then slightly below `3n` and depends on the items; a sender that
-//! must hide even that pads its message with random values up to `3n`.
+//! [`SimpleTable`] stores each item in each of its bins once, with a bit mask of the hash
+//! functions that lead there ([`SimpleEntry::hashes`]). From three bins on an item's bins are
+//! distinct, so every mask has one bit and [`SimpleTable::len`] is exactly `3n`: the number of
+//! (bin, item) pairs says nothing about the items. Only a table of one or two bins has
+//! coinciding values (an item then sits in a bin once, with several bits set).
 //!
 //! [PSZ18]: https://eprint.iacr.org/2016/930
 #![forbid(unsafe_code)]
@@ -108,10 +116,11 @@ const HASH_BITS: u32 = 42;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// An item could not be placed within the eviction bound (the table is left holding all
-    /// the other items; rebuild with a new seed or more bins).
+    /// The items have no placement: some of them have all their bins among fewer bins than
+    /// they number (the random walk gave up and no augmenting path exists). The table is left
+    /// holding all the other items; rebuild with a new seed or more bins.
     #[error(
-        "cuckoo insertion failed after {evictions} evictions: item {index} ({item}) has no bin"
+        "cuckoo insertion failed: no placement after {evictions} evictions and a full search; item {index} ({item}) has no bin"
     )]
     InsertionFailed {
         /// The item left without a bin (not necessarily the one being inserted: the last one
@@ -119,7 +128,7 @@ pub enum Error {
         item: Block,
         /// Its index in the input.
         index: usize,
-        /// Evictions tried.
+        /// Evictions the random walk tried before the search.
         evictions: usize,
     },
     /// Parameters out of range.
@@ -147,7 +156,8 @@ pub struct CuckooParams {
     pub items: usize,
     /// Number of bins.
     pub bins: usize,
-    /// Evictions tried per insertion before giving up.
+    /// Evictions the random walk tries per insertion before an augmenting-path search
+    /// (which decides whether a placement exists) takes over.
     pub max_evictions: usize,
 }
 
@@ -165,16 +175,93 @@ fn erf(x: f64) -> f64 {
     sign * y
 }
 
+/// Sets of at most this many items are bounded by [`small_set_bins`].
+const SMALL_SET: usize = 64;
+
+/// `log2` of the union bound on some set of `s` items, `4 ≤ s ≤ SMALL_SET`, having all its
+/// (three distinct) bins among `s − 1` bins, which leaves no placement (Hall's condition):
+/// `Σ_s C(n, s)·C(bins, s − 1)·(C(s − 1, 3) / C(bins, 3))^s`. Fewer than four items always
+/// have a placement, their bins being distinct.
+fn small_set_log2_bound(n: usize, bins: usize) -> f64 {
+    #[allow(clippy::cast_precision_loss)] // counts below 2^53: exact enough for a bound
+    let (nf, mf) = (n as f64, bins as f64);
+    if bins < NUM_HASHES {
+        return if n > bins { 0.0 } else { f64::NEG_INFINITY };
+    }
+    let ln_cm3 = (mf * (mf - 1.0) * (mf - 2.0) / 6.0).ln();
+    let mut total = 0.0f64;
+    // ln C(n, s) and ln C(bins, s − 1), kept up to date as s grows.
+    let (mut ln_cn, mut ln_cm) = (0.0f64, 0.0f64);
+    for s in 1..=n.min(SMALL_SET) {
+        #[allow(clippy::cast_precision_loss)] // s ≤ 64
+        let sf = s as f64;
+        ln_cn += ((nf - sf + 1.0) / sf).ln();
+        if s >= 2 {
+            if s - 1 > bins {
+                break;
+            }
+            // C(bins, s − 1) from C(bins, s − 2).
+            ln_cm += ((mf - sf + 2.0) / (sf - 1.0)).ln();
+        }
+        if s < 4 {
+            continue;
+        }
+        let ln_in = ((sf - 1.0) * (sf - 2.0) * (sf - 3.0) / 6.0).ln();
+        total += (ln_cn + ln_cm + sf * (ln_in - ln_cm3)).exp();
+    }
+    if total > 0.0 {
+        total.log2()
+    } else {
+        f64::NEG_INFINITY
+    }
+}
+
+/// The fewest bins (at least `n`) for which a set of at most 64 items without a placement
+/// (all its bins among fewer bins than it has items) occurs with probability at most
+/// `2^-stat_sec`, by a union bound (see [`CuckooParams::factor`]); `MAX_ITEMS + 1` if even
+/// [`MAX_ITEMS`] bins do not reach it.
+pub fn small_set_bins(n: usize, stat_sec: u32) -> usize {
+    let target = -f64::from(stat_sec);
+    let (mut lo, mut hi) = (n.max(NUM_HASHES), MAX_ITEMS);
+    if small_set_log2_bound(n, lo) <= target {
+        return lo;
+    }
+    if small_set_log2_bound(n, hi) > target {
+        return MAX_ITEMS + 1;
+    }
+    // The bound falls as the bins grow (each term like bins^(−2s−1)): bisect.
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if small_set_log2_bound(n, mid) <= target {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
 impl CuckooParams {
-    /// The expansion factor `e = bins / n` for failure probability `2^-stat_sec` by the
-    /// [PSZ18] fit (see the crate documentation).
+    /// The expansion factor `e = bins / n` for failure probability `2^-stat_sec`: the
+    /// larger of the [PSZ18] fit and the small-set floor [`small_set_bins`]`(n, λ) / n`
+    /// (see the crate documentation).
+    ///
+    /// The fit was measured around λ = 40 and extrapolates linearly in `e`; it misses
+    /// failures of a few items whose bins all fall among too few bins, whose probability
+    /// falls only polynomially with the table size (four items sharing the same three bins:
+    /// about `9·n^4 / bins^9`). The floor bounds those events for every set of up to 64
+    /// items; it decides below about a thousand items at λ = 40 (67 bins for 8 items where
+    /// the fit gives 44, 230 for 100) and at large λ (λ = 64: up to a few thousand items).
     ///
     /// [PSZ18]: https://eprint.iacr.org/2016/930
     pub fn factor(n: usize, stat_sec: u32) -> f64 {
         let nn = (n.max(1) as f64).log2();
         let a = 123.5 / 2.0 * (1.0 + erf((nn - 6.3) / (2.3 * std::f64::consts::SQRT_2)));
         let b = -130.0 / 2.0 * (1.0 + erf((nn - 6.45) / (2.18 * std::f64::consts::SQRT_2))) - nn;
-        (f64::from(stat_sec) - b) / a
+        let fit = (f64::from(stat_sec) - b) / a;
+        #[allow(clippy::cast_precision_loss)] // counts below 2^53
+        let floor = small_set_bins(n, stat_sec) as f64 / n.max(1) as f64;
+        fit.max(floor)
     }
 
     /// Parameters for `n` items and failure probability `2^-stat_sec`, by [`Self::factor`].
@@ -255,20 +342,37 @@ impl CuckooHasher {
         usize::try_from(self.bins).unwrap_or(usize::MAX)
     }
 
+    /// `⌊part · range / 2^42⌋` for a 42-bit `part` and `range < 2^32`: below `range`.
+    #[inline]
+    fn scale(part: u128, range: u64) -> u32 {
+        // part < 2^42 and range < 2^32, so the product fits in 74 bits and the shifted
+        // result is < range ≤ u32::MAX.
+        #[allow(clippy::cast_possible_truncation)]
+        {
+            ((part * u128::from(range)) >> HASH_BITS) as u32
+        }
+    }
+
+    /// Three distinct bins (for at least three bins) from the 126 low bits of `y`: the first
+    /// from `bins` values, the second from the `bins − 1` others, the third from the
+    /// `bins − 2` left (an order-preserving map skipping the bins already taken), so the
+    /// three are a uniform 3-subset up to the multiply-shift bias.
     #[inline]
     fn reduce(&self, y: u128) -> [u32; NUM_HASHES] {
         let mask = (1u128 << HASH_BITS) - 1;
-        let mut out = [0u32; NUM_HASHES];
-        for (k, o) in out.iter_mut().enumerate() {
-            let part = (y >> (HASH_BITS as usize * k)) & mask;
-            // part < 2^42 and bins < 2^32, so the product fits in 74 bits and the shifted
-            // result is < bins ≤ u32::MAX.
-            #[allow(clippy::cast_possible_truncation)]
-            {
-                *o = ((part * u128::from(self.bins)) >> HASH_BITS) as u32;
-            }
+        let part = |k: u32| (y >> (HASH_BITS * k)) & mask;
+        if self.bins < NUM_HASHES as u64 {
+            // One or two bins: the values must coincide; independent choices.
+            return [0, 1, 2].map(|k| Self::scale(part(k), self.bins));
         }
-        out
+        let h0 = Self::scale(part(0), self.bins);
+        let mut h1 = Self::scale(part(1), self.bins - 1);
+        h1 += u32::from(h1 >= h0);
+        let (lo, hi) = (h0.min(h1), h0.max(h1));
+        let mut h2 = Self::scale(part(2), self.bins - 2);
+        h2 += u32::from(h2 >= lo);
+        h2 += u32::from(h2 >= hi);
+        [h0, h1, h2]
     }
 
     /// The bins `[h_0(x), h_1(x), h_2(x)]` of one item.
@@ -443,11 +547,62 @@ impl CuckooTable {
             cur = out;
             avoid = b;
         }
+        // The walk gave up: search for an augmenting path from the item left over, which
+        // exists exactly when the items have a placement (Berge), so the table fails only
+        // when Hall's condition does, the event the table size bounds.
+        if self.augment(cur) {
+            return Ok(());
+        }
         Err(Error::InsertionFailed {
             item: self.items[cur as usize],
             index: cur as usize,
             evictions: self.max_evictions,
         })
+    }
+
+    /// Places item `start`, which has no bin while every other item has one, by an
+    /// augmenting path (depth-first, iterative): items along the path each move to another
+    /// of their bins, ending in a free one. Returns `false`, leaving the table as it was, if
+    /// no such path exists (then the current placement is maximum and no placement holds
+    /// every item). `O(bins + 3n)` time; only run when the random walk gives up.
+    fn augment(&mut self, start: u32) -> bool {
+        let mut seen = vec![false; self.slots.len()];
+        // The path: (item, next hash function to try), and the bin each step went through.
+        let mut stack: Vec<(u32, usize)> = vec![(start, 0)];
+        let mut through: Vec<usize> = Vec::new();
+        while let Some(top) = stack.last_mut() {
+            let (item, k) = *top;
+            if k == NUM_HASHES {
+                stack.pop();
+                through.pop();
+                continue;
+            }
+            top.1 += 1;
+            let b = self.hashes[item as usize][k] as usize;
+            if seen[b] {
+                continue;
+            }
+            seen[b] = true;
+            let owner = self.slots[b];
+            if owner != EMPTY {
+                through.push(b);
+                stack.push((owner, 0));
+                continue;
+            }
+            // A free bin: the last item takes it, every earlier one the bin it went through
+            // (the hash function it used for that step is one before its counter).
+            self.slots[b] = item;
+            #[allow(clippy::cast_possible_truncation)] // hash function indices are < 3
+            {
+                self.which[b] = k as u8;
+                for (&(it, next), &tb) in stack.iter().zip(&through) {
+                    self.slots[tb] = it;
+                    self.which[tb] = (next - 1) as u8;
+                }
+            }
+            return true;
+        }
+        false
     }
 
     /// Number of bins.
@@ -523,7 +678,8 @@ impl CuckooTable {
 pub struct SimpleEntry {
     /// Index of the item in the input.
     pub item: u32,
-    /// Bit `k` set if `h_k(item)` is this bin (two or three bits when hash values coincide).
+    /// Bit `k` set if `h_k(item)` is this bin (one bit from three bins on; two or three when
+    /// hash values coincide, in tables of one or two bins).
     pub hashes: u8,
 }
 
@@ -964,13 +1120,13 @@ mod tests {
 
     #[test]
     fn overfull_table_reports_the_item() {
-        // 30 items in 31 bins with few evictions allowed: some seed must fail, and the error
-        // names an item of the input.
-        let xs = items(30, 3);
+        // Four items in four bins fail when all four leave out the same bin (probability
+        // 4·4^-4 = 1/64 per seed): some seed must fail, and the error names an item of the
+        // input.
+        let xs = items(4, 3);
         let mut failures = 0;
-        for seed in 0..50u128 {
-            let mut p = CuckooParams::with_bins(30, 31).unwrap();
-            p.max_evictions = 5;
+        for seed in 0..2000u128 {
+            let p = CuckooParams::with_bins(4, 4).unwrap();
             match CuckooTable::build_with(&p, &xs, Block(seed)) {
                 Ok(t) => check_table(&t, &xs),
                 Err(Error::InsertionFailed { item, index, .. }) => {
@@ -980,20 +1136,139 @@ mod tests {
                 Err(e) => panic!("{e}"),
             }
         }
-        assert!(failures > 0);
+        // Expected 31.25 (standard deviation 5.5).
+        assert!((10..=60).contains(&failures), "{failures} of 2000");
         // More items than bins is refused up front.
         let p = CuckooParams::with_bins(30, 10).unwrap();
         assert!(matches!(
-            CuckooTable::build_with(&p, &xs, Block(1)),
+            CuckooTable::build_with(&p, &items(30, 3), Block(1)),
             Err(Error::InvalidParams(_))
         ));
     }
 
     #[test]
+    fn an_items_bins_are_distinct_and_uniform() {
+        // Every ordered triple of distinct bins among 5 equally likely (1/60 each).
+        let h = CuckooHasher::new(Block(9), 5).unwrap();
+        let mut count = [0u32; 125];
+        let samples = 60_000u32;
+        for x in items(samples as usize, 4) {
+            let [a, b, c] = h.hash(x);
+            assert!(a != b && a != c && b != c && a < 5 && b < 5 && c < 5);
+            count[(a * 25 + b * 5 + c) as usize] += 1;
+        }
+        let hit: Vec<u32> = count.iter().copied().filter(|&c| c > 0).collect();
+        assert_eq!(hit.len(), 60);
+        // 1000 expected per triple, standard deviation about 31.
+        assert!(hit.iter().all(|&c| (850..1150).contains(&c)), "{hit:?}");
+        // Distinct at every table size from three bins on, in range below three.
+        for bins in [1usize, 2, 3, 4, 7, 1000, MAX_ITEMS] {
+            let h = CuckooHasher::new(Block(bins as u128), bins).unwrap();
+            for x in items(2000, 5) {
+                let [a, b, c] = h.hash(x);
+                assert!([a, b, c].iter().all(|&v| (v as usize) < bins));
+                assert!(
+                    bins < 3 || (a != b && a != c && b != c),
+                    "{bins}: {a} {b} {c}"
+                );
+            }
+        }
+    }
+
+    /// The table fails exactly when no placement of the items exists (Hall's condition),
+    /// whatever the random walk does: with no evictions allowed the walk gives up often and
+    /// the augmenting-path search must place the item.
+    #[test]
+    fn table_fails_exactly_when_no_placement_exists() {
+        let mut rescued = 0;
+        let mut failed = 0;
+        for n in 4..9usize {
+            let xs = items(n, n as u128);
+            for seed in 0..400u128 {
+                let mut p = CuckooParams::with_bins(n, n).unwrap();
+                p.max_evictions = 0;
+                let h = CuckooHasher::new(Block(seed), n).unwrap();
+                let c: Vec<[u32; 3]> = xs.iter().map(|&x| h.hash(x)).collect();
+                let exact = place_exact(&c, n);
+                match CuckooTable::build_with(&p, &xs, Block(seed)) {
+                    Ok(t) => {
+                        assert!(exact.is_ok(), "n = {n}, seed {seed}");
+                        check_table(&t, &xs);
+                    }
+                    Err(Error::InsertionFailed { .. }) => {
+                        assert!(exact.is_err(), "n = {n}, seed {seed}: a placement exists");
+                        failed += 1;
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+                // How often the walk alone (no evictions) would have given up.
+                let mut slots = vec![false; n];
+                let walk_fails = c.iter().any(|hs| {
+                    let free = hs.iter().find(|&&b| !slots[b as usize]);
+                    free.map(|&b| slots[b as usize] = true).is_none()
+                });
+                rescued += usize::from(walk_fails && exact.is_ok());
+            }
+        }
+        assert!(
+            rescued > 100 && failed > 0,
+            "rescued {rescued}, failed {failed}"
+        );
+    }
+
+    /// The union bound is exact where only one event can happen: four items in four bins
+    /// fail iff all four leave out the same bin, probability 4·4^-4 = 2^-6.
+    #[test]
+    fn small_set_bound_known_values() {
+        assert!((small_set_log2_bound(4, 4) + 6.0).abs() < 1e-9);
+        // Three items always have a placement (their bins are distinct).
+        assert_eq!(small_set_log2_bound(3, 3), f64::NEG_INFINITY);
+        assert_eq!(small_set_bins(3, 128), 3);
+        // Four items sharing three bins: C(n, 4)·C(m, 3)^-3 dominates for small n.
+        let m = small_set_bins(8, 40) as f64;
+        let four = 70.0 * (m * (m - 1.0) * (m - 2.0) / 6.0).powi(-3);
+        assert!(
+            four <= 2f64.powi(-40) && four > 2f64.powi(-42),
+            "{m} bins: {four}"
+        );
+        // More security, more bins; the floor is never below n.
+        assert!(small_set_bins(100, 64) > small_set_bins(100, 40));
+        assert_eq!(small_set_bins(1 << 20, 40), 1 << 20);
+    }
+
+    /// Regression: the [PSZ18] fit alone gave 44 bins for 8 items, where four items with the
+    /// same three bins (probability `C(8, 4)·C(44, 3)^-3 ≈ 2^-35`) already break the 2^-40
+    /// claim; small tables must bound the events of small sets. Checked here against the
+    /// exact probability of the dominant event.
+    #[test]
+    fn small_tables_bound_small_colliding_sets() {
+        for lambda in [40u32, 50, 64] {
+            for n in (4..=130).chain([200, 256, 512, 1000, 2048, 4096, 8192, 1 << 20]) {
+                let bins = CuckooParams::new(n, lambda).unwrap().bins;
+                let m = bins as f64;
+                let c4 = (n * (n - 1) * (n - 2) * (n - 3) / 24) as f64;
+                let four = c4 * (m * (m - 1.0) * (m - 2.0) / 6.0).powi(-3);
+                assert!(
+                    four.log2() <= -f64::from(lambda),
+                    "λ = {lambda}, n = {n}: {bins} bins, 2^{:.1}",
+                    four.log2()
+                );
+            }
+        }
+    }
+
+    #[test]
     fn simple_table_holds_every_item_in_each_distinct_bin() {
+        for bins in [2usize, 64] {
+            simple_table_case(bins);
+        }
+    }
+
+    /// Every item once in each of its distinct bins; hash values coincide only with fewer
+    /// than three bins.
+    fn simple_table_case(bins: usize) {
         let xs = items(5000, 11);
-        // A small table so that coinciding hash values occur.
-        let h = CuckooHasher::new(Block(3), 64).unwrap();
+        let h = CuckooHasher::new(Block(3), bins).unwrap();
         let s = SimpleTable::build(&h, &xs).unwrap();
         let mut total = 0;
         let mut coincide = 0;
@@ -1016,11 +1291,11 @@ mod tests {
                 }
             }
         }
-        assert!(coincide > 0);
+        assert_eq!(coincide > 0, bins < 3, "{bins} bins");
         assert_eq!(s.len(), total);
         assert_eq!(s.iter().count(), total);
-        assert!(s.max_bin_len() >= total / 64);
-        assert!(s.bin(64).is_empty());
+        assert!(s.max_bin_len() >= total / bins);
+        assert!(s.bin(bins).is_empty());
     }
 
     #[test]
@@ -1210,26 +1485,6 @@ mod tests {
             failures > 0,
             "some batches of 10 in 15 bins have no placement"
         );
-    }
-
-    #[test]
-    fn exact_placement_succeeds_where_the_random_walk_does() {
-        // 30 items in 31 bins: whenever the bounded random walk fills the table, an exact
-        // placement exists too, and it also finds one where the walk gives up.
-        let xs = items(30, 3);
-        let mut rescued = 0;
-        for seed in 0..50u128 {
-            let mut p = CuckooParams::with_bins(30, 31).unwrap();
-            p.max_evictions = 5;
-            let h = CuckooHasher::new(Block(seed), 31).unwrap();
-            let c: Vec<[u32; 3]> = xs.iter().map(|&x| h.hash(x)).collect();
-            let exact = place_exact(&c, 31);
-            match CuckooTable::build_with(&p, &xs, Block(seed)) {
-                Ok(_) => assert!(exact.is_ok(), "seed {seed}"),
-                Err(_) => rescued += usize::from(exact.is_ok()),
-            }
-        }
-        assert!(rescued > 0);
     }
 
     proptest! {

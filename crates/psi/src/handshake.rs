@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 /// Magic bytes at the start of every handshake.
 const MAGIC: [u8; 4] = *b"OBPS";
 /// Version of the wire formats in this crate; bumped on any incompatible change.
-pub const WIRE_VERSION: u16 = 1;
+pub const WIRE_VERSION: u16 = 2;
 /// Encoded length of a [`Hello`].
 const HELLO_LEN: usize = 4 + 2 + 1 + 1 + 1 + 1 + 4 + 8 + 8;
 

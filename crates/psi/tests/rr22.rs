@@ -151,7 +151,7 @@ fn hostile_receiver(frames: Vec<Vec<u8>>) -> Error {
     // Handshake as an honest receiver of 1000 items.
     let mut hello = Vec::new();
     hello.extend_from_slice(b"OBPS");
-    hello.extend_from_slice(&1u16.to_le_bytes());
+    hello.extend_from_slice(&obliv_psi::handshake::WIRE_VERSION.to_le_bytes());
     hello.extend_from_slice(&[10, 0, 0, 0]);
     hello.extend_from_slice(&(1u32 << 14).to_le_bytes());
     hello.extend_from_slice(&1000u64.to_le_bytes());
@@ -212,7 +212,7 @@ fn hostile_sender_count_is_rejected() {
     });
     let mut hello = Vec::new();
     hello.extend_from_slice(b"OBPS");
-    hello.extend_from_slice(&1u16.to_le_bytes());
+    hello.extend_from_slice(&obliv_psi::handshake::WIRE_VERSION.to_le_bytes());
     hello.extend_from_slice(&[10, 0, 1, 0]);
     hello.extend_from_slice(&(1u32 << 14).to_le_bytes());
     hello.extend_from_slice(&100u64.to_le_bytes());

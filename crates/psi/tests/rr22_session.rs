@@ -237,7 +237,7 @@ fn hostile_count_in_a_later_bucket_is_rejected() {
         s.run(&mut b, &items(0..20, 0), &mut rng).unwrap();
         let mut h = Vec::new();
         h.extend_from_slice(b"OBPS");
-        h.extend_from_slice(&1u16.to_le_bytes());
+        h.extend_from_slice(&obliv_psi::handshake::WIRE_VERSION.to_le_bytes());
         h.extend_from_slice(&[10, 0, 1, 2]);
         h.extend_from_slice(&(1u32 << 14).to_le_bytes());
         h.extend_from_slice(&u64::MAX.to_le_bytes());

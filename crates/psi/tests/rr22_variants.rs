@@ -179,7 +179,7 @@ fn variant_mismatch_is_a_clear_error() {
 fn hello(protocol: u8, role: u8, batch: u32, n: u64) -> Vec<u8> {
     let mut h = Vec::new();
     h.extend_from_slice(b"OBPS");
-    h.extend_from_slice(&1u16.to_le_bytes());
+    h.extend_from_slice(&obliv_psi::handshake::WIRE_VERSION.to_le_bytes());
     h.extend_from_slice(&[protocol, 0, role, 0]);
     h.extend_from_slice(&batch.to_le_bytes());
     h.extend_from_slice(&n.to_le_bytes());
