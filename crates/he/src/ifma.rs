@@ -318,6 +318,12 @@ mod imp {
         table: Vec<Num<N>>,
     }
 
+    impl<const N: usize> Drop for IfmaFixedBase<N> {
+        fn drop(&mut self) {
+            self.wipe();
+        }
+    }
+
     impl<const N: usize> IfmaFixedBase<N> {
         /// The table for `base` modulo odd `m`, exponents below `2^exp_bits`; `None` when the
         /// modulus does not fit or the CPU lacks IFMA.
@@ -353,6 +359,21 @@ mod imp {
         /// Bytes held by the table.
         pub(crate) fn memory_bytes(&self) -> usize {
             self.table.len() * core::mem::size_of::<Num<N>>()
+        }
+
+        /// Overwrites the table with zeros (secret when the modulus is, e.g. `p²`).
+        pub(crate) fn wipe(&mut self) {
+            for t in self.table.iter_mut() {
+                t.zeroize();
+            }
+        }
+
+        /// Whether every entry is zero (after [`Self::wipe`]).
+        #[cfg(test)]
+        pub(crate) fn is_wiped(&self) -> bool {
+            self.table
+                .iter()
+                .all(|t| t.0.iter().all(|b| b.iter().all(|&w| w == 0)))
         }
 
         /// `base^e mod M` for `0 ≤ e < 2^(w·windows)`, constant time in `e`.

@@ -25,6 +25,7 @@ pub mod elgamal;
 pub mod error;
 mod ifma;
 pub mod paillier;
+mod par;
 pub mod reencrypt;
 
 pub use bigint::{Integer, ParseIntegerError};

@@ -30,6 +30,7 @@ use rayon::prelude::*;
 use crate::elgamal::modp;
 use crate::error::{Error, Result};
 use crate::paillier;
+use crate::par::try_map_init;
 
 /// The message of the [`Error::Overflow`] for a product that exceeds the ElGamal group order.
 const PRODUCT_OVERFLOW: &str = "product exceeds the ElGamal group order q";
@@ -135,21 +136,17 @@ impl Agent {
     /// [`Self::to_elgamal`] on a batch, in parallel.
     ///
     /// # Errors
-    /// The first error.
+    /// The first error by input index.
     pub fn to_elgamal_batch(&self, cs: &[paillier::Ciphertext]) -> Result<Vec<modp::Ciphertext>> {
-        cs.par_iter()
-            .map_init(rand::rng, |rng, c| self.to_elgamal(c, rng))
-            .collect()
+        try_map_init(cs.len(), rand::rng, |rng, i| self.to_elgamal(&cs[i], rng))
     }
 
     /// [`Self::to_paillier`] on a batch, in parallel.
     ///
     /// # Errors
-    /// The first error.
+    /// The first error by input index.
     pub fn to_paillier_batch(&self, cs: &[modp::Ciphertext]) -> Result<Vec<paillier::Ciphertext>> {
-        cs.par_iter()
-            .map_init(rand::rng, |rng, c| self.to_paillier(c, rng))
-            .collect()
+        try_map_init(cs.len(), rand::rng, |rng, i| self.to_paillier(&cs[i], rng))
     }
 
     /// Decrypts a Paillier result as a signed integer (the data owner's final step).
@@ -221,12 +218,9 @@ pub fn linear_regression(
     let pp = &pk.paillier;
     // Convert every x and y once, spreading the work over the agents.
     let conv = |cs: &[paillier::Ciphertext]| -> Result<Vec<(modp::Ciphertext, Integer)>> {
-        cs.par_iter()
-            .enumerate()
-            .map_init(rand::rng, |rng, (i, c)| {
-                agents[i % agents.len()].to_elgamal_with_value(c, rng)
-            })
-            .collect()
+        try_map_init(cs.len(), rand::rng, |rng, i| {
+            agents[i % agents.len()].to_elgamal_with_value(&cs[i], rng)
+        })
     };
     let (ex, vx): (Vec<_>, Vec<_>) = conv(xs)?.into_iter().unzip();
     let (ey, vy): (Vec<_>, Vec<_>) = conv(ys)?.into_iter().unzip();
@@ -238,12 +232,9 @@ pub fn linear_regression(
     let xx: Vec<modp::Ciphertext> = ex.par_iter().map(|a| pk.elgamal.mul(a, a)).collect();
     let xy = pk.elgamal.mul_batch(&ex, &ey)?;
     let back = |cs: &[modp::Ciphertext]| -> Result<Vec<paillier::Ciphertext>> {
-        cs.par_iter()
-            .enumerate()
-            .map_init(rand::rng, |rng, (i, c)| {
-                agents[i % agents.len()].to_paillier(c, rng)
-            })
-            .collect()
+        try_map_init(cs.len(), rand::rng, |rng, i| {
+            agents[i % agents.len()].to_paillier(&cs[i], rng)
+        })
     };
     let sum_xx = pp.sum(&back(&xx)?);
     let sum_xy = pp.sum(&back(&xy)?);

@@ -143,7 +143,11 @@ pub(crate) mod serde_hex {
         if x.is_negative() {
             return Err(serde::ser::Error::custom("negative integer"));
         }
-        s.serialize_str(&x.to_string_radix(16))
+        // The value may be secret (p, q, x): the temporary text is wiped after use.
+        let mut hex = x.to_string_radix(16);
+        let r = s.serialize_str(&hex);
+        zeroize::Zeroize::zeroize(&mut hex);
+        r
     }
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Integer, D::Error> {
@@ -237,6 +241,38 @@ impl FixedBaseTable {
     #[cfg(all(test, obliv_x86_simd))]
     pub(crate) fn is_ifma(&self) -> bool {
         !matches!(self, Self::Mont(_))
+    }
+
+    /// Overwrites the entries with zeros; dropping a table does this too (entries modulo a
+    /// secret `p²` reveal `p`).
+    pub(crate) fn wipe(&mut self) {
+        match self {
+            Self::Mont(t) => t.wipe(),
+            #[cfg(obliv_x86_simd)]
+            Self::Ifma5(t) => t.wipe(),
+            #[cfg(obliv_x86_simd)]
+            Self::Ifma10(t) => t.wipe(),
+            #[cfg(obliv_x86_simd)]
+            Self::Ifma15(t) => t.wipe(),
+            #[cfg(obliv_x86_simd)]
+            Self::Ifma20(t) => t.wipe(),
+        }
+    }
+
+    /// Whether every entry is zero.
+    #[cfg(test)]
+    pub(crate) fn is_wiped(&self) -> bool {
+        match self {
+            Self::Mont(t) => t.is_wiped(),
+            #[cfg(obliv_x86_simd)]
+            Self::Ifma5(t) => t.is_wiped(),
+            #[cfg(obliv_x86_simd)]
+            Self::Ifma10(t) => t.is_wiped(),
+            #[cfg(obliv_x86_simd)]
+            Self::Ifma15(t) => t.is_wiped(),
+            #[cfg(obliv_x86_simd)]
+            Self::Ifma20(t) => t.is_wiped(),
+        }
     }
 
     /// The number of bytes the table occupies.

@@ -743,6 +743,12 @@ impl Monty {
     }
 }
 
+impl Drop for MontFixedBase {
+    fn drop(&mut self) {
+        self.wipe();
+    }
+}
+
 /// Fixed-base exponentiation modulo an odd `N` with every window precomputed in Montgomery
 /// form (Brickell–Gordon–McCurley–Wilson, HAC 14.109): one Montgomery multiplication per
 /// window, each entry chosen by a masked scan of its window's `2^w` entries.
@@ -769,7 +775,10 @@ impl MontFixedBase {
             let mut cur = r.modulo(m);
             for j in 0..per {
                 let off = (i * per + j) * l;
-                table[off..off + l].copy_from_slice(&limbs_of(&cur, l));
+                // Entries modulo a secret p² reveal p: the temporary limbs are wiped too.
+                let mut limbs = limbs_of(&cur, l);
+                table[off..off + l].copy_from_slice(&limbs);
+                limbs.zeroize();
                 if j + 1 < per {
                     cur = (&cur * &b).modulo(m);
                 }
@@ -789,6 +798,18 @@ impl MontFixedBase {
     /// Bytes held by the table.
     pub(crate) fn memory_bytes(&self) -> usize {
         self.table.len() * 8
+    }
+
+    /// Overwrites the table with zeros (it is secret when the modulus is: powers of `h_s`
+    /// modulo `p²` give `p` as `gcd(h_s^e − entry, n)`).
+    pub(crate) fn wipe(&mut self) {
+        self.table.zeroize();
+    }
+
+    /// Whether every entry is zero (after [`Self::wipe`]).
+    #[cfg(test)]
+    pub(crate) fn is_wiped(&self) -> bool {
+        self.table.iter().all(|&w| w == 0)
     }
 
     #[inline(always)]

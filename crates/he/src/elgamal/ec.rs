@@ -71,6 +71,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer, de::Error as _};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::error::{Error, Result};
+use crate::par::try_map;
 
 /// A prime-order group usable for EC ElGamal: `group::Group + GroupEncoding` plus a table of
 /// precomputed multiples of a fixed point (for `r·G`, `m·G` and `r·Y`).
@@ -634,9 +635,15 @@ where
 {
     fn serialize<S: Serializer>(&self, s: S) -> core::result::Result<S::Ok, S::Error> {
         let mut repr = self.x.to_repr();
-        let hex: String = repr.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        let mut hex = String::with_capacity(2 * repr.as_ref().len());
+        for b in repr.as_ref() {
+            hex.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
+            hex.push(char::from_digit(u32::from(b & 15), 16).unwrap_or('0'));
+        }
         repr.as_mut().zeroize();
-        hex.serialize(s)
+        let r = hex.serialize(s);
+        hex.zeroize();
+        r
     }
 }
 
@@ -728,21 +735,21 @@ where
     /// [`Self::decrypt_i64`] on every ciphertext, in parallel.
     ///
     /// # Errors
-    /// The first error of [`Self::decrypt_i64`].
+    /// The first error (by input index) of [`Self::decrypt_i64`].
     pub fn decrypt_i64_batch(
         &self,
         cs: &[Ciphertext<G>],
         table: &BsgsTable<G>,
     ) -> Result<Vec<i64>> {
-        cs.par_iter().map(|c| self.decrypt_i64(c, table)).collect()
+        try_map(cs.len(), |i| self.decrypt_i64(&cs[i], table))
     }
 
     /// [`Self::decrypt`] on every ciphertext, in parallel.
     ///
     /// # Errors
-    /// The first error of [`Self::decrypt`].
+    /// The first error (by input index) of [`Self::decrypt`].
     pub fn decrypt_batch(&self, cs: &[Ciphertext<G>], table: &BsgsTable<G>) -> Result<Vec<u64>> {
-        cs.par_iter().map(|c| self.decrypt(c, table)).collect()
+        try_map(cs.len(), |i| self.decrypt(&cs[i], table))
     }
 }
 

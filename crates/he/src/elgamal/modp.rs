@@ -16,7 +16,9 @@
 //! 420 for the 3072-bit group — RFC 3526 §8's larger exponent size for each group (short
 //! exponents in a safe-prime group; van Oorschot–Wiener, EUROCRYPT 1996). `g^k` and `y^k` use
 //! fixed-base tables read by constant-time scans; `c₁^x` is a constant-time fixed-window
-//! exponentiation (AVX-512 IFMA or 64-bit Montgomery), and the products with the message or the
+//! exponentiation (AVX-512 IFMA or 64-bit Montgomery) over a fixed length per key — 320/420
+//! bits, or `|q|` for an imported `x` above that size — never over the actual length of `x`;
+//! the products with the message or the
 //! shared secret are Montgomery multiplications. The Jacobi symbols of the residue checks are
 //! variable time (they run on the message at encryption and on the public ciphertext at
 //! decryption).
@@ -37,6 +39,7 @@ use crate::bigint::monty::Monty;
 use crate::bigint::{FixedBaseTable, random_bits, serde_hex, wipe};
 use crate::error::{Error, Result};
 use crate::ifma::CtPow;
+use crate::par::{try_map, try_map_init};
 
 /// RFC 3526 group 14: `p = 2^2048 − 2^1984 − 1 + 2^64·(⌊2^1918·π⌋ + 124476)`.
 const P2048: &str = concat!(
@@ -339,13 +342,13 @@ impl PublicKey {
     /// [`Self::encrypt_value`] on every value, in parallel.
     ///
     /// # Errors
-    /// The first error of [`Self::encrypt_value`].
+    /// The first error (by input index) of [`Self::encrypt_value`].
     pub fn encrypt_value_batch(&self, vs: &[Integer]) -> Result<Vec<Ciphertext>> {
         self.y_table();
         self.group.g_table();
-        vs.par_iter()
-            .map_init(rand::rng, |rng, v| self.encrypt_value(v, rng))
-            .collect()
+        try_map_init(vs.len(), rand::rng, |rng, i| {
+            self.encrypt_value(&vs[i], rng)
+        })
     }
 
     /// Element-wise [`Self::rerandomize`], in parallel.
@@ -353,23 +356,19 @@ impl PublicKey {
     /// # Errors
     /// Never; kept for symmetry with [`Self::rerandomize`].
     pub fn rerandomize_batch(&self, a: &[Ciphertext]) -> Result<Vec<Ciphertext>> {
-        a.par_iter()
-            .map_init(rand::rng, |rng, x| self.rerandomize(x, rng))
-            .collect()
+        try_map_init(a.len(), rand::rng, |rng, i| self.rerandomize(&a[i], rng))
     }
 
     /// Element-wise [`Self::mul_plain`], in parallel.
     ///
     /// # Errors
-    /// [`Error::Decoding`] on a length mismatch, or the first error of [`Self::mul_plain`].
+    /// [`Error::Decoding`] on a length mismatch, or the first error (by input index) of
+    /// [`Self::mul_plain`].
     pub fn mul_plain_batch(&self, a: &[Ciphertext], k: &[Integer]) -> Result<Vec<Ciphertext>> {
         if a.len() != k.len() {
             return Err(Error::Decoding("batch operands differ in length"));
         }
-        a.par_iter()
-            .zip(k)
-            .map(|(x, k)| self.mul_plain(x, k))
-            .collect()
+        try_map(a.len(), |i| self.mul_plain(&a[i], &k[i]))
     }
 
     /// Element-wise [`Self::mul`], in parallel.
@@ -388,6 +387,22 @@ impl PublicKey {
 pub struct SecretKey {
     pk: PublicKey,
     x: Integer,
+    /// The public length over which `x` is raised at decryption ([`nominal_exp_bits`]).
+    x_bits: u32,
+}
+
+/// The fixed, public exponent length for a secret `x ∈ [1, q)`: the group's short-exponent
+/// size (320 or 420 bits) when `x` is below `2^exp_bits` — every generated key — and the
+/// length of `q` otherwise (an imported key with a full-size `x`). It depends on which of the
+/// two formats the key has, never on the actual bit length of `x`, so the number of squarings
+/// in a decryption reveals nothing about `x` beyond its format (for `x` uniform in `[1, q)`,
+/// the short format occurs with probability below `2^−1700`).
+fn nominal_exp_bits(group: &Group, x: &Integer) -> u32 {
+    if x.significant_bits() <= group.exp_bits {
+        group.exp_bits
+    } else {
+        group.q.significant_bits()
+    }
 }
 
 impl fmt::Debug for SecretKey {
@@ -415,6 +430,7 @@ impl Clone for SecretKey {
         Self {
             pk: self.pk.clone(),
             x: self.x.clone(),
+            x_bits: self.x_bits,
         }
     }
 }
@@ -467,10 +483,11 @@ impl SecretKey {
     fn from_x(group: Arc<Group>, x: Integer) -> Self {
         // The fixed-base table covers exponents of `exp_bits` bits (ignoring higher bits); a
         // deserialised x may have up to |q| bits, raised by the constant-time ladder instead.
-        let y = if x.significant_bits() <= group.exp_bits {
+        let x_bits = nominal_exp_bits(&group, &x);
+        let y = if x_bits == group.exp_bits {
             group.g_table().pow(&x)
         } else {
-            group.ct.pow(&group.g, &x, group.q.significant_bits())
+            group.ct.pow(&group.g, &x, x_bits)
         };
         Self {
             pk: PublicKey {
@@ -479,7 +496,13 @@ impl SecretKey {
                 y_table: Arc::new(OnceLock::new()),
             },
             x,
+            x_bits,
         }
+    }
+
+    /// The number of exponent bits the decryption ladder runs over (fixed per key format).
+    fn decrypt_exp_bits(&self) -> u32 {
+        self.x_bits
     }
 
     /// The public key.
@@ -502,10 +525,10 @@ impl SecretKey {
         let inv =
             c.c1.invert(&g.p)
                 .ok_or(Error::MalformedCiphertext("c1 not invertible"))?;
-        // The window count follows the exponent size, a public parameter (320/420 bits for
-        // generated keys; a deserialised key may use a longer x).
-        let e_bits = g.exp_bits.max(self.x.significant_bits());
-        let s = g.ct.pow(&inv, &self.x, e_bits);
+        // The window count follows the key's nominal exponent length, a public parameter
+        // (320/420 bits for generated keys, |q| for an imported full-size x), not the actual
+        // length of x.
+        let s = g.ct.pow(&inv, &self.x, self.decrypt_exp_bits());
         Ok(g.mont.mul_mod_lt(&s, &c.c2))
     }
 
@@ -520,9 +543,9 @@ impl SecretKey {
     /// [`Self::decrypt_value`] on every ciphertext, in parallel.
     ///
     /// # Errors
-    /// The first error of [`Self::decrypt_value`].
+    /// The first error (by input index) of [`Self::decrypt_value`].
     pub fn decrypt_value_batch(&self, cs: &[Ciphertext]) -> Result<Vec<Integer>> {
-        cs.par_iter().map(|c| self.decrypt_value(c)).collect()
+        try_map(cs.len(), |i| self.decrypt_value(&cs[i]))
     }
 }
 
@@ -649,6 +672,47 @@ mod tests {
                 .encrypt_value(&Integer::from(6u32), &mut rng)
                 .expect("ok");
             assert_eq!(sk.decrypt_value(&c), Ok(Integer::from(6u32)));
+        }
+    }
+
+    /// Decryption raises to `x` over a length fixed by the key's format, not over the actual
+    /// length of `x`: it used to run over `max(320, |x|)` bits, so the number of squarings
+    /// (and the time) revealed the length of an imported `x` above 320 bits.
+    #[test]
+    fn decryption_exponent_length_does_not_follow_x() {
+        let g = Group::get(GroupId::Modp2048);
+        let q_bits = g.q().significant_bits();
+        let from_json = |x: &Integer| -> SecretKey {
+            serde_json::from_str(&format!(r#"{{"group":"Modp2048","x":"{x:x}"}}"#)).expect("ok")
+        };
+        let one = Integer::from(1u32);
+        // Short keys: a tiny x, a 300-bit x and a generated one share the 320-bit length.
+        for x in [Integer::from(3u32), (&one << 299) + 1u32, key().x.clone()] {
+            assert_eq!(from_json(&x).decrypt_exp_bits(), 320);
+        }
+        // Full-size keys: every x above 2^320 runs over |q| bits, whatever its own length.
+        for x in [
+            &one << 320,
+            (&one << 330) + 7u32,
+            (&one << 1500) + 1u32,
+            g.q() - 1u32,
+        ] {
+            assert_eq!(
+                from_json(&x).decrypt_exp_bits(),
+                q_bits,
+                "{}",
+                x.significant_bits()
+            );
+        }
+        // And decryption stays right in both formats.
+        let mut rng = rand::rng();
+        for x in [Integer::from(3u32), (&one << 330) + 7u32, g.q() - 1u32] {
+            let sk = from_json(&x);
+            let c = sk
+                .public_key()
+                .encrypt_value(&Integer::from(77u32), &mut rng)
+                .expect("ok");
+            assert_eq!(sk.decrypt_value(&c), Ok(Integer::from(77u32)));
         }
     }
 

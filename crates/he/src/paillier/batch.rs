@@ -1,8 +1,10 @@
 //! Batch versions of every Paillier operation, parallel on the current rayon pool. Each
 //! worker thread draws its randomness from its own thread-local CSPRNG. Results keep the
-//! order of the inputs; the first error (in input order) is returned.
+//! order of the inputs; when inputs fail, the error returned is that of the first failing
+//! input by index, deterministically, and no partial results are returned (`crate::par`).
 
 use crate::bigint::Integer;
+use crate::par::{try_map, try_map_init};
 use rayon::prelude::*;
 
 use super::{Ciphertext, EncodedNumber, EncryptedNumber, PublicKey, SecretKey};
@@ -17,14 +19,14 @@ fn same_len(a: usize, b: usize) -> Result<()> {
 }
 
 /// `f(a[i], b[i])` for every `i`, in parallel; [`Error::Decoding`] if the lengths differ, else
-/// the first error of `f`.
+/// the first error of `f` by index.
 fn pairwise<A: Sync, B: Sync, T: Send>(
     a: &[A],
     b: &[B],
     f: impl Fn(&A, &B) -> Result<T> + Sync + Send,
 ) -> Result<Vec<T>> {
     same_len(a.len(), b.len())?;
-    a.par_iter().zip(b).map(|(x, y)| f(x, y)).collect()
+    try_map(a.len(), |i| f(&a[i], &b[i]))
 }
 
 impl PublicKey {
@@ -34,9 +36,9 @@ impl PublicKey {
     /// [`Error::PlaintextOutOfRange`] if any plaintext is out of range.
     pub fn encrypt_batch(&self, ms: &[Integer]) -> Result<Vec<Ciphertext>> {
         self.precompute();
-        ms.par_iter()
-            .map_init(rand::rng, |rng, m| self.encrypt_with_rng(m, rng))
-            .collect()
+        try_map_init(ms.len(), rand::rng, |rng, i| {
+            self.encrypt_with_rng(&ms[i], rng)
+        })
     }
 
     /// [`Self::encrypt_i64`] on every value, in parallel.
@@ -45,11 +47,9 @@ impl PublicKey {
     /// As [`Self::encrypt_i64`].
     pub fn encrypt_i64_batch(&self, vs: &[i64]) -> Result<Vec<Ciphertext>> {
         self.precompute();
-        vs.par_iter()
-            .map_init(rand::rng, |rng, &v| {
-                self.encrypt_with_rng(&self.encode_signed(&Integer::from(v))?, rng)
-            })
-            .collect()
+        try_map_init(vs.len(), rand::rng, |rng, i| {
+            self.encrypt_with_rng(&self.encode_signed(&Integer::from(vs[i]))?, rng)
+        })
     }
 
     /// Element-wise [`Self::add`].
@@ -64,7 +64,8 @@ impl PublicKey {
     /// Element-wise [`Self::sub`].
     ///
     /// # Errors
-    /// [`Error::Decoding`] on a length mismatch, or the first error of [`Self::sub`].
+    /// [`Error::Decoding`] on a length mismatch, or the first error (by input index) of
+    /// [`Self::sub`].
     pub fn sub_batch(&self, a: &[Ciphertext], b: &[Ciphertext]) -> Result<Vec<Ciphertext>> {
         pairwise(a, b, |x, y| self.sub(x, y))
     }
@@ -72,15 +73,16 @@ impl PublicKey {
     /// Element-wise [`Self::neg`].
     ///
     /// # Errors
-    /// The first error of [`Self::neg`].
+    /// The first error (by input index) of [`Self::neg`].
     pub fn neg_batch(&self, a: &[Ciphertext]) -> Result<Vec<Ciphertext>> {
-        a.par_iter().map(|x| self.neg(x)).collect()
+        try_map(a.len(), |i| self.neg(&a[i]))
     }
 
     /// Element-wise [`Self::add_plain`].
     ///
     /// # Errors
-    /// [`Error::Decoding`] on a length mismatch, or the first error of [`Self::add_plain`].
+    /// [`Error::Decoding`] on a length mismatch, or the first error (by input index) of
+    /// [`Self::add_plain`].
     pub fn add_plain_batch(&self, a: &[Ciphertext], k: &[Integer]) -> Result<Vec<Ciphertext>> {
         pairwise(a, k, |x, k| self.add_plain(x, k))
     }
@@ -88,7 +90,8 @@ impl PublicKey {
     /// Element-wise [`Self::mul_plain`].
     ///
     /// # Errors
-    /// [`Error::Decoding`] on a length mismatch, or the first error of [`Self::mul_plain`].
+    /// [`Error::Decoding`] on a length mismatch, or the first error (by input index) of
+    /// [`Self::mul_plain`].
     pub fn mul_plain_batch(&self, a: &[Ciphertext], k: &[Integer]) -> Result<Vec<Ciphertext>> {
         pairwise(a, k, |x, k| self.mul_plain(x, k))
     }
@@ -105,9 +108,9 @@ impl PublicKey {
     /// Element-wise [`Self::validate`].
     ///
     /// # Errors
-    /// The first error of [`Self::validate`].
+    /// The first error (by input index) of [`Self::validate`].
     pub fn validate_batch(&self, a: &[Ciphertext]) -> Result<()> {
-        a.par_iter().try_for_each(|x| self.validate(x))
+        try_map(a.len(), |i| self.validate(&a[i])).map(drop)
     }
 
     /// The homomorphic sum of all ciphertexts (a parallel product tree); `E(0)` with `r = 0`
@@ -127,16 +130,17 @@ impl PublicKey {
     /// [`Self::encrypt_f64`] on every value, in parallel.
     ///
     /// # Errors
-    /// The first error of [`Self::encrypt_f64`].
+    /// The first error (by input index) of [`Self::encrypt_f64`].
     pub fn encrypt_f64_batch(&self, xs: &[f64]) -> Result<Vec<EncryptedNumber>> {
         self.precompute();
-        xs.par_iter().map(|&x| self.encrypt_f64(x)).collect()
+        try_map(xs.len(), |i| self.encrypt_f64(xs[i]))
     }
 
     /// Element-wise [`Self::add_encrypted`].
     ///
     /// # Errors
-    /// [`Error::Decoding`] on a length mismatch, or the first error of [`Self::add_encrypted`].
+    /// [`Error::Decoding`] on a length mismatch, or the first error (by input index) of
+    /// [`Self::add_encrypted`].
     pub fn add_encrypted_batch(
         &self,
         a: &[EncryptedNumber],
@@ -148,7 +152,8 @@ impl PublicKey {
     /// Element-wise [`Self::sub_encrypted`].
     ///
     /// # Errors
-    /// [`Error::Decoding`] on a length mismatch, or the first error of [`Self::sub_encrypted`].
+    /// [`Error::Decoding`] on a length mismatch, or the first error (by input index) of
+    /// [`Self::sub_encrypted`].
     pub fn sub_encrypted_batch(
         &self,
         a: &[EncryptedNumber],
@@ -160,7 +165,8 @@ impl PublicKey {
     /// Element-wise [`Self::add_encoded`].
     ///
     /// # Errors
-    /// [`Error::Decoding`] on a length mismatch, or the first error of [`Self::add_encoded`].
+    /// [`Error::Decoding`] on a length mismatch, or the first error (by input index) of
+    /// [`Self::add_encoded`].
     pub fn add_encoded_batch(
         &self,
         a: &[EncryptedNumber],
@@ -172,7 +178,8 @@ impl PublicKey {
     /// Element-wise [`Self::mul_encoded`].
     ///
     /// # Errors
-    /// [`Error::Decoding`] on a length mismatch, or the first error of [`Self::mul_encoded`].
+    /// [`Error::Decoding`] on a length mismatch, or the first error (by input index) of
+    /// [`Self::mul_encoded`].
     pub fn mul_encoded_batch(
         &self,
         a: &[EncryptedNumber],
@@ -186,9 +193,9 @@ impl SecretKey {
     /// [`Self::decrypt_f64`] on every encrypted number, in parallel.
     ///
     /// # Errors
-    /// The first error of [`Self::decrypt_f64`].
+    /// The first error (by input index) of [`Self::decrypt_f64`].
     pub fn decrypt_f64_batch(&self, cs: &[EncryptedNumber]) -> Result<Vec<f64>> {
-        cs.par_iter().map(|c| self.decrypt_f64(c)).collect()
+        try_map(cs.len(), |i| self.decrypt_f64(&cs[i]))
     }
 
     /// [`Self::encrypt`] on every plaintext, in parallel.
@@ -197,24 +204,24 @@ impl SecretKey {
     /// [`Error::PlaintextOutOfRange`] if any plaintext is out of range.
     pub fn encrypt_batch(&self, ms: &[Integer]) -> Result<Vec<Ciphertext>> {
         self.precompute();
-        ms.par_iter()
-            .map_init(rand::rng, |rng, m| self.encrypt_with_rng(m, rng))
-            .collect()
+        try_map_init(ms.len(), rand::rng, |rng, i| {
+            self.encrypt_with_rng(&ms[i], rng)
+        })
     }
 
     /// [`Self::decrypt`] on every ciphertext, in parallel.
     ///
     /// # Errors
-    /// The first error of [`Self::decrypt`].
+    /// The first error (by input index) of [`Self::decrypt`].
     pub fn decrypt_batch(&self, cs: &[Ciphertext]) -> Result<Vec<Integer>> {
-        cs.par_iter().map(|c| self.decrypt(c)).collect()
+        try_map(cs.len(), |i| self.decrypt(&cs[i]))
     }
 
     /// [`Self::decrypt_i64`] on every ciphertext, in parallel.
     ///
     /// # Errors
-    /// The first error of [`Self::decrypt_i64`].
+    /// The first error (by input index) of [`Self::decrypt_i64`].
     pub fn decrypt_i64_batch(&self, cs: &[Ciphertext]) -> Result<Vec<i64>> {
-        cs.par_iter().map(|c| self.decrypt_i64(c)).collect()
+        try_map(cs.len(), |i| self.decrypt_i64(&cs[i]))
     }
 }

@@ -83,6 +83,13 @@ const MIN_BITS: u32 = 2048;
 const MAX_BITS: u32 = 8192;
 /// The smallest modulus the explicitly insecure test constructors allow.
 const MIN_INSECURE_BITS: u32 = 256;
+/// The largest difference in bit length between the two primes of a secret key. Key
+/// generation draws both with exactly `|n|/2` bits, as do python-phe (`getprimeover(n/2)`,
+/// whose `next_prime` may spill into one more bit) and HEU; a gap of two bits also admits
+/// the `⌈|n|/2⌉`/`⌊|n|/2⌋` split of odd sizes. Anything more unbalanced puts one factor
+/// within reach of the elliptic-curve method and breaks the equal-size premise of the CRT
+/// constants, so it is refused.
+const MAX_PRIME_BITS_GAP: u32 = 2;
 
 /// Bits of the DJN randomness `r` for a modulus of `n_bits`: twice the NIST SP 800-57 security
 /// level (112 bits for 2048, 128 for 3072, 152 for 4096 — the last interpolated), and 160 for the
@@ -574,8 +581,13 @@ impl Zeroize for SecretKey {
         ] {
             wipe(x);
         }
-        // The CRT tables hold powers of the public h_s only; dropping them is enough. The
-        // Montgomery contexts (moduli p, q, p², q²) wipe themselves when dropped.
+        // The CRT tables hold powers of h_s modulo p² and q², which reveal p and q: they are
+        // wiped here and again when dropped. The Montgomery contexts (moduli p, q, p², q²)
+        // wipe themselves when dropped.
+        if let Some(t) = self.tables.get_mut() {
+            t.p.wipe();
+            t.q.wipe();
+        }
         self.tables = OnceLock::new();
     }
 }
@@ -595,6 +607,9 @@ impl Clone for SecretKey {
     }
 }
 
+/// The serialised secret key: `p`, `q`, `h_s` and the public modulus `n`. `n` is redundant
+/// (`p·q`); it is written so that a reader can check the public key it pairs with, and it is
+/// optional on input, but when present it must equal `p·q`.
 #[derive(Serialize, Deserialize)]
 struct SecretKeyRepr {
     #[serde(with = "serde_hex")]
@@ -603,6 +618,12 @@ struct SecretKeyRepr {
     q: Integer,
     #[serde(with = "serde_hex")]
     hs: Integer,
+    #[serde(
+        default,
+        with = "serde_hex_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    n: Option<Integer>,
 }
 
 impl Drop for SecretKeyRepr {
@@ -612,12 +633,35 @@ impl Drop for SecretKeyRepr {
     }
 }
 
+/// [`serde_hex`] for an optional field.
+mod serde_hex_opt {
+    use super::{Integer, serde_hex};
+    use serde::{Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        x: &Option<Integer>,
+        s: S,
+    ) -> core::result::Result<S::Ok, S::Error> {
+        match x {
+            Some(x) => serde_hex::serialize(x, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> core::result::Result<Option<Integer>, D::Error> {
+        serde_hex::deserialize(d).map(Some)
+    }
+}
+
 impl Serialize for SecretKey {
     fn serialize<S: Serializer>(&self, s: S) -> core::result::Result<S::Ok, S::Error> {
         SecretKeyRepr {
             p: self.p.clone(),
             q: self.q.clone(),
             hs: self.pk.inner.hs.clone(),
+            n: Some(self.pk.inner.n.clone()),
         }
         .serialize(s)
     }
@@ -626,7 +670,7 @@ impl Serialize for SecretKey {
 impl<'de> Deserialize<'de> for SecretKey {
     fn deserialize<D: Deserializer<'de>>(d: D) -> core::result::Result<Self, D::Error> {
         let r = SecretKeyRepr::deserialize(d)?;
-        Self::from_primes_inner(&r.p, &r.q, Some(r.hs.clone()), MIN_BITS)
+        Self::from_parts_checked(&r.p, &r.q, Some(r.hs.clone()), r.n.as_ref(), MIN_BITS)
             .map_err(serde::de::Error::custom)
     }
 }
@@ -703,7 +747,8 @@ impl Keypair {
 impl SecretKey {
     /// A secret key from its primes (e.g. python-phe's `PaillierPrivateKey.p`, `.q`), with a
     /// fresh DJN base. `p` and `q` need not be `≡ 3 (mod 4)`; they must be distinct probable
-    /// primes with `n = p·q` of 2048 to 8192 bits and `gcd(n, (p−1)(q−1)) = 1`.
+    /// primes whose lengths differ by at most two bits, with `n = p·q` of 2048 to 8192 bits and
+    /// `gcd(n, (p−1)(q−1)) = 1`.
     ///
     /// # Errors
     /// [`Error::InvalidKey`] or [`Error::UnsupportedKeySize`] when a condition fails.
@@ -725,17 +770,41 @@ impl SecretKey {
         hs: Option<Integer>,
         min_bits: u32,
     ) -> Result<Self> {
+        Self::from_parts_checked(p, q, hs, None, min_bits)
+    }
+
+    /// Every secret-key import: the primes, an optional `h_s` (a fresh one when `None`) and an
+    /// optional claimed modulus `n`, which must then equal `p·q`.
+    fn from_parts_checked(
+        p: &Integer,
+        q: &Integer,
+        hs: Option<Integer>,
+        claimed_n: Option<&Integer>,
+        min_bits: u32,
+    ) -> Result<Self> {
         if p == q || *p <= 2u32 || *q <= 2u32 {
             return Err(Error::InvalidKey("p and q must be distinct odd primes"));
         }
         // Sizes first: the primality tests below cost 64 exponentiations each, cubic in the
         // length, so over-long (hostile, deserialised) primes are refused before them.
-        let n_bits = p.significant_bits().saturating_add(q.significant_bits());
+        let (p_bits, q_bits) = (p.significant_bits(), q.significant_bits());
+        let n_bits = p_bits.saturating_add(q_bits);
         if n_bits > MAX_BITS.saturating_add(1) || n_bits < min_bits {
             return Err(Error::UnsupportedKeySize {
                 bits: n_bits,
                 allowed: "2048..=8192",
             });
+        }
+        if p_bits.abs_diff(q_bits) > MAX_PRIME_BITS_GAP {
+            return Err(Error::InvalidKey(
+                "p and q differ in length by more than 2 bits (unbalanced modulus)",
+            ));
+        }
+        // A claimed modulus of the right size is compared with p·q before the primality tests.
+        if let Some(n) = claimed_n
+            && (n.significant_bits() > MAX_BITS || *n != p * q)
+        {
+            return Err(Error::InvalidKey("n is not p·q"));
         }
         let mut rng = rand::rng();
         if p.is_even()

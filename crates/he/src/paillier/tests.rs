@@ -614,3 +614,139 @@ fn hostile_exponents_are_errors() {
         .expect("ok");
     assert_eq!(key1024().secret.decrypt_f64(&sum), Ok(3.75));
 }
+
+/// A secret key whose primes are badly unbalanced (a 64-bit `p` and a 1984-bit `q`: a
+/// 2048-bit `n` that the elliptic-curve method factors at once) is refused, by `from_primes`
+/// and by deserialisation; it used to be accepted because only the length of `p·q` was
+/// checked.
+#[test]
+fn unbalanced_primes_are_refused() {
+    use crate::bigint::prime::random_prime_3mod4;
+    let mut rng = rand::rng();
+    let p = random_prime_3mod4(&mut rng, 64);
+    let q = random_prime_3mod4(&mut rng, 1984);
+    let n = &p * &q;
+    assert_eq!(n.significant_bits(), 2048);
+    let unbalanced = |r: Result<SecretKey>| {
+        assert!(
+            matches!(&r, Err(Error::InvalidKey(m)) if m.contains("unbalanced")),
+            "{r:?}"
+        );
+    };
+    unbalanced(SecretKey::from_primes(&p, &q));
+    unbalanced(SecretKey::from_primes(&q, &p));
+    unbalanced(SecretKey::from_primes_insecure_for_tests(&p, &q));
+    let hs = djn_base(&n, &mut rng);
+    unbalanced(SecretKey::from_primes_inner(
+        &p,
+        &q,
+        Some(hs.clone()),
+        MIN_BITS,
+    ));
+    let json = format!(r#"{{"p":"{p:x}","q":"{q:x}","hs":"{hs:x}"}}"#);
+    let err = serde_json::from_str::<SecretKey>(&json).expect_err("unbalanced");
+    assert!(err.to_string().contains("unbalanced"), "{err}");
+    // A gap of a few bits is refused too; the limit is two bits.
+    let p = random_prime_3mod4(&mut rng, 1021);
+    let q = random_prime_3mod4(&mut rng, 1027);
+    unbalanced(SecretKey::from_primes(&p, &q));
+}
+
+/// Balanced primes whose lengths differ by one or two bits (python-phe's `next_prime` can
+/// spill into one more bit) are still accepted.
+#[test]
+fn nearly_balanced_primes_are_accepted() {
+    use crate::bigint::prime::random_prime_3mod4;
+    let mut rng = rand::rng();
+    let p = random_prime_3mod4(&mut rng, 1023);
+    let q = random_prime_3mod4(&mut rng, 1025);
+    let sk = SecretKey::from_primes(&p, &q).expect("a 2-bit gap is allowed");
+    let c = sk.public_key().encrypt_i64(-7).expect("ok");
+    assert_eq!(sk.decrypt_i64(&c), Ok(-7));
+}
+
+/// A serialised secret key carries `n`; on input it is optional, but a present `n` must be
+/// `p·q` (it used to be ignored, so a key file pairing the primes with another modulus was
+/// loaded as if it were consistent).
+#[test]
+fn secret_key_json_modulus_must_be_p_times_q() {
+    let k = key2048();
+    let (p, q) = k.secret.primes();
+    let n = k.public.n();
+    let hs = k.public.h_s();
+    let s = serde_json::to_string(&k.secret).expect("ser");
+    assert!(s.contains(&format!(r#""n":"{n:x}""#)));
+    let with_n = |n: &Integer| format!(r#"{{"p":"{p:x}","q":"{q:x}","hs":"{hs:x}","n":"{n:x}"}}"#);
+    let sk: SecretKey = serde_json::from_str(&with_n(n)).expect("consistent");
+    assert_eq!(sk.public_key(), &k.public);
+    let without_n = format!(r#"{{"p":"{p:x}","q":"{q:x}","hs":"{hs:x}"}}"#);
+    let sk: SecretKey = serde_json::from_str(&without_n).expect("n is optional");
+    assert_eq!(sk.public_key(), &k.public);
+    for bad in [n + 2u32, key1024().public.n().clone(), n * 3u32] {
+        let err = serde_json::from_str::<SecretKey>(&with_n(&bad)).expect_err("n != p·q");
+        assert!(err.to_string().contains("n is not p·q"), "{err}");
+    }
+    assert!(matches!(
+        SecretKey::from_parts_checked(p, q, Some(hs.clone()), Some(&(n + 2u32)), MIN_BITS),
+        Err(Error::InvalidKey(m)) if m.contains("n is not p·q")
+    ));
+}
+
+/// With several invalid inputs, a batch reports the error of the first one by index, however
+/// the work is scheduled. Index 0 holds a valid ciphertext of a plaintext in the overflow
+/// band (found only after a full decryption), every later index an out-of-range ciphertext
+/// (found at once): the batch used to return whichever error a worker hit first in time,
+/// usually a `MalformedCiphertext` from a later index.
+#[test]
+fn batch_errors_are_the_first_by_index() {
+    let k = key2048();
+    let (pk, sk) = (&k.public, &k.secret);
+    let band = pk.encrypt(&(pk.n() >> 1u32)).expect("in range");
+    let mut cs = vec![band];
+    cs.extend((0..63).map(|_| Ciphertext::from_integer(Integer::new())));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .expect("pool");
+    for _ in 0..5 {
+        let r = pool.install(|| sk.decrypt_i64_batch(&cs));
+        assert!(matches!(r, Err(Error::Overflow(_))), "{r:?}");
+    }
+    // Two kinds among valid inputs: a non-unit at index 3, an out-of-range value at 5.
+    let (p, _) = sk.primes();
+    let mut cs: Vec<Ciphertext> = (0..8)
+        .map(|i| pk.encrypt(&Integer::from(i as u32)).expect("ok"))
+        .collect();
+    cs[3] = Ciphertext::from_integer(p.clone());
+    cs[5] = Ciphertext::from_integer(pk.n_squared().clone());
+    for _ in 0..5 {
+        let r = pool.install(|| sk.decrypt_batch(&cs));
+        assert_eq!(r, Err(Error::MalformedCiphertext("not a unit modulo n²")));
+        let r = pool.install(|| pk.validate_batch(&cs));
+        assert_eq!(r, Err(Error::MalformedCiphertext("not a unit modulo n²")));
+    }
+    // Plaintexts: an overflowing value first, an out-of-range one after it.
+    let big = pk.n() + 1u32;
+    let ms = [Integer::from(1u32), big.clone(), Integer::from(-1), big];
+    let r = pool.install(|| pk.encrypt_batch(&ms));
+    assert_eq!(r, Err(Error::PlaintextOutOfRange));
+}
+
+/// The CRT fixed-base tables are residues modulo `p²` and `q²` (each entry gives `p` as
+/// `gcd(h_s^e − entry, n)`): zeroizing the key wipes them, as dropping them does, where they
+/// used to be freed with their contents.
+#[test]
+fn zeroize_wipes_the_crt_tables() {
+    let k = key1024();
+    let mut sk = k.secret.clone();
+    sk.precompute();
+    let mut tables = sk.tables.take().expect("built");
+    assert!(!tables.p.is_wiped() && !tables.q.is_wiped());
+    tables.p.wipe();
+    tables.q.wipe();
+    assert!(tables.p.is_wiped() && tables.q.is_wiped());
+    sk.precompute();
+    sk.zeroize();
+    assert!(sk.tables.get().is_none());
+    assert!(sk.p.is_zero() && sk.q.is_zero());
+}
