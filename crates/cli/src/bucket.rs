@@ -782,7 +782,7 @@ impl Buckets {
 }
 
 mod write;
-pub use write::{RowSet, check_output, write_rows};
+pub use write::{RowSet, check_output, check_writable, write_rows};
 
 #[cfg(test)]
 mod tests;

@@ -461,6 +461,17 @@ fn run_party(a: &PartyArgs) -> Result<(), CliError> {
             a.rank.unwrap_or(0),
         )?,
     };
+    // The report is written after the run: a path it cannot take is found now.
+    if let Some(path) = &a.report {
+        obliv_cli::bucket::check_writable(
+            "--report",
+            path,
+            &[
+                ("the input file", &cfg.input),
+                ("the output file", &cfg.output),
+            ],
+        )?;
+    }
     let report = party::run(&cfg, None)?;
     println!("{}", report.to_json());
     if let Some(path) = &a.report {

@@ -170,6 +170,18 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
     if let (true, Some(input), Some(output)) = (learns, &a.input, &a.output) {
         bucket::check_output(input, output)?;
     }
+    // The offline client writes its cache when the phase ends: a path it cannot take is
+    // found before the server's set is streamed.
+    if let (UbRole::Client, Phase::Offline, Some(cache)) = (a.role, a.phase, &a.cache) {
+        let mut keep: Vec<(&str, &Path)> = Vec::new();
+        if let Some(input) = &a.input {
+            keep.push(("the input file", input));
+        }
+        if let Some(key_file) = &a.key_file {
+            keep.push(("the key file", key_file));
+        }
+        bucket::check_writable("--cache", cache, &keep)?;
+    }
     let key = match a.role {
         UbRole::Server => {
             let path = need(&a.key_file, "key-file")?;

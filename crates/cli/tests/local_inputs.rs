@@ -89,6 +89,47 @@ fn an_output_that_cannot_take_the_rows_is_refused_before_the_run() {
     assert_eq!(std::fs::read_to_string(&input).unwrap(), body);
 }
 
+/// `--report` (psi) and `--cache` (the offline ub-psi client) are written when the run ends:
+/// a path that cannot take them used to be found only then (here: after the connect timeout,
+/// as a network error, exit code 4; in a real run after all the work). Refused at once now,
+/// with the flag named: a missing directory or a directory (exit code 3), the output or input
+/// file (exit code 2).
+#[test]
+fn a_report_or_cache_that_cannot_be_written_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, "id\nk1\n").unwrap();
+    let out = dir.path().join("out.csv");
+    let missing = dir.path().join("missing/report.json");
+    for (report, code, says) in [
+        (missing.as_path(), 3, "must exist and be writable"),
+        (dir.path(), 3, "is a directory"),
+        (out.as_path(), 2, "is the output file"),
+        (input.as_path(), 2, "is the input file"),
+    ] {
+        let o = psi_alone(&input, &out, &["--report", report.to_str().unwrap()]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(code), "{}: {err}", report.display());
+        assert!(err.contains("--report") && err.contains(says), "{err}");
+    }
+    assert_eq!(std::fs::read_to_string(&input).unwrap(), "id\nk1\n");
+    let (a, b) = free_ports();
+    let o = obliv()
+        .args(["ub-psi", "offline", "--role", "client", "--rank", "1"])
+        .args(["--parties", &format!("127.0.0.1:{a},127.0.0.1:{b}")])
+        .args(["--connect-timeout", "3"])
+        .arg("--cache")
+        .arg(dir.path().join("missing/cache.bin"))
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("--cache") && err.contains("must exist"),
+        "{err}"
+    );
+}
+
 /// `--connect-timeout` near `u64::MAX` seconds overflowed `Instant + Duration` in the
 /// connecting thread (a panic, reported as a network error, exit code 4): a usage error
 /// (exit code 2) at once now, for `psi` and `ub-psi`.

@@ -51,11 +51,24 @@ impl RowSet {
 /// [`ExitKind::Input`](crate::ExitKind::Input) if it is not a regular file or its directory
 /// is missing or not writable.
 pub fn check_output(input: &Path, output: &Path) -> Result<(), CliError> {
-    match std::fs::metadata(output) {
+    check_writable("--output", output, &[("the input file", input)])
+}
+
+/// Checks, before the run, that the file `path` given as `flag` (`--output`, `--report`,
+/// `--cache`) can be written when the run ends: it is none of the files in `keep` (each with
+/// what it is, for the message), it is not a directory or another non-regular file, and a
+/// file can be created in its directory.
+///
+/// # Errors
+/// [`ExitKind::Usage`](crate::ExitKind::Usage) if `path` is one of `keep`;
+/// [`ExitKind::Input`](crate::ExitKind::Input) if it is not a regular file or its directory
+/// is missing or not writable.
+pub fn check_writable(flag: &str, path: &Path, keep: &[(&str, &Path)]) -> Result<(), CliError> {
+    match std::fs::metadata(path) {
         Ok(m) if !m.is_file() => {
             return Err(CliError::input(format!(
-                "--output {} is {}, not a file: give the path of the CSV file to write",
-                output.display(),
+                "{flag} {} is {}, not a file: give the path of a file to write",
+                path.display(),
                 if m.is_dir() {
                     "a directory"
                 } else {
@@ -64,25 +77,37 @@ pub fn check_output(input: &Path, output: &Path) -> Result<(), CliError> {
             )));
         }
         Ok(m) => {
-            if std::fs::metadata(input).is_ok_and(|i| same_file(&i, &m, input, output)) {
-                return Err(CliError::usage(format!(
-                    "--output {} is the input file: writing it would replace the input with \
-                     the matching rows; give another --output",
-                    output.display()
-                )));
+            for (what, other) in keep {
+                if std::fs::metadata(other).is_ok_and(|o| same_file(&o, &m, other, path)) {
+                    return Err(CliError::usage(format!(
+                        "{flag} {} is {what}: writing it would replace that file; give \
+                         another {flag}",
+                        path.display()
+                    )));
+                }
             }
         }
-        Err(_) => {}
+        Err(_) => {
+            // Not there yet: two flags naming one new file are the same path.
+            for (what, other) in keep {
+                if other == &path {
+                    return Err(CliError::usage(format!(
+                        "{flag} {} is {what}: give another {flag}",
+                        path.display()
+                    )));
+                }
+            }
+        }
     }
-    let dir = output
+    let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     tempfile::NamedTempFile::new_in(dir).map(drop).map_err(|e| {
         CliError::file(
             format!(
-                "cannot create the output {} (its directory {} must exist and be writable)",
-                output.display(),
+                "cannot create {flag} {} (its directory {} must exist and be writable)",
+                path.display(),
                 dir.display()
             ),
             e,
