@@ -96,6 +96,7 @@
 #![forbid(unsafe_code)]
 
 use obliv_core::{Aes, Block};
+use zeroize::Zeroizing;
 
 /// Number of hash functions.
 pub const NUM_HASHES: usize = 3;
@@ -956,7 +957,8 @@ impl IndexBins {
 /// recursion. Unlike the bounded random walk of [`CuckooTable`], which can give up on a set
 /// that has a placement, it fails only when Hall's condition does (some `s` bins are the only
 /// candidates of more than `s` items); use it for small sets where that difference matters,
-/// such as the client's indices in batch PIR. It is variable-time in the candidates.
+/// such as the client's indices in batch PIR. It is variable-time in the candidates; its
+/// working state (which item sits in which bin) is wiped before it returns.
 pub fn place_exact<C: AsRef<[u32]>>(candidates: &[C], bins: usize) -> Result<Vec<usize>> {
     const FREE: usize = usize::MAX;
     if let Some(b) = candidates
@@ -969,26 +971,30 @@ pub fn place_exact<C: AsRef<[u32]>>(candidates: &[C], bins: usize) -> Result<Vec
         )));
     }
     // owner[b]: the item in bin b. seen[b] == epoch: bin b visited by the current search.
-    let mut owner = vec![FREE; bins];
-    let mut seen = vec![0usize; bins];
-    // The search path: (item, next candidate to try), and the bin each step went through.
-    let mut stack: Vec<(usize, usize)> = Vec::new();
-    let mut through: Vec<usize> = Vec::new();
+    // Like the path below, they describe the placement (secret for a PIR client): wiped on
+    // every return, and sized up front so no copy is left behind by a reallocation.
+    let mut owner = Zeroizing::new(vec![FREE; bins]);
+    let mut seen = Zeroizing::new(vec![0usize; bins]);
+    // The search path: [item, next candidate to try], and the bin each step went through
+    // (an item is on the path at most once).
+    let mut stack: Zeroizing<Vec<[usize; 2]>> =
+        Zeroizing::new(Vec::with_capacity(candidates.len() + 1));
+    let mut through: Zeroizing<Vec<usize>> = Zeroizing::new(Vec::with_capacity(candidates.len()));
     let mut unplaced = 0;
     for (epoch, start) in (1..).zip(0..candidates.len()) {
         stack.clear();
         through.clear();
-        stack.push((start, 0));
+        stack.push([start, 0]);
         let mut placed = false;
         while let Some(top) = stack.last_mut() {
-            let (item, next) = *top;
+            let [item, next] = *top;
             let Some(&b) = candidates[item].as_ref().get(next) else {
                 // Dead end: no free bin reachable from this item.
                 stack.pop();
                 through.pop();
                 continue;
             };
-            top.1 += 1;
+            top[1] += 1;
             let b = b as usize;
             if seen[b] == epoch {
                 continue;
@@ -997,14 +1003,14 @@ pub fn place_exact<C: AsRef<[u32]>>(candidates: &[C], bins: usize) -> Result<Vec
             if owner[b] == FREE {
                 // Augment: each item on the path moves into the bin it went through.
                 owner[b] = item;
-                for (&(it, _), &tb) in stack.iter().zip(&through) {
+                for (&[it, _], &tb) in stack.iter().zip(through.iter()) {
                     owner[tb] = it;
                 }
                 placed = true;
                 break;
             }
             through.push(b);
-            stack.push((owner[b], 0));
+            stack.push([owner[b], 0]);
         }
         if !placed {
             unplaced += 1;

@@ -494,8 +494,16 @@ impl DpfKey {
     /// ‖ the right control corrections, one bit per level, little-endian (`⌈d/8⌉` bytes) ‖ the
     /// output correction (16). Blocks are little-endian.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let d = self.cw_seed.len();
         let mut v = Vec::with_capacity(self.encoded_len());
+        self.write_bytes(&mut v);
+        v
+    }
+
+    /// Appends the encoding of [`to_bytes`](Self::to_bytes) to `v`, with no temporary copy of
+    /// the key. Reserve [`encoded_len`](Self::encoded_len) bytes in `v` beforehand when it
+    /// must not leave a copy behind: a vector that grows frees its old buffer as it is.
+    pub fn write_bytes(&self, v: &mut Vec<u8>) {
+        let d = self.cw_seed.len();
         #[allow(clippy::cast_possible_truncation)] // domain_bits ≤ MAX_DOMAIN_BITS < 128
         v.push(self.domain_bits as u8 | if self.block_output { BLOCK_FLAG } else { 0 });
         v.extend_from_slice(&self.root.to_bytes());
@@ -504,10 +512,14 @@ impl DpfKey {
         }
         v.extend_from_slice(&self.cw_right.to_le_bytes()[..d.div_ceil(8)]);
         v.extend_from_slice(&self.cw_out.to_bytes());
-        v
     }
 
     /// Parses a key produced by [`to_bytes`](Self::to_bytes), of any supported domain.
+    ///
+    /// The domain is the one the bytes announce, up to [`MAX_DOMAIN_BITS`], and with it the
+    /// size of [`eval_full`](Self::eval_full)'s output (up to `2^40` blocks for block
+    /// outputs): parse a peer's key with [`from_bytes_for_domain`](Self::from_bytes_for_domain),
+    /// which takes only the domain the evaluator expects.
     ///
     /// Errors: [`Error::DomainTooLarge`], [`Error::WrongLength`], and
     /// [`Error::NonCanonical`] if padding bits of the control corrections are set.

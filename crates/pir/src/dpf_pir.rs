@@ -70,7 +70,7 @@ pub fn query<R: CryptoRng + ?Sized>(records: usize, index: usize, rng: &mut R) -
 pub fn answer(db: &Database, key: &[u8]) -> Result<Vec<u8>> {
     let key = DpfKey::from_bytes_for_domain(key, db.domain_bits())?;
     let bits = key.eval_full();
-    let acc = db.xor_selected(&bits);
+    let acc = db.xor_selected(&bits)?;
     Ok(Block::slice_as_bytes(&acc).to_vec())
 }
 
@@ -86,7 +86,18 @@ pub fn answer_many(db: &Database, keys: &[&[u8]]) -> Vec<Result<Vec<u8>>> {
         .iter()
         .filter_map(|p| p.as_ref().ok().map(Vec::as_slice))
         .collect();
-    let mut sums = db.xor_selected_multi(&good).into_iter();
+    // The keys are over the database's domain, so their bit vectors cover every record.
+    let Ok(sums) = db.xor_selected_multi(&good) else {
+        return parsed
+            .into_iter()
+            .map(|_| {
+                Err(Error::InvalidParameter {
+                    what: "bit vector shorter than the database",
+                })
+            })
+            .collect();
+    };
+    let mut sums = sums.into_iter();
     parsed
         .into_iter()
         .map(|p| {
@@ -104,7 +115,7 @@ pub fn answer_many(db: &Database, keys: &[&[u8]]) -> Vec<Result<Vec<u8>>> {
 pub fn answer_parallel(db: &Database, key: &[u8], threads: usize) -> Result<Vec<u8>> {
     let key = DpfKey::from_bytes_for_domain(key, db.domain_bits())?;
     let bits = key.eval_full();
-    let acc = db.xor_selected_parallel(&bits, threads);
+    let acc = db.xor_selected_parallel(&bits, threads)?;
     Ok(Block::slice_as_bytes(&acc).to_vec())
 }
 
@@ -216,10 +227,10 @@ mod tests {
                 }
             }
         }
-        let got = db.xor_selected(&bits);
+        let got = db.xor_selected(&bits).unwrap();
         assert_eq!(Block::slice_as_bytes(&got), &expected[..]);
-        for t in [2, 3, 7] {
-            assert_eq!(db.xor_selected_parallel(&bits, t), got);
+        for t in [2, 3, 7, usize::MAX] {
+            assert_eq!(db.xor_selected_parallel(&bits, t).unwrap(), got);
         }
     }
 

@@ -111,7 +111,7 @@ pub fn answer(db: &Database, subset: &[u8]) -> Result<Vec<u8>> {
     for (r, acc) in out.chunks_exact_mut(stride).enumerate() {
         let first = r * cols;
         let count = cols.min(db.len() - first);
-        db.xor_selected_range(&bits, first, count, acc);
+        db.xor_selected_range(&bits, first, count, acc)?;
     }
     Ok(Block::slice_as_bytes(&out).to_vec())
 }

@@ -381,7 +381,12 @@ impl PirServer {
                                     Err(_) => break,
                                 }
                             }
-                            state.handle_jobs(jobs);
+                            // Answering never panics on any request; should it all the
+                            // same, the worker stays in the pool (the jobs' connections get
+                            // no reply and close at their request deadline).
+                            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                state.handle_jobs(jobs);
+                            }));
                         }
                     })?,
             );
@@ -827,8 +832,9 @@ impl<C: Channel> PirClient<C> {
             s.send_vec(req)?;
             s.flush()?;
         }
-        let f0 = response_frame_of(&mut self.servers[0], resp_len + 1)?;
-        let f1 = response_frame_of(&mut self.servers[1], resp_len + 1)?;
+        let max = resp_len.saturating_add(1);
+        let f0 = response_frame_of(&mut self.servers[0], max)?;
+        let f1 = response_frame_of(&mut self.servers[1], max)?;
         Ok([f0, f1])
     }
 
@@ -974,6 +980,46 @@ mod tests {
             &[TAG_IT, 0],
         ] {
             assert_eq!(st.handle(req)[0], STATUS_ERROR, "{req:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Well-formed requests with bytes changed, cut or extended get an answer or an
+        /// error message, never a panic.
+        #[test]
+        fn prop_handle_mutated_requests(
+            kind in 0usize..3,
+            flips in proptest::collection::vec((proptest::prelude::any::<usize>(), proptest::prelude::any::<u8>()), 0..4),
+            cut in proptest::prelude::any::<usize>(),
+            extend in 0usize..3,
+        ) {
+            static ST: std::sync::OnceLock<ServerState> = std::sync::OnceLock::new();
+            let st = ST.get_or_init(|| {
+                let mut rng = AesRng::from_seed([27; 16]);
+                let db = Database::random(300, 20, &mut rng).unwrap();
+                ServerState::new(db, Some(BatchParams::for_batch(4))).unwrap()
+            });
+            let mut rng = AesRng::from_seed([28; 16]);
+            let mut req = match kind {
+                0 => [&[TAG_DPF][..], &dpf_pir::query(300, 7, &mut rng).unwrap().to_server0].concat(),
+                1 => {
+                    let layout = BatchLayout::new(300, BatchParams::for_batch(4)).unwrap();
+                    let q = batch::query(&layout, &[1, 299], &mut rng).unwrap();
+                    [&[TAG_BATCH][..], &q.to_server1].concat()
+                }
+                _ => [&[TAG_IT][..], &it_pir::query(300, 7, &mut rng).unwrap().to_server0].concat(),
+            };
+            for (at, x) in flips {
+                let i = at % req.len();
+                req[i] ^= x;
+            }
+            if cut % 4 == 0 {
+                req.truncate(cut % (req.len() + 1));
+            }
+            req.extend(std::iter::repeat_n(0, extend));
+            let resp = st.handle(&req);
+            proptest::prop_assert!(matches!(resp.first(), Some(&(STATUS_OK | STATUS_ERROR))));
         }
     }
 
