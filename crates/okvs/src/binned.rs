@@ -111,6 +111,14 @@ impl<D: DenseKind> BinnedPaxos<D> {
                 what: "too many bins",
             });
         }
+        // Every bin holds at least the mean load, and its sparse size is at least its
+        // capacity: reject bins too large for the narrow hash before the capacity search
+        // (whose cost grows with the mean load).
+        if bins > 1 && (items / bins) as u64 >= NARROW_LIMIT {
+            return Err(Error::InvalidParams {
+                what: "bins of more than about 2^23 keys are not supported",
+            });
+        }
         let (capacity, bin_params) = if bins == 1 {
             (items, PaxosParams::new(items, ssp, D::TYPE)?)
         } else {
@@ -267,7 +275,14 @@ impl<D: DenseKind> BinnedPaxos<D> {
         // 4. Solve every bin.
         let size = self.bin_params.size();
         out.par_chunks_mut(size).enumerate().try_for_each_init(
-            || (Scratch::default(), Wiped(Vec::new()), Wiped(Vec::new())),
+            // Sized for a full bin: the buffers never grow (which would free unwiped copies).
+            || {
+                (
+                    Scratch::default(),
+                    Wiped(Vec::with_capacity(self.capacity)),
+                    Wiped(Vec::with_capacity(self.capacity)),
+                )
+            },
             |(scratch, kbuf, vbuf), (b, chunk)| {
                 let idx = &perm[start[b]..start[b + 1]];
                 let (kbuf, vbuf) = (&mut kbuf.0, &mut vbuf.0);
@@ -477,5 +492,24 @@ impl<D: DenseKind> Okvs<D> for BinnedPaxos<D> {
             .zip(out.par_chunks_mut(DECODE_CHUNK))
             .for_each(|(k, o)| self.decode_chunk(k, okvs, &prepared, o));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sizes derived from a peer's count: oversized bins are refused at once (the capacity
+    /// search used to run once per key of a bin before the size check, for hours here).
+    #[test]
+    fn huge_bins_refused_quickly() {
+        let t = std::time::Instant::now();
+        let r = BinnedPaxos::<Gf128>::with_bin_size(1 << 40, 1 << 38, 40, Block(1));
+        assert!(matches!(r, Err(Error::InvalidParams { .. })), "{r:?}");
+        let r = BinnedPaxos::<Gf128>::with_bin_size(1 << 26, 1 << 24, 40, Block(1));
+        assert!(matches!(r, Err(Error::InvalidParams { .. })), "{r:?}");
+        assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+        // Just below the limit still works (bins of about 2^23 keys).
+        assert!(BinnedPaxos::<Gf128>::with_bin_size(1 << 24, 1 << 22, 40, Block(1)).is_ok());
     }
 }

@@ -21,6 +21,25 @@
 //! for binary ones (the λ extra columns make the `g × d` binary gap matrix have full rank
 //! except with probability `≤ 2^-λ`).
 //!
+//! ## A floor on the gap for GF(2^128) dense columns
+//!
+//! The fit extrapolates from large experiments; one failure event it undercounts is
+//! polynomial, not exponential, in `1/n`: two keys whose three sparse positions coincide
+//! (probability `1 / C(m, 3)` per pair) have linearly dependent sparse rows, so one of them
+//! must be solved on the dense columns. `k` such pairs force a gap of at least `k`, and with
+//! `C(n, 2)` pairs the expected number is `μ = C(n, 2) / C(m, 3) ≈ 3 / (e³·n)`, slightly
+//! more than the `1/(e·n)` per gap row that `g = ⌊λ / log2(e·n)⌋` assumes. With GF(2^128)
+//! dense columns (`d = g`, a gap above `g` fails outright) that alone exceeded `2^-λ` by up
+//! to a factor two, for example `2^-39.6` at `n = 2^20, λ = 40` (`g = 1`: two coinciding
+//! pairs among 2^20 keys). So for [`Gf128`](crate::Gf128) `g` is raised, when needed, to the
+//! least value with the rigorous union bound
+//! `Pr[≥ g + 1 such pairs] ≤ μ^(g+1) / (g + 1)! ≤ 2^-(λ+1)`
+//! ([`log2_identical_rows_bound`]). At `λ = 40` this adds one dense column for `n` from about
+//! 8.3·10³ to 1.0·10⁴ and from about 8.6·10⁵ to 1.7·10⁶; the default bins (about 17 400 keys
+//! at `λ_bin = 47`) are unchanged. Binary dense columns need no floor: `d = g + λ` random
+//! bits leave a gap of `k ≤ d` rows unsolvable with probability below `2^(k−d)`, so a gap
+//! above `g` costs a factor `2^(k−g)` that the small probability of such a gap outweighs.
+//!
 //! # The binned OKVS (volePSI's `Baxos`)
 //!
 //! Keys are hashed into `B = ⌈n / bin_size⌉` bins; every bin is an OKVS of the same fixed
@@ -100,7 +119,14 @@ impl PaxosParams {
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // checked above
         let sparse = (sparse_f as usize).max(WEIGHT).max(n);
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // 0 ≤ g ≤ λ
-        let gap = (g_f.max(1.0) as usize).min(ssp as usize);
+        let mut gap = (g_f.max(1.0) as usize).min(ssp as usize);
+        if dense_type == DenseType::Gf128 {
+            // The fitted gap undercounts keys with identical sparse rows (see the module
+            // documentation): raise it until they alone fail with at most 2^-(λ+1).
+            while gap < n && log2_identical_rows_bound(n, sparse, gap + 1) > -(lambda + 1.0) {
+                gap += 1;
+            }
+        }
         let dense = match dense_type {
             DenseType::Gf128 => gap,
             DenseType::Binary => gap + ssp as usize,
@@ -158,6 +184,27 @@ impl PaxosParams {
         let r = self.size() as f64 / self.items.max(1) as f64;
         r
     }
+}
+
+/// `log2` of a union bound on the probability that `n` keys hashed to uniform 3-subsets of
+/// `m` sparse columns include `k` pairs of keys with identical rows, as a forest on the
+/// keys (so that their sparse parts have corank at least `k`):
+/// `C(n, 2)^k / k! · C(m, 3)^-k` (there are at most `C(C(n, 2), k) ≤ C(n, 2)^k / k!` sets of
+/// `k` pairs, and the `k` equalities of a forest are independent, each of probability
+/// `1 / C(m, 3)`). `−∞` when `n < 2`.
+pub fn log2_identical_rows_bound(n: usize, m: usize, k: usize) -> f64 {
+    if n < 2 || m < WEIGHT {
+        return f64::NEG_INFINITY;
+    }
+    #[allow(clippy::cast_precision_loss)] // counts below 2^53: a bound, not exact arithmetic
+    let (nf, mf) = (n as f64, m as f64);
+    let log_pairs = (nf * (nf - 1.0) / 2.0).log2();
+    let log_triples = (mf * (mf - 1.0) * (mf - 2.0) / 6.0).log2();
+    #[allow(clippy::cast_precision_loss)]
+    let log_fact: f64 = (2..=k).map(|i| (i as f64).log2()).sum();
+    #[allow(clippy::cast_precision_loss)]
+    let kf = k as f64;
+    kf * (log_pairs - log_triples) - log_fact
 }
 
 /// `⌈log2 x⌉` for `x ≥ 1`.
@@ -234,8 +281,11 @@ mod tests {
             (p.sparse as f64 / (1 << 20) as f64 - 1.2276).abs() < 0.001,
             "{p:?}"
         );
-        assert_eq!(p.gap, 1);
-        assert_eq!(p.dense, 1);
+        // The fit gives g = 1; the identical-rows floor raises it to 2 (GF(2^128) only).
+        assert_eq!(p.gap, 2);
+        assert_eq!(p.dense, 2);
+        let p = PaxosParams::new(1 << 20, 40, DenseType::Binary).unwrap();
+        assert_eq!((p.gap, p.dense), (1, 41));
         let p = PaxosParams::new(1 << 14, 40, DenseType::Binary).unwrap();
         assert!(
             (p.sparse as f64 / (1 << 14) as f64 - 1.2677).abs() < 0.001,
@@ -256,6 +306,37 @@ mod tests {
         assert!(PaxosParams::with_sizes(10, 2, 1, 1, 40, DenseType::Gf128).is_err());
         assert!(PaxosParams::with_sizes(10, 20, 129, 1, 40, DenseType::Binary).is_err());
         assert!(PaxosParams::new(usize::MAX / 2, 40, DenseType::Gf128).is_err());
+    }
+
+    /// For GF(2^128) dense columns (a gap above `g` fails), keys with coinciding sparse rows
+    /// alone must stay below `2^-(λ+1)`, at every size and at large λ (the λ of the bins of a
+    /// large job, up to 128). Failed at n = 2^20, λ = 40 (`2^-39.6`) and around n = 10^4 with
+    /// the fitted gap alone.
+    #[test]
+    fn identical_rows_within_budget() {
+        let mut sizes: Vec<usize> = (1..=3000).collect();
+        let mut x = 3000usize;
+        while x < 60_000_000 {
+            sizes.push(x);
+            x += x / 100;
+        }
+        sizes.extend([1 << 14, 1 << 16, 1 << 20, 1 << 24]);
+        for lambda in [20u32, 40, 41, 47, 50, 60, 80, 100, 128] {
+            for &n in &sizes {
+                let p = PaxosParams::new(n, lambda, DenseType::Gf128).unwrap();
+                let b = log2_identical_rows_bound(n, p.sparse, p.gap + 1);
+                assert!(
+                    b <= -f64::from(lambda + 1),
+                    "n = {n}, λ = {lambda}: {p:?}, 2^{b}"
+                );
+            }
+        }
+        // The bound itself: two keys among m = 3 columns always coincide (μ = 1).
+        assert!((log2_identical_rows_bound(2, 3, 1) - 0.0).abs() < 1e-12);
+        assert_eq!(log2_identical_rows_bound(1, 10, 1), f64::NEG_INFINITY);
+        // μ = C(1000, 2) / C(1433, 3) ≈ 2^-9.94; k = 4: 4·(−9.94) − log2 24 ≈ −44.3.
+        let b = log2_identical_rows_bound(1000, 1433, 4);
+        assert!((b + 44.3).abs() < 0.1, "{b}");
     }
 
     #[test]

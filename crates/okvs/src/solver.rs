@@ -72,6 +72,16 @@ impl Drop for Scratch {
     }
 }
 
+/// Makes `v` able to hold `n` elements without reallocating later: a buffer too small is
+/// wiped (over its whole capacity) and replaced, so that growing never frees an allocation
+/// that still holds key hashes.
+fn reserve_wiped<T: Zeroize>(v: &mut Vec<T>, n: usize) {
+    if v.capacity() < n {
+        v.zeroize();
+        *v = Vec::with_capacity(n);
+    }
+}
+
 impl core::fmt::Debug for Scratch {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str("Scratch(..)")
@@ -120,6 +130,14 @@ where
     debug_assert_eq!(values.len(), n);
     debug_assert_eq!(out.len(), m + dense_size);
 
+    // Every buffer is sized for this solve up front (see `reserve_wiped`); the queue holds
+    // at most the initial weight-1 columns plus three columns per peeled row.
+    reserve_wiped(&mut s.rows, n);
+    reserve_wiped(&mut s.dense, n);
+    reserve_wiped(&mut s.cols, m);
+    reserve_wiped(&mut s.stack, m + 3 * n);
+    reserve_wiped(&mut s.order, n);
+    reserve_wiped(&mut s.gap, n);
     // Rows and column weights.
     s.rows.clear();
     s.rows.resize(n, [0; 3]);
@@ -367,6 +385,33 @@ where
     }
     let mut e = vec![D::ZERO; g * d];
     let mut rhs = vec![V::default(); g];
+    let res = solve_dense_in::<D, V, R>(s, keys, values, sparse, dense_out, rng, &mut e, &mut rhs);
+    // The dense rows of gap keys (hashes of the keys) and sums of their values: wiped.
+    e.fill(D::ZERO);
+    rhs.fill(V::default());
+    core::hint::black_box((&e, &rhs));
+    res
+}
+
+/// [`solve_dense`] with its `g × d` matrix and right-hand side in `e` and `rhs`.
+#[allow(clippy::too_many_arguments)]
+fn solve_dense_in<D, V, R>(
+    s: &Scratch,
+    keys: &[Block],
+    values: &[V],
+    sparse: &[V],
+    dense_out: &mut [V],
+    rng: Option<&mut R>,
+    e: &mut [D::Coef],
+    rhs: &mut [V],
+) -> Result<(), Error>
+where
+    D: DenseKind,
+    V: DenseValue<D>,
+    R: Rng + ?Sized,
+{
+    let g = s.gap.len();
+    let d = dense_out.len();
     if g > 0 {
         let m = sparse.len();
         let mut pivot_of = vec![u32::MAX; m];
@@ -537,4 +582,50 @@ pub(crate) fn prepare<D: DenseKind, V: DenseValue<D>>(dense: &[V]) -> Option<Vec
     let mut t = Vec::new();
     V::prepare_dense(dense, &mut t);
     Some(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_wiped_grows_once() {
+        let mut v: Vec<u32> = vec![7; 10];
+        reserve_wiped(&mut v, 5);
+        assert_eq!(v, vec![7; 10], "large enough: untouched");
+        reserve_wiped(&mut v, 100);
+        assert!(v.is_empty() && v.capacity() >= 100);
+        let cap = v.capacity();
+        v.resize(100, 1);
+        assert_eq!(v.capacity(), cap, "no reallocation once reserved");
+    }
+
+    /// The solver reserves every buffer before filling it, so a scratch reused for a larger
+    /// system never reallocates (and frees unwiped key hashes) while solving.
+    #[test]
+    fn scratch_reserved_before_use() {
+        use crate::value::Gf128;
+        let mut s = Scratch::default();
+        for n in [10usize, 1000, 5000] {
+            let m = n * 2 + 10;
+            let hasher = RowHasher::new(Block(3), m);
+            let keys: Vec<Block> = (0..n as u128)
+                .map(|i| Block(i * 0x1234_5678_9abc))
+                .collect();
+            let values = keys.clone();
+            let mut out = vec![Block::ZERO; m + 4];
+            solve::<Gf128, Block, obliv_core::AesRng>(
+                m, 4, &hasher, &keys, &values, &mut out, None, &mut s,
+            )
+            .unwrap();
+            assert!(s.rows.capacity() >= n && s.dense.capacity() >= n);
+            assert!(
+                s.stack.capacity() >= m + 3 * n,
+                "{} {}",
+                s.stack.capacity(),
+                m + 3 * n
+            );
+            assert!(s.order.capacity() >= n && s.gap.capacity() >= n);
+        }
+    }
 }
