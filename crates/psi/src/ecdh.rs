@@ -522,7 +522,14 @@ impl PsiSession for EcdhSession {
         C: Channel + ?Sized,
         R: CryptoRng + ?Sized,
     {
-        agree_split(ch, self.hello(), self.role, n, code_name)?;
+        if self.failed {
+            return Err(Error::InvalidParameter(
+                "an earlier run of this ECDH session failed; open a new session".into(),
+            ));
+        }
+        let r = agree_split(ch, self.hello(), self.role, n, code_name);
+        self.failed = r.is_err();
+        r?;
         Ok(vec![self.clone(); n])
     }
 }

@@ -85,7 +85,9 @@ pub enum Error {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// A parameter of this party's own call is out of range: fix the call.
+    /// A parameter of this party's own call is out of range, or the call went to a session
+    /// (or an OT / VOLE generator inside it) that an earlier error ended: fix the call, or
+    /// open a new session.
     InvalidParameter,
     /// The connection failed, timed out or closed: retry, or check the peer is up.
     Network,
@@ -121,7 +123,11 @@ impl Error {
                 obliv_vole::Error::Net(n) => net_kind(n),
                 obliv_vole::Error::BaseOt(o) => ot_kind(o),
                 obliv_vole::Error::ConsistencyCheck => ErrorKind::PeerMisbehaved,
-                obliv_vole::Error::TooLarge { .. } => ErrorKind::InvalidParameter,
+                // An earlier call on the generator failed (that error was the one to act
+                // on): the call went to a spent generator, not a fault of the peer now.
+                obliv_vole::Error::TooLarge { .. } | obliv_vole::Error::Aborted => {
+                    ErrorKind::InvalidParameter
+                }
                 _ => ErrorKind::Internal,
             },
             Error::Okvs(e) => match e {
@@ -150,7 +156,11 @@ fn net_kind(e: &obliv_net::Error) -> ErrorKind {
 fn ot_kind(e: &obliv_ot::Error) -> ErrorKind {
     match e {
         obliv_ot::Error::Net(n) => net_kind(n),
-        obliv_ot::Error::InvalidArgument(_) => ErrorKind::InvalidParameter,
+        // `Aborted`: an earlier call on the session failed, and that error was the one to act
+        // on; this call went to a spent session, not a fault of the peer now.
+        obliv_ot::Error::InvalidArgument(_) | obliv_ot::Error::Aborted => {
+            ErrorKind::InvalidParameter
+        }
         obliv_ot::Error::Core(_) => ErrorKind::Internal,
         _ => ErrorKind::PeerMisbehaved,
     }
@@ -162,6 +172,21 @@ pub type Result<T> = core::result::Result<T, Error>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An `Aborted` of the OT or VOLE layer means an earlier call on that session failed:
+    /// the caller reused a spent session, not a peer misbehaving now (nor a local failure of
+    /// negligible probability).
+    #[test]
+    fn aborted_sessions_are_the_callers_to_replace() {
+        let cases: Vec<Error> = vec![
+            obliv_ot::Error::Aborted.into(),
+            obliv_vole::Error::Aborted.into(),
+            obliv_vole::Error::BaseOt(obliv_ot::Error::Aborted).into(),
+        ];
+        for e in cases {
+            assert_eq!(e.kind(), ErrorKind::InvalidParameter, "{e}");
+        }
+    }
 
     #[test]
     fn kinds_follow_the_cause() {

@@ -321,19 +321,32 @@ fn max_bins(n_r: usize, stat_security: u32) -> usize {
 /// The receiver's side of a KKRT16 PSI session (base OTs done once, many buckets).
 ///
 /// Its OPRF state is zeroized on drop; `Debug` prints no secret.
+///
+/// A failed [`run`](Self::run) ends the session: the two sides' OPRF instance counters may
+/// no longer agree (one side may have finished the OPRF of the failed bucket, the other
+/// not), so every later run, and every session split from it, is refused.
 #[derive(Debug)]
 pub struct KkrtPsiReceiver {
     oprf: KkrtReceiver,
     cfg: KkrtConfig,
+    failed: bool,
 }
 
 /// The sender's side of a KKRT16 PSI session (base OTs done once, many buckets).
 ///
 /// Its OPRF state is zeroized on drop; `Debug` prints no secret.
+///
+/// A failed [`run`](Self::run) ends the session, as for [`KkrtPsiReceiver`].
 #[derive(Debug)]
 pub struct KkrtPsiSender {
     oprf: KkrtSender,
     cfg: KkrtConfig,
+    failed: bool,
+}
+
+/// The error of a call on a session that an earlier error ended.
+fn spent() -> Error {
+    Error::InvalidParameter("an earlier run of this KKRT session failed; open a new session".into())
 }
 
 impl KkrtPsiReceiver {
@@ -350,15 +363,21 @@ impl KkrtPsiReceiver {
         cfg.check()?;
         hello(ch, Role::Receiver, STAGE_SETUP, 0, cfg, 0)?;
         let oprf = KkrtReceiver::setup(ch, rng).map_err(ot_err)?;
-        Ok(KkrtPsiReceiver { oprf, cfg: *cfg })
+        Ok(KkrtPsiReceiver {
+            oprf,
+            cfg: *cfg,
+            failed: false,
+        })
     }
 
     /// An independent session for the same peer without new base OTs (see
     /// [`obliv_ot::kkrt::KkrtReceiver::split`]); the peer splits its sender at the same point.
+    /// The split of a failed session is failed too.
     pub fn split(&mut self) -> Self {
         KkrtPsiReceiver {
             oprf: self.oprf.split(),
             cfg: self.cfg,
+            failed: self.failed,
         }
     }
 
@@ -367,19 +386,34 @@ impl KkrtPsiReceiver {
     ///
     /// # Errors
     /// A handshake mismatch, a peer announcing too many items, a cuckoo table that fails for
-    /// [`CUCKOO_TRIES`] seeds, or a network / protocol error (a frame of the wrong size).
+    /// [`CUCKOO_TRIES`] seeds, or a network / protocol error (a frame of the wrong size);
+    /// [`Error::InvalidParameter`] if an earlier run failed (see [`KkrtPsiReceiver`]).
     pub fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<Vec<usize>>
     where
         C: Channel + ?Sized,
         T: PsiItem + Sync,
         R: CryptoRng + ?Sized,
     {
+        if self.failed {
+            return Err(spent());
+        }
         if items.len() > obliv_cuckoo::MAX_ITEMS / 2 {
             return Err(Error::InvalidParameter(format!(
                 "{} items in one bucket",
                 items.len()
             )));
         }
+        let r = self.run_checked(ch, items, rng);
+        self.failed = r.is_err();
+        r
+    }
+
+    fn run_checked<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<Vec<usize>>
+    where
+        C: Channel + ?Sized,
+        T: PsiItem + Sync,
+        R: CryptoRng + ?Sized,
+    {
         let n_s = hello(
             ch,
             Role::Receiver,
@@ -545,15 +579,21 @@ impl KkrtPsiSender {
         // A second bound under the table-size check of every bucket: the OT extension itself
         // refuses a batch above what the largest agreed bucket needs.
         oprf.set_max_batch(max_bins(cfg.max_peer_items, cfg.stat_security));
-        Ok(KkrtPsiSender { oprf, cfg: *cfg })
+        Ok(KkrtPsiSender {
+            oprf,
+            cfg: *cfg,
+            failed: false,
+        })
     }
 
     /// An independent session for the same peer without new base OTs (see
     /// [`obliv_ot::kkrt::KkrtSender::split`]); the peer splits its receiver at the same point.
+    /// The split of a failed session is failed too.
     pub fn split(&mut self) -> Self {
         KkrtPsiSender {
             oprf: self.oprf.split(),
             cfg: self.cfg,
+            failed: self.failed,
         }
     }
 
@@ -561,19 +601,34 @@ impl KkrtPsiSender {
     ///
     /// # Errors
     /// A handshake mismatch, a peer announcing too many items or an out-of-range table size,
-    /// or a network / protocol error.
+    /// or a network / protocol error; [`Error::InvalidParameter`] if an earlier run failed
+    /// (see [`KkrtPsiSender`]).
     pub fn run<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<()>
     where
         C: Channel + ?Sized,
         T: PsiItem + Sync,
         R: CryptoRng + ?Sized,
     {
+        if self.failed {
+            return Err(spent());
+        }
         if items.len() > obliv_cuckoo::MAX_ITEMS / 2 {
             return Err(Error::InvalidParameter(format!(
                 "{} items in one bucket",
                 items.len()
             )));
         }
+        let r = self.run_checked(ch, items, rng);
+        self.failed = r.is_err();
+        r
+    }
+
+    fn run_checked<C, T, R>(&mut self, ch: &mut C, items: &[T], rng: &mut R) -> Result<()>
+    where
+        C: Channel + ?Sized,
+        T: PsiItem + Sync,
+        R: CryptoRng + ?Sized,
+    {
         let n_r = hello(
             ch,
             Role::Sender,
@@ -733,9 +788,7 @@ impl KkrtSession {
                 };
                 Ok(())
             }
-            KkrtState::Failed => Err(Error::InvalidParameter(
-                "an earlier run of this KKRT session failed; open a new session".into(),
-            )),
+            KkrtState::Failed => Err(spent()),
             _ => Ok(()),
         }
     }
@@ -762,11 +815,7 @@ impl PsiSession for KkrtSession {
                     .set_max_batch(max_bins(cfg.max_peer_items, cfg.stat_security));
                 s.cfg = cfg;
             }
-            KkrtState::Failed => {
-                return Err(Error::InvalidParameter(
-                    "an earlier run of this KKRT session failed; open a new session".into(),
-                ));
-            }
+            KkrtState::Failed => return Err(spent()),
         }
         self.cfg = cfg;
         Ok(())
@@ -807,7 +856,12 @@ impl PsiSession for KkrtSession {
     {
         self.set_up(ch, rng)?;
         let ours = our_hello(self.role, STAGE_SETUP, 0, &self.cfg);
-        agree_split(ch, ours, self.role, n, name_of)?;
+        // A split that failed half-way may have split the peer's OPRF and not ours (its
+        // children would then not correlate with ours): the session ends, as after a run.
+        if let Err(e) = agree_split(ch, ours, self.role, n, name_of) {
+            self.state = KkrtState::Failed;
+            return Err(e);
+        }
         let (role, cfg) = (self.role, self.cfg);
         let child = |state| KkrtSession { role, cfg, state };
         Ok((0..n)

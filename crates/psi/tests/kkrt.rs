@@ -245,6 +245,101 @@ fn hostile_sender_messages_are_errors() {
     drop(t.join().unwrap());
 }
 
+/// A failed run ends a standalone session: the two OPRFs may be out of step (here the
+/// receiver's OPRF finished the bucket, the peer's stream then broke), so the next run, and
+/// a session split from it, are refused before anything is sent, instead of running on
+/// OPRF instances that no longer match the peer's.
+#[test]
+fn a_failed_run_ends_the_standalone_sessions() {
+    let cfg = KkrtConfig::default();
+    // The receiver: a sender that plays the OPRF, then sends a set frame of the wrong size.
+    let (mut a, mut b) = mem_pair();
+    let t = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([13; 16]);
+        let s = KkrtPsiSender::setup(&mut b, &cfg, &mut rng).unwrap();
+        let names = |_: &'static str, v: u8| v.to_string();
+        handshake::exchange(&mut b, &bucket_hello(1, 100), 0, names).unwrap();
+        let _ = b.recv().unwrap(); // table
+        let _ = b.recv(); // OPRF columns
+        b.send(&[0u8; 7]).unwrap();
+        b.flush().unwrap();
+        drop(s);
+        b
+    });
+    let mut rng = AesRng::from_seed([14; 16]);
+    let mut r = KkrtPsiReceiver::setup(&mut a, &cfg, &mut rng).unwrap();
+    r.run(&mut a, &items("h", 0..100), &mut rng).unwrap_err();
+    drop(t.join().unwrap());
+    let (mut a2, b2) = mem_pair();
+    drop(b2);
+    let e = r.run(&mut a2, &items("h", 0..100), &mut rng).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidParameter, "{e}");
+    let e = r
+        .split()
+        .run(&mut a2, &items("h", 0..100), &mut rng)
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidParameter, "{e}");
+    assert_eq!(a2.stats().bytes_sent, 0);
+
+    // The sender: a receiver that announces fewer bins than items.
+    let (mut a, mut b) = mem_pair();
+    let t = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([15; 16]);
+        let r = KkrtPsiReceiver::setup(&mut a, &cfg, &mut rng).unwrap();
+        let names = |_: &'static str, v: u8| v.to_string();
+        handshake::exchange(&mut a, &bucket_hello(0, 100), 1, names).unwrap();
+        let mut m = [0u8; 24];
+        m[16..].copy_from_slice(&50u64.to_le_bytes());
+        a.send(&m).unwrap();
+        a.flush().unwrap();
+        drop(r);
+        a
+    });
+    let mut rng = AesRng::from_seed([16; 16]);
+    let mut s = KkrtPsiSender::setup(&mut b, &cfg, &mut rng).unwrap();
+    s.run(&mut b, &items("h", 0..100), &mut rng).unwrap_err();
+    drop(t.join().unwrap());
+    let (mut b2, a2) = mem_pair();
+    drop(a2);
+    let e = s.run(&mut b2, &items("h", 0..100), &mut rng).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidParameter, "{e}");
+    let e = s
+        .split()
+        .run(&mut b2, &items("h", 0..100), &mut rng)
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidParameter, "{e}");
+    assert_eq!(b2.stats().bytes_sent, 0);
+}
+
+/// A split whose handshake fails ends the session: the peer may have split its OPRF while
+/// this side did not, so later children (or runs) would not correlate with the peer's.
+#[test]
+fn a_failed_split_ends_the_session() {
+    use obliv_psi::PsiSession;
+    use obliv_psi::kkrt::KkrtSession;
+    let cfg = KkrtConfig::default();
+    let (mut a, mut b) = mem_pair();
+    let t = std::thread::spawn(move || {
+        let mut rng = AesRng::from_seed([17; 16]);
+        let mut s = KkrtSession::new(Role::Sender, &cfg).unwrap();
+        // Splits into 3 children where the receiver splits into 2.
+        s.split(&mut b, 3, &mut rng).unwrap_err();
+        b
+    });
+    let mut rng = AesRng::from_seed([18; 16]);
+    let mut r = KkrtSession::new(Role::Receiver, &cfg).unwrap();
+    let e = r.split(&mut a, 2, &mut rng).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Mismatch, "{e}");
+    drop(t.join().unwrap());
+    let (mut a2, b2) = mem_pair();
+    drop(b2);
+    let e = r.run(&mut a2, &items("h", 0..10), &mut rng).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidParameter, "{e}");
+    let e = r.split(&mut a2, 2, &mut rng).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidParameter, "{e}");
+    assert_eq!(a2.stats().bytes_sent, 0);
+}
+
 #[test]
 fn role_and_protocol_mismatch() {
     let (mut a, mut b) = mem_pair();

@@ -56,14 +56,15 @@ fn vole_config(mal: bool) -> VoleConfig {
     })
 }
 
-/// `out[i] ^= x[i]·Δ` for all `i`, in parallel batches.
+/// `out[i] ^= x[i]·Δ` for all `i`, in parallel batches. The scratch products are zeroized:
+/// with `x` the receiver's masked OKVS `A'` (public), one product `A'_i·Δ` gives `Δ`.
 fn add_scaled(out: &mut [Block], x: &[Block], delta: Block) {
     out.par_chunks_mut(4096)
         .zip(x.par_chunks(4096))
         .for_each(|(o, x)| {
-            let mut t = vec![Block::ZERO; x.len()];
+            let mut t = Zeroizing::new(vec![Block::ZERO; x.len()]);
             gf128::scale_into(x, delta, &mut t);
-            for (o, t) in o.iter_mut().zip(&t) {
+            for (o, t) in o.iter_mut().zip(t.iter()) {
                 *o ^= *t;
             }
         });

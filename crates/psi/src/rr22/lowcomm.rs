@@ -101,15 +101,17 @@ fn h64(v: &Block) -> u64 {
     v.0 as u64
 }
 
-/// `out[i] ^= embed64(x[i])·Δ`, in parallel batches.
+/// `out[i] ^= embed64(x[i])·Δ`, in parallel batches. The scratch products are zeroized:
+/// with `x` the receiver's masked OKVS `A'` (public), one product `embed64(A'_i)·Δ` gives
+/// `Δ`.
 fn add_embedded(out: &mut [Block], x: &[u64], delta: Block) {
     out.par_chunks_mut(4096)
         .zip(x.par_chunks(4096))
         .for_each(|(o, x)| {
             let e: Vec<Block> = x.iter().map(|&a| embed64(a)).collect();
-            let mut t = vec![Block::ZERO; e.len()];
+            let mut t = Zeroizing::new(vec![Block::ZERO; e.len()]);
             gf128::scale_into(&e, delta, &mut t);
-            for (o, t) in o.iter_mut().zip(&t) {
+            for (o, t) in o.iter_mut().zip(t.iter()) {
                 *o ^= *t;
             }
         });

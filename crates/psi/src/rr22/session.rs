@@ -504,6 +504,11 @@ impl PsiSession for Rr22Session {
         if self.cfg.variant != Variant::Malicious {
             return Rr22Session::split(self, ch, n, rng);
         }
+        if self.failed {
+            return Err(Error::InvalidParameter(
+                "an earlier run of this RR22 session failed; open a new session".into(),
+            ));
+        }
         if n == 0 || n > MAX_CHILDREN {
             return Err(Error::InvalidParameter(format!(
                 "1..={MAX_CHILDREN} children, not {n}"
@@ -518,7 +523,10 @@ impl PsiSession for Rr22Session {
             n_items: 0,
             param: self.hello_param(),
         };
-        agree_split(ch, ours, self.role, n, code_name)?;
+        if let Err(e) = agree_split(ch, ours, self.role, n, code_name) {
+            self.failed = true;
+            return Err(e);
+        }
         (0..n)
             .map(|_| Rr22Session::new(self.role, &self.cfg))
             .collect()
