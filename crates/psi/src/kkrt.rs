@@ -641,7 +641,8 @@ impl KkrtPsiSender {
             return Ok(());
         }
         let w = compare_width(self.cfg.stat_security, n_r, items.len())?;
-        let mut ys = hash_items(items);
+        // The item hashes are the sender's secret input: wiped whatever the run's outcome.
+        let mut ys = zeroize::Zeroizing::new(hash_items(items));
         ys.sort_unstable();
         ys.dedup();
         self.run_blocks(ch, &ys, items.len(), n_r, w, rng)
@@ -698,7 +699,8 @@ impl KkrtPsiSender {
             .map_err(|_| Error::InvalidParameter("more than 2^32 items in one bucket".into()))?;
         let mut perm: Vec<u32> = (0..n_s32).collect();
         let mut idx = Vec::with_capacity(FRAME_VALUES);
-        let mut inp = Vec::with_capacity(FRAME_VALUES);
+        // OPRF inputs (item hashes with the hash index): wiped on every return.
+        let mut inp = zeroize::Zeroizing::new(Vec::with_capacity(FRAME_VALUES));
         let mut out = vec![Block::ZERO; FRAME_VALUES];
         for k in 0..NUM_HASHES {
             perm.shuffle(&mut RngAdapter(rng));
@@ -711,7 +713,7 @@ impl KkrtPsiSender {
                         inp.push(*y ^ tag(k));
                     }
                 }
-                key.eval_batch(&idx, &inp, &mut out[..idx.len()])
+                key.eval_batch(&idx, &inp[..], &mut out[..idx.len()])
                     .map_err(ot_err)?;
                 let mut frame = Vec::with_capacity(chunk.len() * w);
                 let mut real = out[..idx.len()].iter();
