@@ -25,6 +25,13 @@ impl Point {
     /// `[k]P` in constant time with the four-dimensional GLV+GLS method of [CL15] (the
     /// operator `P * k` does the same).
     ///
+    /// `P` must lie in the order-`N` subgroup, as every point from this crate's constructors
+    /// and from [`Point::decode`] / [`Point::from_bytes`] does: the endomorphisms act as
+    /// scalars only there. On a point from [`Point::from_bytes_unchecked_subgroup`] with a
+    /// small-order component the result is not `[k]P` and its torsion part depends on the
+    /// sub-scalars of `k`; untrusted encodings go through [`Point::decode`] or
+    /// [`Point::mul_many_encoded_projecting`].
+    ///
     /// [CL15]: https://eprint.iacr.org/2015/565
     pub fn mul(&self, k: &Scalar) -> Point {
         scalar_mul::mul_endo(self, &k.limbs())
@@ -162,6 +169,10 @@ impl Point {
     /// Hash bytes to a point of the order-`N` subgroup: FourQlib's constant-time map applied
     /// to `SHA-512(msg)` reduced into GF(p²), then cofactor clearing (see the `hash` module
     /// docs for the exact construction).
+    ///
+    /// Safe on secret messages (the PSI items): no branch and no memory index depends on the
+    /// message contents (the map's two square-root choices are masked selections); the time
+    /// depends on the message length only, through the number of SHA-512 blocks.
     pub fn hash_to_curve(msg: &[u8]) -> Point {
         hash::map_and_clear(&hash::hash_to_fp2(msg))
     }

@@ -36,9 +36,11 @@ impl Field for Scalar {
     const ZERO: Scalar = Scalar::ZERO;
     const ONE: Scalar = Scalar::ONE;
 
+    /// As [`Scalar::random`]: 64 random bytes reduced, the buffer wiped afterwards (also
+    /// when the generator fails part-way).
     fn try_random<R: TryRng + ?Sized>(rng: &mut R) -> Result<Scalar, R::Error> {
-        let mut b = [0u8; 64];
-        rng.try_fill_bytes(&mut b)?;
+        let mut b = zeroize::Zeroizing::new([0u8; 64]);
+        rng.try_fill_bytes(&mut *b)?;
         Ok(Scalar::from_bytes_mod_order_wide(&b))
     }
 

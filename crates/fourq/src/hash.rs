@@ -172,6 +172,39 @@ mod tests {
         }
     }
 
+    /// Edge inputs of the map (what `hash_to_curve_fourqlib_compat` receives from a caller
+    /// that passes raw bytes): zero, one, `p − 1`, `p` and all ones in either half land on the
+    /// curve and, after cofactor clearing, on a non-identity subgroup point; the lanes agree.
+    #[test]
+    fn map_edge_inputs() {
+        let edges = [
+            0u128,
+            1,
+            2,
+            (1 << 126),
+            (1 << 127) - 2,
+            (1 << 127) - 1,
+            u128::MAX,
+        ];
+        let (mut rs, mut want) = (Vec::new(), Vec::new());
+        for &a in &edges {
+            for &b in &edges {
+                let mut bytes = [0u8; 32];
+                bytes[..16].copy_from_slice(&a.to_le_bytes());
+                bytes[16..].copy_from_slice(&b.to_le_bytes());
+                let r = fourqlib_bytes_to_fp2(&bytes);
+                assert!(map_to_curve(&r).is_valid(), "raw map of ({a:x}, {b:x})");
+                let p = map_and_clear(&r);
+                assert!(p.is_torsion_free_vartime() && !p.is_identity_vartime());
+                rs.push(r);
+                want.push(p);
+            }
+        }
+        if let Some(lanes) = crate::backend::vector::map_and_clear_many(&rs) {
+            assert_eq!(lanes, want);
+        }
+    }
+
     #[test]
     fn distinct_inputs_distinct_points() {
         let a = map_and_clear(&hash_to_fp2(b"a"));

@@ -30,7 +30,9 @@ use crate::field::Fp2;
 /// A point of FourQ, in extended twisted Edwards coordinates `(X : Y : Z : Ta·Tb)`.
 ///
 /// Every constructor of this crate returns a point of the prime-order subgroup (order `N`),
-/// except the crate-internal raw map used before cofactor clearing.
+/// except [`Point::from_bytes_unchecked_subgroup`] (and `GroupEncoding::from_bytes_unchecked`,
+/// which calls it), whose points may have a component of order dividing the cofactor 392, and
+/// the crate-internal raw map used before cofactor clearing.
 #[derive(Clone, Copy)]
 pub struct Point {
     pub(crate) x: Fp2,
@@ -210,20 +212,31 @@ impl Point {
     /// Encode many points with one field inversion (Montgomery's trick: `3(n−1)`
     /// multiplications replace `n − 1` inversions). Same output as [`Point::to_bytes`] on
     /// each point.
+    ///
+    /// `Z ≠ 0` for every point of the curve in extended coordinates (complete formulas), but
+    /// the φ/ψ formulas of [`Point::mul`] degenerate to `(0 : 0 : 0)` on a few small-order
+    /// points, which a caller can reach with [`Point::from_bytes_unchecked_subgroup`]. Such a
+    /// `Z = 0` enters the shared product as `1` (a constant-time selection), so it cannot
+    /// zero the common inverse and spoil the encodings of the other points: it encodes as
+    /// [`Point::to_bytes`] encodes it (`Z⁻¹ = 0`), and every other point is unaffected.
     pub fn batch_to_bytes(points: &[Point]) -> Vec<[u8; 32]> {
+        let zs: Vec<Fp2> = points
+            .iter()
+            .map(|p| Fp2::conditional_select(&p.z, &Fp2::ONE, p.z.is_zero()))
+            .collect();
         let mut prefix = Vec::with_capacity(points.len());
         let mut prod = Fp2::ONE;
-        for p in points {
+        for z in &zs {
             prefix.push(prod);
-            prod = prod.mul(&p.z);
+            prod = prod.mul(z);
         }
-        // Z ≠ 0 for every point of the curve in extended coordinates (complete formulas).
         let mut inv = prod.invert();
         let mut out = vec![[0u8; 32]; points.len()];
         for i in (0..points.len()).rev() {
-            let zi = inv.mul(&prefix[i]);
-            inv = inv.mul(&points[i].z);
             let p = &points[i];
+            // The inverse of the substituted 1 is 1; `to_bytes` inverts a zero `Z` to 0.
+            let zi = Fp2::conditional_select(&inv.mul(&prefix[i]), &Fp2::ZERO, p.z.is_zero());
+            inv = inv.mul(&zs[i]);
             out[i] = encode_affine(&p.x.mul(&zi).canonical(), &p.y.mul(&zi).canonical());
         }
         out
@@ -840,6 +853,75 @@ pub(crate) mod tests {
         let m = AffineR5::from_point(&g2);
         assert_eq!(g.add_r5(&m), g + g2);
         assert!(g.psi().is_valid() && g.phi().is_valid());
+    }
+
+    /// A point with `Z = 0` (what φ/ψ give on the small-order points where they degenerate,
+    /// reachable through `from_bytes_unchecked_subgroup` and `mul`) encodes in a batch as it
+    /// does alone and leaves the other encodings of the batch intact.
+    #[test]
+    fn batch_encoding_isolates_zero_z() {
+        let g = Point::generator();
+        let degenerate = Point {
+            x: Fp2::ZERO,
+            y: Fp2::ZERO,
+            z: Fp2::ZERO,
+            ta: Fp2::ZERO,
+            tb: Fp2::ZERO,
+        };
+        let pts = [g, degenerate, g.double(), degenerate, g.double() + g];
+        let want: Vec<[u8; 32]> = pts.iter().map(Point::to_bytes).collect();
+        assert_eq!(Point::batch_to_bytes(&pts), want);
+        assert_eq!(
+            Point::batch_to_bytes(&[degenerate]),
+            vec![degenerate.to_bytes()]
+        );
+    }
+
+    /// Hostile encodings of the identity `(0, 1)` and the generator: every alias of a
+    /// coordinate (`y0 + p`, `y1 + p`, bit 127 of `y0`, each half equal to `p` or all ones)
+    /// and the sign bit on `x = 0` are rejected by both decoders.
+    #[test]
+    fn aliased_coordinates_rejected() {
+        let p = (1u128 << 127) - 1;
+        let enc = |y0: u128, y1: u128, sign: bool| {
+            let mut b = [0u8; 32];
+            b[..16].copy_from_slice(&y0.to_le_bytes());
+            b[16..].copy_from_slice(&y1.to_le_bytes());
+            b[31] |= u8::from(sign) << 7;
+            b
+        };
+        let rejected = |b: &[u8; 32]| {
+            bool::from(Point::from_bytes_unchecked_subgroup(b).is_none())
+                && bool::from(Point::from_bytes(b).is_none())
+        };
+        // The identity: y = 1 + 0·i.
+        assert!(!rejected(&enc(1, 0, false)));
+        for b in [
+            enc(1 + p, 0, false), // y0 + p = 2^127: bit 127 of the first half
+            enc(1, p, false),     // y1 = p ≡ 0
+            enc(p, 0, false),
+            enc(u128::MAX, 0, false),
+            enc(1, p, true), // y1 = p with the sign bit: every bit of the second half set
+            enc(1, 0, true), // the sign bit on x = 0
+        ] {
+            assert!(rejected(&b), "{b:02x?}");
+        }
+        // The generator: its y0 + p (below 2^128) and the same with bit 127 of y0 alone.
+        let gb = Point::generator().to_bytes();
+        let y0 = u128::from_le_bytes(gb[..16].try_into().unwrap());
+        let mut y1b: [u8; 16] = gb[16..].try_into().unwrap();
+        let sign = y1b[15] >> 7 == 1;
+        y1b[15] &= 0x7f;
+        let y1 = u128::from_le_bytes(y1b);
+        assert_eq!(enc(y0, y1, sign), gb);
+        assert!(!rejected(&gb));
+        assert!(rejected(&enc(y0 + p, y1, sign)));
+        assert!(rejected(&enc(y0 | 1 << 127, y1, sign)));
+        // The other sign is the other point with this y.
+        assert_eq!(
+            Point::from_bytes(&enc(y0, y1, !sign)).unwrap(),
+            -Point::generator()
+        );
     }
 
     #[test]

@@ -177,6 +177,45 @@ pub(crate) fn precompute(p: &Point) -> [PointR2; 8] {
     t
 }
 
+/// Test builds record every table entry a constant-time look-up reads ([`scan_trace`]); other
+/// builds compile this to nothing.
+#[inline(always)]
+pub(crate) fn note_scan(entry: usize) {
+    #[cfg(test)]
+    scan_trace::note(entry);
+    #[cfg(not(test))]
+    let _ = entry;
+}
+
+/// A per-thread trace of the table entries read by the constant-time look-ups (test builds
+/// only): how many reads, an order-sensitive digest of the entry indices, and the set of
+/// entries read. Equal traces for different scalars show that the sequence of memory reads of
+/// the look-ups does not depend on the secret digits.
+#[cfg(test)]
+pub(crate) mod scan_trace {
+    use std::cell::Cell;
+
+    /// `(reads, digest of the index sequence, bit set of the indices read)`.
+    pub(crate) type Trace = (u64, u64, u64);
+
+    thread_local! {
+        static TRACE: Cell<Trace> = const { Cell::new((0, 0, 0)) };
+    }
+
+    pub(crate) fn note(entry: usize) {
+        TRACE.with(|t| {
+            let (n, h, set) = t.get();
+            let h = (h ^ (entry as u64 + 1)).wrapping_mul(0x0100_0000_01b3);
+            t.set((n + 1, h, set | 1 << entry));
+        });
+    }
+
+    /// The trace since the last call (and a fresh one started).
+    pub(crate) fn take() -> Trace {
+        TRACE.with(|t| t.replace((0, 0, 0)))
+    }
+}
+
 /// An all-ones mask when `a == b`, else zero, hidden from the optimiser so that it cannot turn
 /// the masked accumulation below back into a branch or an indexed load.
 #[inline(always)]
@@ -191,6 +230,7 @@ fn eq_mask(a: u8, b: u8) -> u64 {
 fn lookup8(table: &[[u64; 16]; 8], digit: u8, neg: u8) -> PointR2 {
     let mut acc = [0u64; 16];
     for (j, e) in table.iter().enumerate() {
+        note_scan(j);
         let m = eq_mask(digit, j as u8);
         for (a, w) in acc.iter_mut().zip(e.iter()) {
             *a |= w & m;
@@ -288,6 +328,7 @@ pub(crate) fn mul_fixed_window(p: &Point, k: &[u64; 4]) -> Point {
         let (abs, neg) = abs_sign(e[i]);
         let mut s = identity;
         for (j, t) in table.iter().enumerate() {
+            note_scan(j);
             s.conditional_assign(t, abs.ct_eq(&((j + 1) as u8)));
         }
         s.conditional_negate(neg);
@@ -334,6 +375,7 @@ pub(crate) fn mul_base(k: &[u64; 4]) -> Point {
         let (abs, neg) = abs_sign(digit);
         let mut s = AffineR5::IDENTITY;
         for (j, t) in row.iter().enumerate() {
+            note_scan(j);
             s.conditional_assign(t, abs.ct_eq(&((j + 1) as u8)));
         }
         s.conditional_negate(neg);
@@ -603,6 +645,51 @@ mod tests {
             let lhs = double_mul_vartime(&to_words(&sa), &p, &to_words(&sb));
             let rhs = mul_base(&to_words(&sa)) + mul_endo(&p, &to_words(&sb));
             prop_assert_eq!(lhs, rhs);
+        }
+    }
+
+    /// Structural constant-time check: whatever the scalar (zero, one, `N − 1`, single bits,
+    /// random), every look-up of the CL15 ladder, the fixed-window reference and the
+    /// fixed-base multiplication reads all entries of its table in the same order (the same
+    /// number of reads, the same index sequence), so no memory index depends on a digit.
+    #[test]
+    fn lookups_scan_every_entry_whatever_the_scalar() {
+        use super::scan_trace::{Trace, take};
+        let p = Point::hash_to_curve(b"scan");
+        let mut n1 = ORDER;
+        n1[0] -= 1;
+        let mut ks: Vec<[u64; 4]> = vec![[0; 4], [1, 0, 0, 0], [2, 0, 0, 0], [15, 0, 0, 0], n1];
+        ks.extend((0..246).step_by(7).map(|b| {
+            let mut k = [0u64; 4];
+            k[b / 64] = 1 << (b % 64);
+            k
+        }));
+        ks.extend((0u8..4).map(|i| {
+            to_words(&Scalar::from_bytes_mod_order_wide(
+                &[i.wrapping_mul(77) ^ 0x5a; 64],
+            ))
+        }));
+        type Op<'a> = &'a dyn Fn(&[u64; 4]) -> Point;
+        let ops: [(&str, Op, u64); 3] = [
+            ("mul_endo", &|k| mul_endo(&p, k), 65 * 8),
+            ("mul_fixed_window", &|k| mul_fixed_window(&p, k), 64 * 8),
+            ("mul_base", &|k| mul_base(k), 64 * 8),
+        ];
+        init_base_table();
+        for (name, op, reads) in ops {
+            let traces: Vec<Trace> = ks
+                .iter()
+                .map(|k| {
+                    take();
+                    let _ = op(k);
+                    take()
+                })
+                .collect();
+            assert_eq!(traces[0].0, reads, "{name}");
+            assert_eq!(traces[0].2, 0xff, "{name}");
+            for (k, t) in ks.iter().zip(&traces) {
+                assert_eq!(*t, traces[0], "{name} with {k:x?}");
+            }
         }
     }
 

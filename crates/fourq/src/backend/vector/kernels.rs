@@ -454,7 +454,10 @@ enable! {
     /// every lane), then `−Q = (Y−X, X+Y, 2Z, −2dT)` is blended in under the negation mask.
     #[inline]
     fn lookup(table: &Table, digit: u8, negate: u8) -> P2 {
-        let masks: [V; 8] = core::array::from_fn(|j| splat(eq_mask(digit, j as u8)));
+        let masks: [V; 8] = core::array::from_fn(|j| {
+            crate::scalar_mul::note_scan(j);
+            splat(eq_mask(digit, j as u8))
+        });
         let mut acc: [V; WORDS] = if LOOKUP_WORD_BY_WORD {
             // The word being picked and the eight masks stay in registers.
             core::array::from_fn(|w| {
