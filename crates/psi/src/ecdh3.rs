@@ -143,6 +143,30 @@ const KEY_CONTEXT: &str = "obliv-psi ecdh3 layout 2: key of a doubly masked elem
 const SEAL_CONTEXT: &str = "obliv-psi ecdh3 layout 2: index and pad of a key";
 /// Longest `I(k) ‖ E(k)`: a 16-byte index and a 33-byte point.
 const MAX_SEAL: usize = 16 + 33;
+/// Most of `Q`'s keys that may share one index. Honest keys are pseudorandom and there are
+/// at least `16·n_P` indices, so `t` keys share one with probability at most
+/// `M·16^-t / t!` over the `M` indices: below `2^-200` at `t = 33` for any `M ≤ 2^128`. A
+/// longer run (repeated keys, or keys ground to one index) only makes `C` try every key of
+/// the run on every sealed point of that index: up to `n_P·n_Q` key checks if `P` gives every
+/// sealed point the same index. Refusing it bounds `C`'s work by `MAX_KEYS_PER_INDEX·n_Q`
+/// checks.
+const MAX_KEYS_PER_INDEX: usize = 32;
+
+/// `C`: refuses `Q`'s keys (sorted by index) if more than [`MAX_KEYS_PER_INDEX`] share one
+/// index.
+fn check_key_runs(keys: &[(u128, [u8; KEY_LEN])]) -> Result<()> {
+    let mut longest = 0;
+    for run in keys.chunk_by(|a, b| a.0 == b.0) {
+        longest = longest.max(run.len());
+    }
+    if longest > MAX_KEYS_PER_INDEX {
+        return Err(Error::Protocol(format!(
+            "{longest} of the keys share one index (honest keys: at most {MAX_KEYS_PER_INDEX} \
+             but with negligible probability)"
+        )));
+    }
+    Ok(())
+}
 
 /// Runs three-party ECDH-PSI as party `session.rank()` of a three-party session; `receiver`
 /// is the rank of the party that learns the result. A peer may announce at most
@@ -519,6 +543,7 @@ impl Three {
             }
         }
         keys.par_sort_unstable_by_key(|e| e.0);
+        check_key_runs(&keys)?;
         let common = self.open(&sealed, &keys);
         drop(sealed);
         drop(keys);
@@ -569,6 +594,34 @@ mod tests {
             w: 8,
             w_idx,
         }
+    }
+
+    /// Repeated keys (or keys sharing one index) from `Q` used to be accepted, letting a `Q`
+    /// colluding with `P` make `C` run `n_P·n_Q` key checks; a run above the bound is refused,
+    /// while honest keys at the real index width pass.
+    #[test]
+    fn long_runs_of_keys_on_one_index_are_refused() {
+        let w_idx = index_width(1 << 16);
+        let mut keys: Vec<(u128, [u8; KEY_LEN])> = (0..1u32 << 16)
+            .map(|i| {
+                let k = element_key(&i.to_le_bytes());
+                let mut idx = [0u8; 16];
+                index_and_pad(&k, &mut idx[..w_idx]);
+                (pack(&idx[..w_idx]), k)
+            })
+            .collect();
+        keys.sort_unstable_by_key(|e| e.0);
+        assert!(check_key_runs(&keys).is_ok());
+        // One key repeated: the run is refused, at one past the bound and not at the bound.
+        let k = keys[7];
+        let mut bad = keys.clone();
+        bad.extend(std::iter::repeat_n(k, MAX_KEYS_PER_INDEX));
+        bad.sort_unstable_by_key(|e| e.0);
+        assert!(matches!(check_key_runs(&bad), Err(Error::Protocol(_))));
+        let mut edge: Vec<_> = std::iter::repeat_n(k, MAX_KEYS_PER_INDEX).collect();
+        assert!(check_key_runs(&edge).is_ok());
+        edge.push(k);
+        assert!(check_key_runs(&edge).is_err());
     }
 
     /// The index widths of the layout: four bits beyond `log₂ n_P`, whole bytes.
