@@ -562,3 +562,54 @@ fn a_server_set_that_changed_since_the_offline_phase_is_refused() {
     assert_eq!(c.unwrap(), (0..10).collect::<Vec<_>>());
     assert_eq!(s.unwrap().unwrap(), (490..500).collect::<Vec<_>>());
 }
+
+/// A server announcing more values than the client agreed to hold (its cache takes `width`
+/// bytes per value) is refused before any value arrives, in the offline phase and in an
+/// append that would take the cache past the bound: a hostile server cannot fill the
+/// client's disk.
+#[test]
+fn a_server_above_max_server_items_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let server_cfg = UbConfig {
+        batch_size: 256,
+        ..UbConfig::default()
+    };
+    let client_cfg = UbConfig {
+        max_server_items: 1000,
+        ..server_cfg
+    };
+    let key = key(&server_cfg);
+    let path = dir.path().join("cache.bin");
+    let (mut a, mut b) = mem_pair();
+    let big = items("s", 0..1001);
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            let _ = offline_server(
+                &mut a,
+                &key,
+                &big,
+                &server_cfg,
+                &mut AesRng::from_seed([3; 16]),
+            );
+        });
+        let r = offline_client(&mut b, &client_cfg, &path);
+        drop(b);
+        r
+    });
+    let e = r.unwrap_err();
+    assert_eq!(e.kind(), obliv_psi::ErrorKind::PeerMisbehaved, "{e}");
+    assert!(!path.exists());
+    // At the bound: accepted; one more value in an append: refused, the cache unchanged.
+    let full = items("s", 0..1000);
+    let cache = offline(&key, &full, client_cfg, &path);
+    assert_eq!(cache.len(), 1000);
+    let (_, r) = append(
+        &key,
+        &ServerSet::new(&key, &full),
+        &items("t", 0..1),
+        client_cfg,
+        &cache,
+    );
+    assert_eq!(r.unwrap_err().kind(), obliv_psi::ErrorKind::PeerMisbehaved);
+    assert_eq!(Cache::open(&path).unwrap().len(), 1000);
+}

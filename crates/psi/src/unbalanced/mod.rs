@@ -54,6 +54,10 @@
 //!   probability of any false positive over the key's whole life below 2^-40 (the client
 //!   checks the same bound for one phase).
 //!
+//! The client, for its part, holds at most [`UbConfig::max_server_items`] values (offline
+//! phase and appends together) and refuses a server that announces more before any value
+//! arrives, so the cache's size on disk is what the client agreed to.
+//!
 //! The count lives in the [`ServerKey`]; a key loaded from or saved to a file records every
 //! reservation there (atomically) before the phase answers, so the budget holds across
 //! processes. A refused phase is an [`Error::Protocol`] naming `max_client_items` or
@@ -88,7 +92,7 @@ use rand_core::CryptoRng;
 use rayon::prelude::*;
 
 use crate::ecdh::{MAX_BATCH, STAT_SECURITY, batch_len, code_name, curve_code, frame, parse};
-use crate::error::{Error, Result};
+use crate::error::{Error, PeerMisbehaved, Result};
 use crate::handshake::{self, Hello};
 
 mod cache;
@@ -139,6 +143,11 @@ pub struct UbConfig {
     /// Most OPRF evaluations one [`ServerKey`] answers over its lifetime, summed over every
     /// online phase (see [Query budget](self#query-budget)). Default 2^32. Server side only.
     pub max_key_queries: u64,
+    /// Most values a server may announce for the client's cache, over the offline phase and
+    /// every append (the client refuses more before receiving any value, so a hostile server
+    /// cannot fill its disk: the cache takes `width` bytes per value, plus 5 with
+    /// `server_get_result`). Default 2^34. Client side only.
+    pub max_server_items: u64,
 }
 
 impl Default for UbConfig {
@@ -150,6 +159,7 @@ impl Default for UbConfig {
             server_get_result: false,
             max_client_items: 1 << 24,
             max_key_queries: 1 << 32,
+            max_server_items: 1 << 34,
         }
     }
 }
@@ -326,6 +336,21 @@ fn recv_fingerprint<C: Channel + ?Sized>(ch: &mut C) -> Result<[u8; 32]> {
         .map_err(|_| Error::Protocol("the key fingerprint must be 32 bytes".into()))
 }
 
+/// The client: refuses a server that announces `added` values on top of the `held` ones of
+/// its cache beyond [`UbConfig::max_server_items`], before any value arrives.
+fn check_server_items(cfg: &UbConfig, held: u64, added: u64) -> Result<()> {
+    let total = held.saturating_add(added);
+    if total > cfg.max_server_items {
+        return Err(PeerMisbehaved::TooLarge {
+            field: "the server's set size (max_server_items)",
+            announced: total,
+            max: cfg.max_server_items,
+        }
+        .into());
+    }
+    Ok(())
+}
+
 fn announced(n: u64, who: &str) -> Result<usize> {
     usize::try_from(n).map_err(|_| Error::Protocol(format!("{who} announced too many items")))
 }
@@ -388,6 +413,7 @@ pub fn offline_client<C: Channel + ?Sized>(
         ROLE_SERVER,
         names,
     )?;
+    check_server_items(cfg, 0, theirs.n_items)?;
     let n = announced(theirs.n_items, "the server")?;
     check_positions(cfg, theirs.n_items)?;
     let fp = recv_fingerprint(ch)?;
@@ -485,6 +511,7 @@ pub fn offline_append_client<C: Channel + ?Sized>(
             }
         )));
     }
+    check_server_items(cfg, offset, theirs.n_items)?;
     check_positions(cfg, offset.saturating_add(theirs.n_items))?;
     let mut builder = CacheBuilder::extend(cache);
     receive_values(ch, &mut builder, n, offset, cfg)?;
