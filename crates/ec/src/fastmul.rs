@@ -599,18 +599,46 @@ impl<C: Params> Point<C> {
             if i != DIGITS - 1 {
                 acc = acc.double5();
             }
-            // d in [−16, 15]: its sign bit and |d| in [0, 16], without a branch.
-            let neg = d.to_ne_bytes()[0] >> 7;
-            let abs = (d ^ -(neg as i8)).to_ne_bytes()[0].wrapping_add(neg);
-            let mut t = Self::IDENTITY;
-            for (j, e) in table.iter().enumerate() {
-                // j < 16: the cast is lossless.
-                t.conditional_assign(e, abs.ct_eq(&(j as u8 + 1)));
-            }
-            t.y = Fe::conditional_select(&t.y, &t.y.neg(), Choice::from(neg));
-            acc = acc.add(&t);
+            acc = acc.add(&Self::select_digit(&table, d));
         }
         acc
+    }
+
+    /// `[d]P` for a secret digit `d ∈ [−16, 15]` from the table `[1]P … [16]P`: every entry
+    /// is read and kept or not by a masked select (`d = 0` keeps none: the identity), then `Y`
+    /// is negated by a select when `d < 0`. No branch or index depends on `d`.
+    #[inline(always)]
+    fn select_digit(table: &[Self; 16], d: i8) -> Self {
+        // d in [−16, 15]: its sign bit and |d| in [0, 16], without a branch.
+        let neg = d.to_ne_bytes()[0] >> 7;
+        let abs = (d ^ -(neg as i8)).to_ne_bytes()[0].wrapping_add(neg);
+        let mut t = Self::IDENTITY;
+        for (j, e) in table.iter().enumerate() {
+            #[cfg(test)]
+            lookup_scan::touch();
+            // j < 16: the cast is lossless.
+            t.conditional_assign(e, abs.ct_eq(&(j as u8 + 1)));
+        }
+        t.y = Fe::conditional_select(&t.y, &t.y.neg(), Choice::from(neg));
+        t
+    }
+}
+
+/// Test builds only: counts the table entries [`Point::select_digit`] reads on this thread,
+/// so that a test can check that every lookup scans the whole table whatever the digit.
+#[cfg(test)]
+mod lookup_scan {
+    use std::cell::Cell;
+
+    thread_local!(static READS: Cell<usize> = const { Cell::new(0) });
+
+    pub(super) fn touch() {
+        READS.with(|r| r.set(r.get() + 1));
+    }
+
+    /// The number of entries read since the last call (on this thread).
+    pub(super) fn take() -> usize {
+        READS.with(|r| r.replace(0))
     }
 }
 
@@ -1135,6 +1163,53 @@ mod tests {
         }
         assert_eq!(acc, *k);
         assert!((0..=2).contains(&d[DIGITS - 1]));
+    }
+
+    /// The secret-digit lookup reads all sixteen entries for every digit (the identity for
+    /// `d = 0` included) and returns `[d]P`; and a whole multiplication reads exactly
+    /// `16 × DIGITS` entries, whatever the scalar.
+    #[test]
+    fn digit_lookup_scans_the_whole_table() {
+        /// `gx`, `gy`: the curve's generator, big-endian hex.
+        fn check<C: Params>(gx: &str, gy: &str, k: &[u8; 32]) {
+            let g = Point::<C> {
+                x: Fe::from_be_bytes(&hex::decode(gx).unwrap()).unwrap(),
+                y: Fe::from_be_bytes(&hex::decode(gy).unwrap()).unwrap(),
+                z: Fe::ONE,
+            };
+            let mut table = [g; 16];
+            for j in 1..16 {
+                table[j] = table[j - 1].add(&g);
+            }
+            let _ = lookup_scan::take();
+            for d in -16i8..=15 {
+                let t = Point::select_digit(&table, d);
+                assert_eq!(lookup_scan::take(), 16, "d = {d}");
+                let want = match d.unsigned_abs() {
+                    0 => Point::IDENTITY,
+                    a => table[usize::from(a) - 1],
+                };
+                let want_y = if d < 0 { want.y.neg() } else { want.y };
+                assert!(
+                    bool::from(t.x.ct_eq(&want.x) & t.y.ct_eq(&want_y) & t.z.ct_eq(&want.z)),
+                    "d = {d}"
+                );
+            }
+            let _ = g.mul_digits(&recode(k));
+            assert_eq!(lookup_scan::take(), 16 * DIGITS);
+        }
+        for k in [[0u8; 32], [0xffu8; 32], [0x5au8; 32]] {
+            check::<P256Params>(
+                "6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296",
+                "4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5",
+                &k,
+            );
+            check::<Sm2Params>(
+                "32c4ae2c1f1981195f9904466a39c9948fe30bbff2660be1715a4589334c74c7",
+                "bc3736a2f4f6779c59bdcee36b692153d0a9877cc62a474002df32e52139f0a0",
+                &k,
+            );
+        }
     }
 
     #[test]

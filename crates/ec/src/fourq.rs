@@ -173,6 +173,7 @@ impl PrimeGroup for FourQ {
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) -> Result<(), Error> {
+        crate::check_out_len(encodings.len(), out.len())?;
         let slices: Vec<&[u8]> = encodings.iter().map(AsRef::as_ref).collect();
         let results = Point::mul_many_encoded_projecting(&k.0, &slices);
         for (i, (o, r)) in out.iter_mut().zip(results).enumerate() {
@@ -193,6 +194,7 @@ impl PrimeGroup for FourQ {
     }
 
     fn mul_and_encode_chunk(points: &[Point], k: &SecretScalar<Scalar>, out: &mut [[u8; 32]]) {
+        crate::assert_out_len(points.len(), out.len());
         for (o, e) in out.iter_mut().zip(Point::mul_many_to_bytes(&k.0, points)) {
             *o = e;
         }

@@ -141,10 +141,11 @@ pub trait PrimeGroup: Copy + Send + Sync + fmt::Debug + 'static {
     type Encoded: Encoding;
 
     /// RFC 9380 `hash_to_curve(msg)` with the domain separation tag `dst` (any non-empty
-    /// string; tags over 255 bytes are hashed as RFC 9380 §5.3.3 says).
+    /// string; tags over 255 bytes are hashed as RFC 9380 §5.3.3 says). [`FourQ`] has no
+    /// RFC 9380 suite: it prefixes the message with the tag and its 16-bit length instead.
     ///
     /// # Errors
-    /// [`Error::HashToCurve`] if `dst` is empty.
+    /// [`Error::HashToCurve`] if `dst` is empty, or for [`FourQ`] longer than 65 535 bytes.
     fn hash_to_point_with_dst(msg: &[u8], dst: &[u8]) -> Result<Self::Point, Error>;
 
     /// `hash_to_curve(msg)` with [`DEFAULT_DST`](Self::DEFAULT_DST).
@@ -200,12 +201,16 @@ pub trait PrimeGroup: Copy + Send + Sync + fmt::Debug + 'static {
     ///
     /// The default multiplies and encodes point by point; the implementations override it to
     /// share the normalisation of the whole chunk (one inversion, Montgomery's trick).
-    /// `out.len()` must equal `points.len()` (the callers in this crate guarantee it).
+    ///
+    /// # Panics
+    /// If `out.len() != points.len()` (a caller bug; the batch methods of this crate always
+    /// pass equal lengths).
     fn mul_and_encode_chunk(
         points: &[Self::Point],
         k: &SecretScalar<Self::ScalarInner>,
         out: &mut [Self::Encoded],
     ) {
+        assert_out_len(points.len(), out.len());
         for (p, o) in points.iter().zip(out.iter_mut()) {
             *o = Self::encode(&Self::mul(p, k));
         }
@@ -218,12 +223,16 @@ pub trait PrimeGroup: Copy + Send + Sync + fmt::Debug + 'static {
     /// The default hashes item by item and calls
     /// [`mul_and_encode_chunk`](Self::mul_and_encode_chunk); a group may fuse the two (for
     /// example run the map to the curve in SIMD lanes) as long as the output is identical.
-    /// `out.len()` must equal `items.len()` (the callers in this crate guarantee it).
+    ///
+    /// # Panics
+    /// If `out.len() != items.len()` (a caller bug; the batch methods of this crate always
+    /// pass equal lengths).
     fn hash_mul_and_encode_chunk<T: AsRef<[u8]>>(
         items: &[T],
         k: &SecretScalar<Self::ScalarInner>,
         out: &mut [Self::Encoded],
     ) {
+        assert_out_len(items.len(), out.len());
         let pts: Vec<Self::Point> = items
             .iter()
             .map(|x| Self::hash_to_point(x.as_ref()))
@@ -311,17 +320,18 @@ pub trait PrimeGroup: Copy + Send + Sync + fmt::Debug + 'static {
     /// clearing the cofactor instead of a separate subgroup check, with `k` divided by the
     /// cofactor); it must still reject every encoding that [`decode`](Self::decode) rejects as
     /// off the curve, and document what it does with the rest.
-    /// `first_index` is the position of `encodings[0]` in the whole batch, for error reports;
-    /// `out.len()` must equal `encodings.len()`.
+    /// `first_index` is the position of `encodings[0]` in the whole batch, for error reports.
     ///
     /// # Errors
-    /// [`Error::Batch`] naming the first invalid encoding and why it was rejected.
+    /// [`Error::BufferLength`] if `out.len() != encodings.len()`; [`Error::Batch`] naming the
+    /// first invalid encoding and why it was rejected.
     fn decode_mul_and_encode_chunk<E: AsRef<[u8]>>(
         encodings: &[E],
         first_index: usize,
         k: &SecretScalar<Self::ScalarInner>,
         out: &mut [Self::Encoded],
     ) -> Result<(), Error> {
+        check_out_len(encodings.len(), out.len())?;
         let pts = encodings
             .iter()
             .enumerate()
@@ -334,6 +344,31 @@ pub trait PrimeGroup: Copy + Send + Sync + fmt::Debug + 'static {
             .collect::<Result<Vec<_>, Error>>()?;
         Self::mul_and_encode_chunk(&pts, k, out);
         Ok(())
+    }
+}
+
+/// The precondition of the infallible chunk methods ([`PrimeGroup::mul_and_encode_chunk`],
+/// [`PrimeGroup::hash_mul_and_encode_chunk`]): one output per input. A mismatch is a caller
+/// bug, and every implementation panics on it alike (rather than truncating, or writing
+/// padding lanes past the input, depending on the backend).
+#[track_caller]
+pub(crate) fn assert_out_len(inputs: usize, out: usize) {
+    assert!(
+        inputs == out,
+        "output buffer holds {out} elements, the input {inputs}"
+    );
+}
+
+/// The precondition of [`PrimeGroup::decode_mul_and_encode_chunk`] and its reference paths,
+/// as an error: one output per encoding.
+pub(crate) fn check_out_len(inputs: usize, out: usize) -> Result<(), Error> {
+    if inputs == out {
+        Ok(())
+    } else {
+        Err(Error::BufferLength {
+            expected: inputs,
+            got: out,
+        })
     }
 }
 

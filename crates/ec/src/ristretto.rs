@@ -90,12 +90,16 @@ impl Ristretto255 {
     /// The reference batch path on curve25519-dalek (`[k/2]P` per point, then dalek's
     /// `double_and_compress_batch`), whatever the CPU: the fallback of
     /// [`PrimeGroup::mul_and_encode_chunk`], public so that tests and benches can compare
-    /// the two. `out.len()` must equal `points.len()`.
+    /// the two.
+    ///
+    /// # Panics
+    /// If `out.len() != points.len()`.
     pub fn mul_and_encode_chunk_dalek(
         points: &[RistrettoPoint],
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) {
+        crate::assert_out_len(points.len(), out.len());
         // [k]P = [2]([k/2]P): dalek encodes doubled points in a batch with one inversion.
         let half = SecretScalar(k.0 * Scalar::from_bytes_mod_order(INV_TWO));
         let halves: Vec<RistrettoPoint> = points.iter().map(|p| p * half.0).collect();
@@ -109,13 +113,15 @@ impl Ristretto255 {
     /// of each encoding, then [`Self::mul_and_encode_chunk_dalek`]).
     ///
     /// # Errors
-    /// [`Error::Batch`] naming the first invalid encoding and why it was rejected.
+    /// [`Error::BufferLength`] if `out.len() != encodings.len()`; [`Error::Batch`] naming the
+    /// first invalid encoding and why it was rejected.
     pub fn decode_mul_and_encode_chunk_dalek<E: AsRef<[u8]>>(
         encodings: &[E],
         first_index: usize,
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) -> Result<(), Error> {
+        crate::check_out_len(encodings.len(), out.len())?;
         let pts = encodings
             .iter()
             .enumerate()
@@ -269,6 +275,7 @@ impl PrimeGroup for Ristretto255 {
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) {
+        crate::assert_out_len(points.len(), out.len());
         #[cfg(obliv_x86_simd)]
         if let Some(ifma) = ifma() {
             // dalek keeps the coordinates private; its batched encoding of doubled points
@@ -293,6 +300,7 @@ impl PrimeGroup for Ristretto255 {
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) {
+        crate::assert_out_len(items.len(), out.len());
         #[cfg(obliv_x86_simd)]
         if let Some(ifma) = ifma() {
             // expand_message_xmd (SHA-512, eight items per AVX-512F lane group, from the
@@ -316,6 +324,7 @@ impl PrimeGroup for Ristretto255 {
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) -> Result<(), Error> {
+        crate::check_out_len(encodings.len(), out.len())?;
         #[cfg(obliv_x86_simd)]
         if let Some(ifma) = ifma() {
             let encs: Option<Vec<[u8; 32]>> = encodings

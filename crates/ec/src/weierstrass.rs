@@ -23,6 +23,7 @@ macro_rules! impl_weierstrass {
         k: &SecretScalar<$krate::Scalar>,
         out: &mut [[u8; 33]],
     ) {
+        $crate::assert_out_len(points.len(), out.len());
         let prod: Vec<Self::Point> = points.iter().map(|p| p * &k.0).collect();
         let mut aff = vec![<$krate::AffinePoint as Default>::default(); prod.len()];
         <$krate::ProjectivePoint as group::Curve>::batch_normalize(&prod, &mut aff);
@@ -58,6 +59,7 @@ macro_rules! impl_weierstrass {
             k: &SecretScalar<Self::ScalarInner>,
             out: &mut [[u8; 33]],
         ) -> Result<(), Error> {
+            $crate::check_out_len(encodings.len(), out.len())?;
             #[cfg(obliv_x86_simd)]
             {
                 let mut repr = ff::PrimeField::to_repr(&k.0);
@@ -116,6 +118,7 @@ macro_rules! impl_weierstrass {
             k: &SecretScalar<$krate::Scalar>,
             out: &mut [[u8; 33]],
         ) {
+            $crate::assert_out_len(points.len(), out.len());
             // Eight IFMA lanes (`ifma_weierstrass`) with the scalar recoded once; without
             // them the crate's own multiplication and one normalisation for the chunk.
             #[cfg(obliv_x86_simd)]
@@ -148,6 +151,7 @@ macro_rules! impl_weierstrass {
             k: &SecretScalar<$krate::Scalar>,
             out: &mut [[u8; 33]],
         ) {
+            $crate::assert_out_len(points.len(), out.len());
             // The multiplication and the output normalisation run in eight IFMA lanes
             // (`ifma_weierstrass`) or, without them, in `fastmul`, with the scalar recoded once.
             let coords = $crate::weierstrass::impl_weierstrass!(@coords $krate, points);
@@ -169,6 +173,7 @@ macro_rules! impl_weierstrass {
             k: &SecretScalar<$krate::Scalar>,
             out: &mut [[u8; 33]],
         ) {
+            $crate::assert_out_len(items.len(), out.len());
             #[cfg(obliv_x86_simd)]
             {
                 let mut repr = ff::PrimeField::to_repr(&k.0);

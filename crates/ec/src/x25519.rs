@@ -235,12 +235,16 @@ impl X25519 {
 
     /// The reference path of [`PrimeGroup::mul_and_encode_chunk`]: `u([s']P)` with
     /// `s' = 8·(k/8 mod ℓ)` for each point on dalek's Edwards arithmetic (dalek's ladder for a
-    /// `u` on the twist), whatever the CPU. `out.len()` must equal `points.len()`.
+    /// `u` on the twist), whatever the CPU.
+    ///
+    /// # Panics
+    /// If `out.len() != points.len()`.
     pub fn mul_and_encode_chunk_serial(
         points: &[MontgomeryPoint],
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) {
+        crate::assert_out_len(points.len(), out.len());
         let t = torsion_free_scalar(&k.0);
         for (p, o) in points.iter().zip(out.iter_mut()) {
             *o = mul_any(&p.0, &t);
@@ -249,12 +253,15 @@ impl X25519 {
 
     /// The reference path of [`PrimeGroup::hash_mul_and_encode_chunk`]: dalek's RFC 9380
     /// hash per item (on edwards25519, cofactor cleared), times `k`, mapped to `u`.
-    /// `out.len()` must equal `items.len()`.
+    ///
+    /// # Panics
+    /// If `out.len() != items.len()`.
     pub fn hash_mul_and_encode_chunk_serial<T: AsRef<[u8]>>(
         items: &[T],
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) {
+        crate::assert_out_len(items.len(), out.len());
         for (x, o) in items.iter().zip(out.iter_mut()) {
             let h = EdwardsPoint::hash_to_curve::<Sha512>(&[x.as_ref()], &[Self::DEFAULT_DST]);
             *o = (h * k.0).to_montgomery().to_bytes();
@@ -266,13 +273,15 @@ impl X25519 {
     /// point on dalek's Edwards arithmetic (which projects its torsion away).
     ///
     /// # Errors
-    /// [`Error::Batch`] naming the first invalid encoding and why it was rejected.
+    /// [`Error::BufferLength`] if `out.len() != encodings.len()`; [`Error::Batch`] naming the
+    /// first invalid encoding and why it was rejected.
     pub fn decode_mul_and_encode_chunk_serial<E: AsRef<[u8]>>(
         encodings: &[E],
         first_index: usize,
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) -> Result<(), Error> {
+        crate::check_out_len(encodings.len(), out.len())?;
         let ps = encodings
             .iter()
             .enumerate()
@@ -532,6 +541,7 @@ impl PrimeGroup for X25519 {
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) {
+        crate::assert_out_len(points.len(), out.len());
         #[cfg(obliv_x86_simd)]
         if let Some(ifma) = ifma() {
             let us: Vec<[u8; 32]> = points.iter().map(|p| p.0).collect();
@@ -549,6 +559,7 @@ impl PrimeGroup for X25519 {
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) {
+        crate::assert_out_len(items.len(), out.len());
         #[cfg(obliv_x86_simd)]
         if let Some(ifma) = ifma() {
             // expand_message_xmd (SHA-512, eight items per AVX-512F lane group) and
@@ -571,6 +582,7 @@ impl PrimeGroup for X25519 {
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) -> Result<(), Error> {
+        crate::check_out_len(encodings.len(), out.len())?;
         #[cfg(obliv_x86_simd)]
         if let Some(ifma) = ifma() {
             // The byte checks serially (public data), the on-curve test in lanes; any

@@ -150,6 +150,39 @@ macro_rules! group_suite {
                 ));
             }
 
+            /// The public chunk methods with an output buffer of the wrong size (around the
+            /// eight-lane vector width): the fallible one returns `BufferLength`, the
+            /// infallible ones panic, on every backend alike; nothing is silently truncated or
+            /// padded.
+            #[test]
+            fn chunk_methods_reject_mismatched_buffers() {
+                let k = scalar(5);
+                for (n, m) in [(3usize, 2usize), (3, 8), (9, 1), (16, 3), (16, 17), (0, 1)] {
+                    let items: Vec<Vec<u8>> = (0..n).map(|i| format!("chunk-{i}").into_bytes()).collect();
+                    let pts: Vec<<G as PrimeGroup>::Point> =
+                        items.iter().map(|x| G::hash_to_point(x)).collect();
+                    let enc: Vec<<G as PrimeGroup>::Encoded> = pts.iter().map(G::encode).collect();
+                    let mut out = vec![<G as PrimeGroup>::Encoded::default_zero(); m];
+                    let r = G::decode_mul_and_encode_chunk(&enc, 0, &k, &mut out);
+                    assert!(
+                        matches!(r, Err(Error::BufferLength { expected, got }) if expected == n && got == m),
+                        "n = {n}, out = {m}: {r:?}"
+                    );
+                    let panics = |f: &mut dyn FnMut()| {
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err()
+                    };
+                    let mut out = vec![<G as PrimeGroup>::Encoded::default_zero(); m];
+                    assert!(
+                        panics(&mut || G::mul_and_encode_chunk(&pts, &k, &mut out)),
+                        "mul_and_encode_chunk, n = {n}, out = {m}"
+                    );
+                    assert!(
+                        panics(&mut || G::hash_mul_and_encode_chunk(&items, &k, &mut out)),
+                        "hash_mul_and_encode_chunk, n = {n}, out = {m}"
+                    );
+                }
+            }
+
             #[test]
             fn hash_to_point_properties() {
                 let a = G::hash_to_point(b"alice");
