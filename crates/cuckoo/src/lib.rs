@@ -1252,7 +1252,8 @@ mod tests {
             for n in (4..=130).chain([200, 256, 512, 1000, 2048, 4096, 8192, 1 << 20]) {
                 let bins = CuckooParams::new(n, lambda).unwrap().bins;
                 let m = bins as f64;
-                let c4 = (n * (n - 1) * (n - 2) * (n - 3) / 24) as f64;
+                let nf = n as f64;
+                let c4 = nf * (nf - 1.0) * (nf - 2.0) * (nf - 3.0) / 24.0;
                 let four = c4 * (m * (m - 1.0) * (m - 2.0) / 6.0).powi(-3);
                 assert!(
                     four.log2() <= -f64::from(lambda),
