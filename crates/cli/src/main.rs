@@ -142,6 +142,20 @@ struct UbCmd {
     /// when it passes). The offline phase has only the idle timeouts.
     #[arg(long, default_value_t = obliv_cli::deadline::DEFAULT_STEP_TIMEOUT.as_secs())]
     step_timeout: u64,
+    /// Server, online: most items a client may query in one online phase (refused before
+    /// anything is answered).
+    #[arg(long, default_value_t = obliv_psi::unbalanced::UbConfig::default().max_client_items)]
+    max_client_items: usize,
+    /// Server: most OPRF evaluations one key answers over its lifetime, summed over every
+    /// online phase and recorded in the key file (the offline phase must run again with a new
+    /// key once it is spent; a lower bound also follows from the OPRF width and the set size).
+    #[arg(long, default_value_t = obliv_psi::unbalanced::UbConfig::default().max_key_queries)]
+    max_key_queries: u64,
+    /// Client: most values the server may send for the cache (refused before any value
+    /// arrives, so a hostile server cannot fill this disk: 12 bytes per value, 17 with
+    /// `--server-get-result`).
+    #[arg(long, default_value_t = obliv_psi::unbalanced::UbConfig::default().max_server_items)]
+    max_server_items: u64,
     #[command(flatten)]
     tls: obliv_cli::tls::TlsArgs,
 }
@@ -517,6 +531,9 @@ fn run_ub(u: &UbCmd) -> Result<(), CliError> {
         server_get_result: u.server_get_result,
         connect_timeout: Duration::from_secs(u.connect_timeout),
         step_timeout: Duration::from_secs(u.step_timeout),
+        max_client_items: u.max_client_items,
+        max_key_queries: u.max_key_queries,
+        max_server_items: u.max_server_items,
         tls: u
             .tls
             .setup(&u.parties, &party::parse_parties(&u.parties)?, u.rank)?,

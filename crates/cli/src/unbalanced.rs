@@ -67,6 +67,15 @@ pub struct UbArgs {
     pub step_timeout: Duration,
     /// TLS on the link (`None`: plaintext); see [`crate::tls`].
     pub tls: Option<crate::tls::TlsSetup>,
+    /// Server: most items a client may query in one online phase
+    /// ([`UbConfig::max_client_items`]).
+    pub max_client_items: usize,
+    /// Server: most OPRF evaluations a key answers over its lifetime
+    /// ([`UbConfig::max_key_queries`]).
+    pub max_key_queries: u64,
+    /// Client: most values the server may send for the cache, offline phase and appends
+    /// together ([`UbConfig::max_server_items`]).
+    pub max_server_items: u64,
 }
 
 /// Where the server keeps the summary of its set ([`ServerSet`]: segment sizes and the keyed
@@ -133,6 +142,9 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
     let cfg = UbConfig {
         curve: a.curve,
         server_get_result: a.server_get_result,
+        max_client_items: a.max_client_items,
+        max_key_queries: a.max_key_queries,
+        max_server_items: a.max_server_items,
         ..UbConfig::default()
     };
     // The party that learns the result needs somewhere to write it, checked before any work.
@@ -353,6 +365,9 @@ mod tests {
             connect_timeout: Duration::from_secs(2),
             step_timeout: Duration::from_secs(60),
             tls: None,
+            max_client_items: UbConfig::default().max_client_items,
+            max_key_queries: UbConfig::default().max_key_queries,
+            max_server_items: UbConfig::default().max_server_items,
         }
     }
 

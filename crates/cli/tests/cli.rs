@@ -327,6 +327,72 @@ fn unbalanced_offline_then_online_twice() {
     }
 }
 
+/// The unbalanced-PSI limits of `UbConfig` are command-line flags: each refuses a job just
+/// above it, on the side that sets it, and an otherwise identical job at the limit runs.
+#[test]
+fn unbalanced_limits_are_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("server.csv"),
+        (0..50).fold(String::from("id\n"), |s, i| s + &format!("u{i}\n")),
+    )
+    .unwrap();
+    std::fs::write(d.join("client.csv"), "id\nu5\nx1\nu49\n").unwrap();
+    let run = |phase: &str, server: &[&str], client: &[&str]| {
+        let (pa, pb) = free_ports();
+        let parties = format!("127.0.0.1:{pa},127.0.0.1:{pb}");
+        let common = |role: &str, rank: &str| {
+            let mut c = obliv();
+            c.args(["ub-psi", phase, "--role", role, "--rank", rank])
+                .args(["--parties", &parties, "--connect-timeout", "10"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            c
+        };
+        let mut s = common("server", "0");
+        s.args(server)
+            .arg("--input")
+            .arg(d.join("server.csv"))
+            .arg("--key-file")
+            .arg(d.join("server.key"));
+        let mut c = common("client", "1");
+        c.args(client)
+            .arg("--cache")
+            .arg(d.join("cache.bin"))
+            .arg("--input")
+            .arg(d.join("client.csv"))
+            .arg("--output")
+            .arg(d.join("out.csv"));
+        let (s, c) = (s.spawn().unwrap(), c.spawn().unwrap());
+        (s.wait_with_output().unwrap(), c.wait_with_output().unwrap())
+    };
+    let ok = |o: &std::process::Output| {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let refused = |o: &std::process::Output, what: &str| {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "expected a refusal naming {what}");
+        assert!(err.contains(what), "{err}");
+    };
+    // The client's cache limit: 49 values refused, 50 taken.
+    let (_, co) = run("offline", &[], &["--max-server-items", "49"]);
+    refused(&co, "max_server_items");
+    let (so, co) = run("offline", &[], &["--max-server-items", "50"]);
+    ok(&so);
+    ok(&co);
+    // The server's per-phase limit: the client's 3 distinct items against 2.
+    let (so, _) = run("online", &["--max-client-items", "2"], &[]);
+    refused(&so, "max_client_items");
+    // The key's lifetime budget: 3 queries fit in 5 once, not twice.
+    let (so, co) = run("online", &["--max-key-queries", "5"], &[]);
+    ok(&so);
+    ok(&co);
+    assert_eq!(lines(&d.join("out.csv")), vec!["id", "u5", "u49"]);
+    let (so, _) = run("online", &["--max-key-queries", "5"], &[]);
+    refused(&so, "max_key_queries");
+}
+
 fn unbalanced_run(server_gets_result: bool) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

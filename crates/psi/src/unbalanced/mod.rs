@@ -62,7 +62,12 @@
 //! reservation there (atomically) before the phase answers, so the budget holds across
 //! processes. A refused phase is an [`Error::Protocol`] naming `max_client_items` or
 //! `max_key_queries`; once a key's budget is spent, the server makes a new key and runs the
-//! offline phase again.
+//! offline phase again. The reservation follows the announced count, so a client that
+//! announces `n` items and then sends fewer (or none) still spends `n` evaluations of the
+//! budget: it could have spent them as well by sending `n` random points, so this costs the
+//! server nothing it does not already concede to any client it answers, and a phase never
+//! answers more points than it reserved. The command line sets these limits with
+//! `--max-client-items`, `--max-key-queries` and `--max-server-items`.
 //!
 //! # Security and leakage
 //!
