@@ -129,7 +129,11 @@ impl Default for MuxOptions {
 /// demultiplexer stops reading until a sub-channel takes a frame, which pushes back on the
 /// peer (and holds up frames for the other sub-channels meanwhile; their receives then end
 /// at [`MuxOptions::recv_timeout`] or their deadlines). Memory is thus bounded by
-/// `min(max_queued, max_sub_channels × max_queued_per_sub)` plus one frame.
+/// `min(max_queued, max_sub_channels × max_queued_per_sub)` plus one frame. A peer that
+/// spreads frames over several sub-channels, each under its cap, can thus hold up the others
+/// until their timeouts: no more than a peer that stops sending can always do, and with this
+/// side's memory still bounded. (Per-sub-channel credit would let the others go on; it needs
+/// a change of the wire format and is not implemented.)
 ///
 /// # Dropping
 ///
