@@ -36,10 +36,13 @@ pub struct Aes {
 impl Aes {
     /// Expands `key`.
     pub fn new(key: Block) -> Self {
-        let key_bytes = Array::from(key.to_bytes());
-        Aes {
+        let mut key_bytes = Array::from(key.to_bytes());
+        let aes = Aes {
             cipher: Aes128::new(&key_bytes),
-        }
+        };
+        // The key's copy on the stack is wiped (the schedule inside `cipher` on drop).
+        key_bytes.as_mut_slice().zeroize();
+        aes
     }
 
     /// The fixed-key permutation π (AES under [`FIXED_KEY`]).
@@ -196,6 +199,9 @@ const RNG_BUFFER: usize = 64;
 
 /// A cryptographically secure `rand_core` RNG on top of [`Prg`], buffering 1 KiB of output.
 ///
+/// Buffered bytes are wiped as they are handed out, so values drawn earlier (keys, Δ, seeds)
+/// do not stay in the RNG's memory for its lifetime.
+///
 /// Seed it with [`AesRng::from_seed`] (16 bytes) for reproducible streams, or with
 /// [`AesRng::from_entropy`] for a fresh key from the operating system.
 pub struct AesRng {
@@ -234,7 +240,9 @@ impl AesRng {
     pub fn random_block(&mut self) -> Block {
         let mut b = [0u8; 16];
         self.fill(&mut b);
-        Block::from_bytes(b)
+        let out = Block::from_bytes(b);
+        b.zeroize();
+        out
     }
 
     /// Fills `out` with random blocks, straight from the PRG (no buffering).
@@ -258,8 +266,10 @@ impl AesRng {
                 self.pos = 0;
             }
             let take = (total - self.pos).min(dst.len() - written);
-            let bytes = Block::slice_as_bytes(&self.buffer);
-            dst[written..written + take].copy_from_slice(&bytes[self.pos..self.pos + take]);
+            let bytes = &mut Block::slice_as_bytes_mut(&mut self.buffer)[self.pos..self.pos + take];
+            dst[written..written + take].copy_from_slice(bytes);
+            // Handed out: not kept.
+            bytes.zeroize();
             self.pos += take;
             written += take;
         }
@@ -349,6 +359,33 @@ mod tests {
 
     use super::*;
     use rand_core::Rng;
+
+    /// Regression: bytes handed out by `AesRng` stayed in its 1 KiB buffer until the next
+    /// refill, so a Δ or a seed drawn from a long-lived RNG stayed in memory with it.
+    #[test]
+    fn rng_wipes_the_bytes_it_hands_out() {
+        let mut rng = AesRng::from_seed([3u8; 16]);
+        let mut twin = AesRng::from_seed([3u8; 16]);
+        let first = rng.random_block();
+        assert_eq!(first, twin.random_block());
+        let mut more = [0u8; 21];
+        rng.fill_bytes(&mut more);
+        let used = 16 + more.len();
+        let bytes = Block::slice_as_bytes(&rng.buffer);
+        assert!(
+            bytes[..used].iter().all(|&b| b == 0),
+            "handed-out bytes kept"
+        );
+        assert!(
+            bytes[used..].iter().any(|&b| b != 0),
+            "unread bytes still buffered"
+        );
+        // The stream itself is unchanged.
+        let mut twin_more = [0u8; 21];
+        twin.fill_bytes(&mut twin_more);
+        assert_eq!(more, twin_more);
+        assert_eq!(rng.next_u64(), twin.next_u64());
+    }
 
     /// FIPS-197 Appendix C.1 (AES-128).
     #[test]

@@ -129,11 +129,30 @@ pub fn ro_hash_block(domain: &str, input: &[u8]) -> Block {
 /// [`hash_blocks`](Self::hash_blocks) hashes sixteen of them at a time in SIMD lanes: in one
 /// pass of sixteen AVX-512 lanes where the CPU has AVX-512F/BW, else in two passes of eight
 /// AVX2 lanes where it has AVX2. Keep one per thread (for example with rayon's `map_init`).
-#[derive(Clone, Debug)]
+///
+/// `Debug` prints no key material (a [`RoHasher::keyed`] key may be secret), and the key
+/// words of the single-block path are wiped on drop.
+#[derive(Clone)]
 pub struct RoHasher {
     state: blake3::Hasher,
     /// Key words and mode flag of the single-block path.
     short: Option<([u32; 8], u32)>,
+}
+
+impl core::fmt::Debug for RoHasher {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RoHasher")
+            .field("single_block_path", &self.short.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for RoHasher {
+    fn drop(&mut self) {
+        if let Some((key, _)) = &mut self.short {
+            zeroize::Zeroize::zeroize(key);
+        }
+    }
 }
 
 /// Inputs up to this length are one BLAKE3 block.
@@ -222,6 +241,16 @@ impl RoHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: `RoHasher` derived `Debug`, which printed the key words of a keyed
+    /// hasher (`{:?}` in a log line leaked the key).
+    #[test]
+    fn ro_hasher_debug_hides_the_key() {
+        let shown = format!("{:?}", RoHasher::keyed(&[0xab; 32]));
+        assert!(!shown.contains(&0xabab_abab_u32.to_string()), "{shown}");
+        assert!(!shown.to_lowercase().contains("abab"), "{shown}");
+        assert!(shown.starts_with("RoHasher"));
+    }
 
     #[test]
     fn ro_hasher_matches_one_shot_forms() {

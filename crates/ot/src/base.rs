@@ -37,9 +37,11 @@
 //! semi-honest security and use these OTs as the base of semi-honest OT extension; we do not
 //! present this protocol as UC-secure against a malicious receiver.
 //!
-//! Hostile input: the sender rejects a `B_i` that does not decode as a Ristretto point; the
-//! receiver rejects an `A` that does not decode or is the identity. Message lengths are
-//! checked before anything is allocated.
+//! Hostile input: the sender rejects a `B_i` that does not decode as a Ristretto point or is
+//! the identity; the receiver rejects an `A` that does not decode or is the identity
+//! (Ristretto255 is a prime-order group, so decoding leaves no small-order points to check).
+//! Message lengths are checked before anything is allocated. The secret scalars and the
+//! Diffie–Hellman points are wiped on every exit, errors included.
 //!
 //! [CO15]: https://eprint.iacr.org/2015/267
 //! [MRR21]: https://eprint.iacr.org/2021/682
@@ -51,7 +53,7 @@ use obliv_core::Block;
 use obliv_net::{Channel, ChannelExt};
 use rand_core::CryptoRng;
 use subtle::{Choice, ConditionallySelectable, ConstantTimeEq};
-use zeroize::{Zeroize, ZeroizeOnDrop};
+use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 use crate::error::{Error, Result};
 
@@ -153,6 +155,22 @@ fn check_n(n: usize) -> Result<()> {
     Ok(())
 }
 
+/// A peer's point: it must decode as a Ristretto point and must not be the identity (the
+/// group has prime order, so these are the only checks). `what`/`index` name it in the error.
+fn decode_nonidentity(
+    bytes: &[u8; 32],
+    what: &'static str,
+    index: usize,
+) -> Result<RistrettoPoint> {
+    let p = CompressedRistretto(*bytes)
+        .decompress()
+        .ok_or(Error::InvalidPoint { what, index })?;
+    if bool::from(p.ct_eq(&RistrettoPoint::identity())) {
+        return Err(Error::InvalidPoint { what, index });
+    }
+    Ok(p)
+}
+
 /// `H(i, A, B, P)` truncated to a block.
 fn kdf(i: usize, a: &[u8; 32], b: &[u8; 32], p: &RistrettoPoint) -> Block {
     let mut input = [0u8; 8 + 32 * 3];
@@ -177,30 +195,27 @@ pub fn send_random<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     rng: &mut R,
 ) -> Result<SenderBaseOts> {
     check_n(n)?;
-    let mut a = Scalar::random(rng);
+    let a = Zeroizing::new(Scalar::random(rng));
     let big_a = RistrettoPoint::mul_base(&a);
-    let t = a * big_a;
+    let t = Zeroizing::new(*a * big_a);
     let a_bytes = big_a.compress().to_bytes();
     channel.send(&a_bytes)?;
     channel.flush()?;
     let bs: Vec<[u8; 32]> = channel.recv_pod_exact(n)?;
-    let mut messages = Vec::with_capacity(n);
+    // Keys made so far are wiped if a later point is rejected.
+    let mut out = SenderBaseOts {
+        messages: Vec::with_capacity(n),
+    };
     for (i, b_bytes) in bs.iter().enumerate() {
-        let b = CompressedRistretto(*b_bytes)
-            .decompress()
-            .ok_or(Error::InvalidPoint {
-                what: "base OT receiver points",
-                index: i,
-            })?;
-        let p0 = a * b;
-        let p1 = p0 - t;
-        messages.push([
+        let b = decode_nonidentity(b_bytes, "base OT receiver points", i)?;
+        let p0 = Zeroizing::new(*a * b);
+        let p1 = Zeroizing::new(*p0 - *t);
+        out.messages.push([
             kdf(i, &a_bytes, b_bytes, &p0),
             kdf(i, &a_bytes, b_bytes, &p1),
         ]);
     }
-    a.zeroize();
-    Ok(SenderBaseOts { messages })
+    Ok(out)
 }
 
 /// The receiver of random base OTs with the given choice bits: returns `m_i^{c_i}`.
@@ -212,19 +227,9 @@ pub fn receive_random<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     let n = choices.len();
     check_n(n)?;
     let a_bytes: [u8; 32] = channel.recv_array()?;
-    let big_a = CompressedRistretto(a_bytes)
-        .decompress()
-        .ok_or(Error::InvalidPoint {
-            what: "base OT sender point A",
-            index: 0,
-        })?;
-    if bool::from(big_a.ct_eq(&RistrettoPoint::identity())) {
-        return Err(Error::InvalidPoint {
-            what: "base OT sender point A (identity)",
-            index: 0,
-        });
-    }
-    let mut scalars = Vec::with_capacity(n);
+    let big_a = decode_nonidentity(&a_bytes, "base OT sender point A", 0)?;
+    // The secret scalars `b_i`: wiped on every exit, errors included.
+    let mut scalars: Zeroizing<Vec<Scalar>> = Zeroizing::new(Vec::with_capacity(n));
     let mut bs = Vec::with_capacity(n);
     for &c in choices {
         let b = Scalar::random(rng);
@@ -237,9 +242,9 @@ pub fn receive_random<C: Channel + ?Sized, R: CryptoRng + ?Sized>(
     channel.flush()?;
     let mut messages = Vec::with_capacity(n);
     for (i, (b, b_bytes)) in scalars.iter().zip(&bs).enumerate() {
-        messages.push(kdf(i, &a_bytes, b_bytes, &(b * big_a)));
+        let p = Zeroizing::new(b * big_a);
+        messages.push(kdf(i, &a_bytes, b_bytes, &p));
     }
-    scalars.zeroize();
     Ok(ReceiverBaseOts {
         choices: choices.to_vec(),
         messages,
@@ -354,6 +359,33 @@ mod tests {
             let e = receive_random(&mut b, &[true], &mut AesRng::from_seed([6; 16])).unwrap_err();
             assert!(
                 matches!(e, Error::InvalidPoint { .. } | Error::Net(_)),
+                "{e}"
+            );
+        }
+    }
+
+    /// Regression: the sender accepted the identity as a receiver point `B_i` (only `A` was
+    /// checked), though the brief of this module is that no peer point may be the identity.
+    #[test]
+    fn identity_receiver_point_is_rejected() {
+        let mut msg = [0u8; 64];
+        msg[32..].copy_from_slice(RistrettoPoint::mul_base(&Scalar::ONE).compress().as_bytes());
+        for (bad, index) in [
+            (msg, 0usize),
+            (
+                {
+                    let mut m = [0u8; 64];
+                    m[..32].copy_from_slice(&msg[32..]);
+                    m
+                },
+                1,
+            ),
+        ] {
+            let (mut a, mut b) = mem_pair();
+            b.send(&bad).unwrap();
+            let e = send_random(&mut a, 2, &mut AesRng::from_seed([7; 16])).unwrap_err();
+            assert!(
+                matches!(e, Error::InvalidPoint { index: i, .. } if i == index),
                 "{e}"
             );
         }

@@ -62,7 +62,7 @@ use obliv_core::{Block, Prg};
 use obliv_net::{Channel, ChannelExt};
 use rand_core::CryptoRng;
 use subtle::{Choice, ConditionallySelectable};
-use zeroize::{Zeroize, ZeroizeOnDrop};
+use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 use crate::base::{self, ReceiverBaseOts, SenderBaseOts};
 use crate::error::{Error, Result, guarded};
@@ -80,6 +80,9 @@ pub const SPLIT_SPAN_LOG: u32 = 40;
 pub const MAX_OTS: usize = 1 << 40;
 
 /// Packs booleans into blocks, bit `i % 128` of block `i / 128` = `bits[i]`, padding with 0.
+///
+/// # Panics
+/// Panics if `out` has fewer than `bits.len().div_ceil(128)` blocks (a caller bug).
 pub fn pack_bits(bits: &[bool], out: &mut [Block]) {
     out.fill(Block::ZERO);
     for (i, &b) in bits.iter().enumerate() {
@@ -103,6 +106,32 @@ fn check_len(what: &str, expected: usize, got: usize) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Checks that a call of `n` OTs (padding included) fits the session's OT index space
+/// starting at `count`: the index is a tweak of the output hash and must never wrap.
+fn check_index_room(count: u64, n: usize) -> Result<()> {
+    let total = u64::try_from(padded(n)).unwrap_or(u64::MAX);
+    if count.checked_add(total).is_none() {
+        return Err(Error::LimitExceeded {
+            field: "OT index of the session (OTs produced so far) for a call of this size",
+            got: count,
+            max: u64::MAX - total,
+        });
+    }
+    Ok(())
+}
+
+/// Advances a parent's OT index past the range its [`Sender::split`] /
+/// [`Receiver::split`] child takes; `false` if the index space is used up.
+pub(crate) fn advance_for_split(count: &mut u64) -> bool {
+    match count.checked_add(1 << SPLIT_SPAN_LOG) {
+        Some(c) => {
+            *count = c;
+            true
+        }
+        None => false,
+    }
 }
 
 /// Δ as a block from the 128 base-OT choice bits (bit `j` = choice `j`).
@@ -177,8 +206,11 @@ impl Sender {
         channel: &mut C,
         rng: &mut R,
     ) -> Result<Self> {
-        let delta = Block::random(rng);
-        let choices: Vec<bool> = (0..KAPPA).map(|j| delta.bit(j)).collect();
+        let mut delta = Block::random(rng);
+        // The choice bits are Δ: wiped on every exit.
+        let choices: Zeroizing<Vec<bool>> =
+            Zeroizing::new((0..KAPPA).map(|j| delta.bit(j)).collect());
+        delta.zeroize();
         let base = base::receive_random(channel, &choices, rng)?;
         Self::new_with_base(&base)
     }
@@ -211,20 +243,27 @@ impl Sender {
     /// lock step with each other (e.g. on another thread over a sub-channel) while the
     /// parents go on independently. This is how PSI buckets run concurrently on one set of
     /// base OTs.
+    ///
+    /// If this session's 64-bit OT index cannot skip 2^40 ahead any more, both this session
+    /// and the child are aborted (every call is [`Error::Aborted`]): the indices are hash
+    /// tweaks and must not wrap around.
     pub fn split(&mut self) -> Self {
         let prgs = self
             .prgs
             .iter_mut()
             .map(|p| Prg::new(p.next_block()))
             .collect();
-        let child = Sender {
+        let mut child = Sender {
             delta: self.delta,
             prgs,
             count: self.count,
             rows: Vec::new(),
             aborted: self.aborted,
         };
-        self.count += 1 << SPLIT_SPAN_LOG;
+        if !advance_for_split(&mut self.count) {
+            self.aborted = true;
+            child.aborted = true;
+        }
         child
     }
 
@@ -273,6 +312,8 @@ impl Sender {
         let mut aborted = self.aborted;
         let res = guarded(&mut aborted, || self.extend_once(channel, out, post));
         self.aborted = aborted;
+        // The rows hold the correlation `q^j` of the last chunk: wiped on every exit.
+        self.rows.zeroize();
         res
     }
 
@@ -282,7 +323,8 @@ impl Sender {
         out: &mut [Block],
         mut post: impl FnMut(u64, &mut [Block]),
     ) -> Result<()> {
-        let mut scratch = Vec::new();
+        check_index_room(self.count, out.len())?;
+        let mut scratch = Zeroizing::new(Vec::new());
         for piece in out.chunks_mut(CHUNK_OTS) {
             let m = padded(piece.len());
             let first = self.count;
@@ -329,8 +371,9 @@ impl Sender {
     ) -> Result<()> {
         check_n(out.len())?;
         let delta = self.delta;
-        let mut q = vec![Block::ZERO; out.len().min(CHUNK_OTS)];
-        let mut q1 = vec![Block::ZERO; q.len()];
+        // Raw correlations: wiped on every exit, errors included.
+        let mut q = Zeroizing::new(vec![Block::ZERO; out.len().min(CHUNK_OTS)]);
+        let mut q1 = Zeroizing::new(vec![Block::ZERO; q.len()]);
         for piece in out.chunks_mut(CHUNK_OTS) {
             let len = piece.len();
             let first = self.count;
@@ -344,8 +387,6 @@ impl Sender {
                 *o = [*a, *b];
             }
         }
-        q.zeroize();
-        q1.zeroize();
         Ok(())
     }
 
@@ -363,7 +404,23 @@ impl Sender {
 
     /// Chosen-message OT: the receiver learns `messages[i][r_i]` and nothing about the other.
     /// Runs a random OT and sends `messages[i][b] ⊕ m_i^b` (32 bytes per OT).
+    ///
+    /// # Errors
+    /// A failed call (also when sending the masked messages fails) ends the session: every
+    /// later call is [`Error::Aborted`].
     pub fn send_chosen<C: Channel + ?Sized>(
+        &mut self,
+        channel: &mut C,
+        messages: &[[Block; 2]],
+    ) -> Result<()> {
+        check_n(messages.len())?;
+        let mut aborted = self.aborted;
+        let res = guarded(&mut aborted, || self.send_chosen_once(channel, messages));
+        self.aborted = aborted;
+        res
+    }
+
+    fn send_chosen_once<C: Channel + ?Sized>(
         &mut self,
         channel: &mut C,
         messages: &[[Block; 2]],
@@ -418,20 +475,26 @@ impl Receiver {
     /// lock step with each other (e.g. on another thread over a sub-channel) while the
     /// parents go on independently. This is how PSI buckets run concurrently on one set of
     /// base OTs.
+    ///
+    /// If this session's 64-bit OT index cannot skip 2^40 ahead any more, both this session
+    /// and the child are aborted (see [`Sender::split`]).
     pub fn split(&mut self) -> Self {
         let prgs = self
             .prgs
             .iter_mut()
             .map(|p| [Prg::new(p[0].next_block()), Prg::new(p[1].next_block())])
             .collect();
-        let child = Receiver {
+        let mut child = Receiver {
             prgs,
             count: self.count,
             rows: Vec::new(),
             tmp: Vec::new(),
             aborted: self.aborted,
         };
-        self.count += 1 << SPLIT_SPAN_LOG;
+        if !advance_for_split(&mut self.count) {
+            self.aborted = true;
+            child.aborted = true;
+        }
         child
     }
 
@@ -488,6 +551,10 @@ impl Receiver {
         let mut aborted = self.aborted;
         let res = guarded(&mut aborted, || self.extend_once(channel, choices, out));
         self.aborted = aborted;
+        // The rows hold `t^j` of the last chunk: wiped on every exit (`tmp` held what was
+        // sent, wiped all the same).
+        self.rows.zeroize();
+        self.tmp.zeroize();
         res
     }
 
@@ -497,8 +564,10 @@ impl Receiver {
         choices: &[bool],
         out: &mut [Block],
     ) -> Result<()> {
-        let mut scratch = Vec::new();
-        let mut r = vec![Block::ZERO; CHUNK_OTS / 128];
+        check_index_room(self.count, out.len())?;
+        // Outputs of a padded chunk and the packed choice bits: wiped on every exit.
+        let mut scratch = Zeroizing::new(Vec::new());
+        let mut r = Zeroizing::new(vec![Block::ZERO; CHUNK_OTS / 128]);
         for (piece, ch) in out.chunks_mut(CHUNK_OTS).zip(choices.chunks(CHUNK_OTS)) {
             let m = padded(piece.len());
             pack_bits(ch, &mut r[..m / 128]);
@@ -511,7 +580,6 @@ impl Receiver {
                 scratch.zeroize();
             }
         }
-        r.zeroize();
         channel.flush()?;
         Ok(())
     }
@@ -582,16 +650,33 @@ impl Receiver {
 
     /// Chosen-message OT: returns `messages[i][r_i]` of the sender's
     /// [`Sender::send_chosen`].
+    ///
+    /// # Errors
+    /// A failed call (also a masked-message frame of the wrong length or a timeout waiting
+    /// for it) ends the session: every later call is [`Error::Aborted`]. Otherwise a late
+    /// frame of this call would be read as the next call's masked messages.
     pub fn receive_chosen<C: Channel + ?Sized>(
         &mut self,
         channel: &mut C,
         choices: &[bool],
     ) -> Result<Vec<Block>> {
-        let mut out = Vec::with_capacity(choices.len().min(MAX_OTS));
+        check_n(choices.len())?;
+        let mut aborted = self.aborted;
+        let res = guarded(&mut aborted, || self.receive_chosen_once(channel, choices));
+        self.aborted = aborted;
+        res
+    }
+
+    fn receive_chosen_once<C: Channel + ?Sized>(
+        &mut self,
+        channel: &mut C,
+        choices: &[bool],
+    ) -> Result<Vec<Block>> {
+        let mut out = Vec::with_capacity(choices.len());
         for ch in choices.chunks(CHUNK_OTS) {
-            let pads = self.receive_random(channel, ch)?;
+            let pads = Zeroizing::new(self.receive_random(channel, ch)?);
             let ct: Vec<[Block; 2]> = channel.recv_pod_exact(ch.len())?;
-            for ((c, p), &b) in ct.iter().zip(&pads).zip(ch) {
+            for ((c, p), &b) in ct.iter().zip(pads.iter()).zip(ch) {
                 out.push(Block::conditional_select(&c[0], &c[1], Choice::from(u8::from(b))) ^ *p);
             }
         }
@@ -759,6 +844,99 @@ mod tests {
         ));
         assert!(matches!(r.receive_random(&mut b, &ch), Err(Error::Aborted)));
         assert!(matches!(r.receive_chosen(&mut b, &ch), Err(Error::Aborted)));
+    }
+
+    /// Regression: chosen-message OT did not latch. A masked-message frame of the wrong
+    /// length (or one that timed out and arrived late) left the receiver usable, and its next
+    /// `receive_chosen` read the stale frame as its own masked messages; a sender whose
+    /// masked messages failed to go out went on too. Now both sessions are `Aborted`.
+    #[test]
+    fn failed_chosen_message_call_aborts_the_session() {
+        let (mut s, mut r) = pair(8);
+        let (mut a, mut b) = mem_pair();
+        let ch = [true, false, true];
+        std::thread::scope(|sc| {
+            let t = sc.spawn(|| r.receive_chosen(&mut b, &ch));
+            // The random-OT part of `send_chosen`, then a masked-message frame that is short.
+            s.send_random(&mut a, ch.len()).unwrap();
+            a.send(&[0u8; 40]).unwrap();
+            assert!(matches!(t.join().unwrap(), Err(Error::Net(_))));
+        });
+        assert!(matches!(r.receive_chosen(&mut b, &ch), Err(Error::Aborted)));
+        assert!(matches!(
+            r.receive_correlated(&mut b, &ch),
+            Err(Error::Aborted)
+        ));
+        // Sender: the receiver's columns arrive, then it hangs up before the masked messages.
+        let (mut s, mut r) = pair(9);
+        let (mut a, mut b) = mem_pair();
+        r.receive_random(&mut b, &ch).unwrap();
+        drop(b);
+        let msgs = [[Block(1), Block(2)]; 3];
+        assert!(matches!(s.send_chosen(&mut a, &msgs), Err(Error::Net(_))));
+        let (mut a, _b) = mem_pair();
+        assert!(matches!(s.send_chosen(&mut a, &msgs), Err(Error::Aborted)));
+        assert!(matches!(s.send_correlated(&mut a, 1), Err(Error::Aborted)));
+    }
+
+    /// Regression: the 64-bit OT index (the hash tweak) was advanced with `+=`: after 2^24
+    /// `split`s, or a call near the end of the index space, it overflowed (a panic with
+    /// overflow checks, a wrap and repeated tweaks without). Now the session is aborted.
+    #[test]
+    fn exhausted_index_space_aborts_instead_of_wrapping() {
+        let (mut s, mut r) = pair(10);
+        s.count = u64::MAX - (1 << SPLIT_SPAN_LOG) + 1;
+        r.count = s.count;
+        let (mut sc, mut rc) = (s.split(), r.split());
+        let (mut a, mut b) = mem_pair();
+        for e in [
+            s.send_correlated(&mut a, 1).map(|_| ()),
+            sc.send_random(&mut a, 1).map(|_| ()),
+            r.receive_correlated(&mut b, &[true]).map(|_| ()),
+            rc.receive_random(&mut b, &[true]).map(|_| ()),
+        ] {
+            assert!(matches!(e, Err(Error::Aborted)), "{e:?}");
+        }
+        // A call that would run past the end is refused (and ends the session).
+        let (mut s, mut r) = pair(11);
+        s.count = u64::MAX - 256;
+        r.count = s.count;
+        assert!(matches!(
+            s.send_correlated(&mut a, 257),
+            Err(Error::LimitExceeded { .. })
+        ));
+        assert!(matches!(s.send_correlated(&mut a, 1), Err(Error::Aborted)));
+        assert!(matches!(
+            r.receive_correlated(&mut b, &[false; 257]),
+            Err(Error::LimitExceeded { .. })
+        ));
+        // The last 256 indices are still usable.
+        let (mut s, mut r) = pair(12);
+        s.count = u64::MAX - 256;
+        r.count = s.count;
+        let t = std::thread::spawn(move || r.receive_correlated(&mut b, &[true; 256]).unwrap());
+        let q = s.send_correlated(&mut a, 256).unwrap();
+        let tt = t.join().unwrap();
+        assert!(q.iter().zip(&tt).all(|(q, t)| *t == *q ^ s.delta()));
+    }
+
+    /// Regression: the transposition rows (`q^j` on the sender, `t^j` on the receiver) stayed
+    /// in the session after a call until it was dropped, and were freed unwiped when a larger
+    /// call grew them. Now they are wiped at the end of every call.
+    #[test]
+    fn correlation_rows_are_wiped_after_every_call() {
+        let (mut s, mut r) = pair(13);
+        let (mut a, mut b) = mem_pair();
+        let ch = random_bits(300, &mut AesRng::from_seed([14; 16]));
+        let t = std::thread::spawn(move || {
+            r.receive_correlated(&mut b, &ch).unwrap();
+            r
+        });
+        s.send_correlated(&mut a, 300).unwrap();
+        let r = t.join().unwrap();
+        for rows in [&s.rows, &r.rows, &r.tmp] {
+            assert!(rows.iter().all(|b| *b == Block::ZERO), "rows kept");
+        }
     }
 
     #[test]

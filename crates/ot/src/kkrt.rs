@@ -206,6 +206,20 @@ impl Drop for KkrtSenderKey {
 }
 impl ZeroizeOnDrop for KkrtSenderKey {}
 
+/// Checks that a batch of `n` instances (padding included) fits the session's instance index
+/// space starting at `count` (the index is a hash tweak and must never wrap).
+fn check_index_room(count: u64, n: usize) -> Result<()> {
+    let total = u64::try_from(n.div_ceil(128) * 128).unwrap_or(u64::MAX);
+    if count.checked_add(total).is_none() {
+        return Err(Error::LimitExceeded {
+            field: "instance index of the session (instances so far) for a batch of this size",
+            got: count,
+            max: u64::MAX - total,
+        });
+    }
+    Ok(())
+}
+
 fn check_batch(n: usize, max: usize) -> Result<()> {
     if n > max {
         return Err(Error::LimitExceeded {
@@ -224,7 +238,8 @@ impl KkrtSender {
         channel: &mut C,
         rng: &mut R,
     ) -> Result<Self> {
-        let choices = crate::iknp::random_bits(CODE_BITS, rng);
+        // The choice bits are `s`: wiped on every exit.
+        let choices = Zeroizing::new(crate::iknp::random_bits(CODE_BITS, rng));
         let base = base::receive_random(channel, &choices, rng)?;
         let code_seed = Block::random(rng);
         channel.send_value(&code_seed)?;
@@ -275,13 +290,17 @@ impl KkrtSender {
     /// lock step with each other (e.g. on another thread over a sub-channel) while the
     /// parents go on independently. This is how PSI buckets run concurrently on one set of
     /// base OTs.
+    ///
+    /// If this session's 64-bit instance index cannot skip 2^40 ahead any more, both this
+    /// session and the child are aborted (every batch is [`Error::Aborted`]): the indices are
+    /// hash tweaks and must not wrap around.
     pub fn split(&mut self) -> Self {
         let prgs = self
             .prgs
             .iter_mut()
             .map(|p| Prg::new(p.next_block()))
             .collect();
-        let child = KkrtSender {
+        let mut child = KkrtSender {
             s: self.s,
             prgs,
             prc: self.prc.clone(),
@@ -289,7 +308,10 @@ impl KkrtSender {
             max_batch: self.max_batch,
             aborted: self.aborted,
         };
-        self.count += 1 << crate::iknp::SPLIT_SPAN_LOG;
+        if !crate::iknp::advance_for_split(&mut self.count) {
+            self.aborted = true;
+            child.aborted = true;
+        }
         child
     }
 
@@ -317,6 +339,7 @@ impl KkrtSender {
         channel: &mut C,
         n: usize,
     ) -> Result<KkrtSenderKey> {
+        check_index_room(self.count, n)?;
         let first = self.count;
         // `q` gets one chunk of rows per chunk of the receiver's columns that arrives (64
         // bytes kept per 64 bytes received), never an allocation up front from `n`, which may
@@ -407,19 +430,25 @@ impl KkrtReceiver {
     /// lock step with each other (e.g. on another thread over a sub-channel) while the
     /// parents go on independently. This is how PSI buckets run concurrently on one set of
     /// base OTs.
+    ///
+    /// If this session's 64-bit instance index cannot skip 2^40 ahead any more, both this
+    /// session and the child are aborted (see [`KkrtSender::split`]).
     pub fn split(&mut self) -> Self {
         let prgs = self
             .prgs
             .iter_mut()
             .map(|p| [Prg::new(p[0].next_block()), Prg::new(p[1].next_block())])
             .collect();
-        let child = KkrtReceiver {
+        let mut child = KkrtReceiver {
             prgs,
             prc: self.prc.clone(),
             count: self.count,
             aborted: self.aborted,
         };
-        self.count += 1 << crate::iknp::SPLIT_SPAN_LOG;
+        if !crate::iknp::advance_for_split(&mut self.count) {
+            self.aborted = true;
+            child.aborted = true;
+        }
         child
     }
 
@@ -467,21 +496,27 @@ impl KkrtReceiver {
         inputs: &[Block],
         out: &mut [Block],
     ) -> Result<()> {
-        let mut x = Vec::new();
-        let mut code = Vec::new();
-        let mut crow = Vec::new();
-        let mut t = Vec::new();
+        check_index_room(self.count, inputs.len())?;
+        // Inputs, codewords, PRG rows and outputs before hashing: wiped on every exit, errors
+        // included (`u` is what is sent).
+        let mut x = Zeroizing::new(Vec::new());
+        let mut code = Zeroizing::new(Vec::new());
+        let mut crow = Zeroizing::new(Vec::new());
+        let mut t = Zeroizing::new(Vec::new());
         let mut u = Vec::new();
-        let mut g = Vec::new();
-        let mut cols = Vec::new();
-        let mut tq: Vec<[Block; CODE_BLOCKS]> = Vec::new();
+        let mut g = Zeroizing::new(Vec::new());
+        let mut cols = Zeroizing::new(Vec::new());
+        let mut tq: Zeroizing<Vec<[Block; CODE_BLOCKS]>> = Zeroizing::new(Vec::new());
         let mut index = self.count;
         for (ins, outs) in inputs.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
             let m = ins.len().div_ceil(128) * 128;
             let w = m / 128;
+            // Sized first and then filled: growing a vector that already held inputs would
+            // free the old buffer unwiped (the first chunk is the largest, so this allocates
+            // once).
             x.clear();
-            x.extend_from_slice(ins);
             x.resize(m, Block::ZERO);
+            x[..ins.len()].copy_from_slice(ins);
             code.resize(m, Block::ZERO);
             crow.resize(CODE_BITS * w, Block::ZERO);
             for grp in 0..CODE_BLOCKS {
@@ -501,7 +536,7 @@ impl KkrtReceiver {
                 for (((uu, tt), gg), cc) in u[j * w..(j + 1) * w]
                     .iter_mut()
                     .zip(tj.iter())
-                    .zip(&g)
+                    .zip(g.iter())
                     .zip(&crow[j * w..(j + 1) * w])
                 {
                     *uu = *tt ^ *gg ^ *cc;
@@ -513,7 +548,7 @@ impl KkrtReceiver {
             for grp in 0..CODE_BLOCKS {
                 let rows = &t[grp * 128 * w..(grp + 1) * 128 * w];
                 transpose_128_rows(Block::slice_as_bytes(rows), m, &mut cols)?;
-                for (ti, c) in tq.iter_mut().zip(&cols) {
+                for (ti, c) in tq.iter_mut().zip(cols.iter()) {
                     ti[grp] = *c;
                 }
             }
@@ -522,10 +557,6 @@ impl KkrtReceiver {
         }
         self.count = index;
         channel.flush()?;
-        for v in [&mut x, &mut code, &mut crow, &mut t, &mut g, &mut cols] {
-            v.zeroize();
-        }
-        tq.zeroize();
         Ok(())
     }
 }
@@ -569,6 +600,11 @@ impl KkrtSenderKey {
                 out.len()
             )));
         }
+        // Every index is checked before any key material is touched, so an error leaves no
+        // unwiped scratch behind.
+        for &i in indices {
+            self.check_index(i)?;
+        }
         const B: usize = 256;
         let mut code = [Block::ZERO; B];
         let mut ys = [[Block::ZERO; CODE_BLOCKS]; B];
@@ -578,9 +614,6 @@ impl KkrtSenderKey {
             .zip(out.chunks_mut(B))
         {
             let n = xs.len();
-            for &i in idx {
-                self.check_index(i)?;
-            }
             for grp in 0..CODE_BLOCKS {
                 self.prc.encode_group(grp, xs, &mut code[..n]);
                 for ((y, c), &i) in ys[..n].iter_mut().zip(&code[..n]).zip(idx) {
@@ -724,6 +757,39 @@ mod tests {
         assert!(matches!(
             r.split().receive(&mut b, &[]),
             Err(Error::Aborted)
+        ));
+    }
+
+    /// Regression: the instance index was advanced with `+=`, so a split near the end of the
+    /// 64-bit index space overflowed (a panic with overflow checks, repeated tweaks without).
+    /// Now both sessions are aborted, and a batch that would run past the end is refused.
+    #[test]
+    fn exhausted_index_space_aborts_instead_of_wrapping() {
+        let (mut s, mut r) = pair(5);
+        s.count = u64::MAX - (1 << crate::iknp::SPLIT_SPAN_LOG) + 1;
+        r.count = s.count;
+        let (mut sc, mut rc) = (s.split(), r.split());
+        let (mut a, mut b) = mem_pair();
+        assert!(matches!(s.send(&mut a, 1), Err(Error::Aborted)));
+        assert!(matches!(sc.send(&mut a, 1), Err(Error::Aborted)));
+        assert!(matches!(
+            r.receive(&mut b, &[Block(1)]),
+            Err(Error::Aborted)
+        ));
+        assert!(matches!(
+            rc.receive(&mut b, &[Block(1)]),
+            Err(Error::Aborted)
+        ));
+        let (mut s, mut r) = pair(6);
+        s.count = u64::MAX - 127;
+        r.count = s.count;
+        assert!(matches!(
+            s.send(&mut a, 129),
+            Err(Error::LimitExceeded { .. })
+        ));
+        assert!(matches!(
+            r.receive(&mut b, &inputs(129, 1)),
+            Err(Error::LimitExceeded { .. })
         ));
     }
 

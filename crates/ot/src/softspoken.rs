@@ -61,7 +61,7 @@ use obliv_core::{AesRng, Block, Prg};
 use obliv_net::{Channel, ChannelExt};
 use rand_core::{CryptoRng, SeedableRng};
 use subtle::{Choice, ConstantTimeEq};
-use zeroize::{Zeroize, ZeroizeOnDrop};
+use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 use crate::base::{self, ReceiverBaseOts, SenderBaseOts};
 use crate::error::{Error, Result, guarded};
@@ -213,8 +213,11 @@ impl Sender {
         rng: &mut R,
     ) -> Result<Self> {
         check_k(k)?;
-        let delta = Block::random(rng);
-        let choices: Vec<bool> = (0..KAPPA).map(|j| !delta.bit(j)).collect();
+        let mut delta = Block::random(rng);
+        // The choice bits are ¬Δ: wiped on every exit.
+        let choices: Zeroizing<Vec<bool>> =
+            Zeroizing::new((0..KAPPA).map(|j| !delta.bit(j)).collect());
+        delta.zeroize();
         let base = base::receive_random(channel, &choices, rng)?;
         Self::new_with_base(channel, &base, k)
     }
@@ -284,8 +287,9 @@ impl Sender {
         let w = m / 128;
         let ngroups = self.sizes.len();
         let corr: Vec<Block> = channel.recv_pod_exact(ngroups * w)?;
-        let mut rows = vec![Block::ZERO; KAPPA * w];
-        let mut r = vec![Block::ZERO; w];
+        // The rows become `q^j` and `r` holds PRG output: wiped on every exit.
+        let mut rows = Zeroizing::new(vec![Block::ZERO; KAPPA * w]);
+        let mut r = Zeroizing::new(vec![Block::ZERO; w]);
         let mut j0 = 0;
         for (g, (&kl, prgs)) in self.sizes.iter().zip(self.leaves.iter_mut()).enumerate() {
             let p = (self.delta.0 >> j0) & ((1u128 << kl) - 1);
@@ -294,7 +298,10 @@ impl Sender {
                 let y = (x as u128) ^ p;
                 for b in 0..kl {
                     let mask = Block::broadcast_bit(Choice::from(u8::from((y >> b) & 1 == 1)));
-                    for (row, v) in rows[(j0 + b) * w..(j0 + b + 1) * w].iter_mut().zip(&r) {
+                    for (row, v) in rows[(j0 + b) * w..(j0 + b + 1) * w]
+                        .iter_mut()
+                        .zip(r.iter())
+                    {
                         *row ^= *v & mask;
                     }
                 }
@@ -310,9 +317,7 @@ impl Sender {
             }
             j0 += kl;
         }
-        r.zeroize();
         transpose_128_rows(Block::slice_as_bytes(&rows), m, &mut out[..m])?;
-        rows.zeroize();
         self.count += m as u64;
         Ok(())
     }
@@ -346,8 +351,10 @@ impl Sender {
         if n > MAX_OTS {
             return Err(Error::InvalidArgument(format!("{n} OTs")));
         }
-        let mut out = vec![Block::ZERO; n];
-        let mut scratch = Vec::new();
+        // Every buffer of correlations is wiped on every exit: above all the outputs when the
+        // check fails, which are never handed out.
+        let mut out = Zeroizing::new(vec![Block::ZERO; n]);
+        let mut scratch = Zeroizing::new(Vec::new());
         for piece in out.chunks_mut(CHUNK_OTS) {
             let m = padded(piece.len());
             if m == piece.len() {
@@ -358,19 +365,17 @@ impl Sender {
                 piece.copy_from_slice(&scratch[..piece.len()]);
             }
         }
-        let mut pad = vec![Block::ZERO; PAD];
+        let mut pad = Zeroizing::new(vec![Block::ZERO; PAD]);
         self.chunk(channel, PAD, &mut pad)?;
         let seed = Block::random(rng);
         channel.send_value(&seed)?;
         channel.flush()?;
         let [x, t]: [Block; 2] = channel.recv_value()?;
         let q = fold(seed, &out, &pad);
-        pad.zeroize();
-        scratch.zeroize();
         if !bool::from(q.ct_eq(&(t ^ gf128::mul(x, self.delta)))) {
             return Err(Error::ConsistencyCheck);
         }
-        Ok(out)
+        Ok(core::mem::take(&mut *out))
     }
 
     /// Random OT with the check: `[H(i, q_i), H(i, q_i ⊕ Δ)]`.
@@ -381,14 +386,12 @@ impl Sender {
         rng: &mut R,
     ) -> Result<Vec<[Block; 2]>> {
         let first = self.count;
-        let mut q = self.send_correlated(channel, n, rng)?;
-        let mut q1: Vec<Block> = q.iter().map(|x| *x ^ self.delta).collect();
+        let mut q = Zeroizing::new(self.send_correlated(channel, n, rng)?);
+        let mut q1: Zeroizing<Vec<Block>> =
+            Zeroizing::new(q.iter().map(|x| *x ^ self.delta).collect());
         tccr_in_place(u128::from(first), &mut q);
         tccr_in_place(u128::from(first), &mut q1);
-        let out = q.iter().zip(&q1).map(|(a, b)| [*a, *b]).collect();
-        q.zeroize();
-        q1.zeroize();
-        Ok(out)
+        Ok(q.iter().zip(q1.iter()).map(|(a, b)| [*a, *b]).collect())
     }
 }
 
@@ -424,6 +427,8 @@ impl Receiver {
         let mut j0 = 0;
         for &kl in &sizes {
             let (mut tree, sums) = full_tree(Block::random(rng), kl);
+            // The peer may learn one sum of each level, never both: wiped after masking.
+            let sums = Zeroizing::new(sums);
             for (d, s) in sums.iter().enumerate() {
                 let j = j0 + kl - 1 - d;
                 masked[j] = [s[0] ^ base.messages[j][0], s[1] ^ base.messages[j][1]];
@@ -453,9 +458,11 @@ impl Receiver {
         out: &mut [Block],
     ) -> Result<()> {
         let w = m / 128;
-        let mut rows = vec![Block::ZERO; KAPPA * w];
+        // The rows become `t^j` and `buf` holds PRG output: wiped on every exit (`corr` is
+        // what is sent).
+        let mut rows = Zeroizing::new(vec![Block::ZERO; KAPPA * w]);
         let mut corr = vec![Block::ZERO; self.sizes.len() * w];
-        let mut buf = vec![Block::ZERO; w];
+        let mut buf = Zeroizing::new(vec![Block::ZERO; w]);
         let mut j0 = 0;
         for (g, (&kl, prgs)) in self.sizes.iter().zip(self.leaves.iter_mut()).enumerate() {
             let u = &mut corr[g * w..(g + 1) * w];
@@ -471,10 +478,8 @@ impl Receiver {
             }
             j0 += kl;
         }
-        buf.zeroize();
         channel.send_pod(&corr)?;
         transpose_128_rows(Block::slice_as_bytes(&rows), m, &mut out[..m])?;
-        rows.zeroize();
         self.count += m as u64;
         Ok(())
     }
@@ -508,9 +513,10 @@ impl Receiver {
         if n > MAX_OTS {
             return Err(Error::InvalidArgument(format!("{n} OTs")));
         }
-        let mut out = vec![Block::ZERO; n];
-        let mut scratch = Vec::new();
-        let mut r = vec![Block::ZERO; CHUNK_OTS / 128];
+        // Outputs, packed choice bits, the masking OTs and their bits: wiped on every exit.
+        let mut out = Zeroizing::new(vec![Block::ZERO; n]);
+        let mut scratch = Zeroizing::new(Vec::new());
+        let mut r = Zeroizing::new(vec![Block::ZERO; CHUNK_OTS / 128]);
         for (piece, ch) in out.chunks_mut(CHUNK_OTS).zip(choices.chunks(CHUNK_OTS)) {
             let m = padded(piece.len());
             pack_bits(ch, &mut r[..m / 128]);
@@ -522,25 +528,25 @@ impl Receiver {
                 piece.copy_from_slice(&scratch[..piece.len()]);
             }
         }
-        let pad_bits = [self.rng.random_block()];
-        let mut pad = vec![Block::ZERO; PAD];
-        self.chunk(channel, PAD, &pad_bits, &mut pad)?;
+        let pad_bits = Zeroizing::new([self.rng.random_block()]);
+        let mut pad = Zeroizing::new(vec![Block::ZERO; PAD]);
+        self.chunk(channel, PAD, &*pad_bits, &mut pad)?;
         channel.flush()?;
         let seed: Block = channel.recv_value()?;
         // x̃ = Σ χ_i r_i ⊕ Σ_j r'_j X^j, computed as a fold of r_i·1 blocks.
-        let rb: Vec<Block> = choices
-            .iter()
-            .map(|&c| Block::broadcast_bit(Choice::from(u8::from(c))) & Block::ONE)
-            .collect();
-        let pb: Vec<Block> = (0..PAD).map(|j| Block((pad_bits[0].0 >> j) & 1)).collect();
+        let rb: Zeroizing<Vec<Block>> = Zeroizing::new(
+            choices
+                .iter()
+                .map(|&c| Block::broadcast_bit(Choice::from(u8::from(c))) & Block::ONE)
+                .collect(),
+        );
+        let pb: Zeroizing<Vec<Block>> =
+            Zeroizing::new((0..PAD).map(|j| Block((pad_bits[0].0 >> j) & 1)).collect());
         let x = fold(seed, &rb, &pb);
         let t = fold(seed, &out, &pad);
         channel.send_value(&[x, t])?;
         channel.flush()?;
-        r.zeroize();
-        pad.zeroize();
-        scratch.zeroize();
-        Ok(out)
+        Ok(core::mem::take(&mut *out))
     }
 
     /// Random OT with the check: `H(i, t_i) = m_i^{r_i}`.
