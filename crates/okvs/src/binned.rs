@@ -17,10 +17,11 @@ use core::marker::PhantomData;
 use obliv_core::rand_core::{Rng, SeedableRng};
 use obliv_core::{AesRng, Block};
 use rayon::prelude::*;
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::error::Error;
 use crate::hash::{BATCH, NARROW_LIMIT, RowHasher};
-use crate::params::{PaxosParams, bin_capacity, ceil_log2};
+use crate::params::{MAX_SSP, PaxosParams, bin_capacity, ceil_log2};
 use crate::paxos::DECODE_CHUNK;
 use crate::solver::{self, Scratch};
 use crate::value::{DenseKind, DenseValue, Gf128};
@@ -85,7 +86,7 @@ impl<D: DenseKind> BinnedPaxos<D> {
     /// failing to encode with probability at most `2^-ssp`.
     ///
     /// # Errors
-    /// [`Error::InvalidParams`] for impossible parameters.
+    /// As [`with_bin_size`](Self::with_bin_size).
     pub fn new(items: usize, ssp: u32, seed: Block) -> Result<Self, Error> {
         Self::with_bin_size(items, DEFAULT_BIN_SIZE, ssp, seed)
     }
@@ -93,7 +94,10 @@ impl<D: DenseKind> BinnedPaxos<D> {
     /// As [`new`](Self::new) with `⌈items / bin_size⌉` bins.
     ///
     /// # Errors
-    /// [`Error::InvalidParams`] if `bin_size` is 0 or the parameters are impossible.
+    /// [`Error::InvalidParams`] if `bin_size` or `ssp` is 0 or the parameters are
+    /// impossible; [`Error::UnsupportedSsp`] if `ssp` cannot be delivered (each bin runs at
+    /// `ssp + 1 + ⌈log2 bins⌉`, which must be within the limits of
+    /// [`PaxosParams::new`]), with the largest `ssp` that can.
     pub fn with_bin_size(
         items: usize,
         bin_size: usize,
@@ -119,12 +123,19 @@ impl<D: DenseKind> BinnedPaxos<D> {
                 what: "bins of more than about 2^23 keys are not supported",
             });
         }
-        let (capacity, bin_params) = if bins == 1 {
-            (items, PaxosParams::new(items, ssp, D::TYPE)?)
-        } else {
-            let cap = bin_capacity(items, bins, ssp.saturating_add(1));
-            let bin_ssp = ssp.saturating_add(1 + ceil_log2(bins));
-            (cap, PaxosParams::new(cap, bin_ssp, D::TYPE)?)
+        if ssp == 0 {
+            return Err(Error::InvalidParams {
+                what: "the statistical security parameter must be positive",
+            });
+        }
+        let (capacity, bin_params) = match Self::bin_layout(items, bins, ssp) {
+            Err(Error::UnsupportedSsp { .. }) => {
+                return Err(Error::UnsupportedSsp {
+                    ssp,
+                    max: Self::max_ssp_for(items, bins, ssp),
+                });
+            }
+            r => r?,
         };
         if bins > 1 && bin_params.sparse as u64 >= NARROW_LIMIT {
             return Err(Error::InvalidParams {
@@ -146,6 +157,34 @@ impl<D: DenseKind> BinnedPaxos<D> {
             hasher: RowHasher::new(seed, bin_params.sparse),
             _dense: PhantomData,
         })
+    }
+
+    /// The capacity and per-bin parameters for `bins` bins at overall security `ssp ≥ 1`.
+    fn bin_layout(items: usize, bins: usize, ssp: u32) -> Result<(usize, PaxosParams), Error> {
+        if bins == 1 {
+            return Ok((items, PaxosParams::new(items, ssp, D::TYPE)?));
+        }
+        let cap = bin_capacity(items, bins, ssp.saturating_add(1));
+        let bin_ssp = ssp.saturating_add(1 + ceil_log2(bins));
+        Ok((cap, PaxosParams::new(cap, bin_ssp, D::TYPE)?))
+    }
+
+    /// The largest λ below `ssp` that [`bin_layout`](Self::bin_layout) accepts (0 if none),
+    /// by bisection: the dense size grows with λ (both the bin capacity and the per-bin λ
+    /// do), so the accepted λ form an interval `1..=max`.
+    fn max_ssp_for(items: usize, bins: usize, ssp: u32) -> u32 {
+        let ok = |l: u32| Self::bin_layout(items, bins, l).is_ok();
+        // Invariant: `lo` is accepted (or 0), everything from `hi` on is refused.
+        let (mut lo, mut hi) = (0u32, ssp.min(MAX_SSP + 1));
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if ok(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// The number of bins.
@@ -223,7 +262,9 @@ impl<D: DenseKind> BinnedPaxos<D> {
                 got: n,
             });
         }
-        let mut bin_of = vec![0u32; n];
+        // The bins, loads and order of the keys are derived from the keys (private inputs):
+        // every buffer below is wiped when dropped, also on an error.
+        let mut bin_of = Zeroizing::new(vec![0u32; n]);
         keys.par_chunks(DECODE_CHUNK)
             .zip(bin_of.par_chunks_mut(DECODE_CHUNK))
             .for_each(|(k, b)| {
@@ -233,8 +274,8 @@ impl<D: DenseKind> BinnedPaxos<D> {
             });
 
         // 2. Counting sort of the key indices by bin.
-        let mut start = vec![0usize; self.bins + 1];
-        for &b in &bin_of {
+        let mut start = Zeroizing::new(vec![0usize; self.bins + 1]);
+        for &b in bin_of.iter() {
             start[b as usize + 1] += 1;
         }
         for b in 0..self.bins {
@@ -248,10 +289,10 @@ impl<D: DenseKind> BinnedPaxos<D> {
             }
             start[b + 1] += start[b];
         }
-        let mut fill = start.clone();
+        let mut fill = Zeroizing::new(start.to_vec());
         // Key indices as u32 (checked above): half the memory (and first-touch page faults)
         // of usize indices.
-        let mut perm = vec![0u32; n];
+        let mut perm = Zeroizing::new(vec![0u32; n]);
         for (i, &b) in bin_of.iter().enumerate() {
             #[allow(clippy::cast_possible_truncation)] // i < n ≤ u32::MAX (checked above)
             let i = i as u32;
@@ -261,15 +302,17 @@ impl<D: DenseKind> BinnedPaxos<D> {
         drop(fill);
         drop(bin_of);
 
-        // 3. Per-bin RNG seeds for a randomized encoding, drawn up front.
-        let seeds: Option<Vec<[u8; 16]>> = rng.map(|r| {
-            (0..self.bins)
-                .map(|_| {
-                    let mut s = [0u8; 16];
-                    r.fill_bytes(&mut s);
-                    s
-                })
-                .collect()
+        // 3. Per-bin RNG seeds for a randomized encoding, drawn up front (secret: wiped).
+        let seeds: Option<Zeroizing<Vec<[u8; 16]>>> = rng.map(|r| {
+            Zeroizing::new(
+                (0..self.bins)
+                    .map(|_| {
+                        let mut s = [0u8; 16];
+                        r.fill_bytes(&mut s);
+                        s
+                    })
+                    .collect(),
+            )
         });
 
         // 4. Solve every bin.
@@ -346,7 +389,8 @@ impl<D: DenseKind> BinnedPaxos<D> {
         let d = self.bin_params.dense;
         let size = self.bin_params.size();
         let n = keys.len();
-        let mut bins = vec![0u32; n];
+        // Bins, order and hashes of the keys (private inputs): wiped when dropped.
+        let mut bins = Zeroizing::new(vec![0u32; n]);
         let mut dh = Wiped(vec![Block::ZERO; n]);
         let dh = &mut dh.0;
         let mut rows = [[0u32; 3]; BATCH];
@@ -373,6 +417,7 @@ impl<D: DenseKind> BinnedPaxos<D> {
                     .xor(okvs[base + *z as usize]);
             }
         }
+        rows.zeroize();
         if !prep.active.iter().any(|a| *a) {
             return;
         }
@@ -382,14 +427,14 @@ impl<D: DenseKind> BinnedPaxos<D> {
             return;
         }
         // Counting sort of the chunk's keys by bin.
-        let mut start = vec![0usize; self.bins + 1];
-        for &b in &bins {
+        let mut start = Zeroizing::new(vec![0usize; self.bins + 1]);
+        for &b in bins.iter() {
             start[b as usize + 1] += 1;
         }
         for b in 0..self.bins {
             start[b + 1] += start[b];
         }
-        let mut order = vec![0usize; n];
+        let mut order = Zeroizing::new(vec![0usize; n]);
         for (i, &b) in bins.iter().enumerate() {
             order[start[b as usize]] = i;
             start[b as usize] += 1;
@@ -412,9 +457,9 @@ impl<D: DenseKind> BinnedPaxos<D> {
             }
             begin = end;
         }
-        // Hashes of the keys (private inputs): wiped.
-        hb.fill(Block::ZERO);
-        core::hint::black_box(&hb);
+        // Hashes of the keys and dense products (private inputs): wiped.
+        hb.zeroize();
+        solver::wipe_values(&mut eb);
     }
 }
 
@@ -456,8 +501,8 @@ impl<D: DenseKind> Okvs<D> for BinnedPaxos<D> {
         check_len("output", keys.len(), out.len())?;
         let m = self.bin_params.sparse;
         if self.bins == 1 {
-            let prep = solver::prepare::<D, V>(&okvs[m..]);
-            let prep = prep.as_deref();
+            let mut table = solver::prepare::<D, V>(&okvs[m..]);
+            let prep = table.as_deref();
             if keys.len() <= DECODE_CHUNK {
                 solver::decode::<D, V>(&self.hasher, m, keys, okvs, prep, out);
             } else {
@@ -467,13 +512,21 @@ impl<D: DenseKind> Okvs<D> for BinnedPaxos<D> {
                         solver::decode::<D, V>(&self.hasher, m, k, okvs, prep, o);
                     });
             }
+            if let Some(t) = table.as_deref_mut() {
+                solver::wipe_values(t);
+            }
             return Ok(());
         }
         // Per bin: the prepared dense table (fixed stride), or nothing if the bin's dense
         // part is zero.
         let size = self.bin_params.size();
         let mut active = Vec::with_capacity(self.bins);
+        // Room for every bin's table at once (the length of a table of zeros): growing would
+        // free a partial copy unwiped.
         let mut tables = Vec::new();
+        let mut probe = Vec::new();
+        V::prepare_dense(&vec![V::default(); self.bin_params.dense], &mut probe);
+        tables.reserve_exact(probe.len() * self.bins);
         let mut stride = 0;
         for p in okvs.chunks(size) {
             let dense = &p[m..];
@@ -491,6 +544,9 @@ impl<D: DenseKind> Okvs<D> for BinnedPaxos<D> {
         keys.par_chunks(DECODE_CHUNK)
             .zip(out.par_chunks_mut(DECODE_CHUNK))
             .for_each(|(k, o)| self.decode_chunk(k, okvs, &prepared, o));
+        // Derived from the encoding, which may be secret to the caller: wiped.
+        solver::wipe_values(&mut tables);
+        solver::wipe_values(&mut active);
         Ok(())
     }
 }

@@ -32,6 +32,20 @@ pub enum Error {
         /// Which constraint was violated.
         what: &'static str,
     },
+    /// The statistical security parameter λ (`ssp`) asked for cannot be delivered with these
+    /// parameters; `max` is the largest λ that can (0 if none). λ is at most 128 for every
+    /// OKVS. With [`Binary`](crate::Binary) dense columns the OKVS needs `d = g + λ ≤ 128`
+    /// dense columns (the dense row is the 128 bits of one hash block), which caps λ below
+    /// 128 depending on the number of keys: at about 100 for a handful of keys and 120 for
+    /// 2^14 to 2^20. The binned form runs each bin at `λ + 1 + ⌈log2 bins⌉`, which lowers
+    /// `max` by that margin. See [`PaxosParams::max_ssp`](crate::PaxosParams::max_ssp).
+    #[error("statistical security {ssp} not supported here (at most {max})")]
+    UnsupportedSsp {
+        /// The λ asked for.
+        ssp: u32,
+        /// The largest λ these sizes and dense type support.
+        max: u32,
+    },
     /// The same key appears twice (at these input positions).
     #[error("duplicate key at positions {first} and {second}")]
     DuplicateKey {

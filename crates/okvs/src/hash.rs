@@ -18,6 +18,7 @@
 
 use obliv_core::hash::tccr;
 use obliv_core::{Aes, Block};
+use zeroize::Zeroize;
 
 /// Keys hashed per AES batch.
 pub(crate) const BATCH: usize = 64;
@@ -98,6 +99,8 @@ impl RowHasher {
         for ((r, h), k) in rows.iter_mut().zip(b.iter()).zip(keys) {
             *r = positions(*h ^ *k, self.m);
         }
+        // Encryptions of the keys: wiped (once per batch, before the stack slot is reused).
+        buf.zeroize();
         dense.copy_from_slice(keys);
         self.dense.encrypt_blocks(dense);
         for (d, k) in dense.iter_mut().zip(keys) {
@@ -127,6 +130,7 @@ impl RowHasher {
             *r = positions(h, self.m);
             *o = bin_of(h, bins);
         }
+        buf.zeroize();
         dense.copy_from_slice(keys);
         self.dense.encrypt_blocks(dense);
         for (d, k) in dense.iter_mut().zip(keys) {
@@ -146,6 +150,7 @@ impl RowHasher {
         for ((o, h), k) in out.iter_mut().zip(b.iter()).zip(keys) {
             *o = bin_of(*h ^ *k, bins);
         }
+        buf.zeroize();
     }
 
     /// Hashes any number of keys.

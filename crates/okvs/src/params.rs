@@ -61,6 +61,13 @@ use crate::value::DenseType;
 /// The row weight: every key touches three sparse columns.
 pub const WEIGHT: usize = 3;
 
+/// The largest statistical security parameter λ an OKVS accepts.
+pub const MAX_SSP: u32 = 128;
+
+/// The most binary dense columns an OKVS may have: coefficient `j` of a key's dense row is
+/// bit `j` of one 128-bit hash block.
+pub const MAX_BINARY_DENSE: usize = 128;
+
 /// The largest number of columns an OKVS (or one bin) may have: indices are `u32`.
 pub const MAX_COLUMNS: usize = (u32::MAX - 1) as usize;
 
@@ -89,14 +96,39 @@ impl PaxosParams {
     /// key decodes to something).
     ///
     /// # Errors
-    /// [`Error::InvalidParams`] if the OKVS would need more than `u32::MAX − 1` columns, if
-    /// `ssp` is 0 or above 128, or if binary dense columns would exceed 128 (the dense hash has
-    /// 128 bits).
+    /// [`Error::InvalidParams`] if `ssp` is 0 or the OKVS would need more than
+    /// `u32::MAX − 1` columns; [`Error::UnsupportedSsp`] if `ssp` cannot be delivered:
+    /// above [`MAX_SSP`], or, for binary dense columns, when `g + ssp` would exceed
+    /// [`MAX_BINARY_DENSE`] ([`max_ssp`](Self::max_ssp) gives the limit).
     pub fn new(items: usize, ssp: u32, dense_type: DenseType) -> Result<Self, Error> {
-        if ssp == 0 || ssp > 128 {
+        if ssp == 0 {
             return Err(Error::InvalidParams {
-                what: "the statistical security parameter must be in 1..=128",
+                what: "the statistical security parameter must be positive",
             });
+        }
+        match Self::fitted(items, ssp, dense_type) {
+            Err(Error::UnsupportedSsp { .. }) => Err(Error::UnsupportedSsp {
+                ssp,
+                max: Self::max_ssp(items, dense_type),
+            }),
+            r => r,
+        }
+    }
+
+    /// The largest `ssp` that [`new`](Self::new) accepts for `items` keys and `dense_type`
+    /// ([`MAX_SSP`] for GF(2^128) dense columns; less for binary ones, whose `g + λ` dense
+    /// columns must fit in [`MAX_BINARY_DENSE`]), or 0 if none does (too many items).
+    pub fn max_ssp(items: usize, dense_type: DenseType) -> u32 {
+        (1..=MAX_SSP)
+            .rev()
+            .find(|&l| Self::fitted(items, l, dense_type).is_ok())
+            .unwrap_or(0)
+    }
+
+    /// [`new`](Self::new) for `ssp ≥ 1`, with `max: 0` in [`Error::UnsupportedSsp`].
+    fn fitted(items: usize, ssp: u32, dense_type: DenseType) -> Result<Self, Error> {
+        if ssp > MAX_SSP {
+            return Err(Error::UnsupportedSsp { ssp, max: 0 });
         }
         let n = items.max(1);
         let lambda = f64::from(ssp);
@@ -131,6 +163,11 @@ impl PaxosParams {
             DenseType::Gf128 => gap,
             DenseType::Binary => gap + ssp as usize,
         };
+        if dense_type == DenseType::Binary && dense > MAX_BINARY_DENSE {
+            // The λ extra columns are what makes the gap solvable except with probability
+            // 2^-λ: fewer would silently weaken the guarantee, so λ is refused instead.
+            return Err(Error::UnsupportedSsp { ssp, max: 0 });
+        }
         Self::with_sizes(items, sparse, dense, gap, ssp, dense_type)
     }
 
@@ -158,7 +195,7 @@ impl PaxosParams {
                 what: "too many columns or items for u32 indices",
             });
         }
-        if dense_type == DenseType::Binary && dense > 128 {
+        if dense_type == DenseType::Binary && dense > MAX_BINARY_DENSE {
             return Err(Error::InvalidParams {
                 what: "binary dense part limited to 128 columns (the dense hash has 128 bits)",
             });
@@ -337,6 +374,46 @@ mod tests {
         // μ = C(1000, 2) / C(1433, 3) ≈ 2^-9.94; k = 4: 4·(−9.94) − log2 24 ≈ −44.3.
         let b = log2_identical_rows_bound(1000, 1433, 4);
         assert!((b + 44.3).abs() < 0.1, "{b}");
+    }
+
+    /// λ near and above the limit of binary dense columns (`g + λ ≤ 128`): every accepted λ
+    /// gets its full `λ` extra dense columns, every other one is refused with
+    /// `UnsupportedSsp` and the exact limit. Used to be an `InvalidParams` about dense
+    /// columns, with no way to learn the limit.
+    #[test]
+    fn binary_ssp_limit() {
+        for n in [0usize, 1, 2, 10, 100, 1000, 1 << 14, 1 << 20, 1 << 24] {
+            let max = PaxosParams::max_ssp(n, DenseType::Binary);
+            assert!((90..128).contains(&max), "n = {n}: {max}");
+            for lambda in 80..=140u32 {
+                match PaxosParams::new(n, lambda, DenseType::Binary) {
+                    Ok(p) => {
+                        assert!(lambda <= max, "n = {n}, λ = {lambda}");
+                        assert_eq!(p.ssp, lambda);
+                        assert_eq!(p.dense, p.gap + lambda as usize, "{p:?}");
+                        assert!(p.dense <= MAX_BINARY_DENSE, "{p:?}");
+                    }
+                    Err(e) => {
+                        assert!(lambda > max, "n = {n}, λ = {lambda}: {e:?}");
+                        assert_eq!(e, Error::UnsupportedSsp { ssp: lambda, max });
+                    }
+                }
+            }
+        }
+        // GF(2^128) dense columns reach 128, never more.
+        assert_eq!(PaxosParams::max_ssp(1000, DenseType::Gf128), MAX_SSP);
+        assert!(PaxosParams::new(1000, 128, DenseType::Gf128).is_ok());
+        for lambda in [129, 200, u32::MAX] {
+            assert_eq!(
+                PaxosParams::new(1000, lambda, DenseType::Gf128),
+                Err(Error::UnsupportedSsp {
+                    ssp: lambda,
+                    max: 128
+                })
+            );
+        }
+        // Too many items: no λ works.
+        assert_eq!(PaxosParams::max_ssp(usize::MAX / 2, DenseType::Binary), 0);
     }
 
     #[test]

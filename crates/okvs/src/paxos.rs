@@ -49,21 +49,33 @@ impl<D: DenseKind> Paxos<D> {
     /// with hash functions derived from the public `seed` (both encoder and decoder use it).
     ///
     /// # Errors
-    /// [`Error::InvalidParams`] as [`PaxosParams::new`].
+    /// [`Error::InvalidParams`] or [`Error::UnsupportedSsp`] as [`PaxosParams::new`].
     pub fn new(items: usize, ssp: u32, seed: Block) -> Result<Self, Error> {
         Self::with_params(PaxosParams::new(items, ssp, D::TYPE)?, seed)
     }
 
     /// An OKVS with explicit parameters.
     ///
+    /// The fields of [`PaxosParams`] are public, so they are checked again here as
+    /// [`PaxosParams::with_sizes`] checks them.
+    ///
     /// # Errors
-    /// [`Error::InvalidParams`] if `params.dense_type` is not `D`'s.
+    /// [`Error::InvalidParams`] if `params.dense_type` is not `D`'s, or the sizes are
+    /// refused by [`PaxosParams::with_sizes`].
     pub fn with_params(params: PaxosParams, seed: Block) -> Result<Self, Error> {
         if params.dense_type != D::TYPE {
             return Err(Error::InvalidParams {
                 what: "the parameters' dense type differs from the OKVS's",
             });
         }
+        PaxosParams::with_sizes(
+            params.items,
+            params.sparse,
+            params.dense,
+            params.gap,
+            params.ssp,
+            params.dense_type,
+        )?;
         Ok(Paxos {
             params,
             seed,
@@ -156,14 +168,17 @@ impl<D: DenseKind> Okvs<D> for Paxos<D> {
         check_len("encoding", self.params.size(), okvs.len())?;
         check_len("output", keys.len(), out.len())?;
         let m = self.params.sparse;
-        let prep = solver::prepare::<D, V>(&okvs[m..]);
-        let prep = prep.as_deref();
+        let mut table = solver::prepare::<D, V>(&okvs[m..]);
+        let prep = table.as_deref();
         if keys.len() <= DECODE_CHUNK {
             solver::decode::<D, V>(&self.hasher, m, keys, okvs, prep, out);
         } else {
             keys.par_chunks(DECODE_CHUNK)
                 .zip(out.par_chunks_mut(DECODE_CHUNK))
                 .for_each(|(k, o)| solver::decode::<D, V>(&self.hasher, m, k, okvs, prep, o));
+        }
+        if let Some(t) = table.as_deref_mut() {
+            solver::wipe_values(t);
         }
         Ok(())
     }

@@ -35,11 +35,9 @@
 //! Non-pivot sparse columns are 0 (or random, for a randomized encoding), then pivot rows are
 //! processed in reverse peeling order: `P[c] = X_r − Σ_{other j ∈ s_r} P[j] − ⟨δ_r, p⟩`.
 
-use std::collections::BTreeSet;
-
 use obliv_core::Block;
 use obliv_core::rand_core::Rng;
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::error::Error;
 use crate::hash::{BATCH, RowHasher};
@@ -80,6 +78,26 @@ fn reserve_wiped<T: Zeroize>(v: &mut Vec<T>, n: usize) {
         v.zeroize();
         *v = Vec::with_capacity(n);
     }
+}
+
+/// `v.push(x)`, growing by doubling into a new buffer and wiping the old one (a plain push
+/// would free it with its contents, here column indices derived from the keys).
+fn push_wiped(v: &mut Vec<u32>, x: u32) {
+    if v.len() == v.capacity() {
+        let mut grown = Vec::with_capacity((2 * v.capacity()).max(4));
+        grown.extend_from_slice(v);
+        v.zeroize();
+        *v = grown;
+    }
+    v.push(x);
+}
+
+/// Overwrites values derived from the keys or values (private inputs) with zeros, once the
+/// buffer is no longer needed (`V` is any [`OkvsValue`](crate::OkvsValue), which need not
+/// implement `Zeroize`: the writes are kept by [`core::hint::black_box`]).
+pub(crate) fn wipe_values<V: Copy + Default>(v: &mut [V]) {
+    v.fill(V::default());
+    core::hint::black_box(v);
 }
 
 impl core::fmt::Debug for Scratch {
@@ -232,6 +250,8 @@ where
         let d = dense_out.len();
         let mut prep = Vec::new();
         V::prepare_dense(dense_out, &mut prep);
+        // `prep` (sums of the dense part of the solution, which is not masked yet) and
+        // `rhs` (values of the keys): wiped below, once.
         // The dense part of every row does not depend on the sparse solution: computed for
         // all rows first, in batches (`values[r] ⊕ ⟨δ_r, p⟩`).
         let mut rhs = vec![V::default(); n];
@@ -247,9 +267,8 @@ where
                 .xor(sparse[ix(e)]);
             sparse[ix(c)] = y;
         }
-        // Values of the keys (private inputs): wiped.
-        rhs.fill(V::default());
-        core::hint::black_box(&rhs);
+        wipe_values(&mut rhs);
+        wipe_values(&mut prep);
     } else {
         for &(r, c) in s.order.iter().rev() {
             let [a, b, e] = rows[ix(r)];
@@ -278,7 +297,7 @@ fn remove_row(
         e[1] ^= r;
         let w = ix(e[0]);
         if w > 0 {
-            buckets[w].push(c);
+            push_wiped(&mut buckets[w], c);
             *cur = (*cur).min(w);
         }
     }
@@ -288,12 +307,13 @@ fn remove_row(
 /// first remaining row on the diagonal, the others to the gap.
 fn core_phase(s: &mut Scratch, n: usize) {
     let m = s.cols.len();
-    let mut assigned = vec![false; n];
+    // Every buffer here is derived from the keys' hashes: wiped when dropped.
+    let mut assigned = Zeroizing::new(vec![false; n]);
     for &(r, _) in &s.order {
         assigned[ix(r)] = true;
     }
     // Column lists over the remaining rows (CSR).
-    let mut start = vec![0u32; m + 1];
+    let mut start = Zeroizing::new(vec![0u32; m + 1]);
     for (r, row) in s.rows.iter().enumerate() {
         if !assigned[r] {
             for &c in row {
@@ -304,8 +324,8 @@ fn core_phase(s: &mut Scratch, n: usize) {
     for c in 0..m {
         start[c + 1] += start[c];
     }
-    let mut fill: Vec<u32> = start[..m].to_vec();
-    let mut list = vec![0u32; ix(start[m])];
+    let mut fill = Zeroizing::new(start[..m].to_vec());
+    let mut list = Zeroizing::new(vec![0u32; ix(start[m])]);
     for (r, row) in s.rows.iter().enumerate() {
         if !assigned[r] {
             for &c in row {
@@ -317,10 +337,10 @@ fn core_phase(s: &mut Scratch, n: usize) {
     drop(fill);
     // Buckets of columns by current weight (lazy: stale entries are skipped).
     let max_w = s.cols.iter().map(|e| ix(e[0])).max().unwrap_or(0);
-    let mut buckets: Vec<Vec<u32>> = vec![Vec::new(); max_w + 1];
+    let mut buckets: Zeroizing<Vec<Vec<u32>>> = Zeroizing::new(vec![Vec::new(); max_w + 1]);
     for (c, e) in s.cols.iter().enumerate() {
         if e[0] > 0 {
-            buckets[ix(e[0])].push(ux(c));
+            push_wiped(&mut buckets[ix(e[0])], ux(c));
         }
     }
     let mut cur = 1usize;
@@ -414,22 +434,32 @@ where
     let d = dense_out.len();
     if g > 0 {
         let m = sparse.len();
-        let mut pivot_of = vec![u32::MAX; m];
+        // Derived from the keys' hashes and values: wiped when dropped (also on an error).
+        let mut pivot_of = Zeroizing::new(vec![u32::MAX; m]);
         for (j, &(_, c)) in s.order.iter().enumerate() {
             pivot_of[ix(c)] = ux(j);
         }
         let mut tmp = vec![D::ZERO; d];
-        let mut set = BTreeSet::new();
+        // The pivots still to add, sorted in decreasing order (the earliest is last); a
+        // plain vector so that it can be wiped.
+        // Every pivot is in it at most once: sized for all of them, it never reallocates
+        // (which would free an unwiped copy).
+        let mut set: Zeroizing<Vec<u32>> = Zeroizing::new(Vec::with_capacity(s.order.len()));
         for (i, &gr) in s.gap.iter().enumerate() {
             let erow = &mut e[i * d..(i + 1) * d];
             D::row(s.dense[ix(gr)], erow);
             let mut x = values[ix(gr)];
-            let toggle = |c: u32, x: &mut V, set: &mut BTreeSet<u32>| {
+            let toggle = |c: u32, x: &mut V, set: &mut Vec<u32>| {
                 let p = pivot_of[ix(c)];
                 if p == u32::MAX {
                     *x = x.xor(sparse[ix(c)]);
-                } else if !set.insert(p) {
-                    set.remove(&p);
+                } else {
+                    match set.binary_search_by(|q| p.cmp(q)) {
+                        Ok(at) => {
+                            set.remove(at);
+                        }
+                        Err(at) => set.insert(at, p),
+                    }
                 }
             };
             for &c in &s.rows[ix(gr)] {
@@ -437,7 +467,7 @@ where
             }
             let mut used = 0usize;
             let mut last = 0u32;
-            while let Some(&j) = set.first() {
+            while let Some(&j) = set.last() {
                 let (r, _) = s.order[ix(j)];
                 used += 1;
                 last = r;
@@ -453,6 +483,8 @@ where
             }
             if used == 1 && keys[ix(last)] == keys[ix(gr)] {
                 let (a, b) = (ix(last).min(ix(gr)), ix(last).max(ix(gr)));
+                tmp.fill(D::ZERO);
+                core::hint::black_box(&tmp);
                 return Err(Error::DuplicateKey {
                     first: a,
                     second: b,
@@ -460,10 +492,14 @@ where
             }
             rhs[i] = x;
         }
+        // A dense row of a key: wiped.
+        tmp.fill(D::ZERO);
+        core::hint::black_box(&tmp);
     }
 
     // Reduced row echelon form of E' (g × d), the same operations on the right-hand side.
-    let mut pivots: Vec<usize> = Vec::with_capacity(g);
+    // The pivot columns depend on the keys' dense rows: wiped when dropped.
+    let mut pivots: Zeroizing<Vec<usize>> = Zeroizing::new(Vec::with_capacity(g));
     for col in 0..d {
         let rank = pivots.len();
         if rank == g {
@@ -505,8 +541,8 @@ where
             rank: pivots.len(),
         });
     }
-    let mut is_pivot = vec![false; d];
-    for &p in &pivots {
+    let mut is_pivot = Zeroizing::new(vec![false; d]);
+    for &p in pivots.iter() {
         is_pivot[p] = true;
     }
     if let Some(rng) = rng {
@@ -571,6 +607,10 @@ pub(crate) fn decode<D, V>(
             }
         }
     }
+    // The last batch's hashes of the keys and dense products: wiped, once per call.
+    rows.zeroize();
+    dh.zeroize();
+    wipe_values(&mut dd);
 }
 
 /// The prepared dense table of `dense`, or `None` if it is all zero (then it contributes
@@ -587,6 +627,15 @@ pub(crate) fn prepare<D: DenseKind, V: DenseValue<D>>(dense: &[V]) -> Option<Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn push_wiped_keeps_order() {
+        let mut v = Vec::new();
+        for i in 0..100u32 {
+            push_wiped(&mut v, i);
+        }
+        assert_eq!(v, (0..100).collect::<Vec<u32>>());
+    }
 
     #[test]
     fn reserve_wiped_grows_once() {

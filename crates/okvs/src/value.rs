@@ -249,6 +249,8 @@ impl<V: OkvsValue> DenseValue<Binary> for V {
         acc
     }
     fn prepare_dense(p: &[Self], out: &mut Vec<Self>) {
+        // Room for the whole table first: growing would free a partial copy unwiped.
+        out.reserve(p.len().div_ceil(4) * 16);
         for group in p.chunks(4) {
             let base = out.len();
             out.push(V::default());

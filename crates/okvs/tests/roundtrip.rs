@@ -370,3 +370,107 @@ proptest! {
         }
     }
 }
+
+/// At the largest λ binary dense columns support (`g + λ` up to 128 dense columns, the
+/// whole dense hash), encoding and decoding work; one more is refused with the limit, in
+/// both forms (the binned form's limit accounts for its per-bin margin).
+#[test]
+fn binary_at_max_ssp() {
+    for n in [1usize, 50, 2000] {
+        let max = PaxosParams::max_ssp(n, DenseType::Binary);
+        let okvs = Paxos::<Binary>::new(n, max, Block(5)).unwrap();
+        assert!(okvs.params().dense > 100, "{:?}", okvs.params());
+        check_roundtrip::<Binary, u64, _>(&okvs, n, 3);
+        check_roundtrip::<Binary, Block, _>(&okvs, n, 4);
+        assert_eq!(
+            Paxos::<Binary>::new(n, max + 1, Block(5)).unwrap_err(),
+            Error::UnsupportedSsp { ssp: max + 1, max }
+        );
+        assert_eq!(
+            Paxos::<Binary>::new(n, 128, Block(5)).unwrap_err(),
+            Error::UnsupportedSsp { ssp: 128, max }
+        );
+    }
+    for (n, bin_size) in [(5000usize, 1000usize), (1 << 20, 1 << 14)] {
+        for d in [DenseType::Binary, DenseType::Gf128] {
+            let new = |l| match d {
+                DenseType::Binary => BinnedPaxos::<Binary>::with_bin_size(n, bin_size, l, Block(1))
+                    .map(|b| *b.bin_params()),
+                DenseType::Gf128 => BinnedPaxos::<Gf128>::with_bin_size(n, bin_size, l, Block(1))
+                    .map(|b| *b.bin_params()),
+            };
+            let Err(Error::UnsupportedSsp { ssp: 128, max }) = new(128) else {
+                panic!("λ = 128 in bins accepted: {:?}", new(128));
+            };
+            assert!(max > 90 && max < 128, "{max}");
+            let p = new(max).unwrap();
+            assert!(p.ssp > max, "{p:?}");
+            if d == DenseType::Binary {
+                assert_eq!(p.dense, p.gap + p.ssp as usize);
+            }
+            for l in max + 1..=130 {
+                assert_eq!(
+                    new(l),
+                    Err(Error::UnsupportedSsp { ssp: l, max }),
+                    "λ = {l}"
+                );
+            }
+        }
+    }
+    let okvs = BinnedPaxos::<Binary>::with_bin_size(3000, 1000, 90, Block(2)).unwrap();
+    check_roundtrip::<Binary, u64, _>(&okvs, 3000, 5);
+    // λ = 0 is refused in both forms (the binned form used to accept it with many bins).
+    assert!(matches!(
+        BinnedPaxos::<Gf128>::with_bin_size(5000, 1000, 0, Block(1)),
+        Err(Error::InvalidParams { .. })
+    ));
+    assert!(matches!(
+        Paxos::<Gf128>::new(5000, 0, Block(1)),
+        Err(Error::InvalidParams { .. })
+    ));
+}
+
+/// `PaxosParams` has public fields: sizes that `with_sizes` refuses, written directly, are
+/// refused by `with_params` too (they used to reach the encoder: a sparse size below 3
+/// overflowed in the hash, more than 128 binary dense columns panicked in the dense row or
+/// silently decoded the extra columns as zero, sizes beyond `u32` indices overflowed).
+#[test]
+fn with_params_revalidates_public_fields() {
+    let good = PaxosParams::new(100, 40, DenseType::Binary).unwrap();
+    let bad = [
+        PaxosParams { dense: 129, ..good },
+        PaxosParams { dense: 300, ..good },
+        PaxosParams { sparse: 2, ..good },
+        PaxosParams { sparse: 0, ..good },
+        PaxosParams {
+            sparse: usize::MAX,
+            ..good
+        },
+        PaxosParams {
+            items: usize::MAX,
+            ..good
+        },
+    ];
+    for p in bad {
+        let r = Paxos::<Binary>::with_params(p, Block(1));
+        assert!(
+            matches!(r, Err(Error::InvalidParams { .. })),
+            "{p:?}: {r:?}"
+        );
+    }
+    let g = PaxosParams::new(100, 40, DenseType::Gf128).unwrap();
+    for p in [
+        PaxosParams { sparse: 1, ..g },
+        PaxosParams {
+            dense: usize::MAX - 10,
+            ..g
+        },
+    ] {
+        let r = Paxos::<Gf128>::with_params(p, Block(1));
+        assert!(
+            matches!(r, Err(Error::InvalidParams { .. })),
+            "{p:?}: {r:?}"
+        );
+    }
+    assert!(Paxos::<Binary>::with_params(good, Block(1)).is_ok());
+}

@@ -125,9 +125,9 @@ impl Error {
                 obliv_vole::Error::ConsistencyCheck => ErrorKind::PeerMisbehaved,
                 // An earlier call on the generator failed (that error was the one to act
                 // on): the call went to a spent generator, not a fault of the peer now.
-                obliv_vole::Error::TooLarge { .. } | obliv_vole::Error::Aborted => {
-                    ErrorKind::InvalidParameter
-                }
+                obliv_vole::Error::TooLarge { .. }
+                | obliv_vole::Error::Aborted
+                | obliv_vole::Error::InvalidCode { .. } => ErrorKind::InvalidParameter,
                 _ => ErrorKind::Internal,
             },
             Error::Okvs(e) => match e {
@@ -182,6 +182,12 @@ mod tests {
             obliv_ot::Error::Aborted.into(),
             obliv_vole::Error::Aborted.into(),
             obliv_vole::Error::BaseOt(obliv_ot::Error::Aborted).into(),
+            obliv_vole::Error::InvalidCode {
+                k: 0,
+                n: 1,
+                reason: "k = 0",
+            }
+            .into(),
         ];
         for e in cases {
             assert_eq!(e.kind(), ErrorKind::InvalidParameter, "{e}");

@@ -42,6 +42,7 @@ use obliv_core::hash::ro_hash_block;
 use obliv_core::{Block, Prg, gf128};
 
 use crate::arch;
+use crate::error::Error;
 
 /// The constant μ by which the convolution multiplies over GF(2^128) (libOTe's `mulConst`,
 /// 4234123421 in the polynomial basis).
@@ -228,6 +229,10 @@ pub const ACCUMULATOR_WIDTH: usize = 24;
 /// The code's assumed relative pseudo-minimum distance (libOTe's estimate for ExConv7x24).
 pub const PSEUDO_MIN_DISTANCE: f64 = 0.15;
 
+/// The longest parity part `n − k` of an [`ExConvCode`]: the expander maps 32 random bits
+/// to each tap index, which reaches every position only up to `2^32` positions.
+pub const MAX_PARITY_LEN: usize = (u32::MAX as usize).saturating_add(1);
+
 /// libOTe's default ExConv code seed `block(9996754675674599, 56756745976768754)`.
 const DEFAULT_SEED: Block = Block::from_u64s(56_756_745_976_768_754, 9_996_754_675_674_599);
 
@@ -245,9 +250,12 @@ impl ExConvCode {
     /// The code with `k` outputs and noise length `n` (`n ≥ k + 26`, usually `n ≈ 2k`) over
     /// `field`, with the default public seed.
     ///
+    /// For parameters that come from a peer or a configuration, use
+    /// [`ExConvCode::try_new`], which returns an error instead of panicking.
+    ///
     /// # Panics
-    /// Panics if `n < k + 26` (the convolution band would wrap onto itself): a caller bug,
-    /// the protocol layer always picks `n ≥ 2k`.
+    /// Panics if the parameters are invalid (see [`ExConvCode::try_new`]): a caller bug, the
+    /// protocol layer always picks `n ≥ 2k` within the limits.
     pub fn new(k: usize, n: usize, field: CodeField) -> Self {
         Self::with_seed(k, n, field, DEFAULT_SEED)
     }
@@ -257,20 +265,54 @@ impl ExConvCode {
     /// # Panics
     /// As [`ExConvCode::new`].
     pub fn with_seed(k: usize, n: usize, field: CodeField, seed: Block) -> Self {
-        assert!(
-            k.checked_add(ACCUMULATOR_WIDTH + 2)
-                .is_some_and(|min| n >= min),
-            "ExConv code needs n >= k + 26"
-        );
+        match Self::try_with_seed(k, n, field, seed) {
+            Ok(code) => code,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// The code with `k` outputs and noise length `n` over `field`, with the default public
+    /// seed, or an error for parameters that do not define a valid code.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCode`] if `n < k + 26` (the convolution band would wrap onto itself;
+    /// also when `k + 26` overflows) or if the parity part `n − k` exceeds
+    /// [`MAX_PARITY_LEN`] (the expander draws its indices from 32 random bits, so a longer
+    /// parity part would leave most of it unreachable).
+    pub fn try_new(k: usize, n: usize, field: CodeField) -> Result<Self, Error> {
+        Self::try_with_seed(k, n, field, DEFAULT_SEED)
+    }
+
+    /// As [`ExConvCode::try_new`] with an explicit public seed.
+    ///
+    /// # Errors
+    /// As [`ExConvCode::try_new`].
+    pub fn try_with_seed(k: usize, n: usize, field: CodeField, seed: Block) -> Result<Self, Error> {
+        if k.checked_add(ACCUMULATOR_WIDTH + 2)
+            .is_none_or(|min| n < min)
+        {
+            return Err(Error::InvalidCode {
+                k,
+                n,
+                reason: "ExConv code needs n >= k + 26",
+            });
+        }
+        if n - k > MAX_PARITY_LEN {
+            return Err(Error::InvalidCode {
+                k,
+                n,
+                reason: "ExConv code needs n - k <= 2^32",
+            });
+        }
         let s = seed.to_bytes();
         let acc = ro_hash_block("obliv-vole exconv accumulator v1", &s);
-        ExConvCode {
+        Ok(ExConvCode {
             k,
             n,
             field,
             acc_seeds: [acc, !acc],
             expander_seed: ro_hash_block("obliv-vole exconv expander v1", &s),
-        }
+        })
     }
 
     fn mixing(&self) -> bool {
@@ -638,6 +680,52 @@ mod tests {
     #[should_panic(expected = "ExConv code needs n >= k + 26")]
     fn huge_message_length_is_refused() {
         let _ = ExConvCode::new(usize::MAX - 3, 100, CodeField::Gf2);
+    }
+
+    /// Parameters from a peer or a configuration: every invalid combination is a typed error
+    /// from `try_new`, never a panic, and the limits are exact.
+    #[test]
+    fn try_new_refuses_invalid_parameters() {
+        for (k, n) in [
+            (usize::MAX - 3, 100),
+            (usize::MAX, usize::MAX),
+            (100, 125),
+            (0, 25),
+            (0, 0),
+            (10, 5),
+        ] {
+            for field in [CodeField::Gf2, CodeField::Gf128] {
+                let r = ExConvCode::try_new(k, n, field);
+                assert!(
+                    matches!(r, Err(Error::InvalidCode { k: kk, n: nn, .. }) if kk == k && nn == n),
+                    "k = {k}, n = {n}: {r:?}"
+                );
+            }
+        }
+        // The smallest valid noise length, and an empty message.
+        let code = ExConvCode::try_new(100, 126, CodeField::Gf2).unwrap();
+        assert_eq!((code.message_len(), code.code_len()), (100, 126));
+        assert!(ExConvCode::try_new(0, 26, CodeField::Gf128).is_ok());
+        let mut x = vec![0u8; 26];
+        ExConvCode::try_new(0, 26, CodeField::Gf2)
+            .unwrap()
+            .dual_encode(&mut x);
+        // The parity part may reach 2^32 positions (the expander's index range), no more.
+        if usize::BITS > 32 {
+            assert!(ExConvCode::try_new(5, MAX_PARITY_LEN + 5, CodeField::Gf2).is_ok());
+            let r = ExConvCode::try_new(5, MAX_PARITY_LEN + 6, CodeField::Gf2);
+            assert!(matches!(r, Err(Error::InvalidCode { .. })), "{r:?}");
+            let r = ExConvCode::try_with_seed(0, usize::MAX, CodeField::Gf2, Block(1));
+            assert!(matches!(r, Err(Error::InvalidCode { .. })), "{r:?}");
+        }
+    }
+
+    /// The panicking constructor keeps its documented panic for the new limit too.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    #[should_panic(expected = "n - k <= 2^32")]
+    fn huge_parity_part_panics_in_new() {
+        let _ = ExConvCode::new(0, usize::MAX, CodeField::Gf2);
     }
 
     #[test]

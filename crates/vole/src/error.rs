@@ -51,6 +51,18 @@ pub enum Error {
     /// further call. Set up a new one.
     #[error("the generator was aborted by an earlier error; set up a new one")]
     Aborted,
+    /// Code parameters that do not define a valid code (from
+    /// [`ExConvCode::try_new`](crate::ExConvCode::try_new)): for example a noise length
+    /// `n < k + 26`, or a parity part `n − k` beyond `2^32`.
+    #[error("invalid code parameters k = {k}, n = {n}: {reason}")]
+    InvalidCode {
+        /// The requested message length `k`.
+        k: usize,
+        /// The requested noise length `n`.
+        n: usize,
+        /// Which constraint was violated.
+        reason: &'static str,
+    },
 }
 
 /// Runs one call of a generator: `Err(Aborted)` if an earlier call failed; the flag stays

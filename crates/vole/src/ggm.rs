@@ -324,7 +324,11 @@ pub(crate) fn expand_punctured_with(
     use zeroize::Zeroize;
     work.zeroize();
     level.iter_mut().for_each(|s| s.zeroize());
-    fixes.iter_mut().for_each(|f| f.1.zeroize());
+    // The fix positions are the siblings of the punctured path (they give α away).
+    fixes.iter_mut().for_each(|f| {
+        f.0.zeroize();
+        f.1.zeroize();
+    });
     totals.zeroize();
 }
 
