@@ -63,6 +63,7 @@ mod imp {
 
     use super::{DISABLED, Ordering};
     use crate::bigint::Integer;
+    use crate::bigint::monty::Monty;
     use subtle::ConstantTimeEq;
     use zeroize::Zeroize;
 
@@ -125,6 +126,7 @@ mod imp {
     }
 
     /// The precomputed constants for one odd modulus.
+    #[derive(Clone)]
     pub(crate) struct IfmaModulus<const N: usize> {
         m: Num<N>,
         /// `R² mod M`.
@@ -154,8 +156,8 @@ mod imp {
             if !available() || m.is_even() || *m <= 1u32 || m.significant_bits() + 2 > r_bits {
                 return None;
             }
-            // One-off setup with variable-time division (the modulus is fixed per key).
-            let r2 = (Integer::from(1u32) << (2 * r_bits)).modulo(m);
+            // One-off setup in time set by the lengths (the modulus may be a secret p²).
+            let mut r2 = Integer::from_limbs(&crate::bigint::ct_pow2_mod(2 * r_bits, m.as_limbs()));
             // −M^{−1} mod 2^52 by Newton's iteration modulo 2^64.
             let m0 = m.as_limbs()[0];
             let mut inv = 1u64;
@@ -163,11 +165,13 @@ mod imp {
                 inv = inv.wrapping_mul(2u64.wrapping_sub(m0.wrapping_mul(inv)));
             }
             let k0 = inv.wrapping_neg() & MASK52;
-            Some(Self {
+            let out = Self {
                 m: Num::from_integer(m),
                 r2: Num::from_integer(&r2),
                 k0,
-            })
+            };
+            crate::bigint::wipe(&mut r2);
+            Some(out)
         }
 
         /// `base^e mod M` in constant time (for a fixed bit length `e_bits` of the exponent:
@@ -310,6 +314,7 @@ mod imp {
     /// Fixed-base exponentiation modulo `M` with every window precomputed in Montgomery form
     /// (the IFMA twin of `bigint::FixedBaseTable`): one AMM per window, the entry chosen by a
     /// masked scan of the window's `2^w` entries.
+    #[derive(Clone)]
     pub(crate) struct IfmaFixedBase<const N: usize> {
         ctx: IfmaModulus<N>,
         window: u32,
@@ -333,21 +338,26 @@ mod imp {
             let windows = exp_bits.div_ceil(window).max(1);
             let per = 1usize << window;
             let mut table = Vec::with_capacity(windows as usize * per);
-            // The base is public (h_s, g, y): the table is built with plain arithmetic.
-            let mut b = base.modulo(m);
+            // The base is public (h_s, g, y) but the modulus may be secret (p², q²): the
+            // entries are computed with constant-time 64-bit Montgomery products, starting
+            // from this context's `R mod M` (set up in time set by the lengths) so that they
+            // come out in its Montgomery form.
+            let mont = Monty::new(m)?;
+            let mut b = mont.reduce(base);
+            let mut r = Integer::from_limbs(&crate::bigint::ct_pow2_mod(r_bits, m.as_limbs()));
             for _ in 0..windows {
-                let mut cur = Integer::from(1u32) << r_bits;
-                cur = cur.modulo(m);
+                let mut cur = r.clone();
                 for j in 0..per {
                     table.push(Num::from_integer(&cur));
                     if j + 1 < per {
-                        cur = (&cur * &b).modulo(m);
+                        cur = mont.mul_mod_lt(&cur, &b);
                     }
                 }
                 for _ in 0..window {
-                    b = b.square().modulo(m);
+                    b = mont.mul_mod_lt(&b, &b);
                 }
             }
+            crate::bigint::wipe(&mut r);
             Some(Self {
                 ctx,
                 window,
@@ -442,6 +452,7 @@ mod imp {
 /// A constant-time exponentiation context for one odd modulus: IFMA when the CPU has it and
 /// the size fits (moduli up to 4158 bits), else the 64-bit Montgomery backend.
 #[allow(clippy::large_enum_variant)]
+#[derive(Clone)]
 pub(crate) enum CtPow {
     /// Up to 2078-bit moduli.
     #[cfg(obliv_x86_simd)]

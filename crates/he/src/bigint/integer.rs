@@ -5,9 +5,12 @@
 //!
 //! The generic arithmetic here (schoolbook multiplication, Knuth's Algorithm D) is **variable
 //! time**: its running time depends on the operands' lengths in limbs and, for division, on
-//! their values. The crate's per-operation secret paths (decryption, encryption with secret
-//! randomness) do not use it on secrets; they go through the constant-time Montgomery code in
-//! `bigint::monty`. Every `Integer` wipes its limbs when dropped.
+//! their values. The crate's secret paths (decryption, encryption with secret randomness, the
+//! derivation of a secret key's constants) use it on secrets only for additions, subtractions
+//! and schoolbook products, whose time depends on the limb counts; reductions, inverses and
+//! exponentiations go through the constant-time code (`bigint::monty`, `bigint::ct_mod`,
+//! `bigint::ct_pow2_mod`, safegcd's constant-time mode). Every `Integer` wipes its limbs when
+//! dropped.
 #![allow(clippy::cast_possible_truncation)] // limb arithmetic: truncation to 64 bits intended
 
 use core::cmp::Ordering;
@@ -139,6 +142,7 @@ pub(crate) fn mul_mag(a: &[u64], b: &[u64]) -> Vec<u64> {
 }
 
 fn divrem_1(u: &[u64], d: u64) -> (Vec<u64>, u64) {
+    super::ct_trace::note(super::ct_trace::DIV, u.len(), 1);
     let mut q = vec![0u64; u.len()];
     let mut r = 0u64;
     for i in (0..u.len()).rev() {
@@ -187,6 +191,7 @@ fn shr_mag(a: &[u64], bits: usize) -> Vec<u64> {
 /// Quotient and remainder of magnitudes (Knuth, TAOCP vol. 2, §4.3.1, Algorithm D).
 pub(crate) fn divrem_mag(u: &[u64], v: &[u64]) -> (Vec<u64>, Vec<u64>) {
     assert!(!v.is_empty(), "division by zero");
+    super::ct_trace::note(super::ct_trace::DIV, u.len(), v.len());
     if cmp_mag(u, v) == Ordering::Less {
         return (Vec::new(), u.to_vec());
     }
@@ -217,6 +222,7 @@ pub(crate) fn divrem_mag(u: &[u64], v: &[u64]) -> (Vec<u64>, Vec<u64>) {
         let mut qhat = num / vtop;
         let mut rhat = num % vtop;
         while qhat >= B || qhat * vsec > ((rhat << 64) | u128::from(un[j + n - 2])) {
+            super::ct_trace::note(super::ct_trace::DIV_FIX, j, 0);
             qhat -= 1;
             rhat += vtop;
             if rhat >= B {
@@ -237,6 +243,7 @@ pub(crate) fn divrem_mag(u: &[u64], v: &[u64]) -> (Vec<u64>, Vec<u64>) {
         let (t, b2) = t.overflowing_sub(borrow);
         un[j + n] = t;
         if b1 || b2 {
+            super::ct_trace::note(super::ct_trace::DIV_FIX, j, 1);
             qhat -= 1;
             let mut c = 0u64;
             for i in 0..n {
@@ -584,7 +591,8 @@ impl Integer {
     /// `self^e mod m` for `e ≥ 0`, `m > 0`, or `None` when `m` is zero or negative, or `e` is
     /// negative and `self` has no inverse modulo `m`. Odd moduli use the constant-time
     /// Montgomery exponentiation (fixed window over all bits of `e`); even ones square and
-    /// multiply with divisions (variable time).
+    /// multiply with divisions (variable time). The modulus is treated as public: the base's
+    /// reduction and the Montgomery setup use the variable-time division.
     #[must_use]
     pub fn pow_mod(&self, e: &Self, m: &Self) -> Option<Self> {
         if m.neg || m.is_zero() {
@@ -597,7 +605,7 @@ impl Integer {
         };
         let e = e.abs();
         if m.is_odd() {
-            if let Some(ctx) = super::monty::Monty::new(m) {
+            if let Some(ctx) = super::monty::Monty::new_public(m) {
                 return Some(ctx.pow(&base, &e, e.significant_bits()));
             }
             return Some(Self::new()); // m = 1

@@ -72,6 +72,7 @@ pub(crate) fn limbs_of(x: &Integer, len: usize) -> Vec<u64> {
 /// `a·b mod 2^(64·len)` by a truncated schoolbook product over exactly `len` limbs (time
 /// depends on `len` only).
 pub(crate) fn mul_low(a: &Integer, b: &Integer, len: usize) -> Integer {
+    ct_trace::note(ct_trace::MUL_LOW, len, 0);
     let mut a = limbs_of(a, len);
     let mut b = limbs_of(b, len);
     let mut r = vec![0u64; len];
@@ -116,6 +117,120 @@ pub(crate) fn inverse_mod_word_power(x: &Integer, len: usize) -> Integer {
     y
 }
 
+/// `acc ← 2·acc + bit mod m` for `acc < m` (`m.len()` limbs, top limb non-zero), by a shift
+/// and one masked subtraction (`t`: scratch of `m.len()` limbs). Branch-free.
+#[inline(always)]
+fn ct_double_add_mod(acc: &mut [u64], bit: u64, m: &[u64], t: &mut [u64]) {
+    let mut c = bit;
+    for w in acc.iter_mut() {
+        let nw = (*w << 1) | c;
+        c = *w >> 63;
+        *w = nw;
+    }
+    let mut borrow = 0u64;
+    for ((d, &a), &n) in t.iter_mut().zip(acc.iter()).zip(m) {
+        let (x, b1) = a.overflowing_sub(n);
+        let (x, b2) = x.overflowing_sub(borrow);
+        *d = x;
+        borrow = u64::from(b1 | b2);
+    }
+    // The value c·2^(64·len) + acc is at least m iff it carried out or the subtraction did not
+    // borrow; then it is below 2m and one subtraction suffices.
+    let take = 0u64.wrapping_sub(c | (borrow ^ 1));
+    for (a, &d) in acc.iter_mut().zip(t.iter()) {
+        *a = (*a & !take) | (d & take);
+    }
+}
+
+/// `x mod m` as `m.len()` limbs, for any `x` (its magnitude) and a modulus `m > 0` given by its
+/// trimmed limbs, by binary long division (one doubling and one masked subtraction per bit of
+/// `x`): the time depends on the limb counts of `x` and `m` only. For one-off reductions by a
+/// secret modulus (key setup), where the variable-time division must not be used.
+pub(crate) fn ct_mod(x: &Integer, m: &[u64]) -> Vec<u64> {
+    let l = m.len();
+    let xs = x.as_limbs();
+    ct_trace::note(ct_trace::CT_MOD, xs.len(), l);
+    let mut acc = vec![0u64; l];
+    let mut t = vec![0u64; l];
+    for i in (0..xs.len() * 64).rev() {
+        let bit = (xs[i / 64] >> (i % 64)) & 1;
+        ct_double_add_mod(&mut acc, bit, m, &mut t);
+    }
+    t.zeroize();
+    acc
+}
+
+/// `2^k mod m` as `m.len()` limbs for a modulus `m > 1` given by its trimmed limbs: `k`
+/// doublings of 1, each with one masked subtraction, so the time depends on `k` and the limb
+/// count of `m` only (the Montgomery constants `R mod m`, `R² mod m` of a secret modulus).
+pub(crate) fn ct_pow2_mod(k: u32, m: &[u64]) -> Vec<u64> {
+    let l = m.len();
+    ct_trace::note(ct_trace::CT_POW2, k as usize, l);
+    let mut acc = vec![0u64; l];
+    let mut t = vec![0u64; l];
+    // 1 < m: 1 is reduced.
+    acc[0] = 1;
+    for _ in 0..k {
+        ct_double_add_mod(&mut acc, 0, m, &mut t);
+    }
+    t.zeroize();
+    acc
+}
+
+/// A per-thread trace of the operations the arithmetic performs (test builds only; other
+/// builds compile [`ct_trace::note`] to nothing): how many were noted and an order-sensitive
+/// digest of their kinds and public lengths, and the number of variable-time ones. The constant-time routines note one event per
+/// call with the lengths they run over; the variable-time ones (division, the early-exit
+/// safegcd) also note their data-dependent steps. Equal traces for two different secrets of
+/// the same size show that the sequence of operations does not depend on them.
+pub(crate) mod ct_trace {
+    /// [`super::ct_mod`].
+    pub(crate) const CT_MOD: u64 = 1;
+    /// [`super::ct_pow2_mod`].
+    pub(crate) const CT_POW2: u64 = 2;
+    /// A Montgomery reduction (every modular product of `monty`).
+    pub(crate) const REDC: u64 = 3;
+    /// A batch of 62 divsteps of safegcd.
+    pub(crate) const DIVSTEPS: u64 = 4;
+    /// A variable-time division (Knuth's Algorithm D or by one limb).
+    pub(crate) const DIV: u64 = 5;
+    /// A data-dependent correction step inside a division.
+    pub(crate) const DIV_FIX: u64 = 6;
+    /// A truncated product [`super::mul_low`].
+    pub(crate) const MUL_LOW: u64 = 7;
+
+    /// A trace: operations noted, the digest of their sequence, and how many of them were
+    /// variable-time ([`DIV`], [`DIV_FIX`]).
+    #[cfg(test)]
+    pub(crate) type Trace = (u64, u64, u64);
+
+    #[cfg(test)]
+    thread_local! {
+        static TRACE: core::cell::Cell<Trace> = const { core::cell::Cell::new((0, 0, 0)) };
+    }
+
+    /// Records one operation of kind `op` over public lengths `a`, `b`.
+    #[inline(always)]
+    pub(crate) fn note(op: u64, a: usize, b: usize) {
+        #[cfg(test)]
+        TRACE.with(|t| {
+            let (n, mut h, v) = t.get();
+            for x in [op, a as u64, b as u64] {
+                h = (h ^ x.wrapping_add(1)).wrapping_mul(0x0100_0000_01b3);
+            }
+            t.set((n + 1, h, v + u64::from(op == DIV || op == DIV_FIX)));
+        });
+        #[cfg(not(test))]
+        let _ = (op, a, b);
+    }
+
+    /// The trace since the last call (and a fresh one started).
+    #[cfg(test)]
+    pub(crate) fn take() -> Trace {
+        TRACE.with(|t| t.replace((0, 0, 0)))
+    }
+}
+
 /// Overwrites the limbs of `x` with zeros and sets it to zero (dropping does the same).
 pub(crate) fn wipe(x: &mut Integer) {
     x.zeroize();
@@ -134,19 +249,78 @@ pub(crate) fn from_bytes(b: &[u8]) -> Result<Integer> {
     Ok(Integer::from_be_bytes(b))
 }
 
-/// serde as a lowercase hexadecimal string (no prefix), with a length limit on input.
+/// serde as a lowercase hexadecimal string (no prefix, no leading zeros), with a length limit
+/// on input. The values may be secret (`p`, `q`, `x`): both directions convert every digit
+/// with masks, without a branch or a table look-up on its value, so their time depends on the
+/// number of digits only (a value's length in hex digits is visible, as in any encoding
+/// without padding).
 pub(crate) mod serde_hex {
     use super::Integer;
     use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+    use zeroize::Zeroize;
+
+    /// The lowercase hex digit of `d < 16`, branch-free.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    fn hex_digit(d: u64) -> u8 {
+        let d = d as i32;
+        // Above 9: add the distance from '0' + 10 to 'a' (0x27).
+        (d + 0x30 + (((9 - d) >> 31) & 0x27)) as u8
+    }
+
+    /// The value of a hex digit (either case) and an all-ones mask iff `c` is one, branch-free.
+    #[allow(clippy::cast_sign_loss)]
+    fn hex_value(c: u8) -> (u64, u64) {
+        let d = i32::from(c) - 0x30;
+        let digit = !((d >> 31) | ((9 - d) >> 31));
+        let l = i32::from(c | 0x20) - 0x61;
+        let letter = !((l >> 31) | ((5 - l) >> 31));
+        let v = (d & digit) | ((l + 10) & letter);
+        (v as u64, i64::from(digit | letter) as u64)
+    }
+
+    /// The hex text of the magnitude of `x` (`"0"` for zero).
+    pub(crate) fn encode(x: &Integer) -> String {
+        let limbs = x.as_limbs();
+        let mut digits: Vec<u8> = Vec::with_capacity(limbs.len() * 16);
+        for w in limbs.iter().rev() {
+            for k in (0..16).rev() {
+                digits.push(hex_digit((w >> (4 * k)) & 0xf));
+            }
+        }
+        // Leading zeros: at most 15 in the top limb (limbs are trimmed), plus all for zero.
+        let lead = (x.significant_bits() as usize).div_ceil(4);
+        let out = String::from_utf8_lossy(&digits[digits.len() - lead..]).into_owned();
+        digits.zeroize();
+        if out.is_empty() { "0".into() } else { out }
+    }
+
+    /// The integer of a non-empty string of hex digits (either case), or `None`.
+    pub(crate) fn decode(s: &str) -> Option<Integer> {
+        let b = s.as_bytes();
+        if b.is_empty() {
+            return None;
+        }
+        let mut mag = vec![0u64; b.len().div_ceil(16)];
+        let mut valid = u64::MAX;
+        for (i, &c) in b.iter().rev().enumerate() {
+            let (v, ok) = hex_value(c);
+            valid &= ok;
+            mag[i / 16] |= (v & ok) << (4 * (i % 16));
+        }
+        let out = Integer::from_limbs(&mag);
+        mag.zeroize();
+        // Only the verdict on the whole string is a branch.
+        (valid == u64::MAX).then_some(out)
+    }
 
     pub(crate) fn serialize<S: Serializer>(x: &Integer, s: S) -> Result<S::Ok, S::Error> {
         if x.is_negative() {
             return Err(serde::ser::Error::custom("negative integer"));
         }
-        // The value may be secret (p, q, x): the temporary text is wiped after use.
-        let mut hex = x.to_string_radix(16);
+        // The temporary text is wiped after use.
+        let mut hex = encode(x);
         let r = s.serialize_str(&hex);
-        zeroize::Zeroize::zeroize(&mut hex);
+        hex.zeroize();
         r
     }
 
@@ -155,10 +329,11 @@ pub(crate) mod serde_hex {
         if s.is_empty() || s.len() as u64 * 4 > u64::from(super::MAX_DECODE_BITS) {
             return Err(D::Error::custom("hex integer empty or too long"));
         }
-        if !s.bytes().all(|c| c.is_ascii_hexdigit()) {
-            return Err(D::Error::custom("not a hex integer"));
+        let out = decode(&s).ok_or_else(|| D::Error::custom("not a hex integer"));
+        if let std::borrow::Cow::Owned(mut owned) = s {
+            owned.zeroize();
         }
-        Integer::from_str_radix(&s, 16).map_err(D::Error::custom)
+        out
     }
 }
 
@@ -172,6 +347,7 @@ pub(crate) mod serde_hex {
 ///
 /// On CPUs with AVX-512 IFMA, moduli up to 8318 bits use [`crate::ifma::IfmaFixedBase`]
 /// (52-bit limbs); otherwise [`monty::MontFixedBase`] (64-bit Montgomery, ADX or portable).
+#[derive(Clone)]
 pub(crate) enum FixedBaseTable {
     /// 64-bit Montgomery.
     Mont(monty::MontFixedBase),
@@ -191,7 +367,8 @@ pub(crate) enum FixedBaseTable {
 
 impl FixedBaseTable {
     /// Builds the table (`windows · 2^w` modular multiplications), on IFMA when available.
-    /// `modulus` must be odd and greater than 1 (every caller's is).
+    /// `modulus` must be odd and greater than 1 (every caller's is). The modulus may be
+    /// secret (`p²`, `q²`): the setup and every entry use constant-time Montgomery arithmetic.
     pub(crate) fn new(base: &Integer, modulus: &Integer, exp_bits: u32, window: u32) -> Self {
         #[cfg(obliv_x86_simd)]
         {
@@ -345,6 +522,87 @@ mod tests {
                 assert_eq!(t.pow(&e), want);
             }
             assert_eq!(t.pow(&Integer::new()), 1u32);
+        }
+    }
+
+    #[test]
+    fn ct_mod_and_pow2_match_division() {
+        let mut rng = rand::rng();
+        for (xb, mb) in [
+            (1u32, 2u32),
+            (64, 64),
+            (65, 64),
+            (200, 63),
+            (1024, 512),
+            (2050, 1025),
+            (130, 700),
+        ] {
+            for _ in 0..8 {
+                let x = random_bits(&mut rng, xb);
+                let mut m = random_bits(&mut rng, mb);
+                m.set_bit(mb - 1, true);
+                m.set_bit(0, true);
+                let want = x.modulo(&m);
+                assert_eq!(Integer::from_limbs(&ct_mod(&x, m.as_limbs())), want);
+                let k = xb + mb;
+                let want = (Integer::from(1u32) << k).modulo(&m);
+                assert_eq!(Integer::from_limbs(&ct_pow2_mod(k, m.as_limbs())), want);
+            }
+        }
+        // The largest modulus of a length and values near it.
+        let m = Integer::from_limbs(&[u64::MAX; 4]);
+        for x in [&m - 1u32, m.clone(), &m + 1u32, m.square(), Integer::new()] {
+            assert_eq!(Integer::from_limbs(&ct_mod(&x, m.as_limbs())), x.modulo(&m));
+        }
+    }
+
+    /// The reduction runs the same operations for any value and modulus of given lengths.
+    #[test]
+    fn ct_mod_trace_depends_on_lengths_only() {
+        let mut rng = rand::rng();
+        let mut traces = Vec::new();
+        for _ in 0..4 {
+            let mut m = random_bits(&mut rng, 1024);
+            m.set_bit(1023, true);
+            m.set_bit(0, true);
+            let mut x = random_bits(&mut rng, 2048);
+            x.set_bit(2047, true);
+            let _ = ct_trace::take();
+            let _ = ct_mod(&x, m.as_limbs());
+            let _ = ct_pow2_mod(2048, m.as_limbs());
+            traces.push(ct_trace::take());
+        }
+        assert_eq!(traces[0].2, 0);
+        assert!(traces.iter().all(|t| *t == traces[0]));
+    }
+
+    #[test]
+    fn hex_codec_matches_radix_conversion() {
+        let mut rng = rand::rng();
+        for bits in [0u32, 1, 4, 63, 64, 65, 1000, 4096] {
+            let x = random_bits(&mut rng, bits);
+            let hex = serde_hex::encode(&x);
+            assert_eq!(hex, x.to_string_radix(16));
+            assert_eq!(serde_hex::decode(&hex), Some(x.clone()));
+            assert_eq!(serde_hex::decode(&hex.to_uppercase()), Some(x.clone()));
+            assert_eq!(serde_hex::decode(&format!("000{hex}")), Some(x));
+        }
+        assert_eq!(serde_hex::encode(&Integer::new()), "0");
+        assert_eq!(
+            serde_hex::decode("0123456789abcdefABCDEF"),
+            Integer::from_str_radix("0123456789abcdefABCDEF", 16).ok()
+        );
+        for bad in ["", "g", "12 3", "-1", "0x1", "1/", ":", "@", "`", "G", "é"] {
+            assert_eq!(serde_hex::decode(bad), None, "{bad:?}");
+        }
+        // Every byte: accepted exactly when it is a hex digit, with its value.
+        for c in 0u8..=255 {
+            let s = [c];
+            let s = std::str::from_utf8(&s).unwrap_or("\u{fffd}");
+            let want = c
+                .is_ascii_hexdigit()
+                .then(|| Integer::from(char::from(c).to_digit(16).unwrap_or(0)));
+            assert_eq!(serde_hex::decode(s), want, "{c:#x}");
         }
     }
 

@@ -434,12 +434,27 @@ fn ct_select(out: &mut [u64], table: &[u64], d: u32) {
 
 impl Monty {
     /// The context for an odd `m > 1` (`None` otherwise), with the best kernel of this CPU.
+    /// The setup is constant time in `m` (for secret moduli: `p`, `q`, `p²`, `q²`, prime
+    /// candidates); see [`Self::with_backend`].
     pub(crate) fn new(m: &Integer) -> Option<Self> {
         Self::with_backend(m, Backend::detect())
     }
 
-    /// The context with a chosen kernel.
+    /// The context for a **public** odd `m > 1` (`n²`, a MODP prime, the modulus of
+    /// [`Integer::pow_mod`]): the same context as [`Self::new`], its constants computed with
+    /// the faster variable-time division.
+    pub(crate) fn new_public(m: &Integer) -> Option<Self> {
+        Self::setup(m, Backend::detect(), false)
+    }
+
+    /// The context with a chosen kernel. `−N^{−1} mod 2^64` comes from Newton's iteration on
+    /// the low limb and `R mod N`, `R² mod N` from [`super::ct_pow2_mod`], so the setup takes
+    /// a time that depends on the limb count of `m` only.
     pub(crate) fn with_backend(m: &Integer, backend: Backend) -> Option<Self> {
+        Self::setup(m, backend, true)
+    }
+
+    fn setup(m: &Integer, backend: Backend, secret: bool) -> Option<Self> {
         if m.is_negative() || m.is_even() || *m <= 1u32 {
             return None;
         }
@@ -451,12 +466,20 @@ impl Monty {
             inv = inv.wrapping_mul(2u64.wrapping_sub(n[0].wrapping_mul(inv)));
         }
         let n0 = inv.wrapping_neg();
-        // One-off setup with the variable-time division (the modulus is fixed per key).
-        let r = (Integer::from(1u32) << u32::try_from(64 * l).ok()?).modulo(m);
-        let r2 = r.square().modulo(m);
+        let r_bits = u32::try_from(64 * l).ok()?;
+        let (one, r2) = if secret {
+            (
+                super::ct_pow2_mod(r_bits, &n),
+                super::ct_pow2_mod(r_bits.checked_mul(2)?, &n),
+            )
+        } else {
+            let r = (Integer::from(1u32) << r_bits).modulo(m);
+            let r2 = r.square().modulo(m);
+            (limbs_of(&r, l), limbs_of(&r2, l))
+        };
         Some(Self {
-            one: limbs_of(&r, l),
-            r2: limbs_of(&r2, l),
+            one,
+            r2,
             n,
             n0,
             backend,
@@ -511,6 +534,7 @@ impl Monty {
     #[inline(always)]
     fn redc<K: Kernel>(&self, k: K, out: &mut [u64], t: &mut [u64]) {
         let l = self.n.len();
+        super::ct_trace::note(super::ct_trace::REDC, l, 0);
         k.redc_rows(t, &self.n, self.n0);
         let mut carry = 0u64;
         for i in 0..l {
@@ -752,6 +776,7 @@ impl Drop for MontFixedBase {
 /// Fixed-base exponentiation modulo an odd `N` with every window precomputed in Montgomery
 /// form (Brickell–Gordon–McCurley–Wilson, HAC 14.109): one Montgomery multiplication per
 /// window, each entry chosen by a masked scan of its window's `2^w` entries.
+#[derive(Clone)]
 pub(crate) struct MontFixedBase {
     ctx: Monty,
     window: u32,
@@ -768,11 +793,12 @@ impl MontFixedBase {
         let windows = exp_bits.div_ceil(window).max(1);
         let per = 1usize << window;
         let mut table = vec![0u64; windows as usize * per * l];
-        // The base is public (h_s, g, y): the table is built with plain arithmetic.
-        let r = Integer::from(1u32) << u32::try_from(64 * l).ok()?;
-        let mut b = base.modulo(m);
+        // The base is public (h_s, g, y) but the modulus may be secret (p², q²): every entry
+        // is computed with constant-time Montgomery products, starting from `R mod N` so
+        // that the entries come out in Montgomery form.
+        let mut b = ctx.reduce(base);
         for i in 0..windows as usize {
-            let mut cur = r.modulo(m);
+            let mut cur = Integer::from_limbs(&ctx.one);
             for j in 0..per {
                 let off = (i * per + j) * l;
                 // Entries modulo a secret p² reveal p: the temporary limbs are wiped too.
@@ -780,11 +806,11 @@ impl MontFixedBase {
                 table[off..off + l].copy_from_slice(&limbs);
                 limbs.zeroize();
                 if j + 1 < per {
-                    cur = (&cur * &b).modulo(m);
+                    cur = ctx.mul_mod_lt(&cur, &b);
                 }
             }
             for _ in 0..window {
-                b = b.square().modulo(m);
+                b = ctx.mul_mod_lt(&b, &b);
             }
         }
         Some(Self {

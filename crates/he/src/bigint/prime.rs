@@ -91,9 +91,16 @@ pub(crate) fn has_small_factor(n: &Integer) -> bool {
     false
 }
 
-/// Miller–Rabin with `rounds` random bases on top of trial division (variable time: used on
-/// candidates during key generation and on keys being imported). Even numbers, 0 and 1 are
+/// Miller–Rabin with `rounds` random bases on top of trial division. Even numbers, 0 and 1 are
 /// composite here; 2 is prime.
+///
+/// Variable time: used on candidates during key generation and on keys being imported, so on
+/// the prime that is finally accepted too. The Montgomery setup and the exponentiation by `d`
+/// are constant time (for the length of `d`); what depends on the value of an accepted prime
+/// is the trial division (hardware remainders, whose latency may depend on the operands), the
+/// 2-adic valuation `s` of `n − 1` (always 1 for the `3 mod 4` primes of key generation), the
+/// number of rejections while drawing bases below `n − 3`, and the early exits of the
+/// comparisons with `±1` in the squaring chain. A rejected candidate is discarded.
 pub(crate) fn is_probable_prime<R: CryptoRng + ?Sized>(
     n: &Integer,
     rounds: u32,

@@ -10,7 +10,9 @@
 //! * [`Mode::ConstantTime`]: always `⌈B/62⌉` batches, `B = ⌊(49b + 57)/17⌋` for a `b`-bit
 //!   modulus (`b ≥ 46`; `⌊(49b + 80)/17⌋` below), the paper's Theorem 11.2 bound after which
 //!   `g = 0` for every input; every step is branch-free and no memory index depends on the
-//!   values, so the time depends on the modulus' length only. For secrets (key generation).
+//!   values, so the time depends on the lengths of the modulus and the input only (the input
+//!   is reduced by binary long division, `bigint::ct_mod`, not by the variable-time
+//!   division). For secrets (key setup).
 //! * [`Mode::VarTime`]: stops as soon as `g = 0` and drops the top limbs of `f, g` as they
 //!   shrink: about twice as fast, for public values (ciphertexts, group elements).
 //!
@@ -258,7 +260,29 @@ fn run(x: &Integer, m: &Integer, mode: Mode) -> Outcome {
     let bits = u64::from(m.significant_bits());
     // Room for M, the sign, and d, e ∈ (−2M, M) with the carries of the updates.
     let len = (bits as usize + 2).div_ceil(LIMB_BITS as usize) + 1;
-    let mut xr = x.modulo(m);
+    // x mod M: for secrets by binary long division (time set by the lengths); for public
+    // values by the faster variable-time division.
+    let mut xr = match mode {
+        Mode::ConstantTime => {
+            let mut r = super::ct_mod(x, m.as_limbs());
+            // A negative x: M − r, or 0 when r = 0, under a mask (the sign is not secret here:
+            // every secret caller passes a non-negative value).
+            if x.is_negative() {
+                let nonzero = 0u64.wrapping_sub(u64::from(r.iter().fold(0, |a, &w| a | w) != 0));
+                let mut borrow = 0u64;
+                for (w, &n) in r.iter_mut().zip(m.as_limbs()) {
+                    let (d, b1) = (n & nonzero).overflowing_sub(*w);
+                    let (d, b2) = d.overflowing_sub(borrow);
+                    *w = d;
+                    borrow = u64::from(b1 | b2);
+                }
+            }
+            let out = Integer::from_limbs(&r);
+            r.zeroize();
+            out
+        }
+        Mode::VarTime => x.modulo(m),
+    };
     let m62 = to_signed62(m.as_limbs(), len);
     let m_inv = (inv_word(m.as_limbs()[0]) as i64) & MASK;
     let mut f = m62.clone();
@@ -278,6 +302,7 @@ fn run(x: &Integer, m: &Integer, mode: Mode) -> Outcome {
             Mode::VarTime if g[..fg_len].iter().all(|&w| w == 0) => break,
             _ => {}
         }
+        super::ct_trace::note(super::ct_trace::DIVSTEPS, fg_len, len);
         let (nd, t) = divsteps_62(delta, f[0] as u64, g[0] as u64);
         delta = nd;
         update_fg(&mut f, &mut g, fg_len, t);
@@ -428,6 +453,42 @@ mod tests {
         for x in [1u32, 2, 12_345, u32::MAX] {
             let inv = invert_odd(&Integer::from(x), &p, Mode::ConstantTime).expect("unit");
             assert_eq!((Integer::from(x) * &inv).modulo(&p), 1u32);
+        }
+    }
+
+    /// The constant-time mode runs the same operations for any input of given lengths, and
+    /// its reduction of an input longer than the modulus is not a variable-time division.
+    #[test]
+    fn constant_time_trace_depends_on_lengths_only() {
+        let mut rng = rand::rng();
+        let mut traces = Vec::new();
+        for _ in 0..4 {
+            let mut m = crate::bigint::random_bits(&mut rng, 1024);
+            m.set_bit(1023, true);
+            m.set_bit(0, true);
+            let mut x = crate::bigint::random_bits(&mut rng, 1030);
+            x.set_bit(1029, true);
+            let _ = crate::bigint::ct_trace::take();
+            let inv = invert_odd(&x, &m, Mode::ConstantTime);
+            traces.push(crate::bigint::ct_trace::take());
+            assert_eq!(inv, x.invert_euclid(&m));
+        }
+        assert_eq!(
+            traces[0].2, 0,
+            "variable-time division in the constant-time mode"
+        );
+        assert!(traces.iter().all(|t| *t == traces[0]));
+        // Negative inputs reduce to the same residue class.
+        let m = Integer::from(1_000_003u32);
+        for x in [
+            -Integer::from(5u32),
+            -Integer::from(1_000_003u32),
+            -(&m * &m) - 7u32,
+        ] {
+            assert_eq!(
+                invert_odd(&x, &m, Mode::ConstantTime),
+                invert_odd(&x, &m, Mode::VarTime)
+            );
         }
     }
 

@@ -43,11 +43,22 @@
 //! IFMA) with masked table scans, `L_p` is an exact division by multiplication with
 //! `p^{−1} mod 2^{64k}`, and Garner's recombination uses Montgomery multiplications and masked
 //! modular subtraction. Encryption reads the fixed-base tables for the secret randomness `r`
-//! by a full masked scan and multiplies by `1 + m·n` with a Montgomery multiplication. Left
-//! variable time: key generation and key import (prime search, the one-off derivation of the
-//! CRT constants with extended Euclid and division), multiplication by a plaintext scalar, the
-//! homomorphic operations on public ciphertexts, and the signed decoding of a decrypted value.
+//! by a full masked scan and multiplies by `1 + m·n` with a Montgomery multiplication.
 //! Schoolbook products such as `m_q + q·t` take time that depends on limb counts only.
+//!
+//! Key setup from the primes (key generation, [`SecretKey::from_primes`], deserialisation)
+//! and [`SecretKey::clone`] are constant time as well: the CRT constants are derived without
+//! division or variable-time inversion (`h_p = −q⁻¹ mod p` in closed form, the inverses by
+//! safegcd with its worst-case step count, the Montgomery constants of `p`, `q`, `p²`, `q²` by
+//! doubling with masked subtraction, the CRT tables with Montgomery products), a clone copies
+//! the constants, the check `gcd(n, φ(n)) = 1` is a constant-time inversion of `φ` modulo `n`,
+//! and the hex text of `p`, `q` is converted digit by digit with masks. Their time depends on
+//! the limb counts of `p` and `q` only. Left variable time: the primality tests of key
+//! generation and import (Miller–Rabin and trial division; on an accepted prime the trial
+//! division's hardware remainders, the 2-adic valuation `s` of `p − 1`, the rejection
+//! sampling of the bases and the comparisons of the ladder with `±1`), the validation of the
+//! public key, multiplication by a plaintext scalar, the homomorphic operations on public
+//! ciphertexts, and the signed decoding of a decrypted value.
 //!
 //! \[Pai99\] P. Paillier, *Public-Key Cryptosystems Based on Composite Degree Residuosity
 //! Classes*, EUROCRYPT 1999. \[DJN10\] I. Damgård, M. Jurik, J. B. Nielsen, *A generalization of
@@ -250,7 +261,7 @@ impl PublicKey {
             ));
         }
         let max_int = &n / 3u32;
-        let mont_n2 = Monty::new(&n2).ok_or(Error::InvalidKey("n is even"))?;
+        let mont_n2 = Monty::new_public(&n2).ok_or(Error::InvalidKey("n is even"))?;
         Ok(Self {
             inner: Arc::new(PkInner {
                 n,
@@ -518,6 +529,19 @@ fn djn_base<R: CryptoRng + ?Sized>(n: &Integer, rng: &mut R) -> Integer {
     h.pow_mod(n, &n2).unwrap_or_default()
 }
 
+/// `a == b` for non-negative integers without an early exit on the first differing limb
+/// (both are padded to the longer length, which is public).
+fn ct_eq_int(a: &Integer, b: &Integer) -> subtle::Choice {
+    use subtle::ConstantTimeEq;
+    let len = a.as_limbs().len().max(b.as_limbs().len());
+    let (mut x, mut y) = (bigint::limbs_of(a, len), bigint::limbs_of(b, len));
+    let eq = x.as_slice().ct_eq(y.as_slice());
+    x.zeroize();
+    y.zeroize();
+    eq
+}
+
+#[derive(Clone)]
 struct CrtTables {
     p: FixedBaseTable,
     q: FixedBaseTable,
@@ -600,10 +624,109 @@ impl Drop for SecretKey {
 impl ZeroizeOnDrop for SecretKey {}
 
 impl Clone for SecretKey {
+    /// Copies the primes and every derived constant (nothing is recomputed); the copy is
+    /// zeroized on drop like the original. The CRT tables, when built, are copied too.
     fn clone(&self) -> Self {
-        // Rebuilding from p, q and h_s re-derives every constant; it cannot fail for a key
-        // that was valid when built.
-        Self::derive(self.pk.clone(), self.p.clone(), self.q.clone())
+        let tables = OnceLock::new();
+        if let Some(t) = self.tables.get() {
+            let _ = tables.set(CrtTables {
+                p: t.p.clone(),
+                q: t.q.clone(),
+            });
+        }
+        Self {
+            pk: self.pk.clone(),
+            p: self.p.clone(),
+            q: self.q.clone(),
+            p2: self.p2.clone(),
+            q2: self.q2.clone(),
+            p_minus_1: self.p_minus_1.clone(),
+            q_minus_1: self.q_minus_1.clone(),
+            hp: self.hp.clone(),
+            hq: self.hq.clone(),
+            q_inv_p: self.q_inv_p.clone(),
+            q2_inv_p2: self.q2_inv_p2.clone(),
+            p_inv_word: self.p_inv_word.clone(),
+            q_inv_word: self.q_inv_word.clone(),
+            ct_p: self.ct_p.clone(),
+            ct_q: self.ct_q.clone(),
+            mont_p: self.mont_p.clone(),
+            mont_q: self.mont_q.clone(),
+            mont_p2: self.mont_p2.clone(),
+            mont_q2: self.mont_q2.clone(),
+            tables,
+        }
+    }
+}
+
+/// The CRT constants of a secret key (the fields of [`SecretKey`] besides `p`, `q`, the public
+/// key and the tables); zeroized on drop.
+struct CrtConstants {
+    p2: Integer,
+    q2: Integer,
+    p_minus_1: Integer,
+    q_minus_1: Integer,
+    hp: Integer,
+    hq: Integer,
+    q_inv_p: Integer,
+    q2_inv_p2: Integer,
+    p_inv_word: Integer,
+    q_inv_word: Integer,
+    ct_p: CtPow,
+    ct_q: CtPow,
+    mont_p: Monty,
+    mont_q: Monty,
+    mont_p2: Monty,
+    mont_q2: Monty,
+}
+
+/// Derives the CRT constants of the odd primes `p ≠ q` in a time that depends on their limb
+/// counts only:
+///
+/// * `p²`, `q²`, `p − 1`, `q − 1`: schoolbook products and a borrow chain over all limbs;
+/// * the Montgomery and IFMA contexts modulo `p`, `q`, `p²`, `q²`: `R mod m` and `R² mod m`
+///   by doubling with masked subtraction ([`bigint::ct_pow2_mod`]);
+/// * `q⁻¹ mod p`, `p⁻¹ mod q`, `(q²)⁻¹ mod p²`: safegcd with its worst-case step count, the
+///   input reduced by binary long division ([`bigint::ct_mod`]);
+/// * `h_p = L_p(g^{p−1} mod p²)⁻¹ mod p` in closed form: `g^{p−1} = (1 + n)^{p−1} ≡
+///   1 + (p−1)·n (mod p²)`, so `L_p(g^{p−1}) = (p−1)·q ≡ −q (mod p)` and `h_p = −q⁻¹ mod p`,
+///   a masked subtraction from zero (no exponentiation, no division by `p`); `h_q` likewise;
+/// * `p⁻¹ mod 2^(64k)` for the exact division `L_p`: Newton's iteration over `k` limbs.
+fn derive_constants(p: &Integer, q: &Integer) -> CrtConstants {
+    // p and q are distinct odd primes > 2 (checked by every caller), so every context and
+    // inverse exists: the `expect`s cannot fire and the inverses' fallback is unreachable.
+    let ctx = |m: &Integer| Monty::new(m).expect("odd modulus > 1");
+    let ct = |m: &Integer| CtPow::new(m).expect("odd modulus > 1");
+    let inv = |x: &Integer, m: &Integer| x.invert_secret(m).unwrap_or_default();
+    let p2 = p.square();
+    let q2 = q.square();
+    let mont_p = ctx(p);
+    let mont_q = ctx(q);
+    let q_inv_p = inv(q, p);
+    let mut p_inv_q = inv(p, q);
+    let zero = Integer::new();
+    let hp = mont_p.sub_mod(&zero, &q_inv_p);
+    let hq = mont_q.sub_mod(&zero, &p_inv_q);
+    wipe(&mut p_inv_q);
+    let q2_inv_p2 = inv(&q2, &p2);
+    let word_inv = |x: &Integer| bigint::inverse_mod_word_power(x, x.as_limbs().len());
+    CrtConstants {
+        p_minus_1: p - 1u32,
+        q_minus_1: q - 1u32,
+        hp,
+        hq,
+        q_inv_p,
+        q2_inv_p2,
+        p_inv_word: word_inv(p),
+        q_inv_word: word_inv(q),
+        ct_p: ct(&p2),
+        ct_q: ct(&q2),
+        mont_p2: ctx(&p2),
+        mont_q2: ctx(&q2),
+        mont_p,
+        mont_q,
+        p2,
+        q2,
     }
 }
 
@@ -727,7 +850,7 @@ impl Keypair {
         loop {
             let p = random_prime_3mod4(rng, bits / 2);
             let q = random_prime_3mod4(rng, bits / 2);
-            if p == q {
+            if bool::from(ct_eq_int(&p, &q)) {
                 continue;
             }
             let n = &p * &q;
@@ -782,7 +905,7 @@ impl SecretKey {
         claimed_n: Option<&Integer>,
         min_bits: u32,
     ) -> Result<Self> {
-        if p == q || *p <= 2u32 || *q <= 2u32 {
+        if bool::from(ct_eq_int(p, q)) || *p <= 2u32 || *q <= 2u32 {
             return Err(Error::InvalidKey("p and q must be distinct odd primes"));
         }
         // Sizes first: the primality tests below cost 64 exponentiations each, cubic in the
@@ -816,7 +939,9 @@ impl SecretKey {
         }
         let n = p * q;
         let phi = (p - 1u32) * (q - 1u32);
-        if n.gcd(&phi) != 1u32 {
+        // gcd(n, φ) = 1 iff φ is a unit modulo the odd public n: the constant-time safegcd
+        // reveals only that verdict (the variable-time gcd would follow φ).
+        if phi.invert_secret(&n).is_none() {
             return Err(Error::InvalidKey("gcd(n, phi(n)) != 1"));
         }
         let pk = match hs {
@@ -831,52 +956,30 @@ impl SecretKey {
         Ok(Self::derive(pk, p.clone(), q.clone()))
     }
 
-    /// Derives the CRT constants; `p ≠ q` odd primes with `p·q = pk.n`. One-off; the inverses
-    /// of the secret primes take a time that depends on their lengths only (safegcd with its
-    /// worst-case step count, Newton's iteration modulo a word power).
+    /// Derives the CRT constants; `p ≠ q` odd primes with `p·q = pk.n`. Every step takes a
+    /// time that depends on the limb counts of `p` and `q` only (see [`derive_constants`]).
     fn derive(pk: PublicKey, p: Integer, q: Integer) -> Self {
-        let p2 = p.square();
-        let q2 = q.square();
-        let p_minus_1 = &p - 1u32;
-        let q_minus_1 = &q - 1u32;
-        let h = |prime: &Integer, prime2: &Integer, pm1: &Integer| -> Integer {
-            // g^{p-1} mod p² with g = n + 1, then L_p and the inverse modulo p. For distinct
-            // primes L_p(g^{p−1}) = −q·… is a unit mod p, so the inverse exists.
-            let g = pk.n() + 1u32;
-            let x = g.pow_mod(pm1, prime2).unwrap_or_default();
-            let l = (x - 1u32) / prime;
-            l.invert_secret(prime).unwrap_or_default()
-        };
-        let hp = h(&p, &p2, &p_minus_1);
-        let hq = h(&q, &q2, &q_minus_1);
-        let q_inv_p = q.invert_secret(&p).unwrap_or_default();
-        let q2_inv_p2 = q2.invert_secret(&p2).unwrap_or_default();
-        let word_inv = |x: &Integer| bigint::inverse_mod_word_power(x, x.as_limbs().len());
-        let p_inv_word = word_inv(&p);
-        let q_inv_word = word_inv(&q);
-        // p and q are odd primes > 2 (checked by every caller), so every context exists.
-        let ctx = |m: &Integer| Monty::new(m).expect("odd modulus > 1");
-        let ct = |m: &Integer| CtPow::new(m).expect("odd modulus > 1");
+        let c = derive_constants(&p, &q);
         Self {
-            ct_p: ct(&p2),
-            ct_q: ct(&q2),
-            mont_p: ctx(&p),
-            mont_q: ctx(&q),
-            mont_p2: ctx(&p2),
-            mont_q2: ctx(&q2),
             pk,
             p,
             q,
-            p2,
-            q2,
-            p_minus_1,
-            q_minus_1,
-            hp,
-            hq,
-            q_inv_p,
-            q2_inv_p2,
-            p_inv_word,
-            q_inv_word,
+            p2: c.p2,
+            q2: c.q2,
+            p_minus_1: c.p_minus_1,
+            q_minus_1: c.q_minus_1,
+            hp: c.hp,
+            hq: c.hq,
+            q_inv_p: c.q_inv_p,
+            q2_inv_p2: c.q2_inv_p2,
+            p_inv_word: c.p_inv_word,
+            q_inv_word: c.q_inv_word,
+            ct_p: c.ct_p,
+            ct_q: c.ct_q,
+            mont_p: c.mont_p,
+            mont_q: c.mont_q,
+            mont_p2: c.mont_p2,
+            mont_q2: c.mont_q2,
             tables: OnceLock::new(),
         }
     }
@@ -898,8 +1001,8 @@ impl SecretKey {
             let r_bits = self.pk.inner.r_bits;
             let hs = &self.pk.inner.hs;
             CrtTables {
-                p: FixedBaseTable::new(&hs.modulo(&self.p2), &self.p2, r_bits, WINDOW),
-                q: FixedBaseTable::new(&hs.modulo(&self.q2), &self.q2, r_bits, WINDOW),
+                p: FixedBaseTable::new(&self.mont_p2.reduce(hs), &self.p2, r_bits, WINDOW),
+                q: FixedBaseTable::new(&self.mont_q2.reduce(hs), &self.q2, r_bits, WINDOW),
             }
         })
     }

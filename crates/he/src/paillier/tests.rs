@@ -750,3 +750,161 @@ fn zeroize_wipes_the_crt_tables() {
     assert!(sk.tables.get().is_none());
     assert!(sk.p.is_zero() && sk.q.is_zero());
 }
+
+/// The CRT constants as the earlier variable-time derivation computed them: `g^{p−1} mod p²`
+/// by exponentiation, `L_p` by division, inverses by the extended Euclidean algorithm.
+fn reference_constants(p: &Integer, q: &Integer) -> [Integer; 4] {
+    let n = p * q;
+    let g = &n + 1u32;
+    let h = |prime: &Integer| {
+        let x = g
+            .pow_mod(&(prime - 1u32), &prime.square())
+            .expect("modulus positive");
+        ((x - 1u32) / prime).invert_euclid(prime).expect("unit")
+    };
+    [
+        h(p),
+        h(q),
+        q.invert_euclid(p).expect("unit"),
+        q.square().invert_euclid(&p.square()).expect("unit"),
+    ]
+}
+
+/// Random primes for the derivation tests: `bits` bits, not necessarily `3 mod 4`, and of
+/// lengths that differ (the import path accepts a gap of two bits).
+fn test_prime(bits: u32) -> Integer {
+    let mut rng = rand::rng();
+    loop {
+        let mut p = bigint::random_bits(&mut rng, bits);
+        p.set_bit(bits - 1, true);
+        p.set_bit(0, true);
+        if is_probable_prime(&p, 16, &mut rng) {
+            return p;
+        }
+    }
+}
+
+#[test]
+fn ct_crt_constants_match_the_variable_time_derivation() {
+    for (pb, qb) in [
+        (128u32, 128u32),
+        (130, 128),
+        (256, 257),
+        (512, 512),
+        (511, 513),
+    ] {
+        for _ in 0..3 {
+            let (p, q) = (test_prime(pb), test_prime(qb));
+            if p == q {
+                continue;
+            }
+            let c = derive_constants(&p, &q);
+            let [hp, hq, q_inv_p, q2_inv_p2] = reference_constants(&p, &q);
+            assert_eq!(c.hp, hp, "h_p, {pb}/{qb} bits");
+            assert_eq!(c.hq, hq, "h_q, {pb}/{qb} bits");
+            assert_eq!(c.q_inv_p, q_inv_p);
+            assert_eq!(c.q2_inv_p2, q2_inv_p2);
+            assert_eq!(c.p2, p.square());
+            assert_eq!(c.q_minus_1, &q - 1u32);
+            for (x, inv) in [(&p, &c.p_inv_word), (&q, &c.q_inv_word)] {
+                let k = x.as_limbs().len();
+                assert_eq!(bigint::mul_low(x, inv, k), 1u32);
+            }
+            // The contexts compute modulo the right moduli.
+            let a = bigint::random_bits(&mut rand::rng(), 2 * pb + 2 * qb);
+            for (m, ctx) in [(&p, &c.mont_p), (&q, &c.mont_q), (&c.p2, &c.mont_p2)] {
+                assert_eq!(ctx.reduce(&a), a.modulo(m));
+            }
+            let e = bigint::random_bits(&mut rand::rng(), pb);
+            assert_eq!(
+                c.ct_p.pow(&a.modulo(&c.p2), &e, pb),
+                a.pow_mod(&e, &c.p2).expect("positive")
+            );
+        }
+    }
+}
+
+/// The derivation of the CRT constants and the CRT tables perform the same sequence of
+/// operations (kinds and lengths, see `bigint::ct_trace`) for different primes of the same
+/// size, and no variable-time division.
+#[test]
+fn crt_derivation_trace_does_not_depend_on_the_primes() {
+    let mut traces = Vec::new();
+    for _ in 0..3 {
+        let k = Keypair::generate_insecure_for_tests(1024).expect("test size");
+        let (p, q) = k.secret.primes();
+        let _ = bigint::ct_trace::take();
+        let c = derive_constants(p, q);
+        let derive = bigint::ct_trace::take();
+        drop(c);
+        let sk = SecretKey::derive(k.public.clone(), p.clone(), q.clone());
+        let _ = bigint::ct_trace::take();
+        let _ = sk.precompute();
+        // The 64-bit Montgomery table as well (the one used without IFMA).
+        let hs_p2 = sk.mont_p2.reduce(k.public.h_s());
+        let t = FixedBaseTable::new_mont(&hs_p2, &sk.p2, k.public.randomness_bits(), WINDOW);
+        drop(t);
+        let tables = bigint::ct_trace::take();
+        assert_eq!(derive.2, 0, "variable-time divisions in the derivation");
+        assert_eq!(tables.2, 0, "variable-time divisions in the CRT tables");
+        traces.push((derive, tables));
+    }
+    assert!(traces[0].0.0 > 0 && traces[0].1.0 > 0);
+    assert_eq!(traces[0], traces[1]);
+    assert_eq!(traces[0], traces[2]);
+}
+
+/// Serialising a secret key converts `p` and `q` to hex without a division.
+#[test]
+fn secret_key_hex_encoding_is_division_free() {
+    let k = key2048();
+    let _ = bigint::ct_trace::take();
+    let json = serde_json::to_string(&k.secret).expect("serialise");
+    let t = bigint::ct_trace::take();
+    assert_eq!(t.2, 0, "variable-time divisions in the hex encoding");
+    let back: SecretKey = serde_json::from_str(&json).expect("deserialise");
+    assert_eq!(back.primes(), k.secret.primes());
+}
+
+#[test]
+fn decrypts_after_import_and_clone() {
+    let k = key2048();
+    let (p, q) = k.secret.primes();
+    let m = bigint::random_below(&mut rand::rng(), k.public.n());
+    let ct = k.public.encrypt(&m).expect("in range");
+    // Imported from the primes (fresh h_s), in either order, and from JSON.
+    let imported = SecretKey::from_primes(p, q).expect("valid");
+    let swapped = SecretKey::from_primes(q, p).expect("valid");
+    let json = serde_json::to_string(&k.secret).expect("serialise");
+    let parsed: SecretKey = serde_json::from_str(&json).expect("deserialise");
+    for sk in [&imported, &swapped, &parsed] {
+        assert_eq!(sk.decrypt(&ct).expect("valid"), m);
+        let own = sk.encrypt(&m).expect("in range");
+        assert_eq!(k.secret.decrypt(&own).expect("valid"), m);
+    }
+    // Clones, before and after the CRT tables are built; a clone outlives its original.
+    let clone = parsed.clone();
+    let _ = parsed.precompute();
+    let clone_with_tables = parsed.clone();
+    drop(parsed);
+    for sk in [&clone, &clone_with_tables] {
+        assert_eq!(sk.decrypt(&ct).expect("valid"), m);
+        assert_eq!(
+            sk.decrypt(&sk.encrypt(&m).expect("in range")).expect("ok"),
+            m
+        );
+    }
+    assert!(clone_with_tables.tables.get().is_some());
+}
+
+/// Cloning copies the derived constants rather than deriving them again.
+#[test]
+fn clone_copies_the_constants() {
+    let sk = key1024().secret.clone();
+    let _ = bigint::ct_trace::take();
+    let c = sk.clone();
+    let t = bigint::ct_trace::take();
+    assert_eq!(t.0, 0, "clone performed arithmetic");
+    assert_eq!(c.hp, sk.hp);
+    assert_eq!(c.q2_inv_p2, sk.q2_inv_p2);
+}

@@ -162,3 +162,43 @@ fn fixed_base_matches_reference() {
         }
     }
 }
+
+/// The constant-time setup gives the constants of the division-based one, for every length.
+#[test]
+fn secret_setup_matches_public_setup() {
+    let mut rng = rand::rng();
+    for limbs in 1..=34usize {
+        for _ in 0..3 {
+            let m = random_odd_modulus(&mut rng, limbs);
+            let a = Monty::new(&m).expect("odd");
+            let b = Monty::new_public(&m).expect("odd");
+            assert_eq!((&a.n, a.n0, &a.one, &a.r2), (&b.n, b.n0, &b.one, &b.r2));
+        }
+    }
+    assert!(Monty::new(&Integer::from(1u32)).is_none());
+    assert!(Monty::new(&Integer::from(10u32)).is_none());
+    let three = Monty::new(&Integer::from(3u32)).expect("odd");
+    assert_eq!(
+        three.mul_mod(&Integer::from(2u32), &Integer::from(2u32)),
+        1u32
+    );
+}
+
+/// The setup for a secret modulus (`p`, `p²`, a prime candidate) performs the same operations
+/// for every modulus of a length, and no variable-time division.
+#[test]
+fn secret_setup_trace_depends_on_the_length_only() {
+    let mut rng = rand::rng();
+    let mut traces = Vec::new();
+    for _ in 0..4 {
+        let mut m = random_bits(&mut rng, 1024);
+        m.set_bit(1023, true);
+        m.set_bit(0, true);
+        let _ = crate::bigint::ct_trace::take();
+        let ctx = Monty::new(&m).expect("odd");
+        traces.push(crate::bigint::ct_trace::take());
+        drop(ctx);
+    }
+    assert_eq!(traces[0].2, 0, "variable-time division in the setup");
+    assert!(traces.iter().all(|t| *t == traces[0]));
+}
