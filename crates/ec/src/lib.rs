@@ -44,7 +44,7 @@
 //! let hba = Ristretto255::mul_encoded_batch(&hb, &a).unwrap();
 //! assert_eq!(hab, hba);
 //! ```
-#![deny(unsafe_code)] // allowed only in `ifma25519` and `ifma_weierstrass` (AVX-512), with SAFETY comments
+#![deny(unsafe_code)] // allowed only in `ifma25519`, `ifma_weierstrass` (AVX-512) and `wipe`, with SAFETY comments
 
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]
@@ -62,10 +62,14 @@ mod ifma25519;
 mod ifma_weierstrass;
 mod ristretto;
 mod scalar25519;
+#[cfg(all(test, obliv_x86_simd))]
+mod scan_trace;
 mod secret;
 pub mod sm2;
 mod sswu;
 mod weierstrass;
+#[cfg(obliv_x86_simd)]
+mod wipe;
 mod x25519;
 
 pub use dynamic::{Curve, DynGroup, SecretKey};
@@ -75,7 +79,7 @@ pub use ristretto::Ristretto255;
 pub use secret::SecretScalar;
 pub use sm2::Sm2;
 pub use weierstrass::{P256, Secp256k1};
-pub use x25519::X25519;
+pub use x25519::{X25519, X25519Point};
 
 use core::fmt;
 use rand_core::CryptoRng;

@@ -39,3 +39,24 @@ impl<S: Zeroize> fmt::Debug for SecretScalar<S> {
         f.write_str("SecretScalar(..)")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every backend's scalar, wrapped, is wiped on drop and prints nothing.
+    #[test]
+    fn secret_scalars_zeroize_on_drop() {
+        fn wiped<T: ZeroizeOnDrop + Zeroize>() {}
+        wiped::<SecretScalar<curve25519_dalek::Scalar>>();
+        wiped::<SecretScalar<obliv_fourq::Scalar>>();
+        wiped::<SecretScalar<p256::Scalar>>();
+        wiped::<SecretScalar<k256::Scalar>>();
+        wiped::<SecretScalar<sm2::Scalar>>();
+        wiped::<crate::SecretKey>();
+        let mut k = SecretScalar(curve25519_dalek::Scalar::from(7u8));
+        assert_eq!(format!("{k:?}"), "SecretScalar(..)");
+        k.zeroize();
+        assert_eq!(k.0, curve25519_dalek::Scalar::ZERO);
+    }
+}

@@ -120,6 +120,52 @@ use zeroize::Zeroizing;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct X25519;
 
+/// An element of [`X25519`]: the u-coordinate of a point of the prime-order subgroup (or `0`,
+/// the identity).
+///
+/// The field is private: a value is built only by [`PrimeGroup::decode`] (which validates and
+/// projects a peer's encoding, see the module documentation), by hashing
+/// ([`PrimeGroup::hash_to_point`]), as the generator or the identity, or as the product of
+/// one of these by a scalar. So every `X25519Point` is an element of the group, and the batch
+/// paths never see an unvalidated `u` (dalek's [`MontgomeryPoint`] has a public field: build
+/// it only from trusted values, and pass peer bytes to [`PrimeGroup::decode`]).
+///
+/// ```
+/// use obliv_ec::{PrimeGroup, X25519};
+/// let peer = X25519::encode(&X25519::hash_to_point(b"item"));
+/// let p: <X25519 as PrimeGroup>::Point = X25519::decode(&peer).unwrap();
+/// assert_eq!(p.to_bytes(), peer);
+/// ```
+///
+/// A group element cannot be made from unchecked bytes (here a `u` of order 4):
+///
+/// ```compile_fail
+/// use obliv_ec::{PrimeGroup, X25519};
+/// let mut u = [0u8; 32];
+/// u[0] = 1;
+/// let p: <X25519 as PrimeGroup>::Point = curve25519_dalek::montgomery::MontgomeryPoint(u);
+/// ```
+///
+/// ```compile_fail
+/// let p = obliv_ec::X25519Point([1u8; 32]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct X25519Point([u8; 32]);
+
+impl X25519Point {
+    /// The canonical 32-byte little-endian u-coordinate ([`PrimeGroup::encode`]).
+    pub fn to_bytes(&self) -> [u8; 32] {
+        self.0
+    }
+
+    /// The same u-coordinate as curve25519-dalek's [`MontgomeryPoint`] (for interoperability
+    /// with dalek; there is no conversion the other way, peer bytes go through
+    /// [`PrimeGroup::decode`]).
+    pub fn to_montgomery(&self) -> MontgomeryPoint {
+        MontgomeryPoint(self.0)
+    }
+}
+
 /// `8⁻¹ mod ℓ`, little-endian.
 const INV_EIGHT: [u8; 32] = [
     121, 47, 220, 226, 41, 229, 6, 97, 208, 218, 28, 125, 179, 157, 211, 7, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -159,7 +205,8 @@ fn mul_edwards(p: &EdwardsPoint, t: &Scalar) -> [u8; 32] {
     (p.mul_by_cofactor() * t).to_montgomery().to_bytes()
 }
 
-/// `u([8t]P)` for any `u` (the serial `mul` of a [`MontgomeryPoint`] the caller built):
+/// `u([8t]P)` for any `u` (the serial `mul`; an [`X25519Point`] is never on the twist, but
+/// the lanes' tests compare their twist results against this):
 /// [`mul_edwards`] if `u` is on the curve, otherwise (the twist) dalek's ladder, which
 /// computes on the twist as RFC 7748's function does.
 fn mul_any(u: &[u8; 32], t: &Scalar) -> [u8; 32] {
@@ -240,7 +287,7 @@ impl X25519 {
     /// # Panics
     /// If `out.len() != points.len()`.
     pub fn mul_and_encode_chunk_serial(
-        points: &[MontgomeryPoint],
+        points: &[X25519Point],
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) {
@@ -474,43 +521,51 @@ impl PrimeGroup for X25519 {
     const CHUNK: usize = 1024;
 
     type ScalarInner = Scalar;
-    type Point = MontgomeryPoint;
+    type Point = X25519Point;
     type Encoded = [u8; 32];
 
-    fn hash_to_point_with_dst(msg: &[u8], dst: &[u8]) -> Result<MontgomeryPoint, Error> {
+    fn hash_to_point_with_dst(msg: &[u8], dst: &[u8]) -> Result<X25519Point, Error> {
         let dst = effective_dst(dst)?;
         // dalek panics only for an empty DST or one over 255 bytes, excluded above.
-        Ok(EdwardsPoint::hash_to_curve::<Sha512>(&[msg], &[&dst]).to_montgomery())
+        Ok(X25519Point(
+            EdwardsPoint::hash_to_curve::<Sha512>(&[msg], &[&dst])
+                .to_montgomery()
+                .to_bytes(),
+        ))
     }
 
-    fn hash_to_point(msg: &[u8]) -> MontgomeryPoint {
-        EdwardsPoint::hash_to_curve::<Sha512>(&[msg], &[Self::DEFAULT_DST]).to_montgomery()
+    fn hash_to_point(msg: &[u8]) -> X25519Point {
+        X25519Point(
+            EdwardsPoint::hash_to_curve::<Sha512>(&[msg], &[Self::DEFAULT_DST])
+                .to_montgomery()
+                .to_bytes(),
+        )
     }
 
-    fn generator() -> MontgomeryPoint {
-        curve25519_dalek::constants::X25519_BASEPOINT
+    fn generator() -> X25519Point {
+        X25519Point(curve25519_dalek::constants::X25519_BASEPOINT.to_bytes())
     }
 
-    fn identity() -> MontgomeryPoint {
-        MontgomeryPoint([0u8; 32])
+    fn identity() -> X25519Point {
+        X25519Point([0u8; 32])
     }
 
-    fn mul(point: &MontgomeryPoint, k: &SecretScalar<Scalar>) -> MontgomeryPoint {
-        MontgomeryPoint(mul_any(&point.0, &torsion_free_scalar(&k.0)))
+    fn mul(point: &X25519Point, k: &SecretScalar<Scalar>) -> X25519Point {
+        X25519Point(mul_any(&point.0, &torsion_free_scalar(&k.0)))
     }
 
-    fn mul_base(k: &SecretScalar<Scalar>) -> MontgomeryPoint {
-        MontgomeryPoint::mul_base(&k.0)
+    fn mul_base(k: &SecretScalar<Scalar>) -> X25519Point {
+        X25519Point(MontgomeryPoint::mul_base(&k.0).to_bytes())
     }
 
-    fn encode(point: &MontgomeryPoint) -> [u8; 32] {
-        point.to_bytes()
+    fn encode(point: &X25519Point) -> [u8; 32] {
+        point.0
     }
 
-    fn decode(bytes: &[u8]) -> Result<MontgomeryPoint, Error> {
+    fn decode(bytes: &[u8]) -> Result<X25519Point, Error> {
         let p = validate(bytes)?;
         // P₀ = [s'₁]P with s'₁ = 8·(8⁻¹ mod ℓ): t = 8⁻¹ mod ℓ.
-        Ok(MontgomeryPoint(mul_edwards(
+        Ok(X25519Point(mul_edwards(
             &p,
             &Scalar::from_bytes_mod_order(INV_EIGHT),
         )))
@@ -537,7 +592,7 @@ impl PrimeGroup for X25519 {
     }
 
     fn mul_and_encode_chunk(
-        points: &[MontgomeryPoint],
+        points: &[X25519Point],
         k: &SecretScalar<Scalar>,
         out: &mut [[u8; 32]],
     ) {
@@ -567,9 +622,12 @@ impl PrimeGroup for X25519 {
             // lanes: the same RFC 9380 suite as `hash_to_point`. The ladder's scalar is 8k, so
             // [8k](Q₀ + Q₁) = [k]H: the cofactor clearing costs nothing extra (H has no
             // torsion, so s' is not needed).
-            let mut uniform = vec![[0u8; 96]; items.len()];
+            // The expanded bytes and field elements of the (private) items are wiped when
+            // the chunk is done.
+            let mut uniform = Zeroizing::new(vec![[0u8; 96]; items.len()]);
             ifma.expand_message_xmd_sha512(items, Self::DEFAULT_DST, &mut uniform);
-            let fe: Vec<[[u64; 5]; 2]> = uniform.iter().map(field_elements).collect();
+            let fe: Zeroizing<Vec<[[u64; 5]; 2]>> =
+                Zeroizing::new(uniform.iter().map(field_elements).collect());
             ifma.x25519_hash_mul(&fe, &Zeroizing::new(k.0.to_bytes()), out);
             return;
         }
@@ -610,13 +668,16 @@ mod tests {
     use curve25519_dalek::constants::EIGHT_TORSION;
     use rand::SeedableRng;
 
-    fn points(n: usize, seed: u64) -> Vec<MontgomeryPoint> {
+    fn points(n: usize, seed: u64) -> Vec<X25519Point> {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         (0..n)
             .map(|_| {
-                EdwardsPoint::random(&mut rng)
-                    .mul_by_cofactor()
-                    .to_montgomery()
+                X25519Point(
+                    EdwardsPoint::random(&mut rng)
+                        .mul_by_cofactor()
+                        .to_montgomery()
+                        .to_bytes(),
+                )
             })
             .collect()
     }
@@ -648,7 +709,10 @@ mod tests {
                 X25519::mul_and_encode_chunk_serial(&pts, k, &mut slow);
                 assert_eq!(fast, slow, "n = {n}");
                 // For points of the prime-order group [s']P = [k]P: dalek's plain ladder.
-                let plain: Vec<[u8; 32]> = pts.iter().map(|p| (p * k.0).to_bytes()).collect();
+                let plain: Vec<[u8; 32]> = pts
+                    .iter()
+                    .map(|p| (p.to_montgomery() * k.0).to_bytes())
+                    .collect();
                 assert_eq!(fast, plain, "n = {n}");
             }
         }

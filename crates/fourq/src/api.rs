@@ -113,6 +113,14 @@ impl Point {
     /// `P_N + T` with `T ≠ O` is accepted (as `P_N`) instead of rejected, so a caller that
     /// must *detect* such inputs needs [`Point::decode`].
     ///
+    /// `k = 0` is accepted and treated like any other scalar: each encoding gets the same
+    /// error as for `k ≠ 0` (validity is a property of the encoding, never of `k`), and each
+    /// valid one the encoding of `[0]P_N = O` ([`Point::IDENTITY`]`.to_bytes()`), as
+    /// [`Point::decode`] followed by [`Point::mul_many_to_bytes`] gives for a valid point. The
+    /// small-order test then runs on `[392⁻¹·1]Q` instead (a constant-time selection of the
+    /// scalar, no branch on `k`), so a zero key does not turn every point into
+    /// [`Error::SmallOrder`].
+    ///
     /// Cost per point: decoding + 10 point operations + one multiplication, instead of
     /// decoding + a subgroup check (one more multiplication) + the multiplication, close to
     /// half the time; on a lane backend (IFMA or AVX2) decoding, cofactor clearing and multiplication all run
@@ -123,11 +131,16 @@ impl Point {
         k: &Scalar,
         encodings: &[E],
     ) -> Vec<Result<[u8; 32], Error>> {
-        let mut kp = k.mul(&Scalar(crate::constants::INV_COFACTOR));
+        // For k = 0 the lanes multiply by 1 instead (so that the small-order test below still
+        // sees [392⁻¹]Q), and every output is replaced by the identity: both by masks.
+        let k_zero = k.is_zero();
+        let mut k_eff = Scalar::conditional_select(k, &Scalar::ONE, k_zero);
+        let mut kp = k_eff.mul(&Scalar(crate::constants::INV_COFACTOR));
         let mut limbs = kp.limbs();
         let rec = scalar_mul::recode_u256(&limbs);
         limbs.zeroize();
         kp.zeroize();
+        k_eff.zeroize();
         encodings
             .par_chunks(BATCH)
             .flat_map_iter(|chunk| {
@@ -140,7 +153,7 @@ impl Point {
                         // arise from a subgroup point but must never reach the batch inversion;
                         // the meaningless result of a rejected encoding is replaced too.
                         let bad = r.is_identity() | r.z.is_zero();
-                        let replace = bad | subtle::Choice::from(u8::from(d.is_err()));
+                        let replace = bad | k_zero | subtle::Choice::from(u8::from(d.is_err()));
                         r.conditional_assign(&Point::IDENTITY, replace);
                         bool::from(bad)
                     })
@@ -501,6 +514,41 @@ mod tests {
         let (d, r) = decode_mul_chunk(&rec, &shifted, Backend::Serial);
         assert!(d.iter().all(Result::is_ok));
         assert!(r.iter().all(|q| q.to_bytes() == want));
+    }
+
+    /// `k = 0`: valid points (with or without a small-order component) give the identity's
+    /// encoding, as `decode` + `mul_many_to_bytes` does for valid points; small-order and
+    /// malformed encodings get the same errors as for any other scalar.
+    #[test]
+    fn zero_scalar_gives_identity_and_the_usual_errors() {
+        let ts = torsion();
+        let pts: Vec<Point> = (0u8..20).map(|i| Point::hash_to_curve(&[i])).collect();
+        let mut enc: Vec<Vec<u8>> = pts.iter().map(|p| p.to_bytes().to_vec()).collect();
+        enc.extend(
+            pts.iter()
+                .zip(ts.iter().cycle())
+                .map(|(p, t)| (p + t).to_bytes().to_vec()),
+        );
+        enc.extend(ts.iter().map(|t| t.to_bytes().to_vec()));
+        enc.push(Point::IDENTITY.to_bytes().to_vec());
+        enc.push(vec![2; 32]);
+        enc.push(vec![1; 31]);
+        let zero = Point::mul_many_encoded_projecting(&Scalar::ZERO, &enc);
+        let one = Point::mul_many_encoded_projecting(&Scalar::ONE, &enc);
+        let checked = Point::mul_many_to_bytes(&Scalar::ZERO, &pts);
+        assert!(checked.iter().all(|e| *e == Point::IDENTITY.to_bytes()));
+        assert_eq!(zero.len(), enc.len());
+        for (i, (z, o)) in zero.iter().zip(&one).enumerate() {
+            match o {
+                Ok(_) => assert_eq!(*z, Ok(Point::IDENTITY.to_bytes()), "encoding {i}"),
+                Err(e) => assert_eq!(z, &Err(*e), "encoding {i}"),
+            }
+        }
+        assert!(one[..2 * pts.len()].iter().all(Result::is_ok));
+        assert_eq!(
+            zero[..pts.len()],
+            checked.into_iter().map(Ok).collect::<Vec<_>>()[..]
+        );
     }
 
     #[test]

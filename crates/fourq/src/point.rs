@@ -586,6 +586,16 @@ impl core::fmt::Debug for Point {
     }
 }
 
+/// Wipes a table entry (the multiples of a secret-derived point are wiped after use).
+impl Zeroize for PointR2 {
+    fn zeroize(&mut self) {
+        self.xy.zeroize();
+        self.yx.zeroize();
+        self.z2.zeroize();
+        self.t2.zeroize();
+    }
+}
+
 impl Zeroize for Point {
     fn zeroize(&mut self) {
         self.x.zeroize();

@@ -254,12 +254,15 @@ pub(crate) fn table_words(t: &[PointR2; 8]) -> [[u64; 16]; 8] {
 /// The main loop of [CL15, Alg. 2] for a precomputed table and a recoded scalar.
 #[inline(always)]
 pub(crate) fn mul_endo_with(table: &[PointR2; 8], rec: &Recoded) -> Point {
-    let table = &table_words(table);
-    let mut q = lookup8(table, rec.digits[64], 0).to_r1_for_doubling();
+    let mut words = table_words(table);
+    let mut q = lookup8(&words, rec.digits[64], 0).to_r1_for_doubling();
     for i in (0..64).rev() {
-        let s = lookup8(table, rec.digits[i], rec.negate[i]);
+        let s = lookup8(&words, rec.digits[i], rec.negate[i]);
         q = q.double_r1().add_r2(&s);
     }
+    // The table's limbs (multiples of P, a hashed private item on the hash paths): 1 KiB of
+    // stores once per multiplication, against 64 doublings and additions.
+    words.zeroize();
     q
 }
 
@@ -280,7 +283,10 @@ pub(crate) fn mul_endo(p: &Point, k: &[u64; 4]) -> Point {
 /// `P` and the main loop.
 #[inline(always)]
 pub(crate) fn mul_recoded_portable(p: &Point, rec: &Recoded) -> Point {
-    mul_endo_with(&precompute(p), rec)
+    let mut table = precompute(p);
+    let q = mul_endo_with(&table, rec);
+    table.zeroize();
+    q
 }
 
 /// Signed radix-16 digits `e_i ∈ [−8, 8)` (the last in `[−8, 8]`) with `k = Σ e_i·16^i`,
@@ -335,6 +341,7 @@ pub(crate) fn mul_fixed_window(p: &Point, k: &[u64; 4]) -> Point {
         q = q.add_r2(&s);
     }
     e.zeroize();
+    table.zeroize();
     q
 }
 
@@ -691,6 +698,20 @@ mod tests {
                 assert_eq!(*t, traces[0], "{name} with {k:x?}");
             }
         }
+    }
+
+    /// The secret-derived scratch types wipe to zero: the recoded scalar and a table of
+    /// multiples (as the multiplications do after use).
+    #[test]
+    fn scratch_tables_wipe_to_zero() {
+        let p = Point::generator();
+        let mut table = precompute(&p);
+        table.zeroize();
+        assert!(table.iter().all(|e| e.to_words() == [0u64; 16]));
+        let mut rec = recode_u256(&[u64::MAX, 5, 7, 1 << 60]);
+        rec.zeroize();
+        let (d, n) = rec.digits();
+        assert!(d.iter().chain(n.iter()).all(|&x| x == 0));
     }
 
     #[test]

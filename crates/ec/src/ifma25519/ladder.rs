@@ -40,6 +40,9 @@ struct State {
     z3: F8,
 }
 
+// SAFETY: four `F8`, i.e. `__m512i` arrays: all zeros is a valid value.
+unsafe impl crate::wipe::ZeroBits for State {}
+
 crate::cpu::ifma25519::enable! {
     /// Swap `(x₂, z₂)` and `(x₃, z₃)` in every lane if `mask` is all ones (it is `0` or `0xff`).
     #[inline]
@@ -116,6 +119,10 @@ crate::cpu::ifma25519::enable! {
         }
         cswap(&mut s, 0u8.wrapping_sub(swap));
         let (mut x, mut z) = (s.x2, s.z2);
+        // The ladder state (multiples of the lanes' points, which the hash path derives from
+        // the secret items) and the swap bit, wiped once per ladder.
+        crate::wipe::wipe(&mut s);
+        zeroize::Zeroize::zeroize(&mut swap);
         for _ in 0..3 {
             (x, z) = double(&x, &z);
         }

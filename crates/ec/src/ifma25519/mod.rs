@@ -195,6 +195,13 @@ struct Niels8 {
     t2d: F8,
 }
 
+// SAFETY: four `F8`, i.e. `__m512i` arrays: all zeros is a valid value.
+unsafe impl crate::wipe::ZeroBits for Niels8 {}
+
+/// The tag of the digit selection in [`crate::scan_trace`].
+#[cfg(test)]
+const TRACE_TAG: u8 = 2;
+
 impl Ext8 {
     crate::cpu::ifma25519::enable! {
         #[inline]
@@ -320,7 +327,12 @@ crate::cpu::ifma25519::enable! {
         // (and each mask is loaded into a mask register once per coordinate).
         let scan = |get: fn(&Niels8) -> &F8, init: F8| {
             let mut out = init;
-            for (e, &m) in table.iter().zip(masks.iter()) {
+            for (j, (e, &m)) in table.iter().zip(masks.iter()).enumerate() {
+                // Test builds trace the entry read; `j` is public (the loop runs to the end).
+                #[cfg(test)]
+                crate::scan_trace::note(TRACE_TAG, j);
+                #[cfg(not(test))]
+                let _ = j;
                 for (o, l) in out.0.iter_mut().zip(get(e).0) {
                     *o = _mm512_mask_blend_epi64(m, *o, l);
                 }
@@ -367,6 +379,9 @@ crate::cpu::ifma25519::enable! {
         }
         masks.zeroize();
         neg.zeroize();
+        // The multiples of P (on the hash paths, of the secret items' points): wiped once per
+        // eight-lane multiplication (4 KiB of stores against 64 digit steps).
+        crate::wipe::wipe_slice(&mut table);
         acc.to_ext()
     }
 }

@@ -476,3 +476,49 @@ fn mul_matches_dalek() {
         prop_assert_eq!(lane_batch(ifma, &pts, &k), dalek_batch(&pts, &k));
     });
 }
+
+/// The digit selection of the lanes reads all eight table entries of every coordinate, in the
+/// same order, for every digit: the trace of every entry read ([`crate::scan_trace`]) over the
+/// decode-and-multiply and the hash (uniform bytes) and multiply paths, two lane groups, is the
+/// same for every scalar (edge values, every single digit value, random), with
+/// `64 × 4 × 8` reads per eight-lane multiplication.
+#[test]
+fn digit_selection_trace_is_independent_of_the_scalar() {
+    let Some(ifma) = ifma("digit_selection_trace_is_independent_of_the_scalar") else {
+        return;
+    };
+    let enc: Vec<[u8; 32]> = (0u8..9)
+        .map(|i| {
+            RistrettoPoint::from_uniform_bytes(&[i; 64])
+                .compress()
+                .to_bytes()
+        })
+        .collect();
+    let uniform: Vec<[u8; 64]> = (0u8..9).map(|i| [i.wrapping_mul(37); 64]).collect();
+    let mut ks = vec![Scalar::ONE, -Scalar::ONE, Scalar::from(2u8)];
+    // [k/2] with k/2 = d for each digit value d in −8…8 (the top digit) and 16^j·d.
+    for d in 1u8..=8 {
+        ks.push(Scalar::from(2 * u64::from(d)));
+        ks.push(-Scalar::from(2 * u64::from(d)));
+        ks.push(Scalar::from((2 * u64::from(d)) << 60));
+    }
+    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(3);
+    for _ in 0..4 {
+        ks.push(Scalar::random(&mut rng));
+    }
+    let mut out = vec![[0u8; 32]; 9];
+    let _ = crate::scan_trace::take();
+    let mut first = None;
+    for k in &ks {
+        assert!(ifma.decode_mul_encode(&enc, k, &mut out, false));
+        let decode = crate::scan_trace::take();
+        ifma.uniform_mul_encode(&uniform, k, &mut out);
+        let hash = crate::scan_trace::take();
+        let reads = 2 * 64 * 4 * 8;
+        assert_eq!((decode.0, hash.0), (reads, reads));
+        match first {
+            None => first = Some((decode, hash)),
+            Some(f) => assert_eq!(f, (decode, hash), "the trace depends on the scalar"),
+        }
+    }
+}

@@ -252,3 +252,48 @@ fn recoding_reconstructs_the_scalar() {
         assert!(r.idx.iter().all(|&i| i < 16));
     }
 }
+
+/// The window look-up of the lanes reads all sixteen table entries, in the same order, for
+/// every digit: the trace of every entry read ([`crate::scan_trace`]) over a whole batch
+/// (multiplication, hash-and-multiply and decode-and-multiply, two lane groups) is the same
+/// for every scalar (edge values and random ones), and has `16 × DIGITS` reads per
+/// eight-lane multiplication.
+#[test]
+fn window_lookup_trace_is_independent_of_the_scalar() {
+    fn check<C: Params, X>()
+    where
+        X: k256::hash2curve::ExpandMsg<k256::elliptic_curve::consts::U16>,
+    {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let msgs: Vec<Vec<u8>> = (0..9u8).map(|i| vec![i; 3]).collect();
+        let pts: Vec<AffineXy> = msgs.iter().map(|m| serial_hash::<C, X>(m)).collect();
+        let mut encs = vec![[0u8; 33]; pts.len()];
+        serial::<C>(&pts, &recode(&be_bytes(&[1, 0, 0, 0])), &mut encs);
+        let mut out = vec![[0u8; 33]; pts.len()];
+        let _ = crate::scan_trace::take();
+        let mut first = None;
+        let ks = scalars::<C>(&mut rng);
+        // 1, 2, 3, n − 1 … n − 5 and four random scalars.
+        for k in ks.iter().take(8).chain(ks.iter().rev().take(4)) {
+            assert!(mul_affine_batch::<C>(&pts, k, &mut out));
+            let mul = crate::scan_trace::take();
+            assert!(hash_mul_batch::<C, X, _>(&msgs, b"DST-lanes", k, &mut out));
+            let hash = crate::scan_trace::take();
+            assert_eq!(decode_mul_batch::<C, _>(&encs, k, &mut out), Some(Ok(())));
+            let decode = crate::scan_trace::take();
+            // Two groups of eight lanes, DIGITS look-ups of 16 entries each.
+            let reads = 2 * 16 * DIGITS as u64;
+            assert_eq!((mul.0, hash.0, decode.0), (reads, reads, reads));
+            let traces = (mul, hash, decode);
+            match first {
+                None => first = Some(traces),
+                Some(f) => assert_eq!(f, traces, "the trace depends on the scalar"),
+            }
+        }
+    }
+    if !lanes_for_test("window_lookup_trace_is_independent_of_the_scalar") {
+        return;
+    }
+    check::<P256Params, ExpandMsgXmd<sha2::Sha256>>();
+    check::<Sm2Params, ExpandMsgXmd<sm3::Sm3>>();
+}

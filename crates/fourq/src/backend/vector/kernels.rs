@@ -532,8 +532,12 @@ enable! {
         if clear_cofactor {
             p = p.mul_by_cofactor(&d2);
         }
-        let table = precompute(&p, &d2);
-        ladder(&table, rec).to_serial()
+        let mut table = precompute(&p, &d2);
+        let out = ladder(&table, rec).to_serial();
+        // The multiples of the lanes' points (hashed private items on the hash paths), once
+        // per `LANES` multiplications.
+        zeroize::Zeroize::zeroize(&mut table);
+        out
     }
 }
 
@@ -864,8 +868,9 @@ enable! {
         }
         let (valid, p) = decode(&Fe2::from_serial(&ys), sign);
         let d2 = Fe2::splat(&D.double());
-        let table = precompute(&p.mul_by_cofactor(&d2), &d2);
+        let mut table = precompute(&p.mul_by_cofactor(&d2), &d2);
         let out = ladder(&table, rec).to_serial();
+        zeroize::Zeroize::zeroize(&mut table);
         let ok = core::array::from_fn(|i| canon[i] && (valid >> i) & 1 == 1);
         (out, ok)
     }
