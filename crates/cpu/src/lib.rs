@@ -59,7 +59,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The x86 feature names a [`feature_set!`] may use, each with its bit in a feature mask.
-const KNOWN: [&str; 28] = [
+const KNOWN: [&str; 30] = [
     "sse2",
     "ssse3",
     "sse4.1",
@@ -88,7 +88,112 @@ const KNOWN: [&str; 28] = [
     "vpclmulqdq",
     "gfni",
     "avx512vpopcntdq",
+    "sse3",
+    "f16c",
 ];
+
+/// What enabling each feature with `#[target_feature]` enables with it (rustc's implied
+/// features, one step; `sse2` is the x86-64 baseline). A function compiled with `avx512f`
+/// may contain AVX2, FMA or F16C instructions too, so [`feature_set!`]'s detector checks the
+/// transitive closure ([`implied`]), not just the names listed: on a real CPU they come
+/// together, but a virtual machine may mask one and not the other.
+const IMPLIES: [(&str, &[&str]); 18] = [
+    ("ssse3", &["sse3"]),
+    ("sse4.1", &["ssse3"]),
+    ("sse4.2", &["sse4.1"]),
+    ("avx", &["sse4.2"]),
+    ("avx2", &["avx"]),
+    ("fma", &["avx"]),
+    ("f16c", &["avx"]),
+    ("avx512f", &["avx2", "fma", "f16c"]),
+    ("avx512dq", &["avx512f"]),
+    ("avx512bw", &["avx512f"]),
+    ("avx512vl", &["avx512f"]),
+    ("avx512cd", &["avx512f"]),
+    ("avx512ifma", &["avx512f"]),
+    ("avx512vbmi", &["avx512bw"]),
+    ("avx512vbmi2", &["avx512bw"]),
+    ("avx512vpopcntdq", &["avx512f"]),
+    ("vaes", &["avx2", "aes"]),
+    ("vpclmulqdq", &["avx", "pclmulqdq"]),
+];
+
+/// `mask` with every feature its features imply ([`IMPLIES`]), transitively; evaluated at
+/// compile time by [`feature_set!`].
+#[doc(hidden)]
+pub const fn implied(mask: u64) -> u64 {
+    let mut m = mask;
+    loop {
+        let before = m;
+        let mut i = 0;
+        while i < IMPLIES.len() {
+            let (name, implies) = IMPLIES[i];
+            if let Some(b) = bit(name)
+                && m & b != 0
+            {
+                m |= self::mask(implies);
+            }
+            i += 1;
+        }
+        if m == before {
+            return m;
+        }
+    }
+}
+
+/// Whether the running CPU has every feature of `mask` (checked one by one with
+/// `is_x86_feature_detected!`; `false` off x86-64).
+#[doc(hidden)]
+pub fn present(mask: u64) -> bool {
+    (0..KNOWN.len())
+        .filter(|i| mask >> i & 1 == 1)
+        .all(has_feature)
+}
+
+/// Whether the CPU has `KNOWN[i]`.
+#[cfg(target_arch = "x86_64")]
+fn has_feature(i: usize) -> bool {
+    use std::arch::is_x86_feature_detected as has;
+    match KNOWN[i] {
+        "sse2" => has!("sse2"),
+        "ssse3" => has!("ssse3"),
+        "sse4.1" => has!("sse4.1"),
+        "sse4.2" => has!("sse4.2"),
+        "pclmulqdq" => has!("pclmulqdq"),
+        "aes" => has!("aes"),
+        "avx" => has!("avx"),
+        "avx2" => has!("avx2"),
+        "fma" => has!("fma"),
+        "bmi1" => has!("bmi1"),
+        "bmi2" => has!("bmi2"),
+        "adx" => has!("adx"),
+        "popcnt" => has!("popcnt"),
+        "lzcnt" => has!("lzcnt"),
+        "movbe" => has!("movbe"),
+        "sha" => has!("sha"),
+        "avx512f" => has!("avx512f"),
+        "avx512dq" => has!("avx512dq"),
+        "avx512bw" => has!("avx512bw"),
+        "avx512vl" => has!("avx512vl"),
+        "avx512cd" => has!("avx512cd"),
+        "avx512ifma" => has!("avx512ifma"),
+        "avx512vbmi" => has!("avx512vbmi"),
+        "avx512vbmi2" => has!("avx512vbmi2"),
+        "vaes" => has!("vaes"),
+        "vpclmulqdq" => has!("vpclmulqdq"),
+        "gfni" => has!("gfni"),
+        "avx512vpopcntdq" => has!("avx512vpopcntdq"),
+        "sse3" => has!("sse3"),
+        "f16c" => has!("f16c"),
+        _ => false,
+    }
+}
+
+/// Off x86-64 no x86 feature is present.
+#[cfg(not(target_arch = "x86_64"))]
+fn has_feature(_: usize) -> bool {
+    false
+}
 
 const fn same(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
@@ -248,18 +353,24 @@ macro_rules! feature_set {
             pub const FEATURES: &[&str] = &[$($feat),+];
 
             const MASK: u64 = $crate::mask(FEATURES);
+            /// The features a function compiled with `FEATURES` may use: those and what they
+            /// imply (`avx512f` brings AVX2, FMA and F16C).
+            const IMPLIED: u64 = $crate::implied(MASK);
 
             /// Whether the functions of this set may run here: x86 SIMD compiled in, every
-            /// feature present on this CPU, none switched off.
+            /// feature present on this CPU (with every feature they imply), none switched
+            /// off.
             #[inline]
             pub fn detected() -> bool {
                 #[cfg(obliv_x86_simd)]
                 {
-                    $crate::allowed(MASK) $(&& ::std::arch::is_x86_feature_detected!($feat))+
+                    $crate::allowed(MASK)
+                        $(&& ::std::arch::is_x86_feature_detected!($feat))+
+                        && $crate::present(IMPLIED)
                 }
                 #[cfg(not(obliv_x86_simd))]
                 {
-                    let _ = MASK;
+                    let _ = (MASK, IMPLIED);
                     false
                 }
             }
@@ -304,6 +415,89 @@ mod tests {
         for (i, a) in KNOWN.iter().enumerate() {
             for b in &KNOWN[i + 1..] {
                 assert_ne!(a, b);
+            }
+        }
+    }
+
+    /// The implications match rustc's: for every known feature, the features
+    /// `rustc --print cfg -C target-feature=+f` enables are exactly `implied` of it (skipped
+    /// with a message where no `rustc` runs).
+    #[test]
+    fn implications_match_rustc() {
+        for name in KNOWN {
+            let out = std::process::Command::new(std::env::var("RUSTC").unwrap_or("rustc".into()))
+                .args(["--print", "cfg", "--target", "x86_64-unknown-linux-gnu"])
+                .args(["-C", "target-cpu=x86-64", "-C"])
+                .arg(format!("target-feature=+{name}"))
+                .output();
+            let Some(out) = out.ok().filter(|o| o.status.success()) else {
+                eprintln!("skipped: rustc --print cfg did not run");
+                return;
+            };
+            let mut from_rustc = 0;
+            for line in String::from_utf8_lossy(&out.stdout).lines() {
+                if let Some(f) = line
+                    .strip_prefix("target_feature=\"")
+                    .and_then(|f| f.strip_suffix('"'))
+                    && let Some(b) = bit(f)
+                {
+                    from_rustc |= b;
+                }
+            }
+            // The x86-64 baseline (sse2) is on without being asked for.
+            let ours = implied(mask(&[name])) | mask(&["sse2"]);
+            assert_eq!(
+                ours,
+                from_rustc,
+                "{name}: ours {:?}, rustc's {:?}",
+                names(ours),
+                names(from_rustc)
+            );
+        }
+    }
+
+    fn names(m: u64) -> Vec<&'static str> {
+        (0..KNOWN.len())
+            .filter(|i| m >> i & 1 == 1)
+            .map(|i| KNOWN[i])
+            .collect()
+    }
+
+    #[test]
+    fn implied_closes_transitively() {
+        let all = implied(mask(&["avx512ifma"]));
+        for f in [
+            "avx512ifma",
+            "avx512f",
+            "avx2",
+            "fma",
+            "f16c",
+            "avx",
+            "sse4.2",
+            "sse4.1",
+            "ssse3",
+            "sse3",
+        ] {
+            assert!(all & mask(&[f]) != 0, "{f}");
+        }
+        assert_eq!(all & mask(&["avx512bw", "aes", "bmi2"]), 0);
+        assert_eq!(implied(mask(&["bmi2", "adx"])), mask(&["bmi2", "adx"]));
+    }
+
+    /// `present` agrees with `is_x86_feature_detected!` on this CPU, and a real CPU with a
+    /// feature has everything it implies.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn present_follows_the_cpu() {
+        assert!(present(mask(&["sse2"])));
+        assert_eq!(
+            present(mask(&["avx2"])),
+            std::arch::is_x86_feature_detected!("avx2")
+        );
+        for name in KNOWN {
+            let m = mask(&[name]);
+            if present(m) {
+                assert!(present(implied(m)), "{name} without what it implies");
             }
         }
     }
