@@ -710,8 +710,7 @@ mod tests {
         assert!(table.iter().all(|e| e.to_words() == [0u64; 16]));
         let mut rec = recode_u256(&[u64::MAX, 5, 7, 1 << 60]);
         rec.zeroize();
-        let (d, n) = rec.digits();
-        assert!(d.iter().chain(n.iter()).all(|&x| x == 0));
+        assert!(rec.digits.iter().chain(rec.negate.iter()).all(|&x| x == 0));
     }
 
     #[test]
