@@ -553,29 +553,7 @@ pub struct SecretKey {
     pk: PublicKey,
     p: Integer,
     q: Integer,
-    p2: Integer,
-    q2: Integer,
-    p_minus_1: Integer,
-    q_minus_1: Integer,
-    /// `L_p(g^{p−1} mod p²)^{−1} mod p`.
-    hp: Integer,
-    /// `L_q(g^{q−1} mod q²)^{−1} mod q`.
-    hq: Integer,
-    /// `q^{−1} mod p`.
-    q_inv_p: Integer,
-    /// `(q²)^{−1} mod p²`.
-    q2_inv_p2: Integer,
-    /// `p^{−1} mod 2^(64·k)` for the `k` limbs of `p`: `L_p` as an exact division.
-    p_inv_word: Integer,
-    q_inv_word: Integer,
-    /// Constant-time exponentiation modulo `p²` and `q²` (AVX-512 IFMA or 64-bit Montgomery).
-    ct_p: CtPow,
-    ct_q: CtPow,
-    /// Montgomery contexts for the constant-time reductions and products.
-    mont_p: Monty,
-    mont_q: Monty,
-    mont_p2: Monty,
-    mont_q2: Monty,
+    crt: CrtConstants,
     tables: OnceLock<CrtTables>,
 }
 
@@ -589,22 +567,9 @@ impl fmt::Debug for SecretKey {
 
 impl Zeroize for SecretKey {
     fn zeroize(&mut self) {
-        for x in [
-            &mut self.p,
-            &mut self.q,
-            &mut self.p2,
-            &mut self.q2,
-            &mut self.p_minus_1,
-            &mut self.q_minus_1,
-            &mut self.hp,
-            &mut self.hq,
-            &mut self.q_inv_p,
-            &mut self.q2_inv_p2,
-            &mut self.p_inv_word,
-            &mut self.q_inv_word,
-        ] {
-            wipe(x);
-        }
+        wipe(&mut self.p);
+        wipe(&mut self.q);
+        self.crt.zeroize();
         // The CRT tables hold powers of h_s modulo p² and q², which reveal p and q: they are
         // wiped here and again when dropped. The Montgomery contexts (moduli p, q, p², q²)
         // wipe themselves when dropped.
@@ -638,46 +603,64 @@ impl Clone for SecretKey {
             pk: self.pk.clone(),
             p: self.p.clone(),
             q: self.q.clone(),
-            p2: self.p2.clone(),
-            q2: self.q2.clone(),
-            p_minus_1: self.p_minus_1.clone(),
-            q_minus_1: self.q_minus_1.clone(),
-            hp: self.hp.clone(),
-            hq: self.hq.clone(),
-            q_inv_p: self.q_inv_p.clone(),
-            q2_inv_p2: self.q2_inv_p2.clone(),
-            p_inv_word: self.p_inv_word.clone(),
-            q_inv_word: self.q_inv_word.clone(),
-            ct_p: self.ct_p.clone(),
-            ct_q: self.ct_q.clone(),
-            mont_p: self.mont_p.clone(),
-            mont_q: self.mont_q.clone(),
-            mont_p2: self.mont_p2.clone(),
-            mont_q2: self.mont_q2.clone(),
+            crt: self.crt.clone(),
             tables,
         }
     }
 }
 
-/// The CRT constants of a secret key (the fields of [`SecretKey`] besides `p`, `q`, the public
-/// key and the tables); zeroized on drop.
+/// The CRT constants of a secret key, derived from `p` and `q` by [`derive_constants`];
+/// zeroized on drop (the Montgomery and exponentiation contexts wipe themselves).
+#[derive(Clone)]
 struct CrtConstants {
     p2: Integer,
     q2: Integer,
     p_minus_1: Integer,
     q_minus_1: Integer,
+    /// `L_p(g^{p−1} mod p²)^{−1} mod p`.
     hp: Integer,
+    /// `L_q(g^{q−1} mod q²)^{−1} mod q`.
     hq: Integer,
+    /// `q^{−1} mod p`.
     q_inv_p: Integer,
+    /// `(q²)^{−1} mod p²`.
     q2_inv_p2: Integer,
+    /// `p^{−1} mod 2^(64·k)` for the `k` limbs of `p`: `L_p` as an exact division.
     p_inv_word: Integer,
     q_inv_word: Integer,
+    /// Constant-time exponentiation modulo `p²` and `q²` (AVX-512 IFMA or 64-bit Montgomery).
     ct_p: CtPow,
     ct_q: CtPow,
+    /// Montgomery contexts for the constant-time reductions and products.
     mont_p: Monty,
     mont_q: Monty,
     mont_p2: Monty,
     mont_q2: Monty,
+}
+
+impl Zeroize for CrtConstants {
+    fn zeroize(&mut self) {
+        for x in [
+            &mut self.p2,
+            &mut self.q2,
+            &mut self.p_minus_1,
+            &mut self.q_minus_1,
+            &mut self.hp,
+            &mut self.hq,
+            &mut self.q_inv_p,
+            &mut self.q2_inv_p2,
+            &mut self.p_inv_word,
+            &mut self.q_inv_word,
+        ] {
+            wipe(x);
+        }
+    }
+}
+
+impl Drop for CrtConstants {
+    fn drop(&mut self) {
+        self.zeroize();
+    }
 }
 
 /// Derives the CRT constants of the odd primes `p ≠ q` in a time that depends on their limb
@@ -959,27 +942,12 @@ impl SecretKey {
     /// Derives the CRT constants; `p ≠ q` odd primes with `p·q = pk.n`. Every step takes a
     /// time that depends on the limb counts of `p` and `q` only (see [`derive_constants`]).
     fn derive(pk: PublicKey, p: Integer, q: Integer) -> Self {
-        let c = derive_constants(&p, &q);
+        let crt = derive_constants(&p, &q);
         Self {
             pk,
             p,
             q,
-            p2: c.p2,
-            q2: c.q2,
-            p_minus_1: c.p_minus_1,
-            q_minus_1: c.q_minus_1,
-            hp: c.hp,
-            hq: c.hq,
-            q_inv_p: c.q_inv_p,
-            q2_inv_p2: c.q2_inv_p2,
-            p_inv_word: c.p_inv_word,
-            q_inv_word: c.q_inv_word,
-            ct_p: c.ct_p,
-            ct_q: c.ct_q,
-            mont_p: c.mont_p,
-            mont_q: c.mont_q,
-            mont_p2: c.mont_p2,
-            mont_q2: c.mont_q2,
+            crt,
             tables: OnceLock::new(),
         }
     }
@@ -1001,8 +969,8 @@ impl SecretKey {
             let r_bits = self.pk.inner.r_bits;
             let hs = &self.pk.inner.hs;
             CrtTables {
-                p: FixedBaseTable::new(&self.mont_p2.reduce(hs), &self.p2, r_bits, WINDOW),
-                q: FixedBaseTable::new(&self.mont_q2.reduce(hs), &self.q2, r_bits, WINDOW),
+                p: FixedBaseTable::new(&self.crt.mont_p2.reduce(hs), &self.crt.p2, r_bits, WINDOW),
+                q: FixedBaseTable::new(&self.crt.mont_q2.reduce(hs), &self.crt.q2, r_bits, WINDOW),
             }
         })
     }
@@ -1039,10 +1007,10 @@ impl SecretKey {
         wipe(&mut r);
         // Garner: x = x_q + q²·((x_p − x_q)·(q²)^{−1} mod p²), with constant-time reductions,
         // subtraction and products modulo p².
-        let xq_p2 = self.mont_p2.reduce(&xq);
-        let d = self.mont_p2.sub_mod(&xp, &xq_p2);
-        let d = self.mont_p2.mul_mod_lt(&d, &self.q2_inv_p2);
-        let x = &self.q2 * &d + &xq;
+        let xq_p2 = self.crt.mont_p2.reduce(&xq);
+        let d = self.crt.mont_p2.sub_mod(&xp, &xq_p2);
+        let d = self.crt.mont_p2.mul_mod_lt(&d, &self.crt.q2_inv_p2);
+        let x = &self.crt.q2 * &d + &xq;
         let c = self.pk.inner.mont_n2.mul_mod_lt(&self.pk.g_pow(m), &x);
         Ok(Ciphertext { c })
     }
@@ -1055,10 +1023,10 @@ impl SecretKey {
         if ct.c <= 0u32 || ct.c >= self.pk.inner.n2 {
             return Err(Error::MalformedCiphertext("not in [1, n²)"));
         }
-        let cp = self.mont_p2.reduce(&ct.c);
-        let cq = self.mont_q2.reduce(&ct.c);
+        let cp = self.crt.mont_p2.reduce(&ct.c);
+        let cq = self.crt.mont_q2.reduce(&ct.c);
         // c is a unit modulo n² iff p ∤ c and q ∤ c (only the verdict is revealed).
-        if self.mont_p.reduce(&cp).is_zero() || self.mont_q.reduce(&cq).is_zero() {
+        if self.crt.mont_p.reduce(&cp).is_zero() || self.crt.mont_q.reduce(&cq).is_zero() {
             return Err(Error::MalformedCiphertext("not a unit modulo n²"));
         }
         // The two half-size exponentiations are independent: on an idle pool they run on two
@@ -1066,22 +1034,22 @@ impl SecretKey {
         let (mp, mq) = rayon::join(
             || {
                 self.half(
-                    &self.ct_p,
-                    &self.mont_p,
+                    &self.crt.ct_p,
+                    &self.crt.mont_p,
                     &cp,
-                    &self.p_minus_1,
-                    &self.p_inv_word,
-                    &self.hp,
+                    &self.crt.p_minus_1,
+                    &self.crt.p_inv_word,
+                    &self.crt.hp,
                 )
             },
             || {
                 self.half(
-                    &self.ct_q,
-                    &self.mont_q,
+                    &self.crt.ct_q,
+                    &self.crt.mont_q,
                     &cq,
-                    &self.q_minus_1,
-                    &self.q_inv_word,
-                    &self.hq,
+                    &self.crt.q_minus_1,
+                    &self.crt.q_inv_word,
+                    &self.crt.hq,
                 )
             },
         );
@@ -1106,9 +1074,9 @@ impl SecretKey {
 
     /// Garner: `m = m_q + q·((m_p − m_q)·q^{−1} mod p)`, constant time modulo `p`.
     fn recombine(&self, mp: &Integer, mq: &Integer) -> Integer {
-        let mq_p = self.mont_p.reduce(mq);
-        let d = self.mont_p.sub_mod(mp, &mq_p);
-        let t = self.mont_p.mul_mod_lt(&d, &self.q_inv_p);
+        let mq_p = self.crt.mont_p.reduce(mq);
+        let d = self.crt.mont_p.sub_mod(mp, &mq_p);
+        let t = self.crt.mont_p.mul_mod_lt(&d, &self.crt.q_inv_p);
         &self.q * &t + mq
     }
 

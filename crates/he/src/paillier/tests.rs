@@ -841,8 +841,8 @@ fn crt_derivation_trace_does_not_depend_on_the_primes() {
         let _ = bigint::ct_trace::take();
         let _ = sk.precompute();
         // The 64-bit Montgomery table as well (the one used without IFMA).
-        let hs_p2 = sk.mont_p2.reduce(k.public.h_s());
-        let t = FixedBaseTable::new_mont(&hs_p2, &sk.p2, k.public.randomness_bits(), WINDOW);
+        let hs_p2 = sk.crt.mont_p2.reduce(k.public.h_s());
+        let t = FixedBaseTable::new_mont(&hs_p2, &sk.crt.p2, k.public.randomness_bits(), WINDOW);
         drop(t);
         let tables = bigint::ct_trace::take();
         assert_eq!(derive.2, 0, "variable-time divisions in the derivation");
@@ -905,6 +905,6 @@ fn clone_copies_the_constants() {
     let c = sk.clone();
     let t = bigint::ct_trace::take();
     assert_eq!(t.0, 0, "clone performed arithmetic");
-    assert_eq!(c.hp, sk.hp);
-    assert_eq!(c.q2_inv_p2, sk.q2_inv_p2);
+    assert_eq!(c.crt.hp, sk.crt.hp);
+    assert_eq!(c.crt.q2_inv_p2, sk.crt.q2_inv_p2);
 }
