@@ -331,23 +331,8 @@ mod tests {
     /// keys (wiped by the `aes` crate's `zeroize` feature), the seed and the counter. (Without
     /// the feature the round keys stay and this fails.)
     #[test]
-    #[allow(unsafe_code)]
     fn drop_wipes_the_key_schedule() {
-        use core::mem::{ManuallyDrop, size_of};
-
-        /// Drops `v` in place and returns the bytes left where it was.
-        fn bytes_after_drop<T>(v: T) -> Vec<u8> {
-            let mut slot = ManuallyDrop::new(v);
-            let p: *mut T = &mut *slot;
-            // SAFETY: `slot` holds a valid `T` that is dropped exactly once here and never
-            // used as a `T` again (`ManuallyDrop` keeps its storage alive and undropped).
-            unsafe { core::ptr::drop_in_place(p) };
-            // SAFETY: the storage is still allocated (`slot` lives to the end of this
-            // function); the wiping drops wrote every byte, so every byte is initialised.
-            (0..size_of::<T>())
-                .map(|i| unsafe { core::ptr::read_volatile(p.cast::<u8>().add(i)) })
-                .collect()
-        }
+        use crate::test_util::bytes_after_drop;
 
         let key = Block(0x0f0e_0d0c_0b0a_0908_0706_0504_0302_0100);
         let live = Aes::new(key);

@@ -130,8 +130,9 @@ pub fn ro_hash_block(domain: &str, input: &[u8]) -> Block {
 /// pass of sixteen AVX-512 lanes where the CPU has AVX-512F/BW, else in two passes of eight
 /// AVX2 lanes where it has AVX2. Keep one per thread (for example with rayon's `map_init`).
 ///
-/// `Debug` prints no key material (a [`RoHasher::keyed`] key may be secret), and the key
-/// words of the single-block path are wiped on drop.
+/// `Debug` prints no key material (a [`RoHasher::keyed`] key may be secret), and the key is
+/// wiped on drop: the key words of the single-block path and BLAKE3's own hasher state (the
+/// `blake3` crate's `zeroize` feature).
 #[derive(Clone)]
 pub struct RoHasher {
     state: blake3::Hasher,
@@ -149,6 +150,7 @@ impl core::fmt::Debug for RoHasher {
 
 impl Drop for RoHasher {
     fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.state);
         if let Some((key, _)) = &mut self.short {
             zeroize::Zeroize::zeroize(key);
         }
@@ -250,6 +252,21 @@ mod tests {
         assert!(!shown.contains(&0xabab_abab_u32.to_string()), "{shown}");
         assert!(!shown.to_lowercase().contains("abab"), "{shown}");
         assert!(shown.starts_with("RoHasher"));
+    }
+
+    /// Regression: the `blake3::Hasher` inside a keyed `RoHasher` kept the key (its key words
+    /// and chaining value) after the drop wiped the single-block path's copy.
+    #[test]
+    fn ro_hasher_drop_wipes_the_key() {
+        let mut key = [0u8; 32];
+        for (k, i) in key.iter_mut().zip(0u8..) {
+            *k = 0x80 ^ i.wrapping_mul(37);
+        }
+        let mut h = RoHasher::keyed(&key);
+        let _ = h.hash(b"an input longer than one block, so the blake3 hasher ran ......");
+        let left = crate::test_util::bytes_after_drop(h);
+        let found = left.windows(16).any(|w| w == &key[..16] || w == &key[16..]);
+        assert!(!found, "key bytes left after drop");
     }
 
     #[test]

@@ -53,6 +53,27 @@ pub const fn psi_compare_bytes(stat_sec: u32, n_a: u64, n_b: u64) -> usize {
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+/// Helpers shared by the unit tests.
+#[cfg(test)]
+pub(crate) mod test_util {
+    /// Drops `v` in place and returns the bytes left where it was (for tests that a value
+    /// wipes its secrets when dropped).
+    #[allow(unsafe_code)]
+    pub(crate) fn bytes_after_drop<T>(v: T) -> Vec<u8> {
+        use core::mem::{ManuallyDrop, size_of};
+        let mut slot = ManuallyDrop::new(v);
+        let p: *mut T = &mut *slot;
+        // SAFETY: `slot` holds a valid `T` that is dropped exactly once here and never
+        // used as a `T` again (`ManuallyDrop` keeps its storage alive and undropped).
+        unsafe { core::ptr::drop_in_place(p) };
+        // SAFETY: the storage is still allocated (`slot` lives to the end of this
+        // function). Bytes a drop did not write (padding) are read as they were left.
+        (0..size_of::<T>())
+            .map(|i| unsafe { core::ptr::read_volatile(p.cast::<u8>().add(i)) })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
