@@ -40,6 +40,18 @@
 //! bits leave a gap of `k ≤ d` rows unsolvable with probability below `2^(k−d)`, so a gap
 //! above `g` costs a factor `2^(k−g)` that the small probability of such a gap outweighs.
 //!
+//! ## The limit of the field for GF(2^128) dense columns
+//!
+//! The dense rows of the `k ≤ g` gap keys, `x·(1, x, …, x^(g−1))` with `x = H₂(key)`, are
+//! linearly dependent exactly when one `x` is zero or two coincide (a Vandermonde matrix with
+//! distinct nonzero nodes is invertible), which has probability at most
+//! `(g + C(g, 2)) / 2^128 = C(g + 1, 2) / 2^128` ([`log2_dense_singular_bound`]). That is no
+//! longer small against `2^-λ` near λ = 128: at `n = 1000` (`g = 12`) it is `2^-121.7`. So a
+//! λ for which it exceeds `2^-(λ+1)` is refused with [`Error::UnsupportedSsp`] rather than
+//! accepted and missed; [`PaxosParams::max_ssp`] gives the limit (127 for `g = 1`, lower for
+//! small `n`, where `g` is larger). No number of extra columns of this form helps: the
+//! failure is a collision of the 128-bit hash `x`.
+//!
 //! # The binned OKVS (volePSI's `Baxos`)
 //!
 //! Keys are hashed into `B = ⌈n / bin_size⌉` bins; every bin is an OKVS of the same fixed
@@ -159,6 +171,11 @@ impl PaxosParams {
                 gap += 1;
             }
         }
+        if dense_type == DenseType::Gf128 && log2_dense_singular_bound(gap) > -(lambda + 1.0) {
+            // A collision of the 128-bit dense hash among the gap keys (see the module
+            // documentation) would alone exceed the budget: refuse rather than miss it.
+            return Err(Error::UnsupportedSsp { ssp, max: 0 });
+        }
         let dense = match dense_type {
             DenseType::Gf128 => gap,
             DenseType::Binary => gap + ssp as usize,
@@ -242,6 +259,18 @@ pub fn log2_identical_rows_bound(n: usize, m: usize, k: usize) -> f64 {
     #[allow(clippy::cast_precision_loss)]
     let kf = k as f64;
     kf * (log_pairs - log_triples) - log_fact
+}
+
+/// `log2` of a bound on the probability that the GF(2^128) dense rows
+/// `x·(1, x, …, x^(g−1))` of up to `g` gap keys are linearly dependent, for `x` uniform per
+/// key: `C(g + 1, 2) / 2^128` (one `x` zero, or two equal). `−∞` when `g = 0`.
+pub fn log2_dense_singular_bound(g: usize) -> f64 {
+    if g == 0 {
+        return f64::NEG_INFINITY;
+    }
+    #[allow(clippy::cast_precision_loss)] // g ≤ λ ≤ 128
+    let gf = g as f64;
+    (gf * (gf + 1.0) / 2.0).log2() - 128.0
 }
 
 /// `⌈log2 x⌉` for `x ≥ 1`.
@@ -358,7 +387,7 @@ mod tests {
             x += x / 100;
         }
         sizes.extend([1 << 14, 1 << 16, 1 << 20, 1 << 24]);
-        for lambda in [20u32, 40, 41, 47, 50, 60, 80, 100, 128] {
+        for lambda in [20u32, 40, 41, 47, 50, 60, 80, 100, 110] {
             for &n in &sizes {
                 let p = PaxosParams::new(n, lambda, DenseType::Gf128).unwrap();
                 let b = log2_identical_rows_bound(n, p.sparse, p.gap + 1);
@@ -400,20 +429,43 @@ mod tests {
                 }
             }
         }
-        // GF(2^128) dense columns reach 128, never more.
-        assert_eq!(PaxosParams::max_ssp(1000, DenseType::Gf128), MAX_SSP);
-        assert!(PaxosParams::new(1000, 128, DenseType::Gf128).is_ok());
-        for lambda in [129, 200, u32::MAX] {
-            assert_eq!(
-                PaxosParams::new(1000, lambda, DenseType::Gf128),
-                Err(Error::UnsupportedSsp {
-                    ssp: lambda,
-                    max: 128
-                })
-            );
-        }
         // Too many items: no λ works.
         assert_eq!(PaxosParams::max_ssp(usize::MAX / 2, DenseType::Binary), 0);
+    }
+
+    /// Regression: GF(2^128) dense columns accepted λ up to 128, but a collision of the
+    /// 128-bit dense hash among the gap keys alone fails with probability up to
+    /// `C(g + 1, 2) / 2^128` (`2^-121.7` at n = 1000, λ = 128). Every accepted λ now keeps it
+    /// below `2^-(λ+1)`, and every other λ is refused with the exact limit.
+    #[test]
+    fn gf128_ssp_limit() {
+        assert_eq!(log2_dense_singular_bound(0), f64::NEG_INFINITY);
+        assert!((log2_dense_singular_bound(1) + 128.0).abs() < 1e-12);
+        assert!((log2_dense_singular_bound(12) + 121.7).abs() < 0.05);
+        for n in [0usize, 1, 2, 10, 100, 1000, 1 << 14, 1 << 20, 1 << 24] {
+            let max = PaxosParams::max_ssp(n, DenseType::Gf128);
+            assert!((100..MAX_SSP).contains(&max), "n = {n}: {max}");
+            for lambda in 90..=140u32 {
+                match PaxosParams::new(n, lambda, DenseType::Gf128) {
+                    Ok(p) => {
+                        assert!(lambda <= max, "n = {n}, λ = {lambda}");
+                        let b = log2_dense_singular_bound(p.dense);
+                        assert!(b <= -f64::from(lambda + 1), "n = {n}, λ = {lambda}: 2^{b}");
+                    }
+                    Err(e) => {
+                        assert!(lambda > max, "n = {n}, λ = {lambda}: {e:?}");
+                        assert_eq!(e, Error::UnsupportedSsp { ssp: lambda, max });
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            PaxosParams::new(1000, 128, DenseType::Gf128),
+            Err(Error::UnsupportedSsp {
+                ssp: 128,
+                max: PaxosParams::max_ssp(1000, DenseType::Gf128)
+            })
+        );
     }
 
     #[test]
