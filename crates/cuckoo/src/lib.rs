@@ -84,6 +84,40 @@
 //! caller choose another factor with [`CuckooParams::with_factor`] (e.g. 1.27 for
 //! benchmarks comparable with other libraries), documenting the trade-off there.
 //!
+//! The bound is per table. A job of `T` tables (buckets, shards, sessions) fails with up to
+//! `T` times that probability: for `2^-40` over the job, size each table for
+//! `λ = 40 + ⌈log2 T⌉` (obliv-psi's `job_stat_security` does this).
+//!
+//! # Side channels and what stays in memory
+//!
+//! Cuckoo insertion is inherently data dependent, and the hashes are public (the seed is
+//! shared): whoever can compute `h_k(x)` for a guessed item `x` and observe the builder's
+//! memory accesses (cache timing on the same machine) can test the guess. What building a
+//! [`CuckooTable`] reveals to such an observer, and through its running time to anyone:
+//!
+//! - the bins every item is written to, read from and evicted from (indices that are functions
+//!   of the items);
+//! - the number of evictions of each insertion, whether the augmenting-path search runs and
+//!   how far it goes (so the running time depends on the items, not only on their number);
+//! - the outcome: a failure (probability at most `2^-λ` at the default size) is visible to
+//!   anyone who sees the caller retry with a new seed.
+//!
+//! [`CuckooTable::find`] and [`CuckooTable::locate`] branch on the table's contents and
+//! compare items with early exit; [`SimpleTable`], [`IndexBins`] and [`place_exact`] index
+//! memory by the items' bins. Only the hashing itself ([`CuckooHasher::hash`] and friends,
+//! AES and the range reduction) runs in time independent of the item. Build tables from
+//! private items only where such an observer is not part of the threat model (the project's
+//! `docs/security.md` lists cuckoo insertion among what is not protected against a
+//! co-located process).
+//!
+//! [`CuckooTable`] keeps copies of its items and treats them as private: its `Debug` shows
+//! only sizes, [`Error::InsertionFailed`] names an item by index only, and the items, their
+//! hashes and their placement are wiped when the table is dropped (and when its buffers are
+//! moved to grow). [`CuckooHasher::hash_many`] wipes its buffer of `AES_seed(x)` values
+//! (which, under the public seed, are as good as the items). [`SimpleTable`] and
+//! [`IndexBins`] hold item indices and bins, never items, and are not wiped;
+//! [`place_exact`] wipes its working state.
+//!
 //! # Simple hashing and coinciding values
 //!
 //! [`SimpleTable`] stores each item in each of its bins once, with a bit mask of the hash
@@ -96,7 +130,7 @@
 #![forbid(unsafe_code)]
 
 use obliv_core::{Aes, Block};
-use zeroize::Zeroizing;
+use zeroize::{Zeroize, Zeroizing};
 
 /// Number of hash functions.
 pub const NUM_HASHES: usize = 3;
@@ -119,15 +153,17 @@ const HASH_BITS: u32 = 42;
 pub enum Error {
     /// The items have no placement: some of them have all their bins among fewer bins than
     /// they number (the random walk gave up and no augmenting path exists). The table is left
-    /// holding all the other items; rebuild with a new seed or more bins.
+    /// holding the items up to the one whose insertion failed, each in a bin except the one
+    /// reported (the items after it are not inserted); rebuild with a new seed or more bins.
+    ///
+    /// The error names the item by its index only: items are private inputs, and errors end up
+    /// in logs and in callers' messages.
     #[error(
-        "cuckoo insertion failed: no placement after {evictions} evictions and a full search; item {index} ({item}) has no bin"
+        "cuckoo insertion failed: no placement after {evictions} evictions and a full search; item {index} has no bin"
     )]
     InsertionFailed {
-        /// The item left without a bin (not necessarily the one being inserted: the last one
-        /// evicted).
-        item: Block,
-        /// Its index in the input.
+        /// Index (in the table's insertion order) of the item left without a bin: not
+        /// necessarily the one being inserted, but the last one evicted.
         index: usize,
         /// Evictions the random walk tried before the search.
         evictions: usize,
@@ -276,9 +312,10 @@ impl CuckooParams {
     }
 
     /// Parameters with a caller-chosen expansion factor `e` (`bins = ⌈e·n⌉`, at least
-    /// `n + 8`). The failure probability is then the caller's responsibility: by the [PSZ18]
-    /// fit it is about `2^-(a_n·e + b_n)`, e.g. 2^-7 for `e = 1.27` at `n = 2^20`, while
-    /// empirically (and asymptotically, `Θ(n^-2)`) such tables rarely fail.
+    /// `n + 8`, at most [`MAX_ITEMS`]). The failure probability is then the caller's
+    /// responsibility: by the [PSZ18] fit it is about `2^-(a_n·e + b_n)`, e.g. 2^-7 for
+    /// `e = 1.27` at `n = 2^20`, while empirically (and asymptotically, `Θ(n^-2)`) such
+    /// tables rarely fail.
     ///
     /// [PSZ18]: https://eprint.iacr.org/2016/930
     pub fn with_factor(n: usize, e: f64) -> Result<Self> {
@@ -297,7 +334,12 @@ impl CuckooParams {
             )));
         }
         #[allow(clippy::cast_possible_truncation)] // checked against MAX_ITEMS just above
-        let bins = (bins_f as usize).max(n + 8);
+        let bins = (bins_f as usize).max(n.saturating_add(8));
+        if bins > MAX_ITEMS {
+            return Err(Error::InvalidParams(format!(
+                "{bins} bins (at least n + 8 for {n} items), at most {MAX_ITEMS}"
+            )));
+        }
         Ok(CuckooParams {
             items: n,
             bins,
@@ -423,13 +465,20 @@ impl CuckooHasher {
                 *o = self.reduce(y.0);
             }
         }
+        // `AES_seed` under the public seed is invertible: the buffer is as private as the
+        // items.
+        buf.zeroize();
     }
 }
 
 const EMPTY: u32 = u32::MAX;
 
 /// A stash-less cuckoo table: each inserted item sits in exactly one of its three bins.
-#[derive(Clone, Debug)]
+///
+/// The items are treated as private: `Debug` shows only the sizes, and the items, their
+/// hashes and their placement are wiped on drop. Building the table is data dependent all
+/// the same (see *Side channels* in the crate documentation).
+#[derive(Clone)]
 pub struct CuckooTable {
     hasher: CuckooHasher,
     max_evictions: usize,
@@ -444,18 +493,38 @@ pub struct CuckooTable {
     walk: u64,
 }
 
+impl core::fmt::Debug for CuckooTable {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("CuckooTable")
+            .field("bins", &self.slots.len())
+            .field("items", &self.items.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl CuckooTable {
     /// An empty table with `params.bins` bins and hash functions under `seed`.
+    ///
+    /// Errors: [`Error::InvalidParams`] for no bins, or more than [`MAX_ITEMS`] bins or
+    /// items (the fields are public: they are checked here, before anything is allocated).
     pub fn new(params: &CuckooParams, seed: Block) -> Result<Self> {
+        if params.items > MAX_ITEMS {
+            return Err(Error::InvalidParams(format!(
+                "{} items, at most {MAX_ITEMS}",
+                params.items
+            )));
+        }
         let hasher = CuckooHasher::new(seed, params.bins)?;
         let (lo, hi) = seed.to_u64s();
+        // A table holds at most one item per bin.
+        let capacity = params.items.min(params.bins);
         Ok(CuckooTable {
             hasher,
             max_evictions: params.max_evictions,
             slots: vec![EMPTY; params.bins],
             which: vec![0; params.bins],
-            items: Vec::with_capacity(params.items),
-            hashes: Vec::with_capacity(params.items),
+            items: Vec::with_capacity(capacity),
+            hashes: Vec::with_capacity(capacity),
             walk: (lo ^ hi.rotate_left(17)) | 1,
         })
     }
@@ -474,24 +543,60 @@ impl CuckooTable {
     }
 
     /// Inserts items; item `items[j]` gets index `len() + j`.
+    ///
+    /// Errors: [`Error::InvalidParams`] if the items do not fit the bins (nothing is
+    /// inserted); [`Error::InsertionFailed`] if they have no placement, leaving the table as
+    /// that error describes: the items after the one whose insertion failed are not in it.
     pub fn insert_all(&mut self, items: &[Block]) -> Result<()> {
-        if self.items.len() + items.len() > self.slots.len()
-            || self.items.len() + items.len() > MAX_ITEMS
-        {
+        // Both lengths are below isize::MAX / 16: the sum does not overflow.
+        let total = self.items.len() + items.len();
+        if total > self.slots.len() || total > MAX_ITEMS {
             return Err(Error::InvalidParams(format!(
-                "{} items do not fit {} bins",
-                self.items.len() + items.len(),
+                "{total} items do not fit {} bins",
                 self.slots.len()
             )));
         }
         let start = self.items.len();
+        self.reserve_wiped(total);
         self.items.extend_from_slice(items);
-        self.hashes.resize(self.items.len(), [0; NUM_HASHES]);
+        self.hashes.resize(total, [0; NUM_HASHES]);
         self.hasher.hash_many(items, &mut self.hashes[start..]);
-        for i in start..self.items.len() {
-            self.place(i)?;
+        for i in start..total {
+            if let Err(e) = self.place(i) {
+                // The items after `i` were never offered a bin: take them out again (wiped).
+                self.items[i + 1..].zeroize();
+                self.items.truncate(i + 1);
+                self.hashes[i + 1..].iter_mut().for_each(Zeroize::zeroize);
+                self.hashes.truncate(i + 1);
+                return Err(e);
+            }
         }
         Ok(())
+    }
+
+    /// Makes room for `total` items and their hashes, moving them to new buffers by hand
+    /// (the old ones wiped) rather than letting a vector grow, which frees its old buffer as
+    /// it is.
+    fn reserve_wiped(&mut self, total: usize) {
+        // Doubling, as a vector would (one item at a time stays linear), within the bins.
+        let cap = total.max(
+            self.items
+                .capacity()
+                .saturating_mul(2)
+                .min(self.slots.len()),
+        );
+        if self.items.capacity() < total {
+            let mut items = Vec::with_capacity(cap);
+            items.extend_from_slice(&self.items);
+            self.items.zeroize();
+            self.items = items;
+        }
+        if self.hashes.capacity() < total {
+            let mut hashes = Vec::with_capacity(cap);
+            hashes.extend_from_slice(&self.hashes);
+            self.hashes.zeroize();
+            self.hashes = hashes;
+        }
     }
 
     /// Inserts one item; returns its index.
@@ -555,7 +660,6 @@ impl CuckooTable {
             return Ok(());
         }
         Err(Error::InsertionFailed {
-            item: self.items[cur as usize],
             index: cur as usize,
             evictions: self.max_evictions,
         })
@@ -671,6 +775,18 @@ impl CuckooTable {
                 }
             })
             .collect()
+    }
+}
+
+/// The items are private inputs (a PSI receiver's set), and their hashes and placement are
+/// functions of them: all wiped when the table is dropped.
+impl Drop for CuckooTable {
+    fn drop(&mut self) {
+        self.items.zeroize();
+        self.hashes.zeroize();
+        self.slots.zeroize();
+        self.which.zeroize();
+        self.walk.zeroize();
     }
 }
 
@@ -1135,8 +1251,8 @@ mod tests {
             let p = CuckooParams::with_bins(4, 4).unwrap();
             match CuckooTable::build_with(&p, &xs, Block(seed)) {
                 Ok(t) => check_table(&t, &xs),
-                Err(Error::InsertionFailed { item, index, .. }) => {
-                    assert_eq!(xs[index], item);
+                Err(Error::InsertionFailed { index, .. }) => {
+                    assert!(index < xs.len());
                     failures += 1;
                 }
                 Err(e) => panic!("{e}"),
@@ -1179,6 +1295,116 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Regression: `CuckooParams` has public fields, and `CuckooTable::new` reserved
+    /// `params.items` entries unchecked (a capacity-overflow panic for `usize::MAX`, an
+    /// allocation abort for a large count); `with_factor` could return more than
+    /// `MAX_ITEMS` bins (its `n + 8` floor).
+    #[test]
+    fn table_params_out_of_range_are_errors() {
+        for items in [usize::MAX, MAX_ITEMS + 1] {
+            let p = CuckooParams {
+                items,
+                bins: 16,
+                max_evictions: 10,
+            };
+            assert!(
+                matches!(CuckooTable::new(&p, Block(1)), Err(Error::InvalidParams(_))),
+                "{items} items"
+            );
+        }
+        let p = CuckooParams {
+            items: 4,
+            bins: MAX_ITEMS + 1,
+            max_evictions: 10,
+        };
+        assert!(matches!(
+            CuckooTable::new(&p, Block(1)),
+            Err(Error::InvalidParams(_))
+        ));
+        // More items announced than bins: refused on insertion, as before (the capacity is
+        // bounded by the bins).
+        let p = CuckooParams::with_bins(30, 10).unwrap();
+        let t = CuckooTable::new(&p, Block(1)).unwrap();
+        assert_eq!(t.bins(), 10);
+        for n in [MAX_ITEMS, MAX_ITEMS - 7] {
+            match CuckooParams::with_factor(n, 1.0) {
+                Ok(p) => assert!(p.bins <= MAX_ITEMS, "{n}: {} bins", p.bins),
+                Err(Error::InvalidParams(_)) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(
+            CuckooParams::with_factor(MAX_ITEMS - 8, 1.0).map(|p| p.bins),
+            Ok(MAX_ITEMS)
+        );
+    }
+
+    /// Regression: `InsertionFailed` carried the failing item, so its `Display` and `Debug`
+    /// (logged, or put into a caller's error message, as obliv-psi does) printed a private
+    /// input. The error names only the item's index.
+    #[test]
+    fn insertion_failure_does_not_print_the_item() {
+        let xs = items(4, 3);
+        let mut failures = 0;
+        for seed in 0..2000u128 {
+            let p = CuckooParams::with_bins(4, 4).unwrap();
+            if let Err(e) = CuckooTable::build_with(&p, &xs, Block(seed)) {
+                failures += 1;
+                let (display, debug) = (format!("{e}"), format!("{e:?}"));
+                for x in &xs {
+                    let hex = format!("{:032x}", x.0);
+                    assert!(!display.contains(&hex) && !debug.contains(&hex), "{debug}");
+                }
+            }
+        }
+        assert!(failures > 0);
+    }
+
+    /// Regression: `CuckooTable`'s derived `Debug` printed every item.
+    #[test]
+    fn table_debug_hides_the_items() {
+        let xs = items(5, 8);
+        let t = CuckooTable::build(&xs, Block(2)).unwrap();
+        let s = format!("{t:?}");
+        for x in &xs {
+            assert!(!s.contains(&format!("{:032x}", x.0)), "{s}");
+        }
+        assert!(s.contains("CuckooTable") && s.len() < 80, "{s}");
+    }
+
+    /// Regression: an insertion that failed left the items after it in the table's count but
+    /// in no bin (`len()` counted them, `locate` and `find` did not find them). After a
+    /// failure every item of the table but the one reported sits in a bin.
+    #[test]
+    fn failed_insertion_leaves_a_consistent_table() {
+        let n = 6;
+        let xs = items(n, 17);
+        let mut early = 0;
+        for seed in 0..3000u128 {
+            let p = CuckooParams::with_bins(n, n).unwrap();
+            let mut t = CuckooTable::new(&p, Block(seed)).unwrap();
+            let Err(Error::InsertionFailed { index, .. }) = t.insert_all(&xs) else {
+                continue;
+            };
+            early += usize::from(t.len() < n);
+            assert!(index < t.len(), "seed {seed}");
+            for (i, x) in xs.iter().enumerate().take(t.len()) {
+                if i == index {
+                    assert_eq!(t.locate(i), None);
+                    assert_eq!(t.find(*x), None);
+                } else {
+                    let (b, _) = t
+                        .locate(i)
+                        .unwrap_or_else(|| panic!("seed {seed}: item {i}"));
+                    assert_eq!(t.find(*x), Some((b, i)));
+                }
+            }
+            let placed = (0..t.bins()).filter(|&b| t.bin(b).is_some()).count();
+            assert_eq!(placed, t.len() - 1, "seed {seed}");
+        }
+        assert!(early > 0, "some failure before the last item");
     }
 
     /// The table fails exactly when no placement of the items exists (Hall's condition),

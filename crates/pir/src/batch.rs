@@ -291,7 +291,8 @@ pub fn query<R: CryptoRng + ?Sized>(
 }
 
 /// A server's answer to a batch query: for each bucket, the XOR of its selected records
-/// (`B · 16·stride` bytes). Scans every bucket once: `layout.total_listed()` records.
+/// (`B · 16·stride` bytes). Scans every bucket once: `layout.total_listed()` records. Each
+/// key's full-domain evaluation is wiped before it is freed (as in [`crate::dpf_pir::answer`]).
 ///
 /// Errors: [`Error::WrongLength`] for a message of the wrong size, key errors for a
 /// malformed key, [`Error::InvalidParameter`] if the layout is for another database size.
@@ -316,7 +317,7 @@ pub fn answer(db: &Database, layout: &BatchLayout, msg: &[u8]) -> Result<Vec<u8>
         let len = dpf::key_len(n);
         let key = DpfKey::from_bytes_for_domain(&msg[off..off + len], n)?;
         off += len;
-        let bits = key.eval_full();
+        let bits = Zeroizing::new(key.eval_full());
         db.xor_selected_indices(&bits, layout.bucket(b), acc)?;
     }
     Ok(Block::slice_as_bytes(&out).to_vec())

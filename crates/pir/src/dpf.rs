@@ -53,6 +53,7 @@ use std::sync::OnceLock;
 
 use obliv_core::{Aes, Block};
 use rand_core::CryptoRng;
+use subtle::{Choice, ConstantTimeEq};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::error::{Error, Result};
@@ -142,8 +143,9 @@ const BLOCK_FLAG: u8 = 0x80;
 
 /// One party's DPF key.
 ///
-/// Zeroized on drop; `Debug` shows only the public domain size.
-#[derive(Clone, PartialEq, Eq, Zeroize, ZeroizeOnDrop)]
+/// Zeroized on drop; `Debug` shows only the public domain size; equality
+/// ([`ConstantTimeEq`], and `==` through it) takes time independent of the key material.
+#[derive(Clone, Zeroize, ZeroizeOnDrop)]
 pub struct DpfKey {
     /// `n`: the domain is `[0, 2^n)`.
     domain_bits: u32,
@@ -159,6 +161,34 @@ pub struct DpfKey {
     /// 128-bit output per point ([`gen_block_keys`]).
     block_output: bool,
 }
+
+impl ConstantTimeEq for DpfKey {
+    /// Keys of different shapes (domain, output kind: public) differ at once; keys of one
+    /// shape are compared in full, without early exit.
+    fn ct_eq(&self, other: &Self) -> Choice {
+        if self.domain_bits != other.domain_bits
+            || self.block_output != other.block_output
+            || self.cw_seed.len() != other.cw_seed.len()
+        {
+            return Choice::from(0);
+        }
+        let mut eq = self.root.ct_eq(&other.root)
+            & self.cw_right.ct_eq(&other.cw_right)
+            & self.cw_out.ct_eq(&other.cw_out);
+        for (a, b) in self.cw_seed.iter().zip(&other.cw_seed) {
+            eq &= a.ct_eq(b);
+        }
+        eq
+    }
+}
+
+impl PartialEq for DpfKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.ct_eq(other).into()
+    }
+}
+
+impl Eq for DpfKey {}
 
 impl core::fmt::Debug for DpfKey {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -850,6 +880,31 @@ mod tests {
         );
         let (b0, _) = gen_keys(9, 3, &mut rng).unwrap();
         assert!(b0.eval_block(3).is_err());
+    }
+
+    /// Regression: `DpfKey`'s equality was derived, comparing the secret root and correction
+    /// words with early exit. It goes through [`ConstantTimeEq`] now, and still tells apart
+    /// keys that differ in any one field.
+    #[test]
+    fn key_equality_is_constant_time() {
+        let mut rng = AesRng::from_seed([23; 16]);
+        let (k0, k1) = gen_keys(12, 77, &mut rng).unwrap();
+        assert!(bool::from(k0.ct_eq(&k0.clone())) && k0 == k0.clone());
+        assert!(!bool::from(k0.ct_eq(&k1)) && k0 != k1);
+        let b = k0.to_bytes();
+        // One bit changed in the root (past the party bit), a seed correction, the right
+        // control corrections, the output correction.
+        for at in [1usize, 17 + 16 * 4, 17 + 16 * 5, b.len() - 1] {
+            let mut c = b.clone();
+            c[at] ^= if at == 17 + 16 * 5 { 1 } else { 2 };
+            let k = DpfKey::from_bytes(&c).unwrap();
+            assert!(!bool::from(k0.ct_eq(&k)) && k0 != k, "byte {at}");
+        }
+        let (other_domain, _) = gen_keys(13, 77, &mut rng).unwrap();
+        assert!(!bool::from(k0.ct_eq(&other_domain)));
+        let (block, _) = gen_block_keys(5, 3, Block(1), &mut rng).unwrap();
+        let (bits, _) = gen_keys(12, 3, &mut rng).unwrap();
+        assert!(!bool::from(block.ct_eq(&bits)) && block != bits);
     }
 
     proptest! {

@@ -14,7 +14,7 @@
 //! per server.
 
 use rand_core::CryptoRng;
-use zeroize::{Zeroize, ZeroizeOnDrop};
+use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 use crate::db::Database;
 use crate::dpf::{self, DpfKey};
@@ -66,25 +66,31 @@ pub fn query<R: CryptoRng + ?Sized>(records: usize, index: usize, rng: &mut R) -
 /// A server's answer to a serialised DPF key: the XOR of the selected records, padded to
 /// 16 bytes (`db.stride()` blocks).
 ///
+/// The key and its full-domain evaluation (this server's share of the selection vector,
+/// which with the other server's gives the index) are wiped before they are freed.
+///
 /// Errors: a malformed key or one over the wrong domain ([`DpfKey::from_bytes_for_domain`]).
 pub fn answer(db: &Database, key: &[u8]) -> Result<Vec<u8>> {
     let key = DpfKey::from_bytes_for_domain(key, db.domain_bits())?;
-    let bits = key.eval_full();
+    let bits = Zeroizing::new(key.eval_full());
     let acc = db.xor_selected(&bits)?;
     Ok(Block::slice_as_bytes(&acc).to_vec())
 }
 
 /// Answers several keys with one pass over the database ([`Database::xor_selected_multi`]):
 /// `result[q]` equals [`answer`]`(db, keys[q])`. A malformed key gets its own error and does
-/// not affect the others.
+/// not affect the others. The keys' evaluations are wiped as in [`answer`].
 pub fn answer_many(db: &Database, keys: &[&[u8]]) -> Vec<Result<Vec<u8>>> {
-    let parsed: Vec<Result<Vec<Block>>> = keys
+    let parsed: Vec<Result<Zeroizing<Vec<Block>>>> = keys
         .iter()
-        .map(|k| DpfKey::from_bytes_for_domain(k, db.domain_bits()).map(|k| k.eval_full()))
+        .map(|k| {
+            DpfKey::from_bytes_for_domain(k, db.domain_bits())
+                .map(|k| Zeroizing::new(k.eval_full()))
+        })
         .collect();
     let good: Vec<&[Block]> = parsed
         .iter()
-        .filter_map(|p| p.as_ref().ok().map(Vec::as_slice))
+        .filter_map(|p| p.as_ref().ok().map(|b| b.as_slice()))
         .collect();
     // The keys are over the database's domain, so their bit vectors cover every record.
     let Ok(sums) = db.xor_selected_multi(&good) else {
@@ -111,10 +117,10 @@ pub fn answer_many(db: &Database, keys: &[&[u8]]) -> Vec<Result<Vec<u8>>> {
         .collect()
 }
 
-/// [`answer`] with the scan split over `threads` threads.
+/// [`answer`] with the scan split over `threads` threads (the evaluation wiped likewise).
 pub fn answer_parallel(db: &Database, key: &[u8], threads: usize) -> Result<Vec<u8>> {
     let key = DpfKey::from_bytes_for_domain(key, db.domain_bits())?;
-    let bits = key.eval_full();
+    let bits = Zeroizing::new(key.eval_full());
     let acc = db.xor_selected_parallel(&bits, threads)?;
     Ok(Block::slice_as_bytes(&acc).to_vec())
 }

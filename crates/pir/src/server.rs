@@ -46,6 +46,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, SendTimeoutError, Sender, bounded};
 use obliv_core::AesRng;
 use obliv_net::{Channel, ConnectOptions, Stats, TcpChannel, TcpOptions, TlsConfig};
+use zeroize::Zeroizing;
 
 use crate::batch::{self, BatchLayout, BatchParams};
 use crate::db::{Database, MAX_RECORD_LEN, MAX_RECORDS};
@@ -228,11 +229,12 @@ impl ServerState {
         max_query_len: usize,
     ) -> Result<()> {
         loop {
-            let req = match ch.recv_max(max_query_len) {
+            // The request holds the client's key: wiped once answered.
+            let req = Zeroizing::new(match ch.recv_max(max_query_len) {
                 Ok(r) => r,
                 Err(obliv_net::Error::PeerDisconnected) => return Ok(()),
                 Err(e) => return Err(e.into()),
-            };
+            });
             let resp = self.handle(&req);
             ch.send_vec(resp)?;
             ch.flush()?;
@@ -259,7 +261,8 @@ fn response_frame(r: Result<Vec<u8>>) -> Vec<u8> {
 
 /// One request for the worker pool.
 struct Job {
-    req: Vec<u8>,
+    /// The request frame (a client's key: wiped when the job is done).
+    req: Zeroizing<Vec<u8>>,
     reply: Sender<Vec<u8>>,
 }
 
@@ -523,7 +526,7 @@ fn connection(
             return Ok(());
         }
         let job = Job {
-            req,
+            req: Zeroizing::new(req),
             reply: reply_tx.clone(),
         };
         let left = || end.saturating_duration_since(Instant::now());
