@@ -1,51 +1,18 @@
 //! What a hostile length prefix costs a TCP reader (the read-ahead thread, and direct reads):
 //! its buffer grows with the bytes that arrive, not with the length the peer announces. Its
-//! own test binary, because it replaces the global allocator to record the largest single
-//! allocation.
+//! own test binary, because it installs `obliv_testkit::TestAlloc` to record the largest
+//! single allocation.
 
 #![allow(clippy::unwrap_used)] // test helpers, outside #[test] functions
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use obliv_net::{Channel, Error, TcpChannel, TcpOptions};
+use obliv_testkit::TestAlloc;
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use obliv_net::{Channel, Error, TcpChannel, TcpOptions};
-
-/// The system allocator, recording the largest size asked for (allocations and reallocations).
-struct Largest;
-
-static LARGEST: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded unchanged to the system allocator; only a counter is added.
-unsafe impl GlobalAlloc for Largest {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
-        // SAFETY: the caller's contract for `alloc` is passed on as is.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
-        // SAFETY: the caller's contract for `alloc_zeroed` is passed on as is.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller's contract for `dealloc` is passed on as is.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LARGEST.fetch_max(new_size, Ordering::Relaxed);
-        // SAFETY: the caller's contract for `realloc` is passed on as is.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static ALLOC: Largest = Largest;
+static ALLOC: TestAlloc = TestAlloc::new();
 
 /// A peer announces a 512 MiB frame (within the channel's 1 GiB limit), sends 100 bytes of it
 /// and hangs up. The reader used to allocate the announced 512 MiB as soon as the header
@@ -61,39 +28,38 @@ fn announced_length_costs_nothing_until_the_bytes_arrive() {
 }
 
 fn announced_length_costs_nothing(read_ahead: Option<usize>) {
-    let l = TcpListener::bind("127.0.0.2:0").unwrap();
-    let mut raw = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-    let opts = TcpOptions {
-        read_timeout: Some(Duration::from_secs(20)),
-        write_timeout: Some(Duration::from_secs(20)),
-        read_ahead,
-        ..TcpOptions::default()
-    };
-    let mut ch = TcpChannel::accept(&l, Some(Duration::from_secs(5)), opts).unwrap();
-    assert!(ch.max_frame_len() >= 512 << 20);
-    // First a whole frame larger than the first allocation step: it must arrive intact.
-    let big: Vec<u8> = (0..3 << 20).map(|i: u32| (i % 251) as u8).collect();
-    raw.write_all(&(big.len() as u64).to_le_bytes()).unwrap();
-    raw.write_all(&big).unwrap();
-    assert_eq!(ch.recv().unwrap(), big);
-    drop(big);
-    let before = LARGEST.load(Ordering::Relaxed);
-    assert!(before < 64 << 20, "{before}");
-    raw.write_all(&(512u64 << 20).to_le_bytes()).unwrap();
-    raw.write_all(&[7u8; 100]).unwrap();
-    drop(raw);
-    let e = ch.recv().unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::Truncated {
-                expected,
-                got: 100
-            } if expected == 512 << 20
-        ),
-        "{read_ahead:?}: {e:?}"
-    );
-    let largest = LARGEST.load(Ordering::Relaxed);
+    let ((), largest) = obliv_testkit::largest_allocation(|| {
+        let l = TcpListener::bind("127.0.0.2:0").unwrap();
+        let mut raw = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let opts = TcpOptions {
+            read_timeout: Some(Duration::from_secs(20)),
+            write_timeout: Some(Duration::from_secs(20)),
+            read_ahead,
+            ..TcpOptions::default()
+        };
+        let mut ch = TcpChannel::accept(&l, Some(Duration::from_secs(5)), opts).unwrap();
+        assert!(ch.max_frame_len() >= 512 << 20);
+        // First a whole frame larger than the first allocation step: it must arrive intact.
+        let big: Vec<u8> = (0..3 << 20).map(|i: u32| (i % 251) as u8).collect();
+        raw.write_all(&(big.len() as u64).to_le_bytes()).unwrap();
+        raw.write_all(&big).unwrap();
+        assert_eq!(ch.recv().unwrap(), big);
+        drop(big);
+        raw.write_all(&(512u64 << 20).to_le_bytes()).unwrap();
+        raw.write_all(&[7u8; 100]).unwrap();
+        drop(raw);
+        let e = ch.recv().unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Truncated {
+                    expected,
+                    got: 100
+                } if expected == 512 << 20
+            ),
+            "{read_ahead:?}: {e:?}"
+        );
+    });
     assert!(
         largest < 64 << 20,
         "{read_ahead:?}: an allocation of {largest} bytes for 100 bytes received"

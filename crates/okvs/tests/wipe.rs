@@ -1,62 +1,23 @@
 //! Buffers derived from the keys and values (private inputs) are wiped before they are
-//! freed: a counting allocator looks at every large block freed during encode and decode
+//! freed: `obliv_testkit::TestAlloc` looks at every large block freed during encode and decode
 //! calls and records those that still hold non-zero bytes.
 #![allow(clippy::unwrap_used)] // test code
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use obliv_core::rand_core::SeedableRng;
 use obliv_core::{AesRng, Block};
 use obliv_okvs::{Binary, BinnedPaxos, DenseType, Gf128, Okvs, Paxos, PaxosParams};
+use obliv_testkit::TestAlloc;
 
 /// Blocks smaller than this are not checked (small allocations of the test harness and
 /// rayon); the smallest buffers of interest here (bucket lists of the core phase) have 256.
 const MIN_SIZE: usize = 256;
 
-static WATCH: AtomicBool = AtomicBool::new(false);
-/// Sizes of the large blocks freed unwiped while watching.
-static UNWIPED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-
-struct Checking;
-
-// SAFETY: every call is forwarded unchanged to the system allocator; `dealloc` only reads
-// the block it is given (valid for `layout.size()` bytes) before freeing it.
-unsafe impl GlobalAlloc for Checking {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if WATCH.load(Ordering::SeqCst) && layout.size() >= MIN_SIZE {
-            // SAFETY: `ptr` is a live block of `layout.size()` bytes (the caller's contract).
-            let bytes = unsafe { std::slice::from_raw_parts(ptr, layout.size()) };
-            if bytes.iter().any(|&b| b != 0) {
-                // `try_lock`: never block (or recurse) inside the allocator; the vector's
-                // own growth happens with the lock held and is below `MIN_SIZE` at first.
-                if let Ok(mut v) = UNWIPED.try_lock()
-                    && v.len() < v.capacity()
-                {
-                    v.push(layout.size());
-                }
-            }
-        }
-        // SAFETY: forwarded with the caller's pointer and layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static ALLOC: Checking = Checking;
+static ALLOC: TestAlloc = TestAlloc::new();
 
-/// Runs `f` while watching frees; returns the sizes of the unwiped large blocks.
+/// Runs `f`; returns the sizes of the large blocks it freed unwiped.
 fn watch(f: impl FnOnce()) -> Vec<usize> {
-    UNWIPED.lock().unwrap().clear();
-    WATCH.store(true, Ordering::SeqCst);
-    f();
-    WATCH.store(false, Ordering::SeqCst);
-    UNWIPED.lock().unwrap().clone()
+    obliv_testkit::unwiped_blocks(MIN_SIZE, f).1
 }
 
 /// Encodes (plain and randomized) and decodes `n` random keys under watch; appends a line
@@ -100,7 +61,6 @@ fn check<D: obliv_okvs::DenseKind, V: obliv_okvs::DenseValue<D>, O: Okvs<D>>(
 
 #[test]
 fn scratch_buffers_are_wiped() {
-    UNWIPED.lock().unwrap().reserve(64);
     let mut failures = Vec::new();
     // Small systems leave a gap often enough to exercise the core phase and the dense
     // solve; 5000 keys in bins of 1000 exercise the binned encoder and decoder.

@@ -6,49 +6,18 @@
 //! largest single request and refuses any above [`REFUSE`] (so a regression aborts at once
 //! instead of touching gigabytes).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use obliv_core::{AesRng, Block};
 use obliv_net::{Channel, mem_pair};
 use obliv_ot::kkrt::{CHUNK, CODE_BITS, KkrtSender};
 use obliv_ot::{Error, base};
+use obliv_testkit::TestAlloc;
 use rand_core::SeedableRng;
 
 /// Largest allocation this test binary grants.
 const REFUSE: usize = 256 << 20;
 
-struct Tracking;
-
-static LARGEST: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged (or
-// returns null, which `GlobalAlloc` permits for a failed allocation).
-unsafe impl GlobalAlloc for Tracking {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
-        if layout.size() > REFUSE {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: forwarded with the caller's layout, as `GlobalAlloc::alloc` requires.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc`/`realloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LARGEST.fetch_max(new_size, Ordering::Relaxed);
-        if new_size > REFUSE {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: `ptr` came from `System` with `layout`; forwarded unchanged.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Tracking = Tracking;
+static ALLOC: TestAlloc = TestAlloc::refusing_above(REFUSE);
 
 fn sender() -> KkrtSender {
     let (_, r) = base::insecure_dealer(CODE_BITS, &mut AesRng::from_seed([5; 16]));
@@ -60,22 +29,23 @@ const ANNOUNCED: usize = (1 << 27) + 4096;
 
 #[test]
 fn announced_batch_without_data_allocates_nothing_up_front() {
-    // 1. The receiver announces 2^27 + 4096 instances and then hangs up: a channel error
-    //    (not an 8 GiB allocation).
-    let mut s = sender();
-    let (mut a, b) = mem_pair();
-    drop(b);
-    let t = std::time::Instant::now();
-    assert!(matches!(s.send(&mut a, ANNOUNCED), Err(Error::Net(_))));
-    // 2. It sends one chunk of garbage columns of the right size, then a frame of the wrong
-    //    size: an error after the first chunk, with memory for that chunk only.
-    let mut s = sender();
-    let (mut a, mut b) = mem_pair();
-    b.send(&vec![0xa5u8; CODE_BITS * CHUNK / 8]).unwrap();
-    b.send(&[1u8; 64]).unwrap();
-    assert!(matches!(s.send(&mut a, ANNOUNCED), Err(Error::Net(_))));
-    assert!(t.elapsed() < std::time::Duration::from_secs(10));
-    let largest = LARGEST.load(Ordering::Relaxed);
+    let ((), largest) = obliv_testkit::largest_allocation(|| {
+        // 1. The receiver announces 2^27 + 4096 instances and then hangs up: a channel
+        //    error (not an 8 GiB allocation).
+        let mut s = sender();
+        let (mut a, b) = mem_pair();
+        drop(b);
+        let t = std::time::Instant::now();
+        assert!(matches!(s.send(&mut a, ANNOUNCED), Err(Error::Net(_))));
+        // 2. It sends one chunk of garbage columns of the right size, then a frame of the
+        //    wrong size: an error after the first chunk, with memory for that chunk only.
+        let mut s = sender();
+        let (mut a, mut b) = mem_pair();
+        b.send(&vec![0xa5u8; CODE_BITS * CHUNK / 8]).unwrap();
+        b.send(&[1u8; 64]).unwrap();
+        assert!(matches!(s.send(&mut a, ANNOUNCED), Err(Error::Net(_))));
+        assert!(t.elapsed() < std::time::Duration::from_secs(10));
+    });
     assert!(largest <= 16 << 20, "largest allocation {largest} bytes");
     // 3. A sender that agreed to fewer instances refuses the count before any traffic.
     let mut s = sender();

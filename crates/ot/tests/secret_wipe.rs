@@ -1,14 +1,10 @@
 //! Secrets do not outlive a call in freed memory, on success or on error.
 //!
-//! This binary installs an allocator that, while a scenario is armed, looks for a known
-//! secret (a "needle": base-OT scalars, Δ bits, choice bits, OPRF inputs, correlations) in
-//! every block of memory before it is freed, and in the old block of every reallocation
+//! This binary installs `obliv_testkit::TestAlloc`, which, while a scenario runs, looks for a
+//! known secret (a "needle": base-OT scalars, Δ bits, choice bits, OPRF inputs, correlations)
+//! in every block of memory before it is freed, and in the old block of every reallocation
 //! (which it always moves, so a buffer that grows leaves its old copy behind for the check).
 //! The needles are recomputed from the same seeded RNGs the protocols draw from.
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 
 use curve25519_dalek::constants::RISTRETTO_BASEPOINT_POINT;
 use curve25519_dalek::scalar::Scalar;
@@ -17,99 +13,15 @@ use obliv_net::{Channel, mem_pair};
 use obliv_ot::iknp::{self, pack_bits, random_bits};
 use obliv_ot::kkrt::{self, KkrtReceiver, KkrtSender};
 use obliv_ot::{Error, base, softspoken};
+use obliv_testkit::TestAlloc;
 use rand_core::SeedableRng;
 
-const MAX_NEEDLE: usize = 128;
-
-static ARMED: AtomicBool = AtomicBool::new(false);
-static NEEDLE_LEN: AtomicUsize = AtomicUsize::new(0);
-static NEEDLE: [AtomicU8; MAX_NEEDLE] = [const { AtomicU8::new(0) }; MAX_NEEDLE];
-static FOUND: AtomicUsize = AtomicUsize::new(0);
-/// One scenario at a time (the needle and the flag are global).
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Whether the `size` bytes at `p` contain the needle.
-///
-/// # Safety
-/// `p` must point to `size` bytes of one live allocation.
-unsafe fn contains_needle(p: *const u8, size: usize) -> bool {
-    let len = NEEDLE_LEN.load(Ordering::Relaxed);
-    if len == 0 || size < len {
-        return false;
-    }
-    let first = NEEDLE[0].load(Ordering::Relaxed);
-    (0..=size - len).any(|i| {
-        // SAFETY: `i + j < size` for every read, inside the allocation (the caller's
-        // contract); volatile, as the bytes may never have been written.
-        let at = |j: usize| unsafe { core::ptr::read_volatile(p.add(i + j)) };
-        at(0) == first && (1..len).all(|j| at(j) == NEEDLE[j].load(Ordering::Relaxed))
-    })
-}
-
-/// Counts a freed block that still holds the needle while a scenario is armed.
-///
-/// # Safety
-/// As [`contains_needle`].
-unsafe fn check_freed(p: *const u8, size: usize) {
-    // SAFETY: forwarded contract.
-    if ARMED.load(Ordering::Relaxed) && unsafe { contains_needle(p, size) } {
-        FOUND.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-struct Scanning;
-
-// SAFETY: allocation and deallocation forward to `System` with the caller's layouts;
-// `realloc` is an allocation, a copy of `min(old, new)` bytes and a deallocation, which is
-// what `GlobalAlloc::realloc` promises.
-unsafe impl GlobalAlloc for Scanning {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` is a live block of `layout.size()` bytes until freed below.
-        unsafe {
-            check_freed(ptr, layout.size());
-            System.dealloc(ptr, layout);
-        }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: `new_size` is non-zero and, rounded to the alignment, fits `isize` (the
-        // caller's contract for `realloc`), so the layout is valid.
-        let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
-        // SAFETY: forwarded allocation; on success the old block (live, `layout.size()`
-        // bytes) is copied into the new one, checked and freed.
-        unsafe {
-            let new = System.alloc(new_layout);
-            if !new.is_null() {
-                core::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
-                check_freed(ptr, layout.size());
-                System.dealloc(ptr, layout);
-            }
-            new
-        }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Scanning = Scanning;
+static ALLOC: TestAlloc = TestAlloc::new();
 
-/// Runs `f` with `needle` armed and returns how many freed blocks held it.
+/// Runs `f` and returns how many freed blocks held `needle`.
 fn freed_copies(needle: &[u8], f: impl FnOnce()) -> usize {
-    assert!(!needle.is_empty() && needle.len() <= MAX_NEEDLE);
-    let _serial = SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    for (slot, &b) in NEEDLE.iter().zip(needle) {
-        slot.store(b, Ordering::Relaxed);
-    }
-    NEEDLE_LEN.store(needle.len(), Ordering::Relaxed);
-    FOUND.store(0, Ordering::Relaxed);
-    ARMED.store(true, Ordering::SeqCst);
-    f();
-    ARMED.store(false, Ordering::SeqCst);
-    FOUND.load(Ordering::Relaxed)
+    obliv_testkit::freed_copies(&[needle], f).1
 }
 
 fn bool_bytes(bits: &[bool]) -> Vec<u8> {
