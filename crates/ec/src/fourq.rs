@@ -42,7 +42,8 @@ impl PrimeGroup for FourQ {
         }
         let len = u16::try_from(dst.len())
             .map_err(|_| Error::HashToCurve("domain separation tag over 65535 bytes"))?;
-        let mut m = Vec::with_capacity(2 + dst.len() + msg.len());
+        // A copy of the (private) message, wiped on return.
+        let mut m = Zeroizing::new(Vec::with_capacity(2 + dst.len() + msg.len()));
         m.extend_from_slice(&len.to_be_bytes());
         m.extend_from_slice(dst);
         m.extend_from_slice(msg);
@@ -203,7 +204,8 @@ impl PrimeGroup for FourQ {
 
 /// `[k]H(x)` for every item, chunk by chunk on rayon: the messages are prefixed with the
 /// default DST as in [`FourQ::hash_to_point_with_dst`], hashed with
-/// [`Point::hash_to_curve_many`] and multiplied with [`Point::mul_many_to_bytes`].
+/// [`Point::hash_to_curve_many`] and multiplied with [`Point::mul_many_to_bytes`]. The
+/// prefixed copies of the (private) items and their points are wiped once per chunk.
 fn hash_and_mul_into<T: AsRef<[u8]> + Sync>(
     items: &[T],
     k: &SecretScalar<Scalar>,
@@ -216,18 +218,19 @@ fn hash_and_mul_into<T: AsRef<[u8]> + Sync>(
     out.par_chunks_mut(crate::BATCH_CHUNK)
         .zip(items.par_chunks(crate::BATCH_CHUNK))
         .for_each(|(o, it)| {
-            let msgs: Vec<Vec<u8>> = it
-                .iter()
-                .map(|x| {
-                    let x = x.as_ref();
-                    let mut m = Vec::with_capacity(2 + dst.len() + x.len());
-                    m.extend_from_slice(&len);
-                    m.extend_from_slice(dst);
-                    m.extend_from_slice(x);
-                    m
-                })
-                .collect();
-            let pts = Point::hash_to_curve_many(&msgs);
+            let msgs: Zeroizing<Vec<Vec<u8>>> = Zeroizing::new(
+                it.iter()
+                    .map(|x| {
+                        let x = x.as_ref();
+                        let mut m = Vec::with_capacity(2 + dst.len() + x.len());
+                        m.extend_from_slice(&len);
+                        m.extend_from_slice(dst);
+                        m.extend_from_slice(x);
+                        m
+                    })
+                    .collect(),
+            );
+            let pts = Zeroizing::new(Point::hash_to_curve_many(&msgs[..]));
             for (oi, e) in o.iter_mut().zip(Point::mul_many_to_bytes(&k.0, &pts)) {
                 *oi = e;
             }

@@ -139,8 +139,10 @@ pub trait PrimeGroup: Copy + Send + Sync + fmt::Debug + 'static {
 
     /// The scalar field element type of the backend (wrapped in [`SecretScalar`]).
     type ScalarInner: Clone + zeroize::Zeroize + Send + Sync;
-    /// A group element (a backend point; not secret).
-    type Point: Copy + Send + Sync + PartialEq + fmt::Debug;
+    /// A group element (a backend point). Not secret as such, but the hash of a private
+    /// item ([`hash_to_point`](Self::hash_to_point)) reveals the item to a dictionary search:
+    /// the batch paths wipe their internal copies ([`zeroize::Zeroize`]) before freeing them.
+    type Point: Copy + Send + Sync + PartialEq + fmt::Debug + zeroize::Zeroize;
     /// Its fixed-length canonical encoding.
     type Encoded: Encoding;
 
@@ -225,8 +227,9 @@ pub trait PrimeGroup: Copy + Send + Sync + fmt::Debug + 'static {
     /// [`hash_and_mul_batch`](Self::hash_and_mul_batch).
     ///
     /// The default hashes item by item and calls
-    /// [`mul_and_encode_chunk`](Self::mul_and_encode_chunk); a group may fuse the two (for
-    /// example run the map to the curve in SIMD lanes) as long as the output is identical.
+    /// [`mul_and_encode_chunk`](Self::mul_and_encode_chunk), then wipes the hashed points (they
+    /// reveal the items to a dictionary search); a group may fuse the two (for example run the
+    /// map to the curve in SIMD lanes) as long as the output is identical.
     ///
     /// # Panics
     /// If `out.len() != items.len()` (a caller bug; the batch methods of this crate always
@@ -237,10 +240,12 @@ pub trait PrimeGroup: Copy + Send + Sync + fmt::Debug + 'static {
         out: &mut [Self::Encoded],
     ) {
         assert_out_len(items.len(), out.len());
-        let pts: Vec<Self::Point> = items
-            .iter()
-            .map(|x| Self::hash_to_point(x.as_ref()))
-            .collect();
+        let pts: Zeroizing<Vec<Self::Point>> = Zeroizing::new(
+            items
+                .iter()
+                .map(|x| Self::hash_to_point(x.as_ref()))
+                .collect(),
+        );
         Self::mul_and_encode_chunk(&pts, k, out);
     }
 

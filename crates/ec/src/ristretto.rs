@@ -203,8 +203,9 @@ impl PrimeGroup for Ristretto255 {
     type Encoded = [u8; 32];
 
     fn hash_to_point_with_dst(msg: &[u8], dst: &[u8]) -> Result<RistrettoPoint, Error> {
-        let mut uniform = [0u8; 64];
-        crate::sswu::expand::<ExpandMsgXmd<Sha512>>(msg, dst, &mut uniform)?;
+        // The uniform bytes of a (private) item, wiped on return.
+        let mut uniform = Zeroizing::new([0u8; 64]);
+        crate::sswu::expand::<ExpandMsgXmd<Sha512>>(msg, dst, uniform.as_mut_slice())?;
         Ok(RistrettoPoint::from_uniform_bytes(&uniform))
     }
 
@@ -282,10 +283,16 @@ impl PrimeGroup for Ristretto255 {
             // (one inversion per chunk) hands them over as encodings of 2P, which the lanes
             // decode and multiply by k/2: [k/2]([2]P) = [k]P.
             let half = SecretScalar(k.0 * Scalar::from_bytes_mod_order(INV_TWO));
-            let doubled: Vec<[u8; 32]> = RistrettoPoint::double_and_compress_batch(points)
-                .iter()
-                .map(CompressedRistretto::to_bytes)
-                .collect();
+            // The points may be hashes of private items (the default hash path), and 2P
+            // reveals P: the encodings are wiped once the chunk is done.
+            let mut compressed = RistrettoPoint::double_and_compress_batch(points);
+            let doubled: Zeroizing<Vec<[u8; 32]>> = Zeroizing::new(
+                compressed
+                    .iter()
+                    .map(CompressedRistretto::to_bytes)
+                    .collect(),
+            );
+            zeroize::Zeroize::zeroize(&mut compressed);
             // Encodings of 2P are always valid (identity allowed): this cannot fail, but if
             // it did the reference path below recomputes the whole chunk.
             if ifma.decode_mul_encode(&doubled, &half.0, out, false) {
@@ -306,15 +313,19 @@ impl PrimeGroup for Ristretto255 {
             // expand_message_xmd (SHA-512, eight items per AVX-512F lane group, from the
             // midstate after Z_pad), then the two Elligator maps, their sum, [k]H and the
             // encoding in lanes: the same RFC 9496 §4.3.4 derivation as `hash_to_point`.
-            let mut uniform = vec![[0u8; 64]; items.len()];
+            // The uniform bytes of the (private) items are wiped when the chunk is done.
+            let mut uniform = Zeroizing::new(vec![[0u8; 64]; items.len()]);
             ifma.expand_message_xmd_sha512(items, Self::DEFAULT_DST, &mut uniform);
             ifma.uniform_mul_encode(&uniform, &k.0, out);
             return;
         }
-        let pts: Vec<RistrettoPoint> = items
-            .iter()
-            .map(|x| Self::hash_to_point(x.as_ref()))
-            .collect();
+        // The hashed items, wiped when the chunk is done.
+        let pts: Zeroizing<Vec<RistrettoPoint>> = Zeroizing::new(
+            items
+                .iter()
+                .map(|x| Self::hash_to_point(x.as_ref()))
+                .collect(),
+        );
         Self::mul_and_encode_chunk_dalek(&pts, k, out);
     }
 

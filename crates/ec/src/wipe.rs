@@ -12,6 +12,9 @@
 /// them), for which `core::mem::zeroed()` is a valid value.
 pub(crate) unsafe trait ZeroBits: Copy {}
 
+// SAFETY: a pair of `ZeroBits` values: all zeros is a valid value of each, hence of the pair.
+unsafe impl<A: ZeroBits, B: ZeroBits> ZeroBits for (A, B) {}
+
 /// Overwrite `v` with zeros by a volatile write (which the optimiser may not drop as a dead
 /// store), followed by a compiler fence so that later code is not moved above it.
 #[inline]

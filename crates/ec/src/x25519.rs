@@ -113,7 +113,7 @@ use curve25519_dalek::montgomery::MontgomeryPoint;
 use curve25519_dalek::scalar::Scalar;
 use rand_core::CryptoRng;
 use sha2::{Digest, Sha512};
-use zeroize::Zeroizing;
+use zeroize::{Zeroize, Zeroizing};
 
 /// Curve25519 as an X25519-style group of prime order `ℓ` on u-coordinates (see the module
 /// documentation for the decoding rule and why projecting the torsion is sound).
@@ -151,6 +151,14 @@ pub struct X25519;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct X25519Point([u8; 32]);
+
+/// Wiping gives the identity (`u = 0`), [`PrimeGroup::identity`]: the hash of a private item
+/// reveals the item to a dictionary search, so its copies are wiped before they are freed.
+impl Zeroize for X25519Point {
+    fn zeroize(&mut self) {
+        self.0.zeroize();
+    }
+}
 
 impl X25519Point {
     /// The canonical 32-byte little-endian u-coordinate ([`PrimeGroup::encode`]).
@@ -599,7 +607,9 @@ impl PrimeGroup for X25519 {
         crate::assert_out_len(points.len(), out.len());
         #[cfg(obliv_x86_simd)]
         if let Some(ifma) = ifma() {
-            let us: Vec<[u8; 32]> = points.iter().map(|p| p.0).collect();
+            // The points may be hashes of private items (the default hash path): the copy is
+            // wiped once the chunk is done.
+            let us: Zeroizing<Vec<[u8; 32]>> = Zeroizing::new(points.iter().map(|p| p.0).collect());
             let t = torsion_free_t(&k.0);
             // Without the on-curve check the lanes cannot fail.
             if ifma.x25519_mul(&us, &t, out, false) {

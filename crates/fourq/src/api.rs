@@ -193,21 +193,36 @@ impl Point {
     /// Hash many messages: [`Point::hash_to_curve`] of each, in chunks of 64 on rayon. With
     /// AVX-512 IFMA (AVX2) the map and the cofactor clearing run eight (four) messages at a
     /// time in vector lanes (the same points as the serial code); SHA-512 stays serial.
+    ///
+    /// The points of secret messages (PSI items) reveal them to a dictionary search: the
+    /// returned vector is the caller's to wipe ([`Zeroize`]), and no other copy is left in
+    /// freed memory (the per-chunk field elements and lane outputs are wiped once per chunk,
+    /// and the output is written in place, never reallocated).
     pub fn hash_to_curve_many<M: AsRef<[u8]> + Sync>(msgs: &[M]) -> Vec<Point> {
-        msgs.par_chunks(BATCH)
-            .flat_map_iter(|chunk| {
-                let r: Vec<_> = chunk
+        let mut out = vec![Point::IDENTITY; msgs.len()];
+        out.par_chunks_mut(BATCH)
+            .zip(msgs.par_chunks(BATCH))
+            .for_each(|(o, chunk)| {
+                let mut r: Vec<_> = chunk
                     .iter()
                     .map(|m| hash::hash_to_fp2(m.as_ref()))
                     .collect();
-                if use_vector(Backend::Auto)
-                    && let Some(p) = crate::backend::vector::map_and_clear_many(&r)
-                {
-                    return p;
+                let lanes = if use_vector(Backend::Auto) {
+                    crate::backend::vector::map_and_clear_many(&r)
+                } else {
+                    None
+                };
+                if let Some(mut p) = lanes {
+                    o.copy_from_slice(&p);
+                    p.zeroize();
+                } else {
+                    for (o, r) in o.iter_mut().zip(&r) {
+                        *o = hash::map_and_clear(r);
+                    }
                 }
-                r.iter().map(hash::map_and_clear).collect()
-            })
-            .collect()
+                r.zeroize();
+            });
+        out
     }
 
     /// FourQlib's `HashToCurve` on 32 bytes read as `r0 ‖ r1` (16 bytes each, little-endian,

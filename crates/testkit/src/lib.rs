@@ -15,7 +15,8 @@
 //!   ("needles");
 //! - [`record_freed`]: a copy of everything freed, to search for needles known only
 //!   afterwards (keys the code under test generated, for example);
-//! - [`unwiped_blocks`]: the sizes of large freed blocks that were not all zero;
+//! - [`unwiped_blocks`] and [`unwiped_aligned_blocks`]: the sizes of large (or SIMD-aligned)
+//!   freed blocks that were not all zero;
 //! - [`largest_allocation`]: the largest single allocation or reallocation.
 //!
 //! Every function panics when the binary's global allocator is not a [`TestAlloc`], so a test
@@ -29,7 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 /// The most needles one [`freed_copies`] call looks for.
 pub const MAX_NEEDLES: usize = 16;
 /// The longest needle, in bytes.
-pub const MAX_NEEDLE_LEN: usize = 128;
+pub const MAX_NEEDLE_LEN: usize = 256;
 /// The most block sizes [`unwiped_blocks`] reports (further ones are counted in the last).
 const MAX_UNWIPED: usize = 64;
 
@@ -42,8 +43,10 @@ static NEEDLE_LENS: [AtomicUsize; MAX_NEEDLES] = [const { AtomicUsize::new(0) };
 static NEEDLES: [[AtomicU8; MAX_NEEDLE_LEN]; MAX_NEEDLES] =
     [const { [const { AtomicU8::new(0) }; MAX_NEEDLE_LEN] }; MAX_NEEDLES];
 static FOUND: AtomicUsize = AtomicUsize::new(0);
-/// `usize::MAX` when no [`unwiped_blocks`] scenario runs.
-static MIN_UNWIPED: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// The least size and alignment of the blocks an [`unwiped_blocks`] or
+/// [`unwiped_aligned_blocks`] scenario checks (`usize::MAX` when none runs).
+static MIN_UNWIPED_SIZE: AtomicUsize = AtomicUsize::new(usize::MAX);
+static MIN_UNWIPED_ALIGN: AtomicUsize = AtomicUsize::new(usize::MAX);
 static UNWIPED_COUNT: AtomicUsize = AtomicUsize::new(0);
 static UNWIPED: [AtomicUsize; MAX_UNWIPED] = [const { AtomicUsize::new(0) }; MAX_UNWIPED];
 static LARGEST: AtomicUsize = AtomicUsize::new(0);
@@ -137,8 +140,9 @@ unsafe fn contains_needle(p: *const u8, size: usize, k: usize) -> bool {
 /// Checks a block about to be freed against the running scenario.
 ///
 /// # Safety
-/// `p` must point to `size` initialised bytes of one live allocation.
-unsafe fn check_freed(p: *const u8, size: usize) {
+/// `p` must point to `layout.size()` initialised bytes of one live allocation.
+unsafe fn check_freed(p: *const u8, layout: Layout) {
+    let size = layout.size();
     if RECORDING.load(Ordering::Relaxed) {
         // SAFETY: forwarded contract.
         let bytes = unsafe { core::slice::from_raw_parts(p, size) };
@@ -162,7 +166,9 @@ unsafe fn check_freed(p: *const u8, size: usize) {
     if (0..needles).any(|k| unsafe { contains_needle(p, size, k) }) {
         FOUND.fetch_add(1, Ordering::Relaxed);
     }
-    if size >= MIN_UNWIPED.load(Ordering::Relaxed) {
+    if size >= MIN_UNWIPED_SIZE.load(Ordering::Relaxed)
+        && layout.align() >= MIN_UNWIPED_ALIGN.load(Ordering::Relaxed)
+    {
         // SAFETY: forwarded contract.
         let bytes = unsafe { core::slice::from_raw_parts(p, size) };
         if bytes.iter().any(|&b| b != 0) {
@@ -194,7 +200,7 @@ unsafe impl GlobalAlloc for TestAlloc {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: `ptr` is a live block of `layout.size()` initialised bytes until freed.
         unsafe {
-            check_freed(ptr, layout.size());
+            check_freed(ptr, layout);
             System.dealloc(ptr, layout);
         }
     }
@@ -337,13 +343,30 @@ pub fn record_freed<T>(f: impl FnOnce() -> T) -> (T, Freed) {
 /// If `min_size` is 0 or no [`TestAlloc`] is installed.
 pub fn unwiped_blocks<T>(min_size: usize, f: impl FnOnce() -> T) -> (T, Vec<usize>) {
     assert!(min_size > 0, "min_size must be positive");
+    unwiped_where(min_size, 1, f)
+}
+
+/// As [`unwiped_blocks`], for the blocks allocated with an alignment of at least `min_align`
+/// bytes, whatever their size: vectors of SIMD lanes (64-byte aligned for AVX-512), which
+/// ordinary allocations do not share.
+///
+/// # Panics
+/// If no [`TestAlloc`] is installed.
+pub fn unwiped_aligned_blocks<T>(min_align: usize, f: impl FnOnce() -> T) -> (T, Vec<usize>) {
+    unwiped_where(1, min_align, f)
+}
+
+/// The scenario of [`unwiped_blocks`] and [`unwiped_aligned_blocks`].
+fn unwiped_where<T>(min_size: usize, min_align: usize, f: impl FnOnce() -> T) -> (T, Vec<usize>) {
     let _guard = scenario();
     UNWIPED_COUNT.store(0, Ordering::Relaxed);
-    MIN_UNWIPED.store(min_size, Ordering::Relaxed);
+    MIN_UNWIPED_ALIGN.store(min_align, Ordering::Relaxed);
+    MIN_UNWIPED_SIZE.store(min_size, Ordering::Relaxed);
     SCANNING.store(true, Ordering::SeqCst);
     let out = f();
     SCANNING.store(false, Ordering::SeqCst);
-    MIN_UNWIPED.store(usize::MAX, Ordering::Relaxed);
+    MIN_UNWIPED_SIZE.store(usize::MAX, Ordering::Relaxed);
+    MIN_UNWIPED_ALIGN.store(usize::MAX, Ordering::Relaxed);
     let n = UNWIPED_COUNT.load(Ordering::Relaxed).min(MAX_UNWIPED);
     let sizes = UNWIPED[..n]
         .iter()

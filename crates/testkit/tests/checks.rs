@@ -1,7 +1,10 @@
 //! The checks of `TestAlloc` find what they are for, and nothing where there is nothing.
 #![allow(clippy::unwrap_used)]
 
-use obliv_testkit::{TestAlloc, freed_copies, largest_allocation, record_freed, unwiped_blocks};
+use obliv_testkit::{
+    TestAlloc, freed_copies, largest_allocation, record_freed, unwiped_aligned_blocks,
+    unwiped_blocks,
+};
 
 #[global_allocator]
 static ALLOC: TestAlloc = TestAlloc::refusing_above(1 << 30);
@@ -46,6 +49,16 @@ fn checks_find_what_is_there_and_only_that() {
         drop(std::hint::black_box(vec![1u8; 999]));
     });
     assert_eq!(sizes, [5000]);
+    // Only blocks of the alignment asked for, of any size.
+    #[repr(align(64))]
+    #[derive(Clone, Copy)]
+    struct Lane(#[allow(dead_code)] [u8; 64]);
+    let ((), sizes) = unwiped_aligned_blocks(64, || {
+        drop(std::hint::black_box(vec![Lane([1; 64]); 2]));
+        drop(std::hint::black_box(vec![Lane([0; 64]); 3]));
+        drop(std::hint::black_box(vec![1u64; 100]));
+    });
+    assert_eq!(sizes, [128]);
     // The largest request, allocations and reallocations alike.
     let (v, largest) = largest_allocation(|| {
         let mut v = vec![0u8; 3 << 20];

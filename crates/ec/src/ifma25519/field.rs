@@ -43,6 +43,9 @@ const MASK51: u64 = (1 << 51) - 1;
 #[derive(Clone, Copy)]
 pub(crate) struct F8(pub(crate) [__m512i; 5]);
 
+// SAFETY: five `__m512i`: all zeros is a valid value.
+unsafe impl crate::wipe::ZeroBits for F8 {}
+
 crate::cpu::ifma25519::enable! {
     #[inline]
     fn splat(x: u64) -> __m512i {

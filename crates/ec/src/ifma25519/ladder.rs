@@ -259,19 +259,22 @@ crate::cpu::ifma25519::enable! {
             l[..c.len()].copy_from_slice(c);
             F8::from_bytes(&l)
         };
-        let x1: Vec<F8> = us.chunks(8).map(lanes).collect();
-        if check && !all_on_curve(&x1) {
-            return false;
+        let mut x1: Vec<F8> = us.chunks(8).map(lanes).collect();
+        let ok = !check || all_on_curve(&x1);
+        if ok {
+            ladder_and_encode(&x1, t, out);
         }
-        ladder_and_encode(&x1, t, out);
-        true
+        // The points may be hashes of private items (the default hash path): their copy is
+        // wiped once per call.
+        crate::wipe::wipe_slice(&mut x1);
+        ok
     }
 
     /// `u([8t]P)` for the affine u-coordinates `x1` (eight per vector), encoded into `out` (the
     /// last vector possibly partial): the ladders, then one shared inversion (Montgomery's
     /// trick across the vectors).
     fn ladder_and_encode(x1: &[F8], t: &[u8; 32], out: &mut [[u8; 32]]) {
-        let mut xz: Vec<(F8, F8)> = Vec::with_capacity(x1.len() + 1);
+        let mut xz: Vec<(F8, F8)> = Vec::with_capacity(x1.len());
         for x in x1 {
             xz.push(ladder(x, t));
         }
@@ -298,6 +301,10 @@ crate::cpu::ifma25519::enable! {
             let n = o.len().min(8);
             o[..n].copy_from_slice(&enc[..n]);
         }
+        // The products' projective coordinates and the prefix products: internal scratch,
+        // wiped once per call like the rest of the lanes' vectors.
+        crate::wipe::wipe_slice(&mut xz);
+        crate::wipe::wipe_slice(&mut prefix);
     }
 }
 
@@ -409,9 +416,21 @@ crate::cpu::ifma25519::enable! {
     pub(super) fn hash_mul_u(fe: &[[[u64; 5]; 2]], k: &[u8; 32], out: &mut [[u8; 32]]) {
         let mut num = Vec::with_capacity(fe.len().div_ceil(8));
         let mut den = Vec::with_capacity(fe.len().div_ceil(8));
+        // The items' field elements in lanes and their mapped points, wiped once per call
+        // (after the last group; each group overwrites the previous one's).
+        let mut l = [[[0u64; 8]; 5]; 2];
+        let zero = F8::zero();
+        let blank = Ext8 {
+            x: zero,
+            y: zero,
+            z: zero,
+            t: zero,
+        };
+        let mut q = [blank; 2];
         for group in fe.chunks(8) {
-            // One vector of eight items: its two maps' exponentiations side by side.
-            let mut l = [[[0u64; 8]; 5]; 2];
+            // One vector of eight items: its two maps' exponentiations side by side (the
+            // lanes past a partial last group hold zeros, their results are dropped).
+            l = [[[0u64; 8]; 5]; 2];
             for (lane, item) in group.iter().enumerate() {
                 for m in 0..2 {
                     for (limb, &x) in item[m].iter().enumerate() {
@@ -419,7 +438,7 @@ crate::cpu::ifma25519::enable! {
                     }
                 }
             }
-            let q = elligator2_n(&[F8::from_limbs(&l[0]), F8::from_limbs(&l[1])]);
+            q = elligator2_n(&[F8::from_limbs(&l[0]), F8::from_limbs(&l[1])]);
             // R = Q₀ + Q₁; the cofactor clearing H = [8]R is left to the ladder, whose scalar is
             // a multiple of 8 (see above).
             let c = q[0].add_niels(&q[1].to_niels());
@@ -444,6 +463,16 @@ crate::cpu::ifma25519::enable! {
             inv = inv.mul(&den[i]);
         }
         ladder_and_encode(&x1, k, out);
+        // `u(R)` of the hashed items (projective, the prefix products of the denominators,
+        // affine), which reveal the items to a dictionary search: wiped once per call.
+        zeroize::Zeroize::zeroize(&mut l);
+        crate::wipe::wipe_slice(&mut q);
+        crate::wipe::wipe_slice(&mut num);
+        crate::wipe::wipe_slice(&mut den);
+        crate::wipe::wipe_slice(&mut prefix);
+        crate::wipe::wipe_slice(&mut x1);
+        crate::wipe::wipe(&mut inv);
+        crate::wipe::wipe(&mut acc);
     }
 }
 

@@ -169,6 +169,9 @@ struct Ext8 {
     t: F8,
 }
 
+// SAFETY: four `F8`, i.e. `__m512i` arrays: all zeros is a valid value.
+unsafe impl crate::wipe::ZeroBits for Ext8 {}
+
 /// Eight points in projective coordinates `(X : Y : Z)`.
 #[derive(Clone, Copy)]
 struct Proj8 {
@@ -575,17 +578,34 @@ crate::cpu::ifma25519::enable! {
     /// then `Q = [k/2]H`, then the batched encoding of `2Q`.
     fn uniform_mul_encode(uniform: &[[u8; 64]], half_digits: &[i8; 64], out: &mut [[u8; 32]]) {
         let mut states = Vec::with_capacity(uniform.len().div_ceil(8));
+        // The items' uniform bytes and their points `H`, wiped once per call (after the last
+        // group; each group overwrites the previous one's).
+        let mut r1 = [[0u8; 32]; 8];
+        let mut r2 = [[0u8; 32]; 8];
+        let zero = F8::zero();
+        let mut h = Ext8 {
+            x: zero,
+            y: zero,
+            z: zero,
+            t: zero,
+        };
+        let mut m = [h; 2];
         for chunk in uniform.chunks(8) {
-            let mut r1 = [[0u8; 32]; 8];
-            let mut r2 = [[0u8; 32]; 8];
             for (lane, b) in chunk.iter().enumerate() {
                 r1[lane].copy_from_slice(&b[..32]);
                 r2[lane].copy_from_slice(&b[32..]);
             }
-            let m = elligator_n(&[F8::from_bytes(&r1), F8::from_bytes(&r2)]);
-            let h = m[0].add_niels(&m[1].to_niels()).to_ext();
+            // The lanes past a partial last group hold zeros (their results are dropped).
+            r1[chunk.len()..].fill([0u8; 32]);
+            r2[chunk.len()..].fill([0u8; 32]);
+            m = elligator_n(&[F8::from_bytes(&r1), F8::from_bytes(&r2)]);
+            h = m[0].add_niels(&m[1].to_niels()).to_ext();
             states.push(DoubleEncode::new(&mul8(&h, half_digits)));
         }
+        zeroize::Zeroize::zeroize(&mut r1);
+        zeroize::Zeroize::zeroize(&mut r2);
+        crate::wipe::wipe_slice(&mut m);
+        crate::wipe::wipe(&mut h);
         encode_doubled(&states, out);
     }
 
