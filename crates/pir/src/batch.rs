@@ -27,17 +27,33 @@
 //!
 //! # Parameters and failure probability
 //!
-//! [`BatchParams::for_batch`] takes `B = ⌈1.5k⌉` buckets (at least 3) and 3 hash functions,
-//! the parameters of Angel et al. Placement fails when some set of `s` buckets is the only
-//! choice of more than `s` indices (Hall's condition); with three distinct buckets per index
-//! that takes `s ≥ 3`, so a batch of at most three indices always has a placement. For
-//! `k = 10, B = 15` placement fails for about `5.5·10^-4` of random batches (553 in 10^6
-//! measured; the test `failure_rate_k10` checks 100 000 batches against that rate) and for
-//! `k = 32, B = 48` for about `2·10^-5` (21 in 10^6; both measured by the ignored test
-//! `failure_rates_documented`); it falls quickly with `k` (Angel et al. report below `2^-20`
-//! from `k = 256` for `B = 1.5k`). A failure is reported as [`Error::CuckooFailure`] and the
-//! client can split the batch; note that doing so reveals to the servers that this batch of
-//! indices had no placement.
+//! Placement fails when some set of `s` buckets is the only choice of more than `s` indices
+//! (Hall's condition); with three distinct buckets per index that takes `s ≥ 3`, so a batch of
+//! at most three indices always has a placement. A failure is a function of the indices, so a
+//! client that reacts to it (splits the batch, or fails) tells the servers something about
+//! them. Two sizings:
+//!
+//! - [`BatchParams::for_batch`] (the default) sizes `B` like an obliv-cuckoo table for `k`
+//!   items at `2^-40` ([`obliv_cuckoo::CuckooParams::new`]: the PSZ18 fit and, for small
+//!   batches, the bound over every set of up to 64 items that decides there), so a batch of
+//!   up to `k` indices has no placement with probability at most `2^-40`: for example
+//!   `B = 76` for `k = 10`, `B = 136` for `k = 32`, `B = 396` for `k = 256`, and `1.5k` or
+//!   less from about a thousand on.
+//!   The servers' scan is the same `3N` records whatever `B`; the query and the answer grow
+//!   with `B` (one key and one record per bucket).
+//! - [`BatchParams::angel`] takes Angel et al.'s `B = ⌈1.5k⌉` (at least 3): `k = 10, B = 15`
+//!   fails for about `5.5·10^-4` of random batches (553 in 10^6 measured; the test
+//!   `failure_rate_k10` checks 100 000 batches against that rate), `k = 32, B = 48` for about
+//!   `2·10^-5` (21 in 10^6; both measured by the ignored test `failure_rates_documented`),
+//!   falling with `k` (Angel et al. report below `2^-20` from `k = 256`). For benchmarks
+//!   comparable with theirs, not for private batches of that size.
+//!
+//! [`BatchParams::capacity`] is the largest batch a layout serves at `2^-40`; the client
+//! ([`crate::server::PirClient::query_batch`]) cuts its requests into batches of at most that
+//! many indices (a split that depends on their number only, which the servers see anyway),
+//! so with the servers' `angel(10)` it sends batches of three, and falls back to splitting a
+//! batch with no placement only in the `2^-40` event. A query with no placement is reported
+//! as [`Error::CuckooFailure`].
 //!
 //! Security: that of [`crate::dpf_pir`]; the layout is public and the bucket sizes are the
 //! same for every batch, so the servers see only `B` pseudorandom keys.
@@ -57,6 +73,10 @@ pub const HASHES: usize = NUM_HASHES;
 /// Largest batch supported (the placement is `O(k · B)` at worst).
 pub const MAX_BATCH: usize = 1 << 14;
 
+/// The statistical security of [`BatchParams::for_batch`]: a batch has no placement with
+/// probability at most `2^-40`.
+pub const PLACEMENT_STAT_SEC: u32 = 40;
+
 /// Parameters of a batch layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchParams {
@@ -67,14 +87,63 @@ pub struct BatchParams {
 }
 
 impl BatchParams {
-    /// `B = max(⌈1.5k⌉, 3)` buckets for batches of up to `k` indices, with a fixed public seed.
+    /// The public seed of the hash functions, the same for every layout.
+    pub const SEED: [u8; 16] = *b"obliv-pir-batch!";
+
+    /// Buckets for batches of up to `k` indices that have no placement with probability at
+    /// most `2^-`[`PLACEMENT_STAT_SEC`]: obliv-cuckoo's table size for `k` items at that
+    /// security (3 buckets for `k ≤ 3`, which always place), with the fixed public seed.
     /// (For `k` beyond [`MAX_BATCH`] the layout refuses the bucket count; `B` saturates rather
     /// than wraps around to a small count.)
     pub fn for_batch(k: usize) -> Self {
+        let buckets = if k <= HASHES {
+            HASHES
+        } else {
+            obliv_cuckoo::CuckooParams::new(k, PLACEMENT_STAT_SEC)
+                .map_or(usize::MAX, |p| p.bins.max(HASHES))
+        };
         BatchParams {
-            buckets: k.saturating_mul(3).div_ceil(2).max(3),
-            seed: *b"obliv-pir-batch!",
+            buckets,
+            seed: Self::SEED,
         }
+    }
+
+    /// Angel et al.'s `B = max(⌈1.5k⌉, 3)` buckets: fewer keys and records per batch, but a
+    /// batch of `k` indices has no placement far more often than `2^-40` (about `5.5·10^-4` at
+    /// `k = 10`; see the module documentation). The client still serves only
+    /// [`capacity`](Self::capacity) indices per batch from such a layout.
+    pub fn angel(k: usize) -> Self {
+        BatchParams {
+            buckets: k.saturating_mul(3).div_ceil(2).max(HASHES),
+            seed: Self::SEED,
+        }
+    }
+
+    /// The largest batch these buckets serve with no placement except with probability
+    /// `2^-`[`PLACEMENT_STAT_SEC`]: the largest `k ≤ `[`MAX_BATCH`] with
+    /// `for_batch(k).buckets ≤ buckets` (three for `3 ≤ buckets` below that, since three
+    /// indices always place; one for fewer than three buckets, whose hash values need not
+    /// differ).
+    pub fn capacity(&self) -> usize {
+        if self.buckets < HASHES {
+            return 1;
+        }
+        // `for_batch(k).buckets` grows with `k` (tested), so the accepted `k` form an
+        // interval from 1: bisect for its end. Invariant: `lo` is accepted, `hi` is not.
+        let fits = |k: usize| Self::for_batch(k).buckets <= self.buckets;
+        let (mut lo, mut hi) = (HASHES, self.buckets.min(MAX_BATCH) + 1);
+        if lo >= hi {
+            return hi - 1;
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 }
 
@@ -368,9 +437,62 @@ mod tests {
     use obliv_core::AesRng;
     use rand_core::{Rng, SeedableRng};
 
+    /// `for_batch` is obliv-cuckoo's 2^-40 table size (three buckets up to three indices),
+    /// grows with `k` (which `capacity`'s bisection relies on), and every batch size up to
+    /// `MAX_BATCH` gives a layout; `capacity` inverts it.
+    #[test]
+    fn placement_sizes_and_capacity() {
+        let mut last = 0;
+        for k in 1..=2000usize {
+            let b = BatchParams::for_batch(k).buckets;
+            assert!(b >= last, "k = {k}: {b} < {last}");
+            last = b;
+            if k > HASHES {
+                let want = obliv_cuckoo::CuckooParams::new(k, PLACEMENT_STAT_SEC).unwrap();
+                assert_eq!(b, want.bins, "k = {k}");
+            } else {
+                assert_eq!(b, HASHES);
+            }
+        }
+        assert!(BatchParams::for_batch(MAX_BATCH).buckets <= 2 * MAX_BATCH);
+        assert!(BatchLayout::new(100, BatchParams::for_batch(MAX_BATCH)).is_ok());
+        for k in [1usize, 3, 4, 10, 32, 100, 1000, MAX_BATCH] {
+            let p = BatchParams::for_batch(k);
+            let cap = p.capacity();
+            assert!(cap >= k, "k = {k}: capacity {cap}");
+            if cap < MAX_BATCH {
+                assert!(
+                    BatchParams::for_batch(cap + 1).buckets > p.buckets,
+                    "k = {k}"
+                );
+            }
+        }
+        // Angel et al.'s sizing serves small batches in threes only.
+        assert_eq!(BatchParams::angel(10).capacity(), HASHES);
+        assert_eq!(BatchParams::angel(32).capacity(), 4);
+        for buckets in [1, 2] {
+            let p = BatchParams {
+                buckets,
+                seed: BatchParams::SEED,
+            };
+            assert_eq!(p.capacity(), 1);
+        }
+    }
+
+    /// Regression: `for_batch(10)` had Angel et al.'s 15 buckets, where about one batch of ten
+    /// in 1 800 has no placement (a client that splits it tells the servers so). Now no
+    /// placement fails in the same 100 000 batches that give about 55 failures with 15.
+    #[test]
+    fn default_placement_does_not_fail() {
+        assert_eq!(
+            placement_failures(BatchParams::for_batch(10), 10, 100_000, 13),
+            0
+        );
+    }
+
     #[test]
     fn layout_lists_each_record_in_its_buckets() {
-        let layout = BatchLayout::new(1000, BatchParams::for_batch(10)).unwrap();
+        let layout = BatchLayout::new(1000, BatchParams::angel(10)).unwrap();
         assert_eq!(layout.buckets(), 15);
         // Each record once in each of its distinct buckets: 3 listings per record.
         let listed = layout.total_listed();
@@ -430,10 +552,10 @@ mod tests {
     }
 
     /// Batches of `k` random indices of 2^16 records (with repeats, as a client might ask)
-    /// that have no placement into the `for_batch(k)` buckets, out of `trials`.
-    fn placement_failures(k: usize, trials: usize, seed: u8) -> usize {
+    /// that have no placement into the buckets of `params`, out of `trials`.
+    fn placement_failures(params: BatchParams, k: usize, trials: usize, seed: u8) -> usize {
         let mut rng = AesRng::from_seed([seed; 16]);
-        let layout = BatchLayout::new(1 << 16, BatchParams::for_batch(k)).unwrap();
+        let layout = BatchLayout::new(1 << 16, params).unwrap();
         let mut failures = 0;
         for _ in 0..trials {
             let idx: Vec<usize> = (0..k)
@@ -450,11 +572,12 @@ mod tests {
         failures
     }
 
-    /// Empirical placement failure rate for k = 10 in B = 15 buckets (documented above).
+    /// Empirical placement failure rate for k = 10 in Angel et al.'s B = 15 buckets
+    /// (documented above).
     #[test]
     fn failure_rate_k10() {
         let trials = 100_000;
-        let failures = placement_failures(10, trials, 13);
+        let failures = placement_failures(BatchParams::angel(10), 10, trials, 13);
         // Measured 553 in 10^6 with another seed: expect about 55 here (standard deviation
         // about 7.4).
         assert!(
@@ -468,8 +591,8 @@ mod tests {
     #[test]
     #[ignore = "long: 2 million placements"]
     fn failure_rates_documented() {
-        let k10 = placement_failures(10, 1_000_000, 21);
-        let k32 = placement_failures(32, 1_000_000, 22);
+        let k10 = placement_failures(BatchParams::angel(10), 10, 1_000_000, 21);
+        let k32 = placement_failures(BatchParams::angel(32), 32, 1_000_000, 22);
         println!("k = 10, B = 15: {k10} in 10^6; k = 32, B = 48: {k32} in 10^6");
         assert!((400..720).contains(&k10), "{k10}");
         assert!((5..45).contains(&k32), "{k32}");
@@ -479,7 +602,7 @@ mod tests {
     fn errors() {
         let mut rng = AesRng::from_seed([14; 16]);
         let db = Database::random(100, 16, &mut rng).unwrap();
-        let layout = BatchLayout::new(100, BatchParams::for_batch(4)).unwrap();
+        let layout = BatchLayout::new(100, BatchParams::angel(4)).unwrap();
         assert!(matches!(
             query(&layout, &[100], &mut rng),
             Err(Error::IndexOutOfRange { .. })
@@ -493,7 +616,7 @@ mod tests {
             answer(&db, &layout, &[0; 3]),
             Err(Error::WrongLength { .. })
         ));
-        let other = BatchLayout::new(99, BatchParams::for_batch(4)).unwrap();
+        let other = BatchLayout::new(99, BatchParams::angel(4)).unwrap();
         assert!(matches!(
             answer(&db, &other, &[]),
             Err(Error::InvalidParameter { .. })
@@ -537,14 +660,15 @@ mod tests {
             usize::MAX,
             MAX_BATCH * 2,
         ] {
-            let p = BatchParams::for_batch(k);
-            assert!(p.buckets >= k.min(usize::MAX / 2), "{k}: {}", p.buckets);
-            assert!(matches!(
-                BatchLayout::new(100, p),
-                Err(Error::InvalidParameter { .. })
-            ));
+            for p in [BatchParams::for_batch(k), BatchParams::angel(k)] {
+                assert!(p.buckets >= k.min(usize::MAX / 2), "{k}: {}", p.buckets);
+                assert!(matches!(
+                    BatchLayout::new(100, p),
+                    Err(Error::InvalidParameter { .. })
+                ));
+            }
         }
-        assert_eq!(BatchParams::for_batch(MAX_BATCH).buckets, MAX_BATCH * 3 / 2);
+        assert_eq!(BatchParams::angel(MAX_BATCH).buckets, MAX_BATCH * 3 / 2);
     }
 
     /// The batch query reveals the indices: `Debug` prints no key bytes or slots.

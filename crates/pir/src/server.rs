@@ -849,8 +849,11 @@ impl<C: Channel> PirClient<C> {
         dpf_pir::reconstruct(self.info.record_len, &a0, &a1)
     }
 
-    /// Retrieves several records in one round with batch PIR; if cuckoo placement fails
-    /// (rare, see [`crate::batch`]) the batch is split in two.
+    /// Retrieves several records with batch PIR, in batches of at most
+    /// [`BatchParams::capacity`] indices of the servers' layout (one round each), so that a
+    /// batch has no placement with probability at most `2^-40` (see [`crate::batch`]); how
+    /// the indices are cut depends on their number only. A batch with no placement (that
+    /// `2^-40` event) is split in two, which the servers see.
     pub fn query_batch(&mut self, indices: &[usize]) -> Result<Vec<Vec<u8>>> {
         let Some(params) = self.info.batch else {
             return Err(Error::InvalidParameter {
@@ -861,9 +864,23 @@ impl<C: Channel> PirClient<C> {
             Some(l) => l,
             None => BatchLayout::new(self.info.records, params)?,
         };
-        let r = self.batch_with(&layout, indices);
+        let r = self.batches_with(&layout, indices, params.capacity());
         self.layout = Some(layout);
         r
+    }
+
+    /// [`batch_with`](Self::batch_with) on consecutive batches of at most `capacity` indices.
+    fn batches_with(
+        &mut self,
+        layout: &BatchLayout,
+        indices: &[usize],
+        capacity: usize,
+    ) -> Result<Vec<Vec<u8>>> {
+        let mut out = Vec::with_capacity(indices.len());
+        for batch in indices.chunks(capacity.max(1)) {
+            out.extend(self.batch_with(layout, batch)?);
+        }
+        Ok(out)
     }
 
     fn batch_with(&mut self, layout: &BatchLayout, indices: &[usize]) -> Result<Vec<Vec<u8>>> {
@@ -872,9 +889,7 @@ impl<C: Channel> PirClient<C> {
         }
         let q = match batch::query(layout, indices, &mut self.rng) {
             Ok(q) => q,
-            Err(Error::CuckooFailure { .. }) | Err(Error::InvalidParameter { .. })
-                if indices.len() > 1 =>
-            {
+            Err(Error::CuckooFailure { .. }) if indices.len() > 1 => {
                 let (a, b) = indices.split_at(indices.len() / 2);
                 let mut r = self.batch_with(layout, a)?;
                 r.extend(self.batch_with(layout, b)?);
@@ -1098,6 +1113,37 @@ mod tests {
             2,
             "only the two info requests were sent"
         );
+    }
+
+    /// Regression: the client sent all its indices as one batch into the servers' buckets, so
+    /// with Angel et al.'s 15 buckets about one batch of ten in 1 800 had no placement and
+    /// was split, which the servers see. It now sends batches of at most the layout's
+    /// capacity at 2^-40: three for 15 buckets, so four requests for ten indices.
+    #[test]
+    fn client_cuts_batches_to_the_layouts_capacity() {
+        let mut rng = AesRng::from_seed([40; 16]);
+        let db = Database::random(1000, 24, &mut rng).unwrap();
+        let params = BatchParams::angel(10);
+        let st = Arc::new(ServerState::new(db, Some(params)).unwrap());
+        let (c0, mut s0) = mem_pair();
+        let (c1, mut s1) = mem_pair();
+        let (st0, st1) = (Arc::clone(&st), Arc::clone(&st));
+        let t0 = thread::spawn(move || st0.serve_channel(&mut s0, 1 << 16));
+        let t1 = thread::spawn(move || st1.serve_channel(&mut s1, 1 << 16));
+        let mut client = PirClient::new(c0, c1, AesRng::from_seed([41; 16])).unwrap();
+        let idx: Vec<usize> = (0..10).map(|i| i * 97 + 5).collect();
+        let before = client.stats().bytes_sent;
+        let recs = client.query_batch(&idx).unwrap();
+        for (i, r) in idx.iter().zip(&recs) {
+            assert_eq!(r.as_slice(), st.db().record(*i).unwrap());
+        }
+        let layout = BatchLayout::new(1000, params).unwrap();
+        assert_eq!(params.capacity(), 3);
+        let request = 2 * (layout.query_len() as u64 + 1);
+        assert_eq!(client.stats().bytes_sent - before, 4 * request);
+        drop(client);
+        t0.join().unwrap().unwrap();
+        t1.join().unwrap().unwrap();
     }
 
     #[test]
