@@ -29,11 +29,12 @@
 //! public hash such a histogram would let a peer test candidate keys for membership).
 
 use std::fs::File;
-use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::csvio::{
-    HashingReader, changed, describe, finish_digest, keyed_reader, open_hashing, push_key_field,
+    Bounded, HashingReader, changed, describe, finish_digest, keyed_reader, open_hashing,
+    push_key_field, record_read,
 };
 use crate::error::CliError;
 use crate::fastcsv::{self, Fields, Scan};
@@ -126,7 +127,8 @@ pub struct IngestOptions {
     /// Ignored: the whole file is always hashed, since [`write_rows`] re-checks the digest
     /// (which is also a checkpoint's identity).
     pub digest: bool,
-    /// Directory for temporary bucket files, when the keys do not fit the budget.
+    /// Directory of the anonymous temporary bucket file (unlinked at once), when the keys do
+    /// not fit the budget.
     pub tmp_root: PathBuf,
     /// Bytes of bucket entries (24 per row) kept in memory; beyond it they go to files.
     pub memory_budget: usize,
@@ -305,7 +307,7 @@ pub(crate) fn read_key_columns<S: KeySink>(
         )));
     }
     let bytes = meta.len();
-    let (rdr, header, key_cols) = keyed_reader(path, &mut file, keys)?;
+    let (rdr, header, key_cols) = keyed_reader(path, Bounded::new(&mut file), keys)?;
     let data_start = rdr.position().byte();
     drop(rdr);
     rewind(&mut file)?;
@@ -363,13 +365,15 @@ fn read_key_columns_csv<S: KeySink>(
     bytes: u64,
     mut sink: S,
 ) -> Result<(InputShape, S), CliError> {
-    let (mut rdr, header, key_cols) = keyed_reader(path, HashingReader::new(file), keys)?;
+    let (mut rdr, header, key_cols) =
+        keyed_reader(path, Bounded::new(HashingReader::new(file)), keys)?;
     let mut record = csv::StringRecord::new();
     let mut rows = 0u64;
     let mut bar = Progress::new(progress, "reading input", "bytes", bytes);
     loop {
         match rdr.read_record(&mut record) {
             Ok(true) => {
+                record_read(&mut rdr);
                 let arena = sink.arena();
                 let at = arena.len();
                 append_key(&record, &key_cols, arena);
@@ -478,7 +482,20 @@ pub struct Buckets {
     held: usize,
     budget: usize,
     tmp_root: PathBuf,
-    spill: Option<tempfile::TempDir>,
+    spill: Option<Spill>,
+}
+
+/// The entries that did not fit the memory budget: one anonymous temporary file (created
+/// with mode 0600 and unlinked at once, so it never has a name another user could open and
+/// nothing of it survives the process, however it ends: Ctrl-C, a kill or a panic), and
+/// where each sub-bucket's runs of entries lie in it.
+#[derive(Debug)]
+struct Spill {
+    file: File,
+    /// Per sub-bucket, the `(offset, length)` of each run of its entries, in bytes.
+    runs: Vec<Vec<(u64, u64)>>,
+    /// Bytes written so far (where the next run goes).
+    end: u64,
 }
 
 /// One bucket in memory: its distinct keys and, for each, the rows that hold it.
@@ -631,7 +648,14 @@ fn sort_group(keys: &mut [[u8; 16]], rows: &mut [u64]) {
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> CliError + '_ {
-    move |e| CliError::file(path.display().to_string(), e)
+    move |e| CliError::file(format!("temporary bucket file in {}", path.display()), e)
+}
+
+/// A sub-bucket's spilled entries do not fit this machine's address space.
+fn too_large(bytes: u64) -> CliError {
+    CliError::input(format!(
+        "a bucket of {bytes} bytes does not fit in memory: use --shard"
+    ))
 }
 
 impl Buckets {
@@ -663,23 +687,26 @@ impl Buckets {
         self.held += ENTRY_BYTES;
     }
 
-    fn file(&self, s: usize) -> Option<PathBuf> {
-        self.spill.as_ref().map(|d| d.path().join(format!("s{s}")))
-    }
-
     /// Over the budget: appends every sub-bucket to its file and frees the memory.
     fn maybe_spill(&mut self) -> Result<(), CliError> {
         if self.held <= self.budget {
             return Ok(());
         }
         if self.spill.is_none() {
-            self.spill = Some(
-                tempfile::Builder::new()
-                    .prefix("obliv-buckets-")
-                    .tempdir_in(&self.tmp_root)
-                    .map_err(io(&self.tmp_root))?,
-            );
+            self.spill = Some(Spill {
+                file: tempfile::tempfile_in(&self.tmp_root).map_err(io(&self.tmp_root))?,
+                runs: vec![Vec::new(); self.mem.len()],
+                end: 0,
+            });
         }
+        let Some(spill) = &mut self.spill else {
+            return Ok(());
+        };
+        let path = &self.tmp_root;
+        spill
+            .file
+            .seek(SeekFrom::Start(spill.end))
+            .map_err(io(path))?;
         let mut bytes = Vec::new();
         for s in 0..self.mem.len() {
             let v = std::mem::take(&mut self.mem[s]);
@@ -692,13 +719,10 @@ impl Buckets {
                 bytes.extend_from_slice(&e.lo.to_le_bytes());
                 bytes.extend_from_slice(&e.row.to_le_bytes());
             }
-            let path = self.file(s).unwrap_or_default();
-            File::options()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .and_then(|mut f| f.write_all(&bytes))
-                .map_err(io(&path))?;
+            spill.file.write_all(&bytes).map_err(io(path))?;
+            let len = bytes.len() as u64;
+            spill.runs[s].push((spill.end, len));
+            spill.end += len;
         }
         self.held = 0;
         Ok(())
@@ -711,19 +735,20 @@ impl Buckets {
         out: &mut Vec<Entry>,
         keep: impl Fn(&Entry) -> bool,
     ) -> Result<(), CliError> {
-        let Some(path) = self.file(s) else {
+        let Some(spill) = &self.spill else {
             return Ok(());
         };
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(io(&path)(e)),
-        };
-        if bytes.len() % ENTRY_BYTES != 0 {
-            return Err(CliError::input(format!(
-                "bucket file {} is damaged",
-                path.display()
-            )));
+        let runs = spill.runs.get(s).map_or(&[][..], Vec::as_slice);
+        let total: u64 = runs.iter().map(|r| r.1).sum();
+        let mut bytes = vec![0u8; usize::try_from(total).map_err(|_| too_large(total))?];
+        let mut at = 0usize;
+        let mut file = &spill.file;
+        for &(offset, len) in runs {
+            let len = usize::try_from(len).map_err(|_| too_large(total))?;
+            file.seek(SeekFrom::Start(offset))
+                .and_then(|_| file.read_exact(&mut bytes[at..at + len]))
+                .map_err(io(&self.tmp_root))?;
+            at += len;
         }
         let word = |c: &[u8], i: usize| {
             let mut w = [0u8; 8];

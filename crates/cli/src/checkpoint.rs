@@ -109,6 +109,26 @@ fn write_durably(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {
     sync_dir(dir)
 }
 
+/// Creates `dir` (and its missing parents) if it does not exist, itself with mode 0700 on
+/// Unix: the receiver's bucket results hold the row numbers of its input in the intersection,
+/// and the directory's listing should not be open to other users either. An existing
+/// directory keeps its mode (the operator chose it).
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent)?;
+    }
+    let mut builder = fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    match builder.create(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        other => other,
+    }
+}
+
 fn sync_dir(dir: &Path) -> Result<(), CliError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
@@ -199,7 +219,7 @@ impl Checkpoint {
     /// # Errors
     /// As [`Checkpoint::open`], except for the job comparison.
     pub fn lock(dir: &Path) -> Result<CheckpointLock, CliError> {
-        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        create_private_dir(dir).map_err(io_err(dir))?;
         let lock = File::options()
             .create(true)
             .truncate(false)
@@ -460,6 +480,30 @@ mod tests {
             .with("protocol", "ecdh")
             .with("input_blake3", input)
             .with("keys", "a\nb")
+    }
+
+    /// A new checkpoint directory is private to its user (it was created with the umask's
+    /// mode, 0755 usually); its files were and are 0600.
+    #[cfg(unix)]
+    #[test]
+    fn a_new_checkpoint_directory_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("new").join("ck");
+        let mut cp = Checkpoint::open(&d, &id("x")).unwrap();
+        cp.start_run(RunInfo {
+            id: [7; 16],
+            buckets: 2,
+        })
+        .unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&d), 0o700);
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.file_name().is_some_and(|n| n != "lock") {
+                assert_eq!(mode(&p), 0o600, "{}", p.display());
+            }
+        }
     }
 
     #[test]

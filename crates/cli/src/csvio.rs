@@ -106,19 +106,79 @@ impl<R: Read> Read for HashingReader<R> {
     }
 }
 
-/// Opens `path` for reading through a [`HashingReader`].
-pub(crate) fn open_hashing(path: &Path) -> Result<HashingReader<File>, CliError> {
+/// Most bytes one CSV record may span (its line, or the lines of a record with quoted line
+/// breaks), header included: 16 MiB. A longer record (a file without line ends, or a quote
+/// that is never closed, which makes the rest of the file one field) is refused before it is
+/// buffered, instead of growing one buffer to the size of the file.
+pub const MAX_RECORD_BYTES: u64 = 16 << 20;
+
+/// A reader under a `csv` reader that refuses to read more than [`MAX_RECORD_BYTES`] past the
+/// start of the record being parsed, which the loop reading the records reports
+/// ([`Bounded::record_ends`]) after every record. The `csv` reader buffers at most its buffer
+/// capacity ahead, so a record of up to `MAX_RECORD_BYTES` less that capacity always passes,
+/// and the memory a record takes is bounded whatever the file holds.
+#[derive(Debug)]
+pub(crate) struct Bounded<R> {
+    pub(crate) inner: R,
+    read: u64,
+    record_start: u64,
+}
+
+impl<R> Bounded<R> {
+    /// `inner`, read from its start (offset 0).
+    pub(crate) fn new(inner: R) -> Self {
+        Bounded {
+            inner,
+            read: 0,
+            record_start: 0,
+        }
+    }
+
+    /// The record before offset `at` (the `csv` reader's position) is parsed: the next one
+    /// starts there.
+    pub(crate) fn record_ends(&mut self, at: u64) {
+        self.record_start = self.record_start.max(at);
+    }
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.read.saturating_sub(self.record_start) >= MAX_RECORD_BYTES {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "the record that starts at byte {} is longer than {} MiB (a line without \
+                     its end, or a quote that is never closed?)",
+                    self.record_start,
+                    MAX_RECORD_BYTES >> 20
+                ),
+            ));
+        }
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+/// Tells the [`Bounded`] reader under `rdr` that the record just read has ended.
+pub(crate) fn record_read<R: Read>(rdr: &mut csv::Reader<Bounded<R>>) {
+    let at = rdr.position().byte();
+    rdr.get_mut().record_ends(at);
+}
+
+/// Opens `path` for reading through a [`HashingReader`], with records [`Bounded`].
+pub(crate) fn open_hashing(path: &Path) -> Result<Bounded<HashingReader<File>>, CliError> {
     let f = File::open(path)
         .map_err(|e| CliError::file(format!("cannot open {}", path.display()), e))?;
-    Ok(HashingReader::new(f))
+    Ok(Bounded::new(HashingReader::new(f)))
 }
 
 /// Finishes the digest of a file read through `rdr`: hashes what follows the last record.
 pub(crate) fn finish_digest<R: Read>(
     path: &Path,
-    rdr: csv::Reader<HashingReader<R>>,
+    rdr: csv::Reader<Bounded<HashingReader<R>>>,
 ) -> Result<[u8; 32], CliError> {
-    let mut inner = rdr.into_inner();
+    let mut inner = rdr.into_inner().inner;
     std::io::copy(&mut inner, &mut std::io::sink())
         .map_err(|e| CliError::file(path.display().to_string(), e))?;
     Ok(*inner.hasher.finalize().as_bytes())
@@ -140,13 +200,13 @@ impl KeyedInput {
     }
 }
 
-pub(crate) fn open(path: &Path) -> Result<csv::Reader<BufReader<File>>, CliError> {
+pub(crate) fn open(path: &Path) -> Result<CsvReader, CliError> {
     let f = File::open(path)
         .map_err(|e| CliError::file(format!("cannot open {}", path.display()), e))?;
     Ok(csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)
-        .from_reader(BufReader::with_capacity(1 << 20, f)))
+        .from_reader(Bounded::new(BufReader::with_capacity(1 << 20, f))))
 }
 
 pub(crate) fn describe(path: &Path, e: &csv::Error) -> CliError {
@@ -169,8 +229,8 @@ pub(crate) fn describe(path: &Path, e: &csv::Error) -> CliError {
 /// A CSV reader positioned after the header, the header, and the key columns' indices.
 pub(crate) type Keyed<R> = (csv::Reader<R>, Vec<String>, Vec<usize>);
 
-/// A CSV reader over a buffered file.
-pub(crate) type CsvReader = csv::Reader<BufReader<File>>;
+/// A CSV reader over a buffered file, its records [`Bounded`].
+pub(crate) type CsvReader = csv::Reader<Bounded<BufReader<File>>>;
 
 /// Opens `path`, reads its header and finds the key columns `keys` in it.
 ///
@@ -205,6 +265,26 @@ pub(crate) fn keyed_reader<R: std::io::Read>(
     with_key_columns(path, rdr, keys)
 }
 
+/// The header's column names for an error message, cut short: at most 16 names of at most
+/// 40 characters each. A file without a header row has a data row there, and an error message
+/// (which goes to logs) must not copy a private row, nor a megabyte of one.
+pub(crate) fn column_list(header: &[String]) -> String {
+    const NAMES: usize = 16;
+    const CHARS: usize = 40;
+    let mut list: Vec<String> = header
+        .iter()
+        .take(NAMES)
+        .map(|h| match h.char_indices().nth(CHARS) {
+            Some((cut, _)) => format!("{}…", &h[..cut]),
+            None => h.clone(),
+        })
+        .collect();
+    if header.len() > NAMES {
+        list.push(format!("… {} columns in all", header.len()));
+    }
+    list.join(", ")
+}
+
 fn with_key_columns<R: std::io::Read>(
     path: &Path,
     mut rdr: csv::Reader<R>,
@@ -229,7 +309,7 @@ fn with_key_columns<R: std::io::Read>(
                 CliError::input(format!(
                     "{} has no column {k:?} (columns: {})",
                     path.display(),
-                    header.join(", ")
+                    column_list(&header)
                 ))
             })?;
             // Which of two equally named columns holds the key is anyone's guess: refused
@@ -565,6 +645,26 @@ mod tests {
             // Other columns may repeat.
             assert_eq!(read_keys(&input, &["x".into()]).unwrap().rows(), 1);
         }
+    }
+
+    /// A file without a header row has a data row in its place: the error for a missing key
+    /// column lists at most 16 of its fields, each cut to 40 characters (it quoted the whole
+    /// line, a private row, into logs).
+    #[test]
+    fn a_missing_key_column_error_quotes_little_of_the_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.csv");
+        let secret = "s".repeat(60);
+        let row: Vec<String> = (0..40).map(|i| format!("{secret}{i}")).collect();
+        std::fs::write(&input, row.join(",") + "\n").unwrap();
+        let e = read_keys(&input, &["id".into()]).unwrap_err().to_string();
+        assert!(!e.contains(&secret), "{e}");
+        assert!(!e.contains("s20"), "{e}");
+        assert!(e.contains("40 columns in all"), "{e}");
+        // Short headers are listed whole.
+        std::fs::write(&input, "name,x\n").unwrap();
+        let e = read_keys(&input, &["id".into()]).unwrap_err().to_string();
+        assert!(e.contains("(columns: name, x)"), "{e}");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-use crate::csvio::push_key_field;
+use crate::csvio::{MAX_RECORD_BYTES, push_key_field};
 use crate::error::CliError;
 
 /// Bytes read at a time.
@@ -61,7 +61,12 @@ pub(crate) fn for_each_line(
             start = 0;
         }
         if end == buf.len() {
-            // One line longer than the buffer: grow it.
+            // One line longer than the buffer: grow it, up to the longest record the `csv`
+            // parser accepts. Beyond, the parser takes over and words the error (a line
+            // without its end must not grow the buffer to the size of the file).
+            if buf.len() as u64 >= MAX_RECORD_BYTES {
+                return Ok(Scan::NotSimple);
+            }
             buf.resize(buf.len() * 2, 0);
         }
         let n = file.read(&mut buf[end..]).map_err(io)?;

@@ -275,8 +275,9 @@ struct PartyArgs {
     /// Progress on stderr: `auto` (a bar on a terminal, log lines otherwise), `bar`, `log`, `off`.
     #[arg(long, default_value = "auto")]
     progress: String,
-    /// MiB of memory for the input's keys (24 bytes per row); rows beyond it go to temporary
-    /// bucket files next to the output (or in the checkpoint directory).
+    /// MiB of memory for the input's keys (24 bytes per row); rows beyond it go to an
+    /// anonymous temporary file (unlinked at once) in the output's directory (or the
+    /// checkpoint directory).
     #[arg(long, default_value_t = 1024)]
     memory_mib: usize,
     /// Two-party protocols: run this many buckets side by side, each on its own worker thread
@@ -598,6 +599,10 @@ fn run_pir(cmd: &PirCmd) -> Result<(), CliError> {
                 return Err(CliError::usage("--servers takes two HOST:PORT"));
             };
             let resolved = obliv_cli::party::parse_parties(servers)?;
+            // A path the record cannot be written to is found before the servers are asked.
+            if let Some(path) = out {
+                obliv_cli::bucket::check_writable("--out", path, &[])?;
+            }
             // The client has no address of its own in the list: no own-name check (rank 2).
             let tls = tls.setup(servers, &resolved, 2)?;
             let record = server::query(a0, a1, *index, tls.as_ref().map(|t| &t.config)).map_err(
@@ -607,8 +612,7 @@ fn run_pir(cmd: &PirCmd) -> Result<(), CliError> {
                 },
             )?;
             match out {
-                Some(path) => std::fs::write(path, &record)
-                    .map_err(|e| CliError::file(path.display().to_string(), e))?,
+                Some(path) => write_private(path, &record)?,
                 None => {
                     let hex: String = record.iter().take(32).map(|b| format!("{b:02x}")).collect();
                     println!("record {index}: {} bytes, starts {hex}", record.len());
@@ -617,6 +621,21 @@ fn run_pir(cmd: &PirCmd) -> Result<(), CliError> {
             Ok(())
         }
     }
+}
+
+/// Writes `bytes` to `path` as the outputs of `psi` are written: a temporary file of mode 0600
+/// beside it, renamed over it once complete (the record queried is private).
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> Result<(), CliError> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let err = |e: std::io::Error| CliError::file(format!("cannot write {}", path.display()), e);
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(err)?;
+    tmp.write_all(bytes).map_err(err)?;
+    tmp.persist(path).map_err(|e| err(e.error))?;
+    Ok(())
 }
 
 fn main() -> ExitCode {

@@ -13,7 +13,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::bucket::key_of;
-use crate::csvio::{describe, open, open_keyed};
+use crate::csvio::{column_list, describe, open, open_keyed};
 use crate::error::CliError;
 
 /// One part's next row, ordered for a min-heap by key, then part index.
@@ -45,8 +45,10 @@ impl PartialOrd for Head {
 /// by the key columns `keys` (each part must be sorted by key, as `--sort` writes it).
 ///
 /// # Errors
-/// [`ExitKind::Usage`](crate::ExitKind::Usage) without parts; [`ExitKind::Input`](crate::ExitKind::Input) for unreadable parts, differing
-/// headers, a missing key column or a part that is not sorted.
+/// [`ExitKind::Usage`](crate::ExitKind::Usage) without parts or with `output` one of them
+/// (renaming the merged file over it would replace that part);
+/// [`ExitKind::Input`](crate::ExitKind::Input) for unreadable parts, differing headers, a
+/// missing key column, a part that is not sorted, or an `output` that cannot be written.
 pub fn merge(
     parts: &[PathBuf],
     keys: &[String],
@@ -56,6 +58,9 @@ pub fn merge(
     if parts.is_empty() {
         return Err(CliError::usage("obliv merge needs at least one part"));
     }
+    // The merged file is renamed over `output`: a part named there would be replaced.
+    let keep: Vec<(&str, &Path)> = parts.iter().map(|p| ("a part", p.as_path())).collect();
+    crate::bucket::check_writable("--output", output, &keep)?;
     let mut readers = Vec::with_capacity(parts.len());
     let mut header: Option<Vec<String>> = None;
     let mut cols = Vec::new();
@@ -86,11 +91,11 @@ pub fn merge(
             }
             Some(first) if *first != h => {
                 return Err(CliError::input(format!(
-                    "{} has header {:?}, but {} has {:?}: not parts of one job",
+                    "{} has header ({}), but {} has ({}): not parts of one job",
                     p.display(),
-                    h,
+                    column_list(&h),
                     parts[0].display(),
-                    first
+                    column_list(first)
                 )));
             }
             Some(_) => {}
@@ -116,6 +121,7 @@ pub fn merge(
             let mut record = csv::StringRecord::new();
             match readers[part].read_record(&mut record) {
                 Ok(true) => {
+                    crate::csvio::record_read(&mut readers[part]);
                     let mut key = Vec::new();
                     key_of(&record, &cols, &mut key);
                     Ok(Some(Head { key, part, record }))
@@ -148,7 +154,7 @@ pub fn merge(
         for (part, rdr) in readers.iter_mut().enumerate() {
             loop {
                 match rdr.read_record(&mut record) {
-                    Ok(true) => {}
+                    Ok(true) => crate::csvio::record_read(rdr),
                     Ok(false) => break,
                     Err(e) => return Err(describe(&parts[part], &e)),
                 }
@@ -203,6 +209,49 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.exit_code(), 3);
+    }
+
+    /// A part without a header row (a data file given by mistake) has a row in its place:
+    /// the error for differing headers quoted it whole, into logs; a few fields of it now.
+    #[test]
+    fn differing_headers_are_quoted_in_part() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("p0.csv"), "id,v\na,1\n").unwrap();
+        let secret = "s".repeat(60);
+        let row: Vec<String> = (0..30).map(|i| format!("{secret}{i}")).collect();
+        std::fs::write(d.join("p1.csv"), row.join(",") + "\n").unwrap();
+        let parts = vec![d.join("p0.csv"), d.join("p1.csv")];
+        let e = merge(&parts, &["id".into()], false, &d.join("m.csv"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            !e.contains(&secret) && e.contains("30 columns in all"),
+            "{e}"
+        );
+        assert!(e.contains("(id, v)"), "{e}");
+    }
+
+    /// `--output` naming one of the parts (by its path or another link to it) replaced that
+    /// part with the merged file; refused now, before anything is read.
+    #[test]
+    fn output_that_is_a_part_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("p0.csv"), "id,v\na,1\n").unwrap();
+        std::fs::write(d.join("p1.csv"), "id,v\nb,2\n").unwrap();
+        std::fs::hard_link(d.join("p1.csv"), d.join("link.csv")).unwrap();
+        let parts = vec![d.join("p0.csv"), d.join("p1.csv")];
+        for out in ["p1.csv", "link.csv"] {
+            for sort in [false, true] {
+                let e = merge(&parts, &["id".into()], sort, &d.join(out)).unwrap_err();
+                assert_eq!(e.exit_code(), 2, "{e}");
+                assert_eq!(
+                    std::fs::read_to_string(d.join("p1.csv")).unwrap(),
+                    "id,v\nb,2\n"
+                );
+            }
+        }
     }
 
     /// An empty part (no header) without `--sort`: merging only empty parts wrote `""` (a

@@ -271,6 +271,16 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
             driver::MAX_WORKERS
         )));
     }
+    // Checked by the ECDH protocols only once the input is read and the peer connected (an hour
+    // into a run of 1e9 rows): found now.
+    let ecdh = matches!(cfg.protocol, Protocol::Ecdh | Protocol::Ecdh3pc);
+    if ecdh && !(1..=obliv_psi::ecdh::MAX_BATCH).contains(&cfg.batch_size) {
+        return Err(CliError::usage(format!(
+            "--batch-size {} is outside 1..={}",
+            cfg.batch_size,
+            obliv_psi::ecdh::MAX_BATCH
+        )));
+    }
     deadline::check_connect_timeout(cfg.connect_timeout)?;
     if !(crate::plan::MIN_LOAD..=crate::plan::MAX_LOAD).contains(&cfg.bucket_load) {
         return Err(CliError::usage(format!(
@@ -310,8 +320,8 @@ where
     // depends on the settings only. Nothing that depends on the input crosses before the
     // input is read and the checkpoint checked: input errors still come first, and the row
     // counts go out only in the job handshake. The checkpoint directory is locked (and a
-    // killed run's leftovers removed) before the input is read, as bucket files that do not
-    // fit the memory budget go there; its job is checked after.
+    // killed run's leftovers removed) before the input is read, as the bucket file of what does
+    // not fit the memory budget goes there; its job is checked after.
     let mut opts = ConnectOptions {
         deadline: cfg.connect_timeout,
         ..ConnectOptions::default()
@@ -1043,6 +1053,24 @@ mod tests {
             let a = agree(&cfg(0), own[0], &mut s0, Some(c0)).unwrap().buckets;
             [a, h.join().unwrap()]
         })
+    }
+
+    /// A `--batch-size` the ECDH protocols refuse was found only after the whole input was read
+    /// and the peers connected; refused at once now, before the input is opened.
+    #[test]
+    fn a_bad_batch_size_is_refused_before_the_input_is_read() {
+        for (protocol, parties) in [(Protocol::Ecdh, 2), (Protocol::Ecdh3pc, 3)] {
+            for batch_size in [0, obliv_psi::ecdh::MAX_BATCH + 1] {
+                let mut c = cfg(0);
+                c.protocol = protocol;
+                c.parties = vec!["127.0.0.1:1".parse().unwrap(); parties];
+                c.input = PathBuf::from("/nonexistent/input.csv");
+                c.batch_size = batch_size;
+                let e = run(&c, None).unwrap_err();
+                assert_eq!(e.exit_code(), 2, "{e}");
+                assert!(e.to_string().contains("--batch-size"), "{e}");
+            }
+        }
     }
 
     #[test]

@@ -180,7 +180,20 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         _ => Some(csvio::read_keys(&need(&a.input, "input")?, &a.keys)?),
     };
     if let (true, Some(input), Some(output)) = (learns, &a.input, &a.output) {
-        bucket::check_output(input, output)?;
+        // The output is renamed over its path when the phase ends: it must not be a file the
+        // phase reads or keeps (the client's cache, the server's key and set summary).
+        let set = a.key_file.as_deref().map(set_path);
+        let mut keep: Vec<(&str, &Path)> = vec![("the input file", input)];
+        if let Some(cache) = &a.cache {
+            keep.push(("the cache file", cache));
+        }
+        if let Some(key_file) = &a.key_file {
+            keep.push(("the key file", key_file));
+        }
+        if let Some(set) = &set {
+            keep.push(("the key file's set summary", set));
+        }
+        bucket::check_writable("--output", output, &keep)?;
     }
     // The offline client writes its cache when the phase ends: a path it cannot take is
     // found before the server's set is streamed.
@@ -389,5 +402,39 @@ mod tests {
         let e = run(&args(dir.path(), Curve::Curve25519)).unwrap_err();
         assert_eq!(e.exit_code(), 3, "{e}");
         assert!(e.to_string().contains("server.key is for curve"), "{e}");
+    }
+
+    /// `--output` naming the client's cache (or the server's key file) replaced it with the
+    /// matching rows when the phase ended: the cache of a whole offline phase, or the
+    /// server's key, lost. Refused now, before the peer is waited for.
+    #[test]
+    fn an_output_that_is_the_cache_or_the_key_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let input = d.join("in.csv");
+        std::fs::write(&input, "id\nk1\n").unwrap();
+        let cache = d.join("cache.bin");
+        std::fs::write(&cache, b"cache").unwrap();
+        let key_file = d.join("server.key");
+        std::fs::write(&key_file, b"key").unwrap();
+        for (role, output) in [
+            (UbRole::Client, cache.clone()),
+            (UbRole::Server, key_file.clone()),
+            (UbRole::Server, set_path(&key_file)),
+        ] {
+            let mut a = args(d, Curve::FourQ);
+            a.role = role;
+            a.rank = usize::from(role == UbRole::Client);
+            a.server_get_result = true;
+            a.input = Some(input.clone());
+            a.cache = Some(cache.clone());
+            a.key_file = Some(key_file.clone());
+            a.output = Some(output.clone());
+            let e = run(&a).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{e}");
+            assert!(e.to_string().contains("--output"), "{e}");
+        }
+        assert_eq!(std::fs::read(&cache).unwrap(), b"cache");
+        assert_eq!(std::fs::read(&key_file).unwrap(), b"key");
     }
 }

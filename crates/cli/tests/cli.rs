@@ -588,6 +588,13 @@ fn pir_serve_and_query_return_the_record() {
         obliv_pir::Database::random(1000, 100, &mut obliv_core::AesRng::from_seed(seed)).unwrap();
     let expect = db.record(321).unwrap();
     assert_eq!(std::fs::read(&out).unwrap(), expect[..100].to_vec());
+    // The record queried is private: readable by its owner only (it was 0644 by the umask).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&out).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
 }
 
 #[test]

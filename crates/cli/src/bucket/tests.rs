@@ -146,6 +146,33 @@ fn malformed_files_get_the_parsers_errors() {
     }
 }
 
+/// Spilled entries (public hashes of private keys, with row numbers) never have a name in the
+/// file system: no file another user could read (a directory of mode 0755 with files of mode
+/// 0644 before), none left behind by a run killed with Ctrl-C, before which no `Drop` runs.
+#[test]
+fn spilled_entries_leave_no_file_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.csv");
+    let mut body = String::from("id,x\n");
+    for i in 0..5000 {
+        body += &format!("k{i},{i}\n");
+    }
+    std::fs::write(&input, body).unwrap();
+    let tmp_root = dir.path().join("tmp");
+    std::fs::create_dir(&tmp_root).unwrap();
+    let mut o = opts(&tmp_root, false);
+    o.memory_budget = 0;
+    let (_, mut b) = ingest(&input, &["id".to_string()], &o).unwrap();
+    assert!(b.spilled());
+    let names: Vec<_> = std::fs::read_dir(&tmp_root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(names.is_empty(), "spill files with names: {names:?}");
+    // And the entries still come back from the anonymous file.
+    assert_eq!(contents(&mut b, 4).len(), 5000);
+}
+
 #[test]
 fn spilled_refined_and_sharded_buckets_keep_equal_keys_together() {
     let dir = tempfile::tempdir().unwrap();
@@ -600,4 +627,42 @@ fn an_input_that_is_not_a_regular_file_is_refused_with_what_to_give() {
     let e = ingest(dir.path(), &keys, &opts(dir.path(), false)).unwrap_err();
     assert_eq!(e.exit_code(), 3, "{e}");
     assert!(e.to_string().contains("not a regular file"), "{e}");
+}
+
+/// A record longer than `MAX_RECORD_BYTES` is refused with a clear error before it is
+/// buffered whole: a data line without its end (which grew the scanner's buffer, then the
+/// `csv` parser's record, to the size of the file), a quote never closed (which made the rest
+/// of the file one field), a header line without its end (whose whole text the error message
+/// then quoted).
+#[test]
+fn overlong_records_are_refused_with_a_short_message() {
+    use crate::csvio::MAX_RECORD_BYTES;
+    let dir = tempfile::tempdir().unwrap();
+    let long = usize::try_from(MAX_RECORD_BYTES).unwrap() + (1 << 20);
+    let mut no_newline = b"id,x\nk1,1\n".to_vec();
+    no_newline.resize(no_newline.len() + long, b'a');
+    let mut open_quote = b"id,x\nk1,1\n\"k2,2\n".to_vec();
+    while open_quote.len() < long + 64 {
+        open_quote.extend_from_slice(b"k3,3\n");
+    }
+    let header = vec![b'h'; long];
+    for (name, body) in [
+        ("no_newline", &no_newline),
+        ("open_quote", &open_quote),
+        ("header", &header),
+    ] {
+        let input = dir.path().join(format!("{name}.csv"));
+        std::fs::write(&input, body).unwrap();
+        for force_csv in [false, true] {
+            let e = ingest(&input, &["id".to_string()], &opts(dir.path(), force_csv))
+                .map(|_| ())
+                .unwrap_err();
+            let msg = e.to_string();
+            assert!(
+                msg.len() < 1000 && msg.contains("longer than 16 MiB"),
+                "{name} (csv {force_csv}): {}",
+                &msg[..msg.len().min(300)]
+            );
+        }
+    }
 }

@@ -273,10 +273,18 @@ fn rewrite_rows(
     let err = |e: csv::Error| CliError::file("writing output", e);
     let mut kept: Vec<(Vec<u8>, csv::StringRecord)> = Vec::new();
     let mut written = 0;
-    for (row, rec) in rdr.records().enumerate() {
-        let rec = rec.map_err(|e| describe(input, &e))?;
+    let mut row = 0u64;
+    loop {
+        let mut rec = csv::StringRecord::new();
+        match rdr.read_record(&mut rec) {
+            Ok(true) => record_read(&mut rdr),
+            Ok(false) => break,
+            Err(e) => return Err(describe(input, &e)),
+        }
         bar.inc(1);
-        if rows.contains(row as u64) {
+        let this = row;
+        row += 1;
+        if rows.contains(this) {
             if sort {
                 let mut k = Vec::new();
                 key_of(&rec, &shape.key_cols, &mut k);
