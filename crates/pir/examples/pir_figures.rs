@@ -79,17 +79,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             med / 8
         );
         if n == 65536 && len == 1024 {
-            let layout = BatchLayout::new(n, BatchParams::for_batch(10))?;
-            let idx: Vec<usize> = (0..10).map(|i| i * 6007).collect();
-            let bq = batch::query(&layout, &idx, &mut rng)?;
-            let (min, med) = measure(15, || {
-                std::hint::black_box(batch::answer(&db, &layout, &bq.to_server0).ok());
-            });
-            println!(
-                "batch-10 answer N={n}: min {min:?}, median {med:?} ({} records listed = {:.2} N)",
-                layout.total_listed(),
-                layout.total_listed() as f64 / n as f64
-            );
+            // The default sizing (a batch fails to place with probability at most 2^-40)
+            // and Angel et al.'s 1.5k buckets.
+            for (name, params) in [
+                ("for_batch", BatchParams::for_batch(10)),
+                ("angel", BatchParams::angel(10)),
+            ] {
+                let layout = BatchLayout::new(n, params)?;
+                let idx: Vec<usize> = (0..10).map(|i| i * 6007).collect();
+                let bq = batch::query(&layout, &idx, &mut rng)?;
+                let (min, med) = measure(15, || {
+                    std::hint::black_box(batch::answer(&db, &layout, &bq.to_server0).ok());
+                });
+                println!(
+                    "batch-10 answer N={n}, {name}(10) = {} buckets: min {min:?}, median {med:?} \
+                     ({} records listed = {:.2} N; {} B of keys and {} B of answer per server)",
+                    layout.buckets(),
+                    layout.total_listed(),
+                    layout.total_listed() as f64 / n as f64,
+                    layout.query_len(),
+                    layout.buckets() * len.div_ceil(16) * 16,
+                );
+            }
             let iq = it_pir::query(n, 4321, &mut rng)?;
             let (min, med) = measure(30, || {
                 std::hint::black_box(it_pir::answer(&db, &iq.to_server0).ok());
