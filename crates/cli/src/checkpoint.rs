@@ -98,10 +98,7 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> CliError + '_ {
 /// Writes `bytes` to `dir/name` durably: temporary file, fsync, rename, fsync of `dir`.
 fn write_durably(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {
     let target = dir.join(name);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(dir)
-        .map_err(io_err(dir))?;
+    let mut tmp = crate::cleanup::TempOutput::with_prefix_in(".tmp-", dir).map_err(io_err(dir))?;
     tmp.write_all(bytes).map_err(io_err(&target))?;
     tmp.as_file().sync_all().map_err(io_err(&target))?;
     tmp.persist(&target)

@@ -50,7 +50,7 @@ pub fn run(cfg: &DemoConfig) -> Result<DemoOutcome, CliError> {
     let dir = match &cfg.dir {
         Some(d) => d.clone(),
         None => {
-            tmp = tempfile::tempdir().map_err(|e| CliError::file("", e))?;
+            tmp = crate::cleanup::TempDir::new().map_err(|e| CliError::file("", e))?;
             tmp.path().to_path_buf()
         }
     };

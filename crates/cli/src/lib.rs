@@ -13,12 +13,14 @@
 //! Input: [`csvio`] encodes key columns and reads them (the `csv` parser); [`bucket`] reads a
 //! `psi` input once through a byte scanner (the `csv` parser for files with quotes) and
 //! writes the marked rows of every subcommand that writes rows ([`bucket::write_rows`]).
+//! Outputs are written to temporary files that an interrupt removes ([`cleanup`]).
 //! Progress goes to stderr ([`progress`]); every failure is a [`CliError`] whose
 //! [`ExitKind`] is the process exit code.
 #![forbid(unsafe_code)]
 
 pub mod bucket;
 pub mod checkpoint;
+pub mod cleanup;
 pub mod csvio;
 pub mod deadline;
 pub mod demo;

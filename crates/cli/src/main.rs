@@ -14,7 +14,8 @@
 //! obliv pir query --servers HOST:PORT,HOST:PORT --index I [--out FILE]
 //! obliv gen-data --size N --parties 2|3 --overlap 0.5 --out-dir DIR
 //! ```
-//! Exit codes: 0 success, 2 usage, 3 input/output files, 4 network, 5 protocol.
+//! Exit codes: 0 success, 2 usage, 3 input/output files, 4 network, 5 protocol, 130
+//! interrupted (SIGINT, SIGTERM or SIGHUP; the run's temporary files removed).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -252,7 +253,7 @@ struct PartyArgs {
     /// 65536 the padding of buckets to their public bound costs more than a few percent.
     #[arg(long, default_value_t = obliv_cli::plan::DEFAULT_LOAD)]
     bucket_load: u64,
-    /// Write the report as JSON to this file too.
+    /// Write the report as JSON to this file too (mode 0600, put in place once complete).
     #[arg(long)]
     report: Option<PathBuf>,
     /// Seconds to wait for the other parties to come up and read their input (the connection
@@ -490,8 +491,8 @@ fn run_party(a: &PartyArgs) -> Result<(), CliError> {
     let report = party::run(&cfg, None)?;
     println!("{}", report.to_json());
     if let Some(path) = &a.report {
-        std::fs::write(path, report.to_json() + "\n")
-            .map_err(|e| CliError::file(format!("cannot write {}", path.display()), e))?;
+        // Mode 0600 like the output: the report carries the intersection size.
+        write_private(path, (report.to_json() + "\n").as_bytes())?;
     }
     Ok(())
 }
@@ -632,14 +633,19 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> Result<(), CliError> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(std::path::Path::new("."));
     let err = |e: std::io::Error| CliError::file(format!("cannot write {}", path.display()), e);
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(err)?;
+    let mut tmp = obliv_cli::cleanup::TempOutput::new_in(dir).map_err(err)?;
     tmp.write_all(bytes).map_err(err)?;
-    tmp.persist(path).map_err(|e| err(e.error))?;
+    tmp.persist(path).map_err(err)?;
     Ok(())
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = obliv_cli::cleanup::install() {
+        eprintln!(
+            "obliv: warning: no interrupt handler ({e}): an interrupted run may leave .tmp* files"
+        );
+    }
     let result = match &cli.command {
         Command::Psi(psi) => match &psi.demo {
             Some(PsiSub::Demo(d)) => run_demo(d),

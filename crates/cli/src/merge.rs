@@ -107,7 +107,7 @@ pub fn merge(
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let tmp = tempfile::NamedTempFile::new_in(dir)
+    let tmp = crate::cleanup::TempOutput::new_in(dir)
         .map_err(|e| CliError::file(format!("cannot create a file in {}", dir.display()), e))?;
     let mut wtr = csv::Writer::from_writer(BufWriter::with_capacity(1 << 20, tmp.as_file()));
     let err = |e: csv::Error| CliError::file(format!("writing {}", output.display()), e);

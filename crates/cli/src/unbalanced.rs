@@ -97,12 +97,11 @@ fn save_set(path: &Path, set: &ServerSet) -> Result<(), CliError> {
         _ => Path::new("."),
     };
     let ctx = || format!("writing the server set summary {}", path.display());
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| CliError::file(ctx(), e))?;
+    let mut tmp = crate::cleanup::TempOutput::new_in(dir).map_err(|e| CliError::file(ctx(), e))?;
     tmp.write_all(&set.to_bytes())
         .and_then(|()| tmp.as_file().sync_all())
         .map_err(|e| CliError::file(ctx(), e))?;
-    tmp.persist(path)
-        .map_err(|e| CliError::file(ctx(), e.error))?;
+    tmp.persist(path).map_err(|e| CliError::file(ctx(), e))?;
     Ok(())
 }
 

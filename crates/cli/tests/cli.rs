@@ -320,6 +320,54 @@ fn demos_run_two_and_three_parties() {
     }
 }
 
+/// SIGINT during `psi demo` (here while it generates its inputs) removes the demo's directory
+/// of inputs and outputs and exits with status 130; without the handler the default action
+/// killed the process and left the directory behind.
+#[cfg(unix)]
+#[test]
+fn interrupted_demo_removes_its_files() {
+    use std::time::{Duration, Instant};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = obliv()
+        .args(["psi", "demo", "--size", "2000000"])
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the demo's directory exists with a file in it.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let has_file = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .any(|d| std::fs::read_dir(d.path()).is_ok_and(|mut r| r.next().is_some()));
+        if has_file {
+            break;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the demo ended before it was interrupted: {status}");
+        }
+        assert!(Instant::now() < deadline, "the demo wrote no file");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|d| d.path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 #[test]
 fn unbalanced_offline_then_online_twice() {
     for server_gets_result in [false, true] {

@@ -103,16 +103,18 @@ pub fn check_writable(flag: &str, path: &Path, keep: &[(&str, &Path)]) -> Result
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    tempfile::NamedTempFile::new_in(dir).map(drop).map_err(|e| {
-        CliError::file(
-            format!(
-                "cannot create {flag} {} (its directory {} must exist and be writable)",
-                path.display(),
-                dir.display()
-            ),
-            e,
-        )
-    })
+    crate::cleanup::TempOutput::new_in(dir)
+        .map(drop)
+        .map_err(|e| {
+            CliError::file(
+                format!(
+                    "cannot create {flag} {} (its directory {} must exist and be writable)",
+                    path.display(),
+                    dir.display()
+                ),
+                e,
+            )
+        })
 }
 
 /// Whether two files' metadata are of one file (the same inode on the same device).
@@ -157,7 +159,7 @@ pub fn write_rows(
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let tmp = tempfile::NamedTempFile::new_in(dir)
+    let tmp = crate::cleanup::TempOutput::new_in(dir)
         .map_err(|e| CliError::file(format!("cannot create a file in {}", dir.display()), e))?;
     let mut out = BufWriter::with_capacity(1 << 20, tmp.as_file());
     let err = |e: csv::Error| CliError::file(format!("writing {}", output.display()), e);
