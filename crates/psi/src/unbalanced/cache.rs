@@ -214,14 +214,15 @@ impl Cache {
 }
 
 /// Builds a cache by external sorting: records collect into runs of [`RUN`], each sorted and
-/// written to a temporary file, then merged (with the body of an existing cache, when
+/// written to an anonymous temporary file (unlinked from the start, so nothing of it outlives
+/// the process however it ends), then merged (with the body of an existing cache, when
 /// appending) into the final file, which replaces `path` atomically.
 pub(crate) struct CacheBuilder {
     path: PathBuf,
     w: usize,
     pos_bytes: usize,
     buf: Vec<u8>,
-    runs: Vec<tempfile::NamedTempFile>,
+    runs: Vec<File>,
     base: Option<Cache>,
     /// Records per run ([`RUN`]; smaller in tests).
     run: usize,
@@ -281,9 +282,8 @@ impl CacheBuilder {
     fn spill(&mut self) -> Result<()> {
         let sorted = self.sorted();
         let dir = self.dir().to_path_buf();
-        let mut run = tempfile::NamedTempFile::new_in(&dir).map_err(io_err(&dir))?;
+        let mut run = tempfile::tempfile_in(&dir).map_err(io_err(&dir))?;
         run.write_all(&sorted).map_err(io_err(&dir))?;
-        run.flush().map_err(io_err(&dir))?;
         self.runs.push(run);
         self.buf.clear();
         Ok(())
@@ -317,12 +317,12 @@ impl CacheBuilder {
             if !self.buf.is_empty() {
                 self.spill()?;
             }
-            let mut readers: Vec<(BufReader<File>, u64)> = self
-                .runs
-                .iter()
-                .map(|r| {
-                    r.reopen()
-                        .map(|f| (BufReader::with_capacity(1 << 16, f), u64::MAX))
+            // Each run is read once, from its start, through its own handle.
+            let mut readers: Vec<(BufReader<File>, u64)> = std::mem::take(&mut self.runs)
+                .into_iter()
+                .map(|mut f| {
+                    f.seek(SeekFrom::Start(0))
+                        .map(|_| (BufReader::with_capacity(1 << 16, f), u64::MAX))
                 })
                 .collect::<std::io::Result<_>>()
                 .map_err(io_err(&dir))?;
@@ -330,10 +330,10 @@ impl CacheBuilder {
             // checksum is recomputed on the way (a tampered cache is not extended).
             let base = self.base.take();
             let mut base_hash = blake3::Hasher::new();
+            let base_idx = readers.len();
             if let Some(c) = &base {
                 readers.push((c.body_reader()?, c.count));
             }
-            let base_idx = self.runs.len();
             let mut heap = BinaryHeap::new();
             let next = |readers: &mut [(BufReader<File>, u64)], i: usize| {
                 let (r, left) = &mut readers[i];
@@ -429,6 +429,9 @@ mod tests {
         for (i, chunk) in vals.chunks(w * 10).enumerate() {
             b.push(chunk, (i * 10) as u64).unwrap();
         }
+        // 25 runs spilled, none of them visible in the directory (nothing to leave behind).
+        assert_eq!(b.runs.len(), 25);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         let c = b.finish(1, [9; 32], [7; 32]).unwrap();
         assert!(b_runs_sorted(&path, w + POS_BYTES));
         let mut more = vec![0u8; 500 * w];
