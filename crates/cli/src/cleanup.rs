@@ -78,7 +78,9 @@ pub fn install() -> io::Result<()> {
         // Keep the lock until exit: nothing is created, renamed or dropped after this.
         let mut list = registry();
         let removed = remove_picked(&mut list, |_| true);
-        eprintln!("obliv: interrupted; {removed} unfinished file(s) removed");
+        crate::console::note(format_args!(
+            "obliv: interrupted; {removed} unfinished file(s) removed"
+        ));
         std::process::exit(INTERRUPTED_EXIT);
     })
     .map_err(io::Error::other)

@@ -21,6 +21,7 @@
 pub mod bucket;
 pub mod checkpoint;
 pub mod cleanup;
+pub mod console;
 pub mod csvio;
 pub mod deadline;
 pub mod demo;

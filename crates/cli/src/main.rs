@@ -22,6 +22,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use obliv_cli::console;
 use obliv_cli::demo::{self, DemoConfig};
 use obliv_cli::gen_data;
 use obliv_cli::party::{self, PartyConfig, Protocol};
@@ -402,7 +403,7 @@ fn run_demo(a: &DemoArgs) -> Result<(), CliError> {
         sim: link(&a.link)?,
         dir: a.dir.clone(),
     };
-    println!(
+    console::out(format_args!(
         "obliv psi demo: {} on {}, {} rows per party (half in common), {} parties over loopback TCP{}",
         cfg.protocol,
         cfg.curve,
@@ -412,11 +413,11 @@ fn run_demo(a: &DemoArgs) -> Result<(), CliError> {
             ", simulated link {} bit/s, {:?} one way",
             m.bandwidth_bps, m.latency
         ))
-    );
-    println!("backends: {}", demo::backends());
+    ))?;
+    console::out(format_args!("backends: {}", demo::backends()))?;
     let out = demo::run(&cfg)?;
     for r in &out.reports {
-        println!(
+        console::out(format_args!(
             "  party {}: {} rows in, {:.2} s, sent {:.2} MB, received {:.2} MB{}",
             r.rank,
             r.rows_in,
@@ -425,16 +426,15 @@ fn run_demo(a: &DemoArgs) -> Result<(), CliError> {
             mb(r.stats.bytes_received),
             r.keys_out
                 .map_or(String::new(), |k| format!(", intersection {k} keys"))
-        );
+        ))?;
     }
-    println!(
+    console::out(format_args!(
         "intersection: {} items (expected {}), wall time {:.2} s, total traffic {:.2} MB",
         out.reports[0].keys_out.unwrap_or(0),
         out.expected,
         out.seconds,
         mb(out.reports.iter().map(|r| r.stats.bytes_sent).sum())
-    );
-    Ok(())
+    ))
 }
 
 #[allow(clippy::cast_precision_loss)] // a human-readable figure
@@ -489,12 +489,11 @@ fn run_party(a: &PartyArgs) -> Result<(), CliError> {
         )?;
     }
     let report = party::run(&cfg, None)?;
-    println!("{}", report.to_json());
     if let Some(path) = &a.report {
         // Mode 0600 like the output: the report carries the intersection size.
         write_private(path, (report.to_json() + "\n").as_bytes())?;
     }
-    Ok(())
+    console::out(format_args!("{}", report.to_json()))
 }
 
 fn run_ub(u: &UbCmd) -> Result<(), CliError> {
@@ -540,8 +539,8 @@ fn run_ub(u: &UbCmd) -> Result<(), CliError> {
             .tls
             .setup(&u.parties, &party::parse_parties(&u.parties)?, u.rank)?,
     };
-    println!("{}", unbalanced::run(&args)?);
-    Ok(())
+    let summary = unbalanced::run(&args)?;
+    console::out(format_args!("{summary}"))
 }
 
 fn run_pir(cmd: &PirCmd) -> Result<(), CliError> {
@@ -575,14 +574,14 @@ fn run_pir(cmd: &PirCmd) -> Result<(), CliError> {
             let listener = std::net::TcpListener::bind(listen.as_str()).map_err(|e| {
                 CliError::with_source(ExitKind::Network, format!("cannot listen on {listen}"), e)
             })?;
-            eprintln!(
+            console::note(format_args!(
                 "obliv pir: serving on {listen}{}",
                 if tls.is_some() {
                     " over TLS 1.3 (clients must present a certificate of --tls-ca)"
                 } else {
                     " in plaintext"
                 }
-            );
+            ));
             let config = ServerConfig {
                 tls: tls.map(|t| t.config),
                 ..ServerConfig::default()
@@ -616,7 +615,10 @@ fn run_pir(cmd: &PirCmd) -> Result<(), CliError> {
                 Some(path) => write_private(path, &record)?,
                 None => {
                     let hex: String = record.iter().take(32).map(|b| format!("{b:02x}")).collect();
-                    println!("record {index}: {} bytes, starts {hex}", record.len());
+                    console::out(format_args!(
+                        "record {index}: {} bytes, starts {hex}",
+                        record.len()
+                    ))?;
                 }
             }
             Ok(())
@@ -642,9 +644,9 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> Result<(), CliError> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Err(e) = obliv_cli::cleanup::install() {
-        eprintln!(
+        console::note(format_args!(
             "obliv: warning: no interrupt handler ({e}): an interrupted run may leave .tmp* files"
-        );
+        ));
     }
     let result = match &cli.command {
         Command::Psi(psi) => match &psi.demo {
@@ -658,22 +660,22 @@ fn main() -> ExitCode {
             } else {
                 m.keys.clone()
             };
-            obliv_cli::merge::merge(&m.parts, &keys, m.sort, &m.output).map(|rows| {
-                println!("{rows} rows from {} parts", m.parts.len());
+            obliv_cli::merge::merge(&m.parts, &keys, m.sort, &m.output).and_then(|rows| {
+                console::out(format_args!("{rows} rows from {} parts", m.parts.len()))
             })
         }
         Command::Pir(p) => run_pir(p),
         Command::GenData(g) => gen_data::generate(g.size, g.parties, g.overlap, &g.out_dir, g.seed)
-            .map(|paths| {
-                for p in paths {
-                    println!("{}", p.display());
-                }
+            .and_then(|paths| {
+                paths
+                    .iter()
+                    .try_for_each(|p| console::out(format_args!("{}", p.display())))
             }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("obliv: {e}");
+            console::note(format_args!("obliv: {e}"));
             ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1))
         }
     }

@@ -70,11 +70,11 @@ impl TlsArgs {
                         remote.join(", ")
                     )));
                 }
-                eprintln!(
+                crate::console::note(format_args!(
                     "obliv: WARNING: running in plaintext to {} (--insecure-plaintext): the \
                      traffic can be read and changed on the way, and a party impersonated",
                     remote.join(", ")
-                );
+                ));
             }
             return Ok(None);
         }
@@ -103,7 +103,9 @@ impl TlsArgs {
                 .is_ok_and(|ip| ip.is_unspecified())
             && let Err(e) = config.check_own_name(own)
         {
-            eprintln!("obliv: WARNING: {e}: the other parties will refuse it");
+            crate::console::note(format_args!(
+                "obliv: WARNING: {e}: the other parties will refuse it"
+            ));
         }
         Ok(Some(TlsSetup { config, hosts }))
     }
@@ -148,10 +150,10 @@ pub fn session(
             .peers()
             .map(|j| format!("party {j} ({})", t.hosts[j]))
             .collect();
-        eprintln!(
+        crate::console::note(format_args!(
             "obliv: TLS 1.3, mutual authentication: certificates of {} verified",
             peers.join(", ")
-        );
+        ));
     }
     Ok(s)
 }
@@ -222,7 +224,7 @@ impl TlsWatch {
     /// Logs the sum on stderr (nothing for a plaintext session).
     pub fn log(&self) {
         if let Some(t) = self.stats() {
-            eprintln!("obliv: {t} (payload counted in the report)");
+            crate::console::note(format_args!("obliv: {t} (payload counted in the report)"));
         }
     }
 }

@@ -368,6 +368,26 @@ fn interrupted_demo_removes_its_files() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// A closed stdout (`obliv … | head` after `head` exited) is an error with exit code 3, not a
+/// panic; the files the command writes are written all the same.
+#[test]
+fn closed_stdout_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let o = obliv()
+        .args(["gen-data", "--size", "10", "--parties", "2", "--out-dir"])
+        .arg(dir.path())
+        .stdout(writer)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("writing to stdout"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(dir.path().join("psi_1.csv").exists());
+}
+
 #[test]
 fn unbalanced_offline_then_online_twice() {
     for server_gets_result in [false, true] {
