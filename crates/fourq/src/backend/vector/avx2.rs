@@ -41,7 +41,8 @@
 use core::arch::x86_64::{
     __m256i, _mm256_add_epi64, _mm256_and_si256, _mm256_blendv_epi8, _mm256_castsi256_pd,
     _mm256_cmpeq_epi64, _mm256_extract_epi64, _mm256_movemask_pd, _mm256_mul_epu32,
-    _mm256_set_epi64x, _mm256_set1_epi64x, _mm256_setzero_si256, _mm256_srli_epi64,
+    _mm256_or_si256, _mm256_set_epi64x, _mm256_set1_epi64x, _mm256_setzero_si256,
+    _mm256_slli_epi64, _mm256_srli_epi64,
     _mm256_sub_epi64, _mm256_xor_si256,
 };
 
@@ -59,8 +60,10 @@ const LIMBS: usize = 5;
 type V = __m256i;
 /// One bit per lane (lane 0 in bit 0).
 type Mask = u8;
-/// The table scan word by word: a 40-word accumulator does not fit in 16 vector registers.
+/// The table scan word by word: a 20-word accumulator does not fit in 16 vector registers.
 const LOOKUP_WORD_BY_WORD: bool = true;
+/// Vectors per packed table entry: two limbs per 64-bit lane (see [`pack_entry`]).
+const ENTRY_WORDS: usize = 4 * LIMBS;
 
 /// Limb widths (they add up to 127).
 const BITS: [u32; LIMBS] = [26, 25, 26, 25, 25];
@@ -184,6 +187,36 @@ enable! {
     #[inline]
     fn v_xor(a: V, b: V) -> V {
         _mm256_xor_si256(a, b)
+    }
+}
+
+enable! {
+    /// A table entry's `8·LIMBS` words (normal-form limbs, below 2³²) packed two to a lane:
+    /// word `j` in the low half and word `j + ENTRY_WORDS` in the high half of word `j`. The
+    /// constant-time scan of the eight entries then reads and blends half as many vectors.
+    #[inline]
+    fn pack_entry(w: &[V; 8 * LIMBS]) -> [V; ENTRY_WORDS] {
+        for e in w.chunks_exact(LIMBS) {
+            Fe(core::array::from_fn(|k| e[k])).check(1);
+        }
+        core::array::from_fn(|j| {
+            _mm256_or_si256(w[j], _mm256_slli_epi64::<32>(w[j + ENTRY_WORDS]))
+        })
+    }
+}
+
+enable! {
+    /// The words of a packed entry (the inverse of [`pack_entry`]).
+    #[inline]
+    fn unpack_entry(e: &[V; ENTRY_WORDS]) -> [V; 8 * LIMBS] {
+        let low = splat(u64::from(u32::MAX));
+        core::array::from_fn(|j| {
+            if j < ENTRY_WORDS {
+                _mm256_and_si256(e[j], low)
+            } else {
+                _mm256_srli_epi64::<32>(e[j - ENTRY_WORDS])
+            }
+        })
     }
 }
 

@@ -415,6 +415,24 @@ const LIMBS: usize = 3;
 type Mask = __mmask8;
 /// The table scan entry by entry: its 24-word accumulator fits in the 32 vector registers.
 const LOOKUP_WORD_BY_WORD: bool = false;
+/// Vectors per table entry: the words unpacked (52-bit limbs leave no room to pack two).
+const ENTRY_WORDS: usize = 8 * LIMBS;
+
+enable! {
+    /// A table entry as stored: its words as they are.
+    #[inline]
+    fn pack_entry(w: &[V; 8 * LIMBS]) -> [V; ENTRY_WORDS] {
+        *w
+    }
+}
+
+enable! {
+    /// The words of a stored table entry.
+    #[inline]
+    fn unpack_entry(e: &[V; ENTRY_WORDS]) -> [V; 8 * LIMBS] {
+        *e
+    }
+}
 
 enable! {
     #[inline]

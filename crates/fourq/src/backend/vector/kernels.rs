@@ -5,6 +5,9 @@
 // * `LANES`, `LIMBS` (limbs per GF(p) element), the vector type `V` and the lane-mask type
 //   `Mask` (one bit per lane, lane 0 in bit 0); `LOOKUP_WORD_BY_WORD`, the loop order of the
 //   table scan that suits the backend's register file (the same loads and blends either way);
+// * `ENTRY_WORDS`, `pack_entry(&[V; 8 * LIMBS]) -> [V; ENTRY_WORDS]` and its inverse
+//   `unpack_entry`: how a table entry is stored (AVX2 packs two 26-bit limbs into each 64-bit
+//   lane, halving what the constant-time scan reads and blends; IFMA stores the words as is);
 // * `splat(u64) -> V`, `v_zero()`, `v_and`, `v_xor`, and `v_pick(a, b, m)` (`b` where the
 //   64-bit word of `m` is all ones, `a` where it is zero);
 // * `Fe` (`[V; LIMBS]`, one GF(p) element per lane) with `zero`, `splat`, `from_serial`,
@@ -376,8 +379,9 @@ enable! {
 /// Vectors per table entry: `xy, yx, z2, t2`, two coordinates each, `LIMBS` limbs each.
 const WORDS: usize = 8 * LIMBS;
 
-/// The eight table entries, `WORDS` vectors each.
-type Table = [[V; WORDS]; 8];
+/// The eight table entries, each `p2_to_words` packed by the backend's `pack_entry` into
+/// `ENTRY_WORDS` vectors.
+type Table = [[V; ENTRY_WORDS]; 8];
 
 enable! {
     #[inline]
@@ -430,14 +434,14 @@ enable! {
         let t6 = add_core(&t2, &s).to_r2(d2);
         let t7 = add_core(&t3, &s).to_r2(d2);
         [
-            p2_to_words(&t0),
-            p2_to_words(&t1),
-            p2_to_words(&t2),
-            p2_to_words(&t3),
-            p2_to_words(&t4),
-            p2_to_words(&t5),
-            p2_to_words(&t6),
-            p2_to_words(&t7),
+            pack_entry(&p2_to_words(&t0)),
+            pack_entry(&p2_to_words(&t1)),
+            pack_entry(&p2_to_words(&t2)),
+            pack_entry(&p2_to_words(&t3)),
+            pack_entry(&p2_to_words(&t4)),
+            pack_entry(&p2_to_words(&t5)),
+            pack_entry(&p2_to_words(&t6)),
+            pack_entry(&p2_to_words(&t7)),
         ]
     }
 }
@@ -458,7 +462,7 @@ enable! {
             crate::scalar_mul::note_scan(j);
             splat(eq_mask(digit, j as u8))
         });
-        let mut acc: [V; WORDS] = if LOOKUP_WORD_BY_WORD {
+        let picked: [V; ENTRY_WORDS] = if LOOKUP_WORD_BY_WORD {
             // The word being picked and the eight masks stay in registers.
             core::array::from_fn(|w| {
                 table
@@ -468,7 +472,7 @@ enable! {
             })
         } else {
             // Entry by entry: the whole accumulator stays in registers where there are enough.
-            let mut acc = [v_zero(); WORDS];
+            let mut acc = [v_zero(); ENTRY_WORDS];
             for (e, m) in table.iter().zip(masks) {
                 for (a, w) in acc.iter_mut().zip(e.iter()) {
                     *a = v_pick(*a, *w, m);
@@ -476,6 +480,7 @@ enable! {
             }
             acc
         };
+        let mut acc = unpack_entry(&picked);
         let n = splat(0u64.wrapping_sub(u64::from(negate)));
         for k in 0..2 * LIMBS {
             // Swap X+Y and Y−X under the mask.
