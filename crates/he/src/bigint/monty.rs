@@ -12,7 +12,10 @@
 //! * **portable**: `u128` multiply-accumulate, any target;
 //! * **ADX** (x86-64): a `mulx`/`adcx`/`adox` loop in inline assembly with two independent
 //!   carry chains, used when the CPU reports every feature of the `adx_features!` list (the
-//!   same list is the `target_feature` set of the entry points that run it).
+//!   same list is the `target_feature` set of the entry points that run it). For `L` a
+//!   multiple of 4 it also runs whole passes in assembly: the product rows, the REDC rows and
+//!   the square (the off-diagonal triangle in one routine, then doubling and diagonal fused
+//!   into one pass, in the manner of GMP's `sqr_basecase` and `sqr_diag_addlsh1`).
 //!
 //! Exponentiation is a fixed 5-bit window over all `e_bits` bits of the exponent; each table
 //! entry is chosen by reading all 32 entries and keeping one by masks. [`MontFixedBase`] is the
@@ -59,6 +62,38 @@ pub(crate) trait Kernel: Copy {
             let c = self.addmul_1(&mut t[i..i + l], n, q);
             t[i] = c;
         }
+    }
+
+    /// `t[0..2L] = a²` for `a` of `L` limbs (`t` of `2L` limbs, overwritten).
+    #[inline(always)]
+    fn sqr_rows(self, t: &mut [u64], a: &[u64]) {
+        sqr_rows_generic(self, t, a);
+    }
+}
+
+/// `t[0..2L] = a²` over any kernel: the off-diagonal products `a[i]·a[j]` (`i < j`) once, one
+/// `addmul_1` row per `i`, then the triangle doubled and the squares `a[i]²` added.
+#[inline(always)]
+fn sqr_rows_generic<K: Kernel>(k: K, t: &mut [u64], a: &[u64]) {
+    let l = a.len();
+    t.fill(0);
+    for i in 0..l.saturating_sub(1) {
+        t[i + l] = k.addmul_1(&mut t[2 * i + 1..i + l], &a[i + 1..l], a[i]);
+    }
+    let mut c = 0u64;
+    for w in t.iter_mut() {
+        let nw = (*w << 1) | c;
+        c = *w >> 63;
+        *w = nw;
+    }
+    let mut carry = 0u64;
+    for i in 0..l {
+        let sq = u128::from(a[i]) * u128::from(a[i]);
+        let s0 = u128::from(t[2 * i]) + u128::from(sq as u64) + u128::from(carry);
+        t[2 * i] = s0 as u64;
+        let s1 = u128::from(t[2 * i + 1]) + (sq >> 64) + (s0 >> 64);
+        t[2 * i + 1] = s1 as u64;
+        carry = (s1 >> 64) as u64;
     }
 }
 
@@ -169,6 +204,262 @@ mod adx {
             }
             // SAFETY: as in `mul_rows`: row i touches t[i..i+L] and n[0..L].
             unsafe { redc_rows_asm(t.as_mut_ptr(), n.as_ptr(), l, n0) }
+        }
+
+        #[inline(always)]
+        fn sqr_rows(self, t: &mut [u64], a: &[u64]) {
+            let l = a.len();
+            assert!(t.len() == 2 * l);
+            if l == 0 || !l.is_multiple_of(4) {
+                super::sqr_rows_generic(self, t, a);
+                return;
+            }
+            // The triangle reads t[1..L] before writing it and writes t[L..2L] (row i's carry
+            // lands in t[i+L] before any later row reads it); the diagonal pass reads t[0].
+            t[..l].fill(0);
+            // SAFETY: BMI2 and ADX are present (`self` exists); `t` has 2L limbs and `a` L,
+            // with L a positive multiple of 4: row i of the triangle touches t[2i+1..=i+L] and
+            // a[i..L], the diagonal pass t[0..2L] and a[0..L].
+            unsafe {
+                sqr_triangle_asm(t.as_mut_ptr(), a.as_ptr(), l);
+                sqr_diag_asm(t.as_mut_ptr(), a.as_ptr(), l);
+            }
+        }
+    }
+
+    /// The off-diagonal triangle of a square: for each `i < l`, `t[2i+1..i+l] += a[i]·a[i+1..l]`
+    /// and `t[i+l] = carry` (`t` of `2l` limbs with `t[1..l]` zero on entry, `t[l..2l]` written
+    /// before it is read; `l` a positive multiple of 4).
+    ///
+    /// Row `i` has `l−1−i` products, so the rows go by groups of four with 3, 2, 1 and 0
+    /// leading products before the four-limb loop of [`addmul_4k_asm`] (two carry chains, CF
+    /// for the high words and OF for the old `t[j]`). Within row `i`, source `a[j]` and
+    /// destination `t[i+j]` are both at `8·(j−l)` bytes from their row's end pointer
+    /// (`a + l`, `t + i + l`), so one index (rcx, counting up to 0) serves both. Every
+    /// branch depends on `l` only.
+    #[inline(always)]
+    unsafe fn sqr_triangle_asm(t: *mut u64, a: *const u64, l: usize) {
+        // SAFETY: the caller guarantees the CPU features and the buffer sizes.
+        unsafe {
+            core::arch::asm!(
+                "2:",
+                // row i = 4g: 3 leading products, then (l−4g−4)/4 loop rounds
+                "mov rdx, qword ptr [{ip}]",
+                "mov rcx, {neg}",
+                "xor {h2:e}, {h2:e}",
+                "mulx {hi}, {lo}, qword ptr [{aend} + 8*rcx]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx]",
+                "mov qword ptr [{tend} + 8*rcx], {lo}",
+                "mulx {h2}, {lo}, qword ptr [{aend} + 8*rcx + 8]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx + 8]",
+                "mov qword ptr [{tend} + 8*rcx + 8], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{aend} + 8*rcx + 16]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx + 16]",
+                "mov qword ptr [{tend} + 8*rcx + 16], {lo}",
+                "lea rcx, [rcx + 3]",
+                "3:",
+                "jrcxz 4f",
+                "mulx {h2}, {lo}, qword ptr [{aend} + 8*rcx]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx]",
+                "mov qword ptr [{tend} + 8*rcx], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{aend} + 8*rcx + 8]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx + 8]",
+                "mov qword ptr [{tend} + 8*rcx + 8], {lo}",
+                "mulx {h2}, {lo}, qword ptr [{aend} + 8*rcx + 16]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx + 16]",
+                "mov qword ptr [{tend} + 8*rcx + 16], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{aend} + 8*rcx + 24]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx + 24]",
+                "mov qword ptr [{tend} + 8*rcx + 24], {lo}",
+                "lea rcx, [rcx + 4]",
+                "jmp 3b",
+                "4:",
+                "mov {lo:e}, 0",
+                "adcx {hi}, {lo}",
+                "adox {hi}, {lo}",
+                "mov qword ptr [{tend}], {hi}",
+                "lea {ip}, [{ip} + 8]",
+                "lea {tend}, [{tend} + 8]",
+                "lea {neg}, [{neg} + 1]",
+                // row i = 4g+1: 2 leading products, then (l−4g−4)/4 loop rounds
+                "mov rdx, qword ptr [{ip}]",
+                "mov rcx, {neg}",
+                "xor {hi:e}, {hi:e}",
+                "mulx {h2}, {lo}, qword ptr [{aend} + 8*rcx]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx]",
+                "mov qword ptr [{tend} + 8*rcx], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{aend} + 8*rcx + 8]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx + 8]",
+                "mov qword ptr [{tend} + 8*rcx + 8], {lo}",
+                "lea rcx, [rcx + 2]",
+                "5:",
+                "jrcxz 6f",
+                "mulx {h2}, {lo}, qword ptr [{aend} + 8*rcx]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx]",
+                "mov qword ptr [{tend} + 8*rcx], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{aend} + 8*rcx + 8]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx + 8]",
+                "mov qword ptr [{tend} + 8*rcx + 8], {lo}",
+                "mulx {h2}, {lo}, qword ptr [{aend} + 8*rcx + 16]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx + 16]",
+                "mov qword ptr [{tend} + 8*rcx + 16], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{aend} + 8*rcx + 24]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx + 24]",
+                "mov qword ptr [{tend} + 8*rcx + 24], {lo}",
+                "lea rcx, [rcx + 4]",
+                "jmp 5b",
+                "6:",
+                "mov {lo:e}, 0",
+                "adcx {hi}, {lo}",
+                "adox {hi}, {lo}",
+                "mov qword ptr [{tend}], {hi}",
+                "lea {ip}, [{ip} + 8]",
+                "lea {tend}, [{tend} + 8]",
+                "lea {neg}, [{neg} + 1]",
+                // row i = 4g+2: 1 leading product, then (l−4g−4)/4 loop rounds
+                "mov rdx, qword ptr [{ip}]",
+                "mov rcx, {neg}",
+                "xor {h2:e}, {h2:e}",
+                "mulx {hi}, {lo}, qword ptr [{aend} + 8*rcx]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx]",
+                "mov qword ptr [{tend} + 8*rcx], {lo}",
+                "lea rcx, [rcx + 1]",
+                "7:",
+                "jrcxz 8f",
+                "mulx {h2}, {lo}, qword ptr [{aend} + 8*rcx]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx]",
+                "mov qword ptr [{tend} + 8*rcx], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{aend} + 8*rcx + 8]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx + 8]",
+                "mov qword ptr [{tend} + 8*rcx + 8], {lo}",
+                "mulx {h2}, {lo}, qword ptr [{aend} + 8*rcx + 16]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx + 16]",
+                "mov qword ptr [{tend} + 8*rcx + 16], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{aend} + 8*rcx + 24]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx + 24]",
+                "mov qword ptr [{tend} + 8*rcx + 24], {lo}",
+                "lea rcx, [rcx + 4]",
+                "jmp 7b",
+                "8:",
+                "mov {lo:e}, 0",
+                "adcx {hi}, {lo}",
+                "adox {hi}, {lo}",
+                "mov qword ptr [{tend}], {hi}",
+                "lea {ip}, [{ip} + 8]",
+                "lea {tend}, [{tend} + 8]",
+                "lea {neg}, [{neg} + 1]",
+                // row i = 4g+3: 0 leading products, then (l−4g−4)/4 loop rounds
+                "mov rdx, qword ptr [{ip}]",
+                "mov rcx, {neg}",
+                "xor {hi:e}, {hi:e}",
+                "22:",
+                "jrcxz 23f",
+                "mulx {h2}, {lo}, qword ptr [{aend} + 8*rcx]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx]",
+                "mov qword ptr [{tend} + 8*rcx], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{aend} + 8*rcx + 8]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx + 8]",
+                "mov qword ptr [{tend} + 8*rcx + 8], {lo}",
+                "mulx {h2}, {lo}, qword ptr [{aend} + 8*rcx + 16]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx + 16]",
+                "mov qword ptr [{tend} + 8*rcx + 16], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{aend} + 8*rcx + 24]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{tend} + 8*rcx + 24]",
+                "mov qword ptr [{tend} + 8*rcx + 24], {lo}",
+                "lea rcx, [rcx + 4]",
+                "jmp 22b",
+                "23:",
+                "mov {lo:e}, 0",
+                "adcx {hi}, {lo}",
+                "adox {hi}, {lo}",
+                "mov qword ptr [{tend}], {hi}",
+                "lea {ip}, [{ip} + 8]",
+                "lea {tend}, [{tend} + 8]",
+                "lea {neg}, [{neg} + 1]",
+                "cmp {ip}, {aend}",
+                "jne 2b",
+                ip = inout(reg) a => _,
+                aend = in(reg) a.add(l),
+                tend = inout(reg) t.add(l) => _,
+                neg = inout(reg) 1isize - l as isize => _,
+                hi = out(reg) _,
+                h2 = out(reg) _,
+                lo = out(reg) _,
+                out("rcx") _,
+                out("rdx") _,
+                options(nostack),
+            );
+        }
+    }
+
+    /// `t = 2·t + Σ a[i]²·2^(128i)` over `2l` limbs (`l` a positive multiple of 4, the result
+    /// below `2^(128l)`): one pass, `adcx t,t` doubling on the CF chain, the squares (`mulx`)
+    /// added on the OF chain. The index (rcx) runs from `−2l` to 0 by two limbs of `t` per
+    /// limb of `a`.
+    #[inline(always)]
+    unsafe fn sqr_diag_asm(t: *mut u64, a: *const u64, l: usize) {
+        // SAFETY: the caller guarantees the CPU features and the buffer sizes; accesses are
+        // at `tend + 8·j` for `j ∈ [−2l, −1]` and `aend + 4·j` for even `j` in that range.
+        unsafe {
+            core::arch::asm!(
+                "xor {lo:e}, {lo:e}",
+                "2:",
+                "mov rdx, qword ptr [{aend} + 4*rcx]",
+                "mulx {hi}, {lo}, rdx",
+                "mov {t0}, qword ptr [{tend} + 8*rcx]",
+                "mov {t1}, qword ptr [{tend} + 8*rcx + 8]",
+                "adcx {t0}, {t0}",
+                "adcx {t1}, {t1}",
+                "adox {t0}, {lo}",
+                "adox {t1}, {hi}",
+                "mov qword ptr [{tend} + 8*rcx], {t0}",
+                "mov qword ptr [{tend} + 8*rcx + 8], {t1}",
+                "mov rdx, qword ptr [{aend} + 4*rcx + 8]",
+                "mulx {hi}, {lo}, rdx",
+                "mov {t0}, qword ptr [{tend} + 8*rcx + 16]",
+                "mov {t1}, qword ptr [{tend} + 8*rcx + 24]",
+                "adcx {t0}, {t0}",
+                "adcx {t1}, {t1}",
+                "adox {t0}, {lo}",
+                "adox {t1}, {hi}",
+                "mov qword ptr [{tend} + 8*rcx + 16], {t0}",
+                "mov qword ptr [{tend} + 8*rcx + 24], {t1}",
+                "lea rcx, [rcx + 4]",
+                "jrcxz 3f",
+                "jmp 2b",
+                "3:",
+                aend = in(reg) a.add(l),
+                tend = in(reg) t.add(2 * l),
+                inout("rcx") (2 * l).wrapping_neg() => _,
+                hi = out(reg) _,
+                lo = out(reg) _,
+                t0 = out(reg) _,
+                t1 = out(reg) _,
+                out("rdx") _,
+                options(nostack),
+            );
         }
     }
 
@@ -508,26 +799,7 @@ impl Monty {
     /// `t[0..2L] = a²`: off-diagonal products once, doubled, plus the squares.
     #[inline(always)]
     fn sqr_full<K: Kernel>(k: K, t: &mut [u64], a: &[u64]) {
-        let l = a.len();
-        t.fill(0);
-        for i in 0..l.saturating_sub(1) {
-            t[i + l] = k.addmul_1(&mut t[2 * i + 1..i + l], &a[i + 1..l], a[i]);
-        }
-        let mut c = 0u64;
-        for w in t.iter_mut() {
-            let nw = (*w << 1) | c;
-            c = *w >> 63;
-            *w = nw;
-        }
-        let mut carry = 0u64;
-        for i in 0..l {
-            let sq = u128::from(a[i]) * u128::from(a[i]);
-            let s0 = u128::from(t[2 * i]) + u128::from(sq as u64) + u128::from(carry);
-            t[2 * i] = s0 as u64;
-            let s1 = u128::from(t[2 * i + 1]) + (sq >> 64) + (s0 >> 64);
-            t[2 * i + 1] = s1 as u64;
-            carry = (s1 >> 64) as u64;
-        }
+        k.sqr_rows(t, a);
     }
 
     /// `out = t·R^{−1} mod N` for `t < N·R` held in `t[0..2L]` (destroyed).

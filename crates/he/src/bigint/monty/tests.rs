@@ -202,3 +202,62 @@ fn secret_setup_trace_depends_on_the_length_only() {
     assert_eq!(traces[0].2, 0, "variable-time division in the setup");
     assert!(traces.iter().all(|t| *t == traces[0]));
 }
+
+/// The ADX square (`sqr_rows`: triangle and diagonal in assembly for `L` a multiple of 4)
+/// against the portable kernel and an `Integer` square, and its Montgomery square against
+/// `mont_mul(a, a)` and the portable one, on random and edge inputs.
+#[test]
+fn adx_square_matches_portable_and_mul() {
+    #[cfg(obliv_x86_simd)]
+    if let Some(k) = Adx::detect() {
+        let mut rng = rand::rng();
+        for l in [1usize, 3, 4, 5, 8, 16, 32, 33, 48, 64] {
+            // Raw squares of any L-limb value, including all-ones (every carry maximal).
+            let mut raw: Vec<Vec<u64>> = vec![vec![0; l], vec![u64::MAX; l]];
+            let mut one = vec![0; l];
+            one[0] = 1;
+            raw.push(one);
+            for _ in 0..16 {
+                raw.push((0..l).map(|_| rng.next_u64()).collect());
+            }
+            for a in &raw {
+                let mut want = vec![0u64; 2 * l];
+                Portable.sqr_rows(&mut want, a);
+                let sq = Integer::from_limbs(a).square();
+                assert_eq!(Integer::from_limbs(&want), sq, "portable, l = {l}");
+                // Garbage in `t` on entry must not matter.
+                let mut got = vec![u64::MAX; 2 * l];
+                k.sqr_rows(&mut got, a);
+                assert_eq!(got, want, "l = {l}");
+            }
+            for _ in 0..3 {
+                let m = random_odd_modulus(&mut rng, l);
+                let ctx = Monty::with_backend(&m, Backend::Adx(k)).expect("odd");
+                let port = Monty::with_backend(&m, Backend::Portable).expect("odd");
+                let mut vals = vec![Integer::new(), Integer::from(1u32), &m - 1u32];
+                // All-ones low limbs, below N.
+                for j in 1..=l {
+                    let v = (Integer::from(1u32) << (64 * j as u32)) - 1u32;
+                    if v < m {
+                        vals.push(v);
+                    }
+                }
+                for _ in 0..8 {
+                    vals.push(random_bits(&mut rng, m.significant_bits()).modulo(&m));
+                }
+                let mut t = vec![0u64; 2 * l];
+                let (mut s_adx, mut s_port, mut p_adx) = (vec![0; l], vec![0; l], vec![0; l]);
+                for v in &vals {
+                    let a = limbs_of(v, l);
+                    ctx.mont_sqr(k, &mut s_adx, &a, &mut t);
+                    port.mont_sqr(Portable, &mut s_port, &a, &mut t);
+                    ctx.mont_mul(k, &mut p_adx, &a, &a, &mut t);
+                    assert_eq!(s_adx, s_port, "l = {l}");
+                    assert_eq!(s_adx, p_adx, "l = {l}");
+                }
+            }
+        }
+        return;
+    }
+    println!("skipped: the CPU lacks BMI2 + ADX (or the build is portable)");
+}
