@@ -93,7 +93,26 @@ pub struct TempOutput {
     file: Option<tempfile::NamedTempFile>,
 }
 
+/// The directory a file `target` is written in, where its temporary file goes: its parent, or
+/// `.` for a bare file name (whose parent is the empty path).
+#[must_use]
+pub fn dir_of(target: &Path) -> &Path {
+    target
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
 impl TempOutput {
+    /// A new empty file (named `.tmp*`) in the directory of `target` ([`dir_of`]), so that
+    /// [`TempOutput::persist`] can rename it over `target` atomically.
+    ///
+    /// # Errors
+    /// When the file cannot be created there (a missing or read-only directory).
+    pub fn beside(target: &Path) -> io::Result<Self> {
+        Self::new_in(dir_of(target))
+    }
+
     /// A new empty file in `dir` (named `.tmp*`).
     ///
     /// # Errors
@@ -218,6 +237,21 @@ mod tests {
         assert!(!registered(&tmp_path));
         assert_eq!(std::fs::read(&target).unwrap(), b"id\nk1\n");
         assert!(!tmp_path.exists());
+    }
+
+    #[test]
+    fn beside_puts_the_file_in_the_targets_directory() {
+        assert_eq!(dir_of(Path::new("out.csv")), Path::new("."));
+        assert_eq!(dir_of(Path::new("a/b/out.csv")), Path::new("a/b"));
+        assert_eq!(dir_of(Path::new("/out.csv")), Path::new("/"));
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.csv");
+        let mut tmp = TempOutput::beside(&target).unwrap();
+        assert_eq!(tmp.path().parent(), Some(dir.path()));
+        assert!(registered(tmp.path()));
+        tmp.write_all(b"id\n").unwrap();
+        tmp.persist(&target).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"id\n");
     }
 
     #[test]

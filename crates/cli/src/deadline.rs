@@ -35,6 +35,22 @@ pub fn check_connect_timeout(t: Duration) -> Result<(), crate::CliError> {
     Ok(())
 }
 
+/// Refuses a `--step-timeout` of zero: a deadline set zero seconds ahead has passed before the
+/// first message can arrive, so every run fails, but only once the input is read and the
+/// peers connected. Any longer value is accepted (one too long to add to the clock means no
+/// deadline).
+///
+/// # Errors
+/// [`ExitKind::Usage`](crate::ExitKind::Usage) for zero.
+pub fn check_step_timeout(t: Duration) -> Result<(), crate::CliError> {
+    if t.is_zero() {
+        return Err(crate::CliError::usage(
+            "--step-timeout 0 leaves no time for any step: give at least 1 second",
+        ));
+    }
+    Ok(())
+}
+
 /// A [`PsiSession`] whose every run and split must end within `step` on its channel.
 #[derive(Debug)]
 pub struct StepDeadline<S> {

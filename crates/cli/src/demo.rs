@@ -14,6 +14,12 @@ use crate::gen_data;
 use crate::party::{self, PartyConfig, Protocol, Report};
 use crate::progress::ProgressMode;
 
+/// Most rows per party a demo generates: 10^8, about 2.5 GB of CSV per party in the temporary
+/// directory (three files for `ecdh-3pc`) plus the outputs, and about an hour of `ecdh`.
+/// Larger jobs run `obliv gen-data` into a directory of their choice and one `obliv psi`
+/// process per party.
+pub const MAX_SIZE: u64 = 100_000_000;
+
 /// Settings of a demo run.
 #[derive(Clone, Debug)]
 pub struct DemoConfig {
@@ -21,7 +27,7 @@ pub struct DemoConfig {
     pub protocol: Protocol,
     /// Curve.
     pub curve: Curve,
-    /// Rows per party.
+    /// Rows per party, in `1..=`[`MAX_SIZE`].
     pub size: u64,
     /// Simulated link, if any.
     pub sim: Option<LinkModel>,
@@ -43,9 +49,17 @@ pub struct DemoOutcome {
 /// Generates data, runs every party over loopback TCP and checks the intersection size.
 ///
 /// # Errors
-/// Whatever a party reports, and [`ExitKind::Protocol`] if the result is not the planted
+/// [`ExitKind::Usage`] for a size outside `1..=`[`MAX_SIZE`] (before anything is written),
+/// whatever a party reports, and [`ExitKind::Protocol`] if the result is not the planted
 /// intersection.
 pub fn run(cfg: &DemoConfig) -> Result<DemoOutcome, CliError> {
+    if !(1..=MAX_SIZE).contains(&cfg.size) {
+        return Err(CliError::usage(format!(
+            "--size {} is outside 1..={MAX_SIZE}: for more rows run `obliv gen-data` and one \
+             `obliv psi` process per party",
+            cfg.size
+        )));
+    }
     let tmp;
     let dir = match &cfg.dir {
         Some(d) => d.clone(),

@@ -28,6 +28,11 @@ impl Ids {
     }
 }
 
+/// Most rows per file: 10^10, about 250 GB per file (ten times the largest documented run;
+/// the ids of a three-party run of that size still collide with probability below 2^-11,
+/// and the common-row count is exact, far below 2^53).
+pub const MAX_ROWS: u64 = 10_000_000_000;
+
 /// Number of common rows for `size` rows and `overlap`.
 pub fn common_rows(size: u64, overlap: f64) -> u64 {
     // The float product is exact for every size up to 2^53.
@@ -46,7 +51,9 @@ pub fn common_rows(size: u64, overlap: f64) -> u64 {
 /// common rows evenly), otherwise unique to the file.
 ///
 /// # Errors
-/// [`ExitKind::Usage`](crate::ExitKind::Usage) for bad parameters, [`ExitKind::Input`](crate::ExitKind::Input) if a file cannot be written.
+/// [`ExitKind::Usage`](crate::ExitKind::Usage) for bad parameters (a size above [`MAX_ROWS`]
+/// included, before anything is written), [`ExitKind::Input`](crate::ExitKind::Input) if a
+/// file cannot be written.
 pub fn generate(
     size: u64,
     parties: usize,
@@ -59,6 +66,11 @@ pub fn generate(
     }
     if !(0.0..=1.0).contains(&overlap) {
         return Err(CliError::usage("--overlap must be between 0 and 1"));
+    }
+    if size > MAX_ROWS {
+        return Err(CliError::usage(format!(
+            "--size {size} is above the {MAX_ROWS} rows per file gen-data writes"
+        )));
     }
     std::fs::create_dir_all(out_dir)
         .map_err(|e| CliError::file(format!("cannot create {}", out_dir.display()), e))?;

@@ -66,11 +66,14 @@ enum PirCmd {
         /// Database file: records of --record-size bytes, back to back.
         #[arg(long, conflicts_with = "generate")]
         db: Option<PathBuf>,
-        /// Generate this many random records instead (both servers must use the same --seed).
-        #[arg(long)]
+        /// Generate this many random records instead (both servers must use the same --seed),
+        /// 1 to 2^32, held in memory.
+        #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
+            .range(1..=MAX_PIR_RECORDS))]
         generate: Option<usize>,
-        /// Bytes per record.
-        #[arg(long, default_value_t = 1024)]
+        /// Bytes per record, 1 to 2^24.
+        #[arg(long, default_value_t = 1024, value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
+            .range(1..=MAX_PIR_RECORD_LEN))]
         record_size: usize,
         /// Seed of a generated database.
         #[arg(long, default_value_t = 1)]
@@ -85,8 +88,9 @@ enum PirCmd {
         /// The two servers' HOST:PORT, comma-separated.
         #[arg(long)]
         servers: String,
-        /// Record index.
-        #[arg(long)]
+        /// Record index, from 0 to the servers' record count less one (below 2^32).
+        #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
+            .range(0..MAX_PIR_RECORDS))]
         index: usize,
         /// Write the record here (default: print its first bytes in hex).
         #[arg(long)]
@@ -177,12 +181,26 @@ enum PsiSub {
     Demo(DemoArgs),
 }
 
+/// Most records of a PIR database ([`obliv_pir::db::MAX_RECORDS`]).
+const MAX_PIR_RECORDS: u64 = obliv_pir::db::MAX_RECORDS as u64;
+
+/// Longest PIR record in bytes ([`obliv_pir::db::MAX_RECORD_LEN`]).
+const MAX_PIR_RECORD_LEN: u64 = obliv_pir::db::MAX_RECORD_LEN as u64;
+
+/// Slowest simulated link accepted (bits per second; `0` is an unlimited bandwidth): below it
+/// the smallest run takes hours, until the step timeout ends it.
+const MIN_SIM_BANDWIDTH: u64 = 1_000;
+
+/// Longest simulated one-way latency accepted: a real link's is under a second (a
+/// geostationary satellite hop: 0.25 s); longer ones only hang the run until the step timeout.
+const MAX_SIM_LATENCY: Duration = Duration::from_secs(10);
+
 #[derive(Args, Debug)]
 struct LinkArgs {
-    /// Simulated bandwidth, e.g. 100mbit or 1gbit.
+    /// Simulated bandwidth, e.g. 100mbit or 1gbit: at least 1kbit (0: unlimited).
     #[arg(long)]
     sim_bandwidth: Option<String>,
-    /// Simulated one-way latency, e.g. 10ms.
+    /// Simulated one-way latency, e.g. 10ms: at most 10s.
     #[arg(long)]
     sim_latency: Option<String>,
 }
@@ -195,8 +213,11 @@ struct DemoArgs {
     /// Curve: fourq, 25519, sm2, secp256k1, p256, ristretto255.
     #[arg(long, default_value = "fourq")]
     curve: String,
-    /// Rows per party (half of them common).
-    #[arg(long, default_value_t = 100_000)]
+    /// Rows per party (half of them common), 1 to 100000000 (1e8): the CSV files are written
+    /// to a temporary directory. Larger jobs run `obliv gen-data` and one `obliv psi` process
+    /// per party.
+    #[arg(long, default_value_t = 100_000,
+          value_parser = clap::value_parser!(u64).range(1..=demo::MAX_SIZE))]
     size: u64,
     /// Keep the generated files and outputs in this directory.
     #[arg(long)]
@@ -315,8 +336,9 @@ struct MergeArgs {
 
 #[derive(Args, Debug)]
 struct GenArgs {
-    /// Rows per file.
-    #[arg(long)]
+    /// Rows per file, 0 to 10000000000 (1e10, about 250 GB per file; 0 writes the header
+    /// only).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=gen_data::MAX_ROWS))]
     size: u64,
     /// Number of files (2 or 3).
     #[arg(long, default_value_t = 2)]
@@ -337,7 +359,8 @@ fn parse_curve(s: &str) -> Result<Curve, CliError> {
         .map_err(|e| CliError::with_source(ExitKind::Usage, format!("--curve {s:?}"), e))
 }
 
-/// `100mbit`, `1gbit`, `500kbit`, or plain bits per second.
+/// `100mbit`, `1gbit`, `500kbit`, or plain bits per second: `0` (unlimited) or at least
+/// [`MIN_SIM_BANDWIDTH`].
 fn parse_bandwidth(s: &str) -> Result<u64, CliError> {
     let l = s.trim().to_ascii_lowercase();
     let (num, mult) = [
@@ -354,10 +377,32 @@ fn parse_bandwidth(s: &str) -> Result<u64, CliError> {
         .ok()
         .and_then(|n| n.checked_mul(mult))
         .ok_or_else(|| CliError::usage(format!("bad bandwidth {s:?} (e.g. 100mbit)")))
+        .and_then(|bps| {
+            if bps == 0 || bps >= MIN_SIM_BANDWIDTH {
+                Ok(bps)
+            } else {
+                Err(CliError::usage(format!(
+                    "--sim-bandwidth {s:?} is below {MIN_SIM_BANDWIDTH} bit/s (1kbit): a run \
+                     would take hours"
+                )))
+            }
+        })
+}
+
+/// `10ms`, `1s`, `250us`: at most [`MAX_SIM_LATENCY`].
+fn parse_latency(s: &str) -> Result<Duration, CliError> {
+    let latency = parse_duration(s)?;
+    if latency > MAX_SIM_LATENCY {
+        return Err(CliError::usage(format!(
+            "--sim-latency {s:?} is above {}s: a real link's one-way latency is under a second",
+            MAX_SIM_LATENCY.as_secs()
+        )));
+    }
+    Ok(latency)
 }
 
 /// `10ms`, `1s`, `250us`.
-fn parse_latency(s: &str) -> Result<Duration, CliError> {
+fn parse_duration(s: &str) -> Result<Duration, CliError> {
     let l = s.trim().to_ascii_lowercase();
     let bad = || CliError::usage(format!("bad latency {s:?} (e.g. 10ms)"));
     if let Some(n) = l.strip_suffix("ms") {
@@ -557,13 +602,24 @@ fn run_pir(cmd: &PirCmd) -> Result<(), CliError> {
             tls,
         } => {
             let database = match (db, generate) {
-                (Some(path), None) => Database::from_file(path, *record_size)
-                    .map_err(|e| CliError::file(path.display().to_string(), e))?,
+                (Some(path), None) => {
+                    check_pir_db(path, *record_size)?;
+                    Database::from_file(path, *record_size)
+                        .map_err(|e| CliError::file(path.display().to_string(), e))?
+                }
                 (None, Some(n)) => {
                     let mut seed_bytes = [0u8; 16];
                     seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
                     let mut rng = obliv_core::AesRng::from_seed(seed_bytes);
-                    Database::random(*n, *record_size, &mut rng).map_err(pir_err)?
+                    // A shape the library refuses (one that cannot be allocated) is this
+                    // command's parameters, not a peer's doing.
+                    Database::random(*n, *record_size, &mut rng).map_err(|e| {
+                        CliError::with_source(
+                            ExitKind::Usage,
+                            format!("--generate {n} --record-size {record_size}"),
+                            e,
+                        )
+                    })?
                 }
                 _ => {
                     return Err(CliError::usage("give exactly one of --db and --generate"));
@@ -608,6 +664,10 @@ fn run_pir(cmd: &PirCmd) -> Result<(), CliError> {
             let record = server::query(a0, a1, *index, tls.as_ref().map(|t| &t.config)).map_err(
                 |e| match e {
                     obliv_pir::Error::Net(n) => CliError::with_source(ExitKind::Network, "", n),
+                    // The servers hold fewer records: this command's --index is wrong.
+                    e @ obliv_pir::Error::IndexOutOfRange { .. } => {
+                        CliError::with_source(ExitKind::Usage, "--index", e)
+                    }
                     other => CliError::with_source(ExitKind::Protocol, "", other),
                 },
             )?;
@@ -626,16 +686,37 @@ fn run_pir(cmd: &PirCmd) -> Result<(), CliError> {
     }
 }
 
+/// Refuses a `pir serve --db` file that would be read whole into memory without bound (a
+/// device such as `/dev/zero`, a pipe) or that holds more than the most records a database
+/// may have, before it is read.
+fn check_pir_db(path: &std::path::Path, record_size: usize) -> Result<(), CliError> {
+    let m = std::fs::metadata(path)
+        .map_err(|e| CliError::file(format!("--db {}", path.display()), e))?;
+    if !m.is_file() {
+        return Err(CliError::input(format!(
+            "--db {} is not a regular file (a directory, pipe or device): give a file of \
+             records",
+            path.display()
+        )));
+    }
+    let most = MAX_PIR_RECORDS.saturating_mul(u64::try_from(record_size).unwrap_or(u64::MAX));
+    if m.len() > most {
+        return Err(CliError::input(format!(
+            "--db {} has {} bytes: more than {MAX_PIR_RECORDS} records of --record-size \
+             {record_size}",
+            path.display(),
+            m.len()
+        )));
+    }
+    Ok(())
+}
+
 /// Writes `bytes` to `path` as the outputs of `psi` are written: a temporary file of mode 0600
 /// beside it, renamed over it once complete (the record queried is private).
 fn write_private(path: &std::path::Path, bytes: &[u8]) -> Result<(), CliError> {
     use std::io::Write;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
     let err = |e: std::io::Error| CliError::file(format!("cannot write {}", path.display()), e);
-    let mut tmp = obliv_cli::cleanup::TempOutput::new_in(dir).map_err(err)?;
+    let mut tmp = obliv_cli::cleanup::TempOutput::beside(path).map_err(err)?;
     tmp.write_all(bytes).map_err(err)?;
     tmp.persist(path).map_err(err)?;
     Ok(())

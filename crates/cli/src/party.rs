@@ -16,7 +16,7 @@
 //! output, assembled from all bucket results.
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use obliv_core::AesRng;
@@ -282,6 +282,7 @@ pub fn run(cfg: &PartyConfig, listener: Option<TcpListener>) -> Result<Report, C
         )));
     }
     deadline::check_connect_timeout(cfg.connect_timeout)?;
+    deadline::check_step_timeout(cfg.step_timeout)?;
     if !(crate::plan::MIN_LOAD..=crate::plan::MAX_LOAD).contains(&cfg.bucket_load) {
         return Err(CliError::usage(format!(
             "--bucket-load {} is outside {}..={}",
@@ -343,12 +344,7 @@ where
     let tmp_root = match &cp_lock {
         // Bucket files of a killed run are cleaned up when the checkpoint is next opened.
         Some(cp) => cp.dir().to_path_buf(),
-        None => cfg
-            .output
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."))
-            .to_path_buf(),
+        None => crate::cleanup::dir_of(&cfg.output).to_path_buf(),
     };
     let mut iopts =
         bucket::IngestOptions::new(cfg.shard, cp_lock.is_some(), &tmp_root, cfg.progress);

@@ -95,6 +95,9 @@ impl TlsArgs {
                 "cannot take the host names out of --parties {parties_arg:?}"
             )));
         }
+        for (flag, path) in [("--tls-cert", cert), ("--tls-key", key), ("--tls-ca", ca)] {
+            check_pem_file(flag, path)?;
+        }
         let config = TlsConfig::from_pem_files(cert, key, ca)?;
         // A party's own entry may be the address it binds (`0.0.0.0:7000`): nothing to check.
         if let Some(own) = hosts.get(rank)
@@ -109,6 +112,31 @@ impl TlsArgs {
         }
         Ok(Some(TlsSetup { config, hosts }))
     }
+}
+
+/// Longest PEM file accepted for `--tls-cert`, `--tls-key` and `--tls-ca`: 16 MiB, far above a
+/// certificate chain or a system's whole CA bundle (a few hundred KiB).
+pub const MAX_PEM_BYTES: u64 = 16 << 20;
+
+/// Refuses a TLS file that would be read whole into memory without bound: not a regular file
+/// (`/dev/zero`, a pipe) or longer than [`MAX_PEM_BYTES`].
+fn check_pem_file(flag: &str, path: &std::path::Path) -> Result<(), CliError> {
+    let m = std::fs::metadata(path)
+        .map_err(|e| CliError::file(format!("{flag} {}", path.display()), e))?;
+    if !m.is_file() {
+        return Err(CliError::input(format!(
+            "{flag} {} is not a regular file (a directory, pipe or device): give a PEM file",
+            path.display()
+        )));
+    }
+    if m.len() > MAX_PEM_BYTES {
+        return Err(CliError::input(format!(
+            "{flag} {} has {} bytes, more than the {MAX_PEM_BYTES} a PEM file may have here",
+            path.display(),
+            m.len()
+        )));
+    }
+    Ok(())
 }
 
 /// The host parts of `host:port,host:port[,…]` (`[v6]:port` gives `v6`).

@@ -92,16 +92,40 @@ pub fn set_path(key_file: &Path) -> PathBuf {
 /// so a crash leaves the old file or the new one, never a torn one.
 fn save_set(path: &Path, set: &ServerSet) -> Result<(), CliError> {
     use std::io::Write;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
     let ctx = || format!("writing the server set summary {}", path.display());
-    let mut tmp = crate::cleanup::TempOutput::new_in(dir).map_err(|e| CliError::file(ctx(), e))?;
+    let mut tmp = crate::cleanup::TempOutput::beside(path).map_err(|e| CliError::file(ctx(), e))?;
     tmp.write_all(&set.to_bytes())
         .and_then(|()| tmp.as_file().sync_all())
         .map_err(|e| CliError::file(ctx(), e))?;
     tmp.persist(path).map_err(|e| CliError::file(ctx(), e))?;
+    Ok(())
+}
+
+/// Longest server key file accepted: one holds a header, a scalar of at most 255 bytes, a
+/// query counter and a tag (under 320 bytes in all).
+const MAX_KEY_FILE_BYTES: u64 = 4096;
+
+/// Refuses a `--key-file` that cannot be a key file before it is read whole: a directory, a
+/// device or pipe (`/dev/zero` would be read until memory runs out) or a file far longer than
+/// any key file.
+fn check_key_file(path: &Path) -> Result<(), CliError> {
+    let m = std::fs::metadata(path)
+        .map_err(|e| CliError::file(format!("--key-file {}", path.display()), e))?;
+    if !m.is_file() {
+        return Err(CliError::input(format!(
+            "--key-file {} is not a regular file (a directory, pipe or device): give the key \
+             file of the offline phase, or a new path to create one",
+            path.display()
+        )));
+    }
+    if m.len() > MAX_KEY_FILE_BYTES {
+        return Err(CliError::input(format!(
+            "--key-file {} is not an obliv server key file ({} bytes; a key file has under \
+             {MAX_KEY_FILE_BYTES})",
+            path.display(),
+            m.len()
+        )));
+    }
     Ok(())
 }
 
@@ -138,6 +162,7 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         ));
     }
     crate::deadline::check_connect_timeout(a.connect_timeout)?;
+    crate::deadline::check_step_timeout(a.step_timeout)?;
     let cfg = UbConfig {
         curve: a.curve,
         server_get_result: a.server_get_result,
@@ -210,6 +235,7 @@ pub fn run(a: &UbArgs) -> Result<String, CliError> {
         UbRole::Server => {
             let path = need(&a.key_file, "key-file")?;
             Some(if path.exists() {
+                check_key_file(&path)?;
                 let k = ServerKey::load(&path).map_err(|e| CliError::file("", e))?;
                 // Found here, before the peer is waited for, with the file named.
                 if k.curve() != a.curve {

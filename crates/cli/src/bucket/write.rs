@@ -99,11 +99,8 @@ pub fn check_writable(flag: &str, path: &Path, keep: &[(&str, &Path)]) -> Result
             }
         }
     }
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    crate::cleanup::TempOutput::new_in(dir)
+    let dir = crate::cleanup::dir_of(path);
+    crate::cleanup::TempOutput::beside(path)
         .map(drop)
         .map_err(|e| {
             CliError::file(
@@ -155,12 +152,15 @@ pub fn write_rows(
     sort: bool,
     progress: ProgressMode,
 ) -> Result<u64, CliError> {
-    let dir = output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = crate::cleanup::TempOutput::new_in(dir)
-        .map_err(|e| CliError::file(format!("cannot create a file in {}", dir.display()), e))?;
+    let tmp = crate::cleanup::TempOutput::beside(output).map_err(|e| {
+        CliError::file(
+            format!(
+                "cannot create a file in {}",
+                crate::cleanup::dir_of(output).display()
+            ),
+            e,
+        )
+    })?;
     let mut out = BufWriter::with_capacity(1 << 20, tmp.as_file());
     let err = |e: csv::Error| CliError::file(format!("writing {}", output.display()), e);
     let ioerr = |e: std::io::Error| CliError::file(format!("writing {}", output.display()), e);
