@@ -109,6 +109,13 @@ pub enum Error {
         /// The id.
         id: u32,
     },
+    /// [`crate::Mux::sub`] was asked for the id the multiplexer keeps for its own credit
+    /// messages ([`crate::Mux::CREDIT_ID`]).
+    #[error("sub-channel id {id} is reserved for the multiplexer's credit messages")]
+    ReservedSubChannel {
+        /// The id.
+        id: u32,
+    },
     /// A [`crate::Mux`] already holds [`crate::MuxOptions::max_sub_channels`] sub-channels
     /// (open ones, and ids the peer sent frames for that are still queued) and `id` would be
     /// one more. From the peer, this stops the demultiplexer and every sub-channel reports it;
@@ -263,6 +270,7 @@ impl Error {
                 parties: *parties,
             },
             Error::SubChannelInUse { id } => Error::SubChannelInUse { id: *id },
+            Error::ReservedSubChannel { id } => Error::ReservedSubChannel { id: *id },
             Error::TooManySubChannels { id, max } => {
                 Error::TooManySubChannels { id: *id, max: *max }
             }

@@ -9,13 +9,17 @@
 //!
 //! Wire format: each message of sub-channel `id` is two frames of the inner channel, the id
 //! (4 bytes, little-endian) and then the payload, written together under one lock. Frames for
-//! an id not opened yet wait in its queue. All queues together hold at most
+//! an id not opened yet wait in its queue. The id [`Mux::CREDIT_ID`] (`u32::MAX`) is the
+//! multiplexer's own: its payload (12 bytes) names a sub-channel and how many bytes this side
+//! took from that queue, which lets the peer send more there (see
+//! [`Mux`](Mux#flow-control)). All queues together hold at most
 //! [`MuxOptions::max_queued`] bytes (plus one frame), each queued frame counted as its length
 //! plus [`QUEUED_FRAME_OVERHEAD`](crate::QUEUED_FRAME_OVERHEAD) (so empty frames count too);
 //! beyond that the demultiplexer stops reading, which pushes back on the peer. One
 //! sub-channel's queue holds at most [`MuxOptions::max_queued_per_sub`] bytes (plus one
-//! frame into an empty queue); a peer that overfills it fails the whole `Mux` with
-//! [`Error::SubChannelOverflow`] (see [`Mux`](Mux#flooding)).
+//! frame into an empty queue): a sending sub-channel waits for credit rather than send more
+//! than that ahead of what the peer has taken, and a peer that overfills a queue anyway fails
+//! the whole `Mux` with [`Error::SubChannelOverflow`] (see [`Mux`](Mux#flooding)).
 //!
 //! Sends may stay buffered in the inner channel until some sub-channel flushes, receives or is
 //! dropped (each of which flushes the shared connection). A frame that arrives for a sub-channel
@@ -43,7 +47,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 
 use crate::channel::{
     Channel, ExactBuf, FrameReceiver, FrameSender, Interrupter, QUEUED_FRAME_OVERHEAD, RecvBuf,
@@ -65,9 +69,11 @@ pub struct MuxOptions {
     pub max_queued: usize,
     /// Bytes one sub-channel's queue may hold (counted as for `max_queued`; a frame into an
     /// empty queue is always taken, so one frame of up to the transport's frame limit fits).
-    /// A peer that sends more to one sub-channel than that while this side does not take it
-    /// breaks the protocol: the demultiplexer stops with [`Error::SubChannelOverflow`], which
-    /// every sub-channel reports (see [`Mux`](Mux#flooding)). Default 16 MiB.
+    /// It is also the window of this side's sends ([`Mux`](Mux#flow-control)): a send waits
+    /// for credit rather than have more than this in flight on its sub-channel. A peer that
+    /// sends more to one sub-channel than that while this side does not take it breaks the
+    /// protocol: the demultiplexer stops with [`Error::SubChannelOverflow`], which every
+    /// sub-channel reports (see [`Mux`](Mux#flooding)). Default 16 MiB.
     pub max_queued_per_sub: usize,
     /// Most sub-channel ids with a queue at a time (see [`Mux`](Mux#limits-and-deadlines)).
     /// Default 256: the PSI bucket driver uses at most 65 (a control id and one per worker,
@@ -106,24 +112,40 @@ impl Default for MuxOptions {
 ///
 /// Each sub-channel has its own deadline ([`Channel::set_deadline`]), which bounds the wait for
 /// its queue; messages are queued whole, so a sub-channel stays usable after its deadline
-/// struck. Sub-channel sends are not bounded by it (they share the inner sender, bounded by its
-/// write timeout). A deadline set on the inner channel before [`Mux::new`] bounds the whole
+/// struck. It bounds a send's wait for credit ([`Mux`](Mux#flow-control)), not the write
+/// itself (sends share the inner sender, bounded by its write timeout). A deadline set on the inner channel before [`Mux::new`] bounds the whole
 /// connection: when it passes, the demultiplexer stops with [`Error::DeadlineExceeded`] (it
 /// rides out idle timeouts of the inner channel, not a deadline) and every sub-channel reports
 /// that.
 ///
+/// # Flow control
+///
+/// Each sub-channel has its own credit. A send counts its message (length plus
+/// [`QUEUED_FRAME_OVERHEAD`]) as in flight until the peer's sub-channel takes it from its
+/// queue, when the peer returns that much credit (a message on [`Mux::CREDIT_ID`], flushed at
+/// once). A send goes at once when nothing of its sub-channel is in flight, or when the
+/// message fits with what is in flight within [`MuxOptions::max_queued_per_sub`]; otherwise
+/// it first flushes the shared sender, then waits for credit: until the sub-channel's deadline,
+/// [`Error::Timeout`] once the connection has delivered nothing for
+/// [`MuxOptions::recv_timeout`], or the demultiplexer's error. So a sub-protocol may stream any
+/// amount to a peer that is busy elsewhere without overfilling its queue, and a sub-channel
+/// waiting for credit holds up no other. The window is the sender's own `max_queued_per_sub`:
+/// give both sides the same. Two sides that each send more than that on one sub-channel
+/// before receiving there wait for each other until the timeout; the protocols of this
+/// workspace interleave their sends and receives (or send from one side at a time).
+///
 /// # Flooding
 ///
-/// Sub-channels share one connection without flow control of their own, so frames for a
-/// sub-channel that this side does not read pile up in its queue. Each queue is bounded by
+/// A peer that ignores the credit can still send frames for a sub-channel that this side does
+/// not read, and they pile up in its queue. Each queue is bounded by
 /// [`MuxOptions::max_queued_per_sub`] (this party's setting; a frame into an empty queue is
 /// always taken): a frame that would take a queue beyond it is a protocol violation by the
 /// peer, and the demultiplexer stops with [`Error::SubChannelOverflow`]. Every sub-channel
 /// reports that error once its queue is drained, at once if it is waiting already, so a peer
 /// flooding one sub-channel cannot leave the others waiting for frames that never come.
-/// Protocols over a `Mux` must therefore not send more than `max_queued_per_sub` bytes on one
-/// sub-channel ahead of what the peer has received there (a sender that streams should wait
-/// for an acknowledgement now and then).
+/// Credit messages are not queued: one that is not 12 bytes long stops the demultiplexer
+/// with [`Error::UnexpectedLength`], and credit for a sub-channel with nothing in flight is
+/// ignored.
 ///
 /// Below that, [`MuxOptions::max_queued`] bounds all queues together: when it is reached the
 /// demultiplexer stops reading until a sub-channel takes a frame, which pushes back on the
@@ -132,8 +154,7 @@ impl Default for MuxOptions {
 /// `min(max_queued, max_sub_channels × max_queued_per_sub)` plus one frame. A peer that
 /// spreads frames over several sub-channels, each under its cap, can thus hold up the others
 /// until their timeouts: no more than a peer that stops sending can always do, and with this
-/// side's memory still bounded. (Per-sub-channel credit would let the others go on; it needs
-/// a change of the wire format and is not implemented.)
+/// side's memory still bounded.
 ///
 /// # Dropping
 ///
@@ -190,6 +211,11 @@ struct DemuxState {
     cv: Condvar,
     /// When the connection last delivered a frame, for any sub-channel.
     progress: Progress,
+    /// Per sub-channel id, the bytes this side sent there that the peer has not yet taken
+    /// from its queue (charged as [`charge`] does; see [`Mux`](Mux#flow-control)).
+    in_flight: Mutex<HashMap<u32, usize>>,
+    /// Signalled when credit arrives or the demultiplexer stops.
+    credit: Condvar,
 }
 
 /// The time of the connection's last received frame, as nanoseconds since `epoch`.
@@ -224,7 +250,78 @@ impl Progress {
 
 struct SenderState<S> {
     tx: S,
+    /// A send or flush failed: the stream may be out of step, nothing more goes out.
     broken: bool,
+    /// A credit message found the peer gone (see [`SubChannel::return_credit`]): sends fail
+    /// with [`Error::PeerDisconnected`], and a flush with nothing of this side's own unflushed
+    /// succeeds, as it did before the credit was written.
+    peer_gone: bool,
+    /// Messages were written since the last successful flush.
+    unflushed: bool,
+}
+
+impl<S: FrameSender> SenderState<S> {
+    /// Writes one message with `f` (id and payload frames).
+    fn send(&mut self, f: impl FnOnce(&mut S) -> Result<()>) -> Result<()> {
+        if self.broken {
+            return Err(Error::Broken);
+        }
+        if self.peer_gone {
+            return Err(Error::PeerDisconnected);
+        }
+        match f(&mut self.tx) {
+            Ok(()) => {
+                self.unflushed = true;
+                Ok(())
+            }
+            Err(e) => {
+                self.broken = true;
+                Err(e)
+            }
+        }
+    }
+
+    /// Flushes what was written.
+    fn flush(&mut self) -> Result<()> {
+        if self.broken {
+            return Err(Error::Broken);
+        }
+        if self.peer_gone {
+            return if self.unflushed {
+                Err(Error::PeerDisconnected)
+            } else {
+                Ok(())
+            };
+        }
+        match self.tx.flush() {
+            Ok(()) => {
+                self.unflushed = false;
+                Ok(())
+            }
+            Err(e) => {
+                self.broken = true;
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes and flushes a credit message; see [`SubChannel::return_credit`].
+    fn credit(&mut self, credit: &[u8; CREDIT_LEN]) {
+        if self.broken || self.peer_gone {
+            return;
+        }
+        let sent = self
+            .tx
+            .send(&CREDIT_ID.to_le_bytes())
+            .and_then(|()| self.tx.send(credit))
+            .and_then(|()| self.tx.flush());
+        match sent {
+            Ok(()) => self.unflushed = false,
+            // The peer has gone (a transport marks itself broken after such an error).
+            Err(Error::PeerDisconnected | Error::Broken) => self.peer_gone = true,
+            Err(_) => self.broken = true,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -261,6 +358,12 @@ impl Routes {
     }
 }
 
+/// The id frame of a credit message (see [`Mux`](Mux#flow-control)).
+pub(crate) const CREDIT_ID: u32 = u32::MAX;
+
+/// Length of a credit message's payload: the sub-channel id and the bytes taken.
+const CREDIT_LEN: usize = 12;
+
 /// What a queued frame of `len` bytes counts against [`MuxOptions::max_queued`].
 fn charge(len: usize) -> usize {
     len.saturating_add(QUEUED_FRAME_OVERHEAD)
@@ -282,6 +385,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl<S: FrameSender + 'static> Mux<S> {
+    /// The sub-channel id the multiplexer keeps for its credit messages (see
+    /// [`Mux`](Mux#flow-control)); [`Mux::sub`] refuses it.
+    pub const CREDIT_ID: u32 = CREDIT_ID;
+
     /// Starts multiplexing over `channel` with default options.
     pub fn new<C: Split<Sender = S>>(channel: C) -> Result<Self> {
         Self::with_options(channel, MuxOptions::default())
@@ -292,7 +399,12 @@ impl<S: FrameSender + 'static> Mux<S> {
         let (tx, rx) = channel.split();
         let demux_state = Arc::new(DemuxState::default());
         let shared = Arc::new(Shared {
-            sender: Mutex::new(SenderState { tx, broken: false }),
+            sender: Mutex::new(SenderState {
+                tx,
+                broken: false,
+                peer_gone: false,
+                unflushed: false,
+            }),
             demux: Arc::clone(&demux_state),
             max_frame_len: rx.max_frame_len(),
             opts: opts.clone(),
@@ -315,6 +427,9 @@ impl<S: FrameSender + 'static> Mux<S> {
     /// [`Error::SubChannelInUse`] if `id` is open already; [`Error::TooManySubChannels`] if
     /// [`MuxOptions::max_sub_channels`] ids have a queue already and `id` is not one of them.
     pub fn sub(&self, id: u32) -> Result<SubChannel<S>> {
+        if id == Self::CREDIT_ID {
+            return Err(Error::ReservedSubChannel { id });
+        }
         let mut routes = lock(&self.shared.demux.routes);
         let route = routes.route(id, self.shared.opts.max_sub_channels)?;
         if route.opened {
@@ -351,8 +466,14 @@ fn demux<R: FrameReceiver>(mut rx: R, st: &DemuxState, opts: &MuxOptions, max_fr
         }
         let v = payload.0;
         st.progress.mark();
-        let mut routes = lock(&st.routes);
         let id = u32::from_le_bytes(id);
+        if id == CREDIT_ID {
+            match take_credit(st, &v) {
+                Ok(()) => continue,
+                Err(e) => break e,
+            }
+        }
+        let mut routes = lock(&st.routes);
         let route = match routes.route(id, opts.max_sub_channels) {
             Ok(r) => r,
             Err(e) => break e,
@@ -377,11 +498,39 @@ fn demux<R: FrameReceiver>(mut rx: R, st: &DemuxState, opts: &MuxOptions, max_fr
             return;
         }
     };
-    let mut routes = lock(&st.routes);
-    routes.ended = Some(err);
-    for r in routes.queues.values_mut() {
-        r.tx = None;
+    {
+        let mut routes = lock(&st.routes);
+        routes.ended = Some(err);
+        for r in routes.queues.values_mut() {
+            r.tx = None;
+        }
     }
+    // Senders waiting for credit see the end (they take `in_flight`, then `routes`).
+    let _in_flight = lock(&st.in_flight);
+    st.credit.notify_all();
+}
+
+/// Applies a credit message from the peer: `payload` is the sub-channel id (4 bytes) and the
+/// bytes the peer took from that queue (8 bytes), both little-endian. Credit for an id this
+/// side has nothing in flight on is ignored (so a peer cannot make this side keep entries),
+/// and credit beyond what is in flight only empties the account.
+fn take_credit(st: &DemuxState, payload: &[u8]) -> Result<()> {
+    if payload.len() != CREDIT_LEN {
+        return Err(Error::UnexpectedLength {
+            expected: len64(CREDIT_LEN),
+            got: len64(payload.len()),
+        });
+    }
+    let (id, taken) = payload.split_at(4);
+    let id = u32::from_le_bytes(id.try_into().unwrap_or_default());
+    let taken = u64::from_le_bytes(taken.try_into().unwrap_or_default());
+    let taken = usize::try_from(taken).unwrap_or(usize::MAX);
+    let mut in_flight = lock(&st.in_flight);
+    if let Some(n) = in_flight.get_mut(&id) {
+        *n = n.saturating_sub(taken);
+        st.credit.notify_all();
+    }
+    Ok(())
 }
 
 /// Receives one frame, riding out idle timeouts of the inner receiver; `Ok(false)` if every
@@ -433,22 +582,8 @@ impl<S: FrameSender> SubChannel<S> {
         self.id
     }
 
-    fn with_sender<T>(&self, f: impl FnOnce(&mut S) -> Result<T>) -> Result<T> {
-        Self::use_sender(lock(&self.shared.sender), f)
-    }
-
-    fn use_sender<T>(
-        mut st: MutexGuard<'_, SenderState<S>>,
-        f: impl FnOnce(&mut S) -> Result<T>,
-    ) -> Result<T> {
-        if st.broken {
-            return Err(Error::Broken);
-        }
-        let r = f(&mut st.tx);
-        if r.is_err() {
-            st.broken = true;
-        }
-        r
+    fn sender(&self) -> MutexGuard<'_, SenderState<S>> {
+        lock(&self.shared.sender)
     }
 
     /// Flushes the shared sender before a receive waits. Another sub-channel's send may hold
@@ -456,15 +591,13 @@ impl<S: FrameSender> SubChannel<S> {
     /// set, the wait for the sender ends at the deadline.
     fn flush_before_wait(&self) -> Result<()> {
         if self.deadline.at().is_none() {
-            return self.with_sender(|s| s.flush());
+            return self.sender().flush();
         }
         let mut tries = 0u32;
         loop {
             match self.shared.sender.try_lock() {
-                Ok(g) => return Self::use_sender(g, |s| s.flush()),
-                Err(TryLockError::Poisoned(p)) => {
-                    return Self::use_sender(p.into_inner(), |s| s.flush());
-                }
+                Ok(mut g) => return g.flush(),
+                Err(TryLockError::Poisoned(p)) => return p.into_inner().flush(),
                 Err(TryLockError::WouldBlock) => {
                     self.deadline.check()?;
                     tries = tries.saturating_add(1);
@@ -478,25 +611,102 @@ impl<S: FrameSender> SubChannel<S> {
         }
     }
 
+    /// Tells the peer that `cost` bytes of this sub-channel's queue were taken, and flushes,
+    /// so that a sender waiting for room goes on at once (see [`Mux`](Mux#flow-control)).
+    /// Best effort: the message taken is delivered whatever becomes of its credit. A peer
+    /// that has sent its last message and gone is the common case at the end of a protocol:
+    /// the credit write then fails, and the sender is marked `peer_gone` rather than broken,
+    /// so that this side's later flushes with nothing of its own unflushed still succeed (as
+    /// they did before the credit) and its sends report [`Error::PeerDisconnected`]. Any other
+    /// failure breaks the sender, as a failed send does.
+    fn return_credit(&self, cost: usize) {
+        let mut credit = [0u8; CREDIT_LEN];
+        credit[..4].copy_from_slice(&self.id.to_le_bytes());
+        credit[4..].copy_from_slice(&len64(cost).to_le_bytes());
+        self.sender().credit(&credit);
+    }
+
+    /// Waits until the peer's queue of this sub-channel has room for a message of `len`
+    /// bytes (nothing of this sub-channel in flight, or in flight plus this message within
+    /// [`MuxOptions::max_queued_per_sub`]), then counts the message as in flight. Before
+    /// waiting it flushes the shared sender: what the peer needs in order to take its queue
+    /// (this side's messages and credit) must reach it. The wait ends with this sub-channel's
+    /// deadline, with [`Error::Timeout`] once the connection has delivered nothing for
+    /// [`MuxOptions::recv_timeout`], or with the demultiplexer's error.
+    fn wait_for_credit(&self, len: usize) -> Result<()> {
+        let st = &self.shared.demux;
+        let window = self.shared.opts.max_queued_per_sub;
+        let cost = charge(len);
+        let timeout = self.shared.opts.recv_timeout;
+        let started = Instant::now();
+        let mut flushed = false;
+        let mut in_flight = lock(&st.in_flight);
+        loop {
+            let now = in_flight.get(&self.id).copied().unwrap_or(0);
+            if now == 0 || now.saturating_add(cost) <= window {
+                in_flight.insert(self.id, now.saturating_add(cost));
+                return Ok(());
+            }
+            if let Some(e) = &lock(&st.routes).ended {
+                return Err(e.clone_lossy());
+            }
+            if !flushed {
+                drop(in_flight);
+                self.sender().flush()?;
+                flushed = true;
+                in_flight = lock(&st.in_flight);
+                continue;
+            }
+            self.deadline.check()?;
+            let wait = self.deadline.bound(Some(timeout)).unwrap_or(timeout);
+            let (guard, result) = st
+                .credit
+                .wait_timeout(in_flight, wait)
+                .unwrap_or_else(PoisonError::into_inner);
+            in_flight = guard;
+            if result.timed_out() {
+                let idle = st.progress.idle().min(started.elapsed());
+                if let Some(e) = self.deadline.after_wait(idle, Some(timeout)) {
+                    return Err(e);
+                }
+            }
+        }
+    }
+
     fn next(&mut self, max_len: usize) -> Result<Vec<u8>> {
         self.deadline.check()?;
-        self.flush_before_wait()?;
+        // A message already queued is taken without touching the sender (the credit it
+        // returns flushes anyway); only a receive that waits flushes first. A queue that is
+        // drained and cut off reports why below, whatever became of the sender.
+        let mut ready = match self.rx.try_recv() {
+            Ok(v) => Some(v),
+            Err(TryRecvError::Empty) => {
+                self.flush_before_wait()?;
+                None
+            }
+            Err(TryRecvError::Disconnected) => None,
+        };
         let t = self.shared.opts.recv_timeout;
         let started = Instant::now();
         let mut wait_for = t;
         loop {
             let wait = self.deadline.bound(Some(wait_for)).unwrap_or(wait_for);
-            match self.rx.recv_timeout(wait) {
+            let got = match ready.take() {
+                Some(v) => Ok(v),
+                None => self.rx.recv_timeout(wait),
+            };
+            match got {
                 Ok(v) => {
+                    let cost = charge(v.len());
                     {
                         let mut routes = lock(&self.shared.demux.routes);
-                        let cost = charge(v.len());
                         routes.queued = routes.queued.saturating_sub(cost);
                         if let Some(r) = routes.queues.get_mut(&self.id) {
                             r.queued = r.queued.saturating_sub(cost);
                         }
                     }
                     self.shared.demux.cv.notify_all();
+                    self.return_credit(cost);
                     self.stats.record_recv(v.len());
                     let max = max_len.min(self.max_frame_len);
                     if v.len() > max {
@@ -531,8 +741,9 @@ impl<S: FrameSender> SubChannel<S> {
 
 impl<S: FrameSender> Channel for SubChannel<S> {
     fn send(&mut self, msg: &[u8]) -> Result<()> {
+        self.wait_for_credit(msg.len())?;
         let id = self.id.to_le_bytes();
-        self.with_sender(|s| {
+        self.sender().send(|s| {
             s.send(&id)?;
             s.send(msg)
         })?;
@@ -541,9 +752,10 @@ impl<S: FrameSender> Channel for SubChannel<S> {
     }
 
     fn send_vec(&mut self, msg: Vec<u8>) -> Result<()> {
+        self.wait_for_credit(msg.len())?;
         let id = self.id.to_le_bytes();
         let len = msg.len();
-        self.with_sender(|s| {
+        self.sender().send(|s| {
             s.send(&id)?;
             s.send_vec(msg)
         })?;
@@ -569,7 +781,7 @@ impl<S: FrameSender> Channel for SubChannel<S> {
     }
 
     fn flush(&mut self) -> Result<()> {
-        self.with_sender(|s| s.flush())
+        self.sender().flush()
     }
 
     fn stats(&self) -> Stats {
@@ -595,7 +807,7 @@ impl<S: FrameSender> Channel for SubChannel<S> {
 impl<S: FrameSender> Drop for SubChannel<S> {
     fn drop(&mut self) {
         // Push out what this sub-protocol sent last (best effort: nowhere to report errors).
-        let _ = self.with_sender(|s| s.flush());
+        let _ = self.sender().flush();
         // Reopening the id later is allowed; queued frames stay for that. An empty queue is
         // removed, so that the id no longer counts against `max_sub_channels`.
         let mut routes = lock(&self.shared.demux.routes);
@@ -797,6 +1009,142 @@ mod tests {
         }
         a1.send(&[5u8; 100_000]).unwrap();
         assert_eq!(b1.recv().unwrap().len(), 100_000);
+    }
+
+    /// A sender that streams far more than the peer's queue holds while the peer is busy
+    /// waits for credit instead of overfilling the queue (which fails the whole Mux): the
+    /// receiver, once it reads, gets every message, and its queue never held more than the
+    /// bound plus one message.
+    #[test]
+    fn a_streaming_sender_waits_for_room_in_the_peers_queue() {
+        let (a, b) = mem_pair();
+        let opts = MuxOptions {
+            max_queued_per_sub: 64 << 10,
+            ..MuxOptions::default()
+        };
+        let window = opts.max_queued_per_sub;
+        let (ma, mb) = (
+            Mux::with_options(a, opts.clone()).unwrap(),
+            Mux::with_options(b, opts).unwrap(),
+        );
+        let (mut a1, mut b1) = (ma.sub(1).unwrap(), mb.sub(1).unwrap());
+        let message = |i: u32| i.to_le_bytes().repeat(2048);
+        let sender = thread::spawn(move || {
+            for i in 0..100u32 {
+                a1.send(&message(i))?;
+            }
+            a1.flush()?;
+            Ok::<_, Error>(a1)
+        });
+        // The receiver is busy: the sender fills the queue up to the bound and waits.
+        thread::sleep(Duration::from_millis(300));
+        let (_, queued) = load(&mb);
+        assert!(queued <= window, "{queued} queued, bound {window}");
+        assert!(queued > window / 2, "{queued} queued: the sender stopped early");
+        assert!(!sender.is_finished());
+        for i in 0..100u32 {
+            assert_eq!(b1.recv().unwrap(), message(i));
+        }
+        let mut a1 = sender.join().unwrap().unwrap();
+        // A message larger than the bound goes once nothing is in flight: the second waits
+        // until the first is taken.
+        let sender = thread::spawn(move || {
+            a1.send(&[1u8; 200 << 10])?;
+            a1.send(&[2u8; 200 << 10])?;
+            a1.flush()
+        });
+        thread::sleep(Duration::from_millis(100));
+        assert!(!sender.is_finished());
+        assert_eq!(b1.recv().unwrap(), vec![1u8; 200 << 10]);
+        assert_eq!(b1.recv().unwrap(), vec![2u8; 200 << 10]);
+        sender.join().unwrap().unwrap();
+    }
+
+    /// Credit is kept per sub-channel: a sender waiting for room on one sub-channel does not
+    /// hold up another sub-channel of the same connection.
+    #[test]
+    fn waiting_for_credit_on_one_sub_channel_leaves_the_others_going() {
+        let (a, b) = mem_pair();
+        let opts = MuxOptions {
+            max_queued_per_sub: 16 << 10,
+            ..MuxOptions::default()
+        };
+        let (ma, mb) = (
+            Mux::with_options(a, opts.clone()).unwrap(),
+            Mux::with_options(b, opts).unwrap(),
+        );
+        let (mut a1, mut b1) = (ma.sub(1).unwrap(), mb.sub(1).unwrap());
+        let (mut a2, mut b2) = (ma.sub(2).unwrap(), mb.sub(2).unwrap());
+        let stuck = thread::spawn(move || {
+            for _ in 0..64 {
+                a1.send(&[7u8; 4096])?;
+            }
+            Ok::<_, Error>(a1)
+        });
+        thread::sleep(Duration::from_millis(100));
+        for i in 0..200u32 {
+            a2.send(&i.to_le_bytes()).unwrap();
+            assert_eq!(b2.recv().unwrap(), i.to_le_bytes());
+        }
+        assert!(!stuck.is_finished());
+        for _ in 0..64 {
+            assert_eq!(b1.recv().unwrap(), [7u8; 4096]);
+        }
+        stuck.join().unwrap().unwrap();
+    }
+
+    /// The credit id is the multiplexer's own, and a malformed credit message from the peer
+    /// stops the demultiplexer with a typed error.
+    #[test]
+    fn the_credit_id_is_reserved_and_checked() {
+        let (mut raw, b) = mem_pair();
+        let mux = Mux::new(b).unwrap();
+        assert!(matches!(
+            mux.sub(Mux::<crate::mem::MemSender>::CREDIT_ID),
+            Err(Error::ReservedSubChannel { id: u32::MAX })
+        ));
+        let mut s1 = mux.sub(1).unwrap();
+        raw.send(&u32::MAX.to_le_bytes()).unwrap();
+        raw.send(&[0u8; 5]).unwrap();
+        raw.flush().unwrap();
+        let e = s1.recv().unwrap_err();
+        assert!(
+            matches!(e, Error::UnexpectedLength { expected: 12, got: 5 }),
+            "{e:?}"
+        );
+    }
+
+    /// A peer that sends its last messages and goes is the normal end of a protocol: this
+    /// side still takes every message (the credit for them finds the peer gone), a flush with
+    /// nothing of its own pending succeeds, and then the receive and a send report the
+    /// disconnection, over TCP (whose sender breaks on the failed credit write) and in memory.
+    #[test]
+    fn credit_to_a_peer_that_has_gone_does_not_fail_this_side() {
+        fn check<S: FrameSender + 'static>(ma: Mux<S>, mut b1: SubChannel<S>) {
+            let mut a1 = ma.sub(1).unwrap();
+            for i in 0..20u32 {
+                a1.send(&i.to_le_bytes().repeat(1000)).unwrap();
+            }
+            a1.flush().unwrap();
+            drop(a1);
+            drop(ma);
+            thread::sleep(Duration::from_millis(100));
+            for i in 0..20u32 {
+                assert_eq!(b1.recv().unwrap(), i.to_le_bytes().repeat(1000), "message {i}");
+                b1.flush().unwrap();
+            }
+            let e = b1.recv().unwrap_err();
+            assert!(matches!(e, Error::PeerDisconnected), "{e:?}");
+            b1.flush().unwrap();
+            let e = b1.send(b"too late").unwrap_err();
+            assert!(matches!(e, Error::PeerDisconnected | Error::Broken), "{e:?}");
+        }
+        let (a, b) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
+        let mb = Mux::new(b).unwrap();
+        check(Mux::new(a).unwrap(), mb.sub(1).unwrap());
+        let (a, b) = mem_pair();
+        let mb = Mux::new(b).unwrap();
+        check(Mux::new(a).unwrap(), mb.sub(1).unwrap());
     }
 
     /// Locally, the cap counts open sub-channels; closing one frees its slot.

@@ -537,7 +537,8 @@ where
     }
     let opts = MuxOptions {
         recv_timeout: idle,
-        // Each worker's peer may queue up to a bucket's messages (tens of MB at 2^20).
+        // Each worker's sub-channel holds at most `max_queued_per_sub` plus one message: the
+        // peer's sends wait for credit beyond that (obliv-net's Mux flow control).
         max_queued: MuxOptions::default().max_queued.saturating_mul(workers),
         ..MuxOptions::default()
     };
