@@ -1040,7 +1040,10 @@ mod tests {
         thread::sleep(Duration::from_millis(300));
         let (_, queued) = load(&mb);
         assert!(queued <= window, "{queued} queued, bound {window}");
-        assert!(queued > window / 2, "{queued} queued: the sender stopped early");
+        assert!(
+            queued > window / 2,
+            "{queued} queued: the sender stopped early"
+        );
         assert!(!sender.is_finished());
         for i in 0..100u32 {
             assert_eq!(b1.recv().unwrap(), message(i));
@@ -1109,7 +1112,13 @@ mod tests {
         raw.flush().unwrap();
         let e = s1.recv().unwrap_err();
         assert!(
-            matches!(e, Error::UnexpectedLength { expected: 12, got: 5 }),
+            matches!(
+                e,
+                Error::UnexpectedLength {
+                    expected: 12,
+                    got: 5
+                }
+            ),
             "{e:?}"
         );
     }
@@ -1130,14 +1139,21 @@ mod tests {
             drop(ma);
             thread::sleep(Duration::from_millis(100));
             for i in 0..20u32 {
-                assert_eq!(b1.recv().unwrap(), i.to_le_bytes().repeat(1000), "message {i}");
+                assert_eq!(
+                    b1.recv().unwrap(),
+                    i.to_le_bytes().repeat(1000),
+                    "message {i}"
+                );
                 b1.flush().unwrap();
             }
             let e = b1.recv().unwrap_err();
             assert!(matches!(e, Error::PeerDisconnected), "{e:?}");
             b1.flush().unwrap();
             let e = b1.send(b"too late").unwrap_err();
-            assert!(matches!(e, Error::PeerDisconnected | Error::Broken), "{e:?}");
+            assert!(
+                matches!(e, Error::PeerDisconnected | Error::Broken),
+                "{e:?}"
+            );
         }
         let (a, b) = TcpChannel::loopback_pair(TcpOptions::default()).unwrap();
         let mb = Mux::new(b).unwrap();

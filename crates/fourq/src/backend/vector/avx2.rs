@@ -42,8 +42,7 @@ use core::arch::x86_64::{
     __m256i, _mm256_add_epi64, _mm256_and_si256, _mm256_blendv_epi8, _mm256_castsi256_pd,
     _mm256_cmpeq_epi64, _mm256_extract_epi64, _mm256_movemask_pd, _mm256_mul_epu32,
     _mm256_or_si256, _mm256_set_epi64x, _mm256_set1_epi64x, _mm256_setzero_si256,
-    _mm256_slli_epi64, _mm256_srli_epi64,
-    _mm256_sub_epi64, _mm256_xor_si256,
+    _mm256_slli_epi64, _mm256_srli_epi64, _mm256_sub_epi64, _mm256_xor_si256,
 };
 
 use crate::backend::vector::avx2_set::enable;
