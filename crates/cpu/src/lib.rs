@@ -49,8 +49,9 @@
 //!
 //! [`disable`] (or the environment variable `OBLIV_CPU_DISABLE`, a comma-separated list of
 //! feature names read once, in the manner of OpenSSL's `OPENSSL_ia32cap`) makes every feature
-//! set that contains one of the named features report itself absent, so the whole process runs
-//! the next backend down. Benchmarks use it to measure the paths a CPU without, say, AVX-512
+//! set that contains or implies one of the named features report itself absent (switching
+//! `avx2` off switches off the AVX-512 sets too, whose code may use AVX2 instructions), so the
+//! whole process runs the next backend down. Benchmarks use it to measure the paths a CPU without, say, AVX-512
 //! IFMA runs (`OBLIV_CPU_DISABLE=avx512ifma`), and tests use it to run every protocol through
 //! the fallbacks. It can only take features away, never claim one the CPU lacks.
 #![forbid(unsafe_code)]
@@ -332,8 +333,8 @@ mod build_cfg {
 ///
 /// - `FEATURES`: the names;
 /// - `detected()`: whether x86 SIMD is compiled in (`cfg(obliv_x86_simd)`), the running CPU
-///   has every feature of the set, and none of them is switched off by [`disable`] or
-///   `OBLIV_CPU_DISABLE`;
+///   has every feature of the set, and none of them, nor any feature they imply, is switched
+///   off by [`disable`] or `OBLIV_CPU_DISABLE`;
 /// - `enable! { items }` (only under `cfg(obliv_x86_simd)`): compiles each function it wraps
 ///   with exactly those features enabled.
 ///
@@ -358,13 +359,13 @@ macro_rules! feature_set {
             const IMPLIED: u64 = $crate::implied(MASK);
 
             /// Whether the functions of this set may run here: x86 SIMD compiled in, every
-            /// feature present on this CPU (with every feature they imply), none switched
-            /// off.
+            /// feature present on this CPU (with every feature they imply), none of those
+            /// switched off.
             #[inline]
             pub fn detected() -> bool {
                 #[cfg(obliv_x86_simd)]
                 {
-                    $crate::allowed(MASK)
+                    $crate::allowed(IMPLIED)
                         $(&& ::std::arch::is_x86_feature_detected!($feat))+
                         && $crate::present(IMPLIED)
                 }
@@ -511,5 +512,28 @@ mod tests {
         assert!(!allowed(m | mask(&["sse2"])));
         assert!(disabled_features().contains(&"gfni"));
         assert!(disable(&["nope"]).is_err());
+    }
+
+    // A set is switched off with any feature it implies: `avx512f` code may use AVX2
+    // instructions, so switching `avx2` off must switch an `avx512f` set off too.
+    crate::feature_set! {
+        #[allow(unreachable_pub)]
+        mod avx512f_only = ["avx512f"];
+    }
+    crate::feature_set! {
+        #[allow(unreachable_pub)]
+        mod fma_only = ["fma"];
+    }
+
+    #[test]
+    fn switching_off_an_implied_feature_switches_the_set_off() {
+        let fma_was_allowed = allowed(mask(&["fma"]));
+        disable(&["f16c"]).expect("f16c is known");
+        assert!(!avx512f_only::detected(), "avx512f implies f16c");
+        // fma implies avx, not f16c: unaffected.
+        assert_eq!(
+            fma_only::detected(),
+            fma_was_allowed && present(implied(mask(&["fma"])))
+        );
     }
 }

@@ -46,8 +46,8 @@ impl Point {
     /// `[k]P_i` for every point, with one decomposition and recoding of `k` shared by all
     /// points, in chunks of 64 spread over the rayon thread pool. Constant time per point.
     ///
-    /// On CPUs with AVX-512 IFMA (detected at run time, [`Point::batch_backend`]) eight points
-    /// run through the digit sequence at once, one per vector lane, and four on CPUs with AVX2;
+    /// On CPUs with AVX-512 (detected at run time, [`Point::batch_backend`]) eight points run
+    /// through the digit sequence at once, one per vector lane, and four on CPUs with AVX2;
     /// otherwise the portable serial code runs. All give the same points.
     pub fn mul_many(k: &Scalar, points: &[Point]) -> Vec<Point> {
         let rec = scalar_mul::recode_u256(&k.limbs());
@@ -72,10 +72,12 @@ impl Point {
         mul_many_to_bytes_with(k, points, Backend::Serial)
     }
 
-    /// The backend the batch operations use on this CPU: `"avx512ifma"` (eight lanes),
-    /// `"avx2"` (four lanes) or `"serial"` (another architecture, a portable build, or the
-    /// features switched off with `obliv_cpu::disable` / `OBLIV_CPU_DISABLE`, e.g.
-    /// `OBLIV_CPU_DISABLE=avx512ifma` for the AVX2 lanes and `avx2` for the serial code).
+    /// The backend the batch operations use on this CPU: `"avx512ifma"` (eight lanes of 52-bit
+    /// multiply-adds), `"avx512f"` (eight lanes of `vpmuludq`: AVX-512 without IFMA, as on
+    /// Skylake-class servers), `"avx2"` (four lanes) or `"serial"` (another architecture, a
+    /// portable build, or the features switched off with `obliv_cpu::disable` /
+    /// `OBLIV_CPU_DISABLE`: `avx512ifma` for the AVX-512F lanes, `avx512f` for the AVX2 lanes
+    /// and `avx2` for the serial code).
     pub fn batch_backend() -> &'static str {
         crate::backend::vector::backend().unwrap_or("serial")
     }
@@ -123,8 +125,8 @@ impl Point {
     ///
     /// Cost per point: decoding + 10 point operations + one multiplication, instead of
     /// decoding + a subgroup check (one more multiplication) + the multiplication, close to
-    /// half the time; on a lane backend (IFMA or AVX2) decoding, cofactor clearing and multiplication all run
-    /// eight points per vector (figures in `docs/benchmarks.md`).
+    /// half the time; on a lane backend decoding, cofactor clearing and multiplication all run
+    /// in the vector lanes, eight or four points per vector (figures in `docs/benchmarks.md`).
     /// Chunks of 64 run in parallel on rayon. Constant time in `k`; the validity of each point
     /// (public) decides only which error is reported.
     pub fn mul_many_encoded_projecting<E: AsRef<[u8]> + Sync>(

@@ -29,8 +29,8 @@
 //! reference, fixed-base table, variable-time NAF), `scalar` (integers mod N), `hash`
 //! (hash to the curve), `group_impl` (`ff`/`group` traits), `api` (the public operations),
 //! `backend::vector` (the same-scalar batch, the peer-point decoding and the batch hash in
-//! vector lanes: eight points per AVX-512 IFMA vector or four per AVX2 vector, chosen at run
-//! time, the serial code as fallback).
+//! vector lanes: eight points per AVX-512 vector (IFMA, or AVX-512F without it) or four per
+//! AVX2 vector, chosen at run time, the serial code as fallback).
 //! See the crate README for the security notes and measured figures.
 // `unsafe` is denied everywhere except `backend::vector`, where the lane kernels are entered
 // after run-time feature detection, and `backend::serial::x86`, which enters the

@@ -38,7 +38,7 @@ fn point_bytes(p: &Point) -> Vec<u8> {
 /// field elements the map starts from) through rayon, which freed them unwiped, together with
 /// the smaller copies of the output vector it grew.
 ///
-/// Every backend this CPU has, in turn: the lanes (AVX-512 IFMA, then AVX2), then the serial
+/// Every backend this CPU has, in turn: the lanes (AVX-512 IFMA, AVX-512F, AVX2), then the serial
 /// code, switched off one after the other with `obliv_cpu::disable` (for the whole process:
 /// this binary has this one test).
 #[test]
@@ -48,7 +48,7 @@ fn hash_to_curve_many_leaves_no_freed_point() {
         .map(|i| format!("private item {i}").into_bytes())
         .collect();
     let mut failures = Vec::new();
-    for switch_off in ["avx512ifma", "avx2", ""] {
+    for switch_off in ["avx512ifma", "avx512f", "avx2", ""] {
         let backend = Point::batch_backend();
         let points = Point::hash_to_curve_many(&msgs);
         for i in [0usize, 70, 199] {

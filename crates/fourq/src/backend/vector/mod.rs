@@ -1,12 +1,15 @@
 //! SIMD backends for the same-scalar batch and the batch hash: eight points in the lanes of
-//! AVX-512 IFMA registers ([`ifma`]) or four in AVX2 registers ([`avx2`]), chosen at run time
-//! (IFMA first), with the portable serial code as the fallback. Both backends compile the same
-//! point formulas and kernels (`kernels.rs`) over their own lane field, and run the same tests
-//! (`lane_tests.rs`) against the serial code.
+//! AVX-512 IFMA registers ([`ifma`], radix 2⁴³), eight in AVX-512F registers without IFMA
+//! ([`avx512`]) or four in AVX2 registers ([`avx2`]) (both radix 2^25.5, `radix26.rs`), chosen
+//! at run time in that order, with the portable serial code as the fallback. Every backend
+//! compiles the same point formulas and kernels (`kernels.rs`) over its own lane field, and
+//! runs the same tests (`lane_tests.rs`) against the serial code.
 #![allow(unsafe_code)]
 
 #[cfg(obliv_x86_simd)]
 pub(crate) mod avx2;
+#[cfg(obliv_x86_simd)]
+pub(crate) mod avx512;
 #[cfg(obliv_x86_simd)]
 pub(crate) mod ifma;
 
@@ -20,15 +23,23 @@ obliv_cpu::feature_set! {
 }
 
 obliv_cpu::feature_set! {
+    /// The eight-lane kernels of [`avx512`] (AVX-512 without IFMA).
+    pub(crate) mod avx512_set = ["avx512f"];
+}
+
+obliv_cpu::feature_set! {
     /// The four-lane kernels of [`avx2`].
     pub(crate) mod avx2_set = ["avx2"];
 }
 
 /// The lane backend the batch operations use on this CPU, if any: `"avx512ifma"` (every
-/// feature of [`ifma_set`], none switched off) or `"avx2"` (of [`avx2_set`]).
+/// feature of [`ifma_set`], none switched off), `"avx512f"` (of [`avx512_set`]) or `"avx2"`
+/// (of [`avx2_set`]).
 pub(crate) fn backend() -> Option<&'static str> {
     if ifma_set::detected() {
         Some("avx512ifma")
+    } else if avx512_set::detected() {
+        Some("avx512f")
     } else if avx2_set::detected() {
         Some("avx2")
     } else {
@@ -76,6 +87,13 @@ pub(crate) fn mul_many_recoded(
                 ifma::mul_lanes(rec, l, clear_cofactor)
             }));
         }
+        if avx512_set::detected() {
+            // SAFETY: avx512_set::detected() has just confirmed every feature `mul_lanes` of the
+            // AVX-512F backend is compiled with.
+            return Some(in_groups(points, pad, |l| unsafe {
+                avx512::mul_lanes(rec, l, clear_cofactor)
+            }));
+        }
         if avx2_set::detected() {
             // SAFETY: avx2_set::detected() has just confirmed every feature `mul_lanes` of the
             // AVX2 backend is compiled with.
@@ -99,6 +117,12 @@ pub(crate) fn map_and_clear_many(r: &[Fp2]) -> Option<Vec<Point>> {
                 ifma::map_and_clear_lanes(l)
             }));
         }
+        if avx512_set::detected() {
+            // SAFETY: as in `mul_many_recoded`.
+            return Some(in_groups(r, Fp2::ZERO, |l| unsafe {
+                avx512::map_and_clear_lanes(l)
+            }));
+        }
         if avx2_set::detected() {
             // SAFETY: as in `mul_many_recoded`.
             return Some(in_groups(r, Fp2::ZERO, |l| unsafe {
@@ -120,6 +144,12 @@ pub(crate) fn decode_mul_many(rec: &Recoded, enc: &[[u8; 32]]) -> Option<Vec<(Po
             return Some(in_groups(enc, [0u8; 32], |l| {
                 // SAFETY: as in `mul_many_recoded`.
                 zip_lanes(unsafe { ifma::decode_mul_lanes(rec, l) })
+            }));
+        }
+        if avx512_set::detected() {
+            return Some(in_groups(enc, [0u8; 32], |l| {
+                // SAFETY: as in `mul_many_recoded`.
+                zip_lanes(unsafe { avx512::decode_mul_lanes(rec, l) })
             }));
         }
         if avx2_set::detected() {
