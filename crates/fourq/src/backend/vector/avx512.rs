@@ -112,6 +112,12 @@ enable! {
         _mm512_ternarylogic_epi64::<0xD8>(a, b, m)
     }
 
+    /// `a | (b & m)`: the table scan's step (see `kernels.rs`), one `vpternlogq`.
+    #[inline]
+    fn v_or_masked(a: V, b: V, m: V) -> V {
+        _mm512_ternarylogic_epi64::<0xF8>(a, b, m)
+    }
+
     #[inline]
     fn lanes(v: V) -> [u64; LANES] {
         // SAFETY: a 512-bit vector and eight u64 have the same size, and every bit pattern is

@@ -449,9 +449,9 @@ enable! {
 }
 
 enable! {
-    /// `b` where the word of `m` is all ones, `a` where it is zero.
+    /// `a | (b & m)`: the table scan's step (see `kernels.rs`).
     #[inline]
-    fn v_pick(a: V, b: V, m: V) -> V {
+    fn v_or_masked(a: V, b: V, m: V) -> V {
         _mm512_or_si512(a, _mm512_and_si512(b, m))
     }
 }

@@ -8,8 +8,9 @@
 // * `ENTRY_WORDS`, `pack_entry(&[V; 8 * LIMBS]) -> [V; ENTRY_WORDS]` and its inverse
 //   `unpack_entry`: how a table entry is stored (AVX2 packs two 26-bit limbs into each 64-bit
 //   lane, halving what the constant-time scan reads and blends; IFMA stores the words as is);
-// * `splat(u64) -> V`, `v_zero()`, `v_and`, `v_xor`, and `v_pick(a, b, m)` (`b` where the
-//   64-bit word of `m` is all ones, `a` where it is zero);
+// * `splat(u64) -> V`, `v_zero()`, `v_and`, `v_xor`, and `v_or_masked(a, b, m)` (`a | (b & m)`,
+//   the table scan's step: its masks are all ones in exactly one entry's lanes and its
+//   accumulator starts at zero, so the OR picks that entry);
 // * `Fe` (`[V; LIMBS]`, one GF(p) element per lane) with `zero`, `splat`, `from_serial`,
 //   `to_serial`, `add`, `sub`, `neg`, `reduce`, `mul`, `square`, and `Fe2 { a0, a1 }`
 //   (GF(p²)) with `mul` and `square` (its other operations are below);
@@ -454,8 +455,8 @@ fn eq_mask(a: u8, b: u8) -> u64 {
 }
 
 enable! {
-    /// `±T[digit]`: all eight entries are read and masked (the digit is secret but the same in
-    /// every lane), then `−Q = (Y−X, X+Y, 2Z, −2dT)` is blended in under the negation mask.
+    /// `±T[digit]`: all eight entries are read, masked and ORed into a zero accumulator (the
+    /// digit is secret but the same in every lane; exactly one mask is all ones), then `−Q = (Y−X, X+Y, 2Z, −2dT)` is blended in under the negation mask.
     #[inline]
     fn lookup(table: &Table, digit: u8, negate: u8) -> P2 {
         let masks: [V; 8] = core::array::from_fn(|j| {
@@ -468,14 +469,14 @@ enable! {
                 table
                     .iter()
                     .zip(masks)
-                    .fold(v_zero(), |a, (e, m)| v_pick(a, e[w], m))
+                    .fold(v_zero(), |a, (e, m)| v_or_masked(a, e[w], m))
             })
         } else {
             // Entry by entry: the whole accumulator stays in registers where there are enough.
             let mut acc = [v_zero(); ENTRY_WORDS];
             for (e, m) in table.iter().zip(masks) {
                 for (a, w) in acc.iter_mut().zip(e.iter()) {
-                    *a = v_pick(*a, *w, m);
+                    *a = v_or_masked(*a, *w, m);
                 }
             }
             acc
