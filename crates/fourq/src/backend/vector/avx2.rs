@@ -30,9 +30,6 @@ type V = __m256i;
 type Mask = u8;
 /// The table scan word by word: a 20-word accumulator does not fit in 16 vector registers.
 const LOOKUP_WORD_BY_WORD: bool = true;
-/// The ladder doubles with `double_to_r3` (see `kernels.rs`): fewer stores of intermediate
-/// points, which measured faster with this field.
-const FUSED_DOUBLING: bool = true;
 
 /// Does this CPU run this backend (every feature of `avx2_set`, none switched off)?
 #[cfg(test)]

@@ -30,8 +30,6 @@ type V = __m512i;
 type Mask = u8;
 /// The table scan entry by entry: the 20-word accumulator fits in the 32 vector registers.
 const LOOKUP_WORD_BY_WORD: bool = false;
-/// The ladder doubles with `double_to_r3` (see `kernels.rs`), as in the AVX2 backend.
-const FUSED_DOUBLING: bool = true;
 
 /// Does this CPU run this backend (every feature of `avx512_set`, none switched off)?
 #[cfg(test)]

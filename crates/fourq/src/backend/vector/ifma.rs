@@ -415,9 +415,6 @@ const LIMBS: usize = 3;
 type Mask = __mmask8;
 /// The table scan entry by entry: its 24-word accumulator fits in the 32 vector registers.
 const LOOKUP_WORD_BY_WORD: bool = false;
-/// The ladder doubles with `double` then `to_r3` (see `kernels.rs`): with this field that
-/// measured faster than `double_to_r3`.
-const FUSED_DOUBLING: bool = false;
 /// Vectors per table entry: the words unpacked (52-bit limbs leave no room to pack two).
 const ENTRY_WORDS: usize = 8 * LIMBS;
 

@@ -5,9 +5,6 @@
 // * `LANES`, `LIMBS` (limbs per GF(p) element), the vector type `V` and the lane-mask type
 //   `Mask` (one bit per lane, lane 0 in bit 0); `LOOKUP_WORD_BY_WORD`, the loop order of the
 //   table scan that suits the backend's register file (the same loads and blends either way);
-//   `FUSED_DOUBLING`, whether the ladder doubles with `double_to_r3` or with `double` then
-//   `to_r3` (the same operations; which one the compiler turns into faster code differs by
-//   backend);
 // * `ENTRY_WORDS`, `pack_entry(&[V; 8 * LIMBS]) -> [V; ENTRY_WORDS]` and its inverse
 //   `unpack_entry`: how a table entry is stored (AVX2 packs two 26-bit limbs into each 64-bit
 //   lane, halving what the constant-time scan reads and blends; IFMA stores the words as is);
@@ -205,30 +202,6 @@ impl P1 {
                 z: t1.mul(&t2),
                 ta,
                 tb,
-            }
-        }
-    }
-
-    enable! {
-        /// `2P` in R3: [`P1::double`] and [`P1::to_r3`] in one function, so that the ladder
-        /// never stores the doubled point (its formulas repeated: a shared helper returning the
-        /// intermediate values measured slower).
-        #[inline]
-        fn double_to_r3(&self) -> P3 {
-            let x2 = self.x.square();
-            let y2 = self.y.square();
-            let xy = self.x.add(&self.y);
-            let tb = x2.add(&y2);
-            let t1 = y2.sub(&x2);
-            let ta = xy.square().sub(&tb);
-            let t2 = self.z.square().double().add(&x2).sub(&y2);
-            let x = ta.mul(&t2);
-            let y = t1.mul(&tb);
-            P3 {
-                xy: x.add(&y),
-                yx: y.sub(&x),
-                z: t1.mul(&t2),
-                t: ta.mul(&tb),
             }
         }
     }
@@ -548,12 +521,7 @@ enable! {
         };
         for i in (0..64).rev() {
             let s = lookup(table, digits[i], negate[i]);
-            let r3 = if FUSED_DOUBLING {
-                q.double_to_r3()
-            } else {
-                q.double().to_r3()
-            };
-            q = add_core(&s, &r3);
+            q = add_core(&s, &q.double().to_r3());
         }
         q
     }
