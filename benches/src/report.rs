@@ -1352,9 +1352,11 @@ fn distinct<'a>(it: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
 
 /// The two runs a side-by-side row compares: for a `paired` row, the latest date on which
 /// both sides ran (same load); otherwise our latest run (the current code; the fastest of
-/// that date) against the reference system's fastest run (its code does not change between
-/// runs, so its fastest run is its figure on a quiet machine). Both slices are sorted by
-/// wall time; the caller passes the runs of one CPU class.
+/// that date) against the reference system's run of the same date (the same invocation of
+/// `side_by_side.sh`, so the same machine speed: these machines drift by up to 1.5× between
+/// hours), or, where it did not run then, its fastest run (its code does not change between
+/// runs, so its fastest run is its figure on a quiet machine, and the ratio errs low). Both
+/// slices are sorted by wall time; the caller passes the runs of one CPU class.
 pub fn side_pick<'a>(
     row: &SideRow,
     ours: &[&'a PsiRun],
@@ -1372,7 +1374,8 @@ pub fn side_pick<'a>(
         .iter()
         .find(|r| Some(r.date.as_str()) == latest)
         .copied();
-    (ours, theirs.first().copied())
+    let same_run = ours.and_then(|o| theirs.iter().find(|t| t.date == o.date));
+    (ours, same_run.or(theirs.first()).copied())
 }
 
 /// One side-by-side row on one CPU class: every run of each side (fastest first), the two
@@ -1446,8 +1449,9 @@ fn side_by_side(anchors: &Anchors) -> String {
          `bash benches/anchors/side_by_side.sh` (records in `docs/data/side_by_side.jsonl`). \
          One column group per CPU class, the SIMD class obliv's dispatch ran on (AVX-512 IFMA, \
          AVX-512F, AVX2, plain x86-64, aarch64): within a class obliv's figure is its latest \
-         run (the current code), the reference system's its fastest, and the ratio divides \
-         the two; figures of different classes are never divided. `[B1]` after an obliv \
+         run (the current code), the reference system's its run in the same invocation of the \
+         script (same machine speed) or, where it did not run then, its fastest, and the ratio \
+         divides the two; figures of different classes are never divided. `[B1]` after an obliv \
          figure names the backends that run reported (listed under the table), — is a run \
          not made on that class; the other runs recorded, with their notes, are listed per \
          class after the classes. Records written before the CPU fields existed were all \
@@ -2247,6 +2251,18 @@ not json"#;
         let unpaired = &SIDE_BY_SIDE[0];
         let (o, t) = side_pick(unpaired, &[&old_fast, &new_slow], &[&lan, &lan_loaded]);
         assert_eq!((o.unwrap().wall_s, t.unwrap().wall_s), (0.9, 0.8));
+        // ... but their run of our latest run's date where there is one (same machine speed).
+        let same_date = PsiRun {
+            wall_s: 1.2,
+            date: "2026-02-01".into(),
+            ..lan.clone()
+        };
+        let (o, t) = side_pick(
+            unpaired,
+            &[&old_fast, &new_slow],
+            &[&lan, &lan_loaded, &same_date],
+        );
+        assert_eq!((o.unwrap().wall_s, t.unwrap().wall_s), (0.9, 1.2));
     }
 
     /// A side-by-side record of `system` for `protocol` at 1e6 on the LAN, on CPU `class`.
