@@ -807,7 +807,7 @@ impl Buckets {
 }
 
 mod write;
-pub use write::{RowSet, check_output, check_writable, write_rows};
+pub use write::{RowSet, check_output, check_writable, temp_beside, write_rows};
 
 #[cfg(test)]
 mod tests;

@@ -103,15 +103,7 @@ pub fn merge(
         readers.push(rdr);
     }
     let header = header.unwrap_or_default();
-    let tmp = crate::cleanup::TempOutput::beside(output).map_err(|e| {
-        CliError::file(
-            format!(
-                "cannot create a file in {}",
-                crate::cleanup::dir_of(output).display()
-            ),
-            e,
-        )
-    })?;
+    let tmp = crate::bucket::temp_beside(output)?;
     let mut wtr = csv::Writer::from_writer(BufWriter::with_capacity(1 << 20, tmp.as_file()));
     let err = |e: csv::Error| CliError::file(format!("writing {}", output.display()), e);
     wtr.write_record(&header).map_err(err)?;

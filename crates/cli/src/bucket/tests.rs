@@ -666,3 +666,20 @@ fn overlong_records_are_refused_with_a_short_message() {
         }
     }
 }
+
+#[test]
+fn temp_beside_names_the_directory_it_cannot_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("absent").join("out.csv");
+    let Err(e) = temp_beside(&out) else {
+        panic!("a missing directory is an error")
+    };
+    let msg = e.to_string();
+    assert!(
+        msg.contains("cannot create a file in") && msg.contains("absent"),
+        "{msg}"
+    );
+    // Beside an output in an existing directory: a hidden temporary file there.
+    let ok = temp_beside(&dir.path().join("out.csv")).unwrap();
+    assert_eq!(ok.path().parent(), Some(dir.path()));
+}

@@ -114,6 +114,23 @@ pub fn check_writable(flag: &str, path: &Path, keep: &[(&str, &Path)]) -> Result
         })
 }
 
+/// The temporary file an output is written to before it is renamed into place
+/// ([`crate::cleanup::TempOutput::beside`]), with the error a user can act on.
+///
+/// # Errors
+/// [`CliError`] naming the directory when the file cannot be created there.
+pub fn temp_beside(output: &Path) -> Result<crate::cleanup::TempOutput, CliError> {
+    crate::cleanup::TempOutput::beside(output).map_err(|e| {
+        CliError::file(
+            format!(
+                "cannot create a file in {}",
+                crate::cleanup::dir_of(output).display()
+            ),
+            e,
+        )
+    })
+}
+
 /// Whether two files' metadata are of one file (the same inode on the same device).
 #[cfg(unix)]
 fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata, _: &Path, _: &Path) -> bool {
@@ -152,15 +169,7 @@ pub fn write_rows(
     sort: bool,
     progress: ProgressMode,
 ) -> Result<u64, CliError> {
-    let tmp = crate::cleanup::TempOutput::beside(output).map_err(|e| {
-        CliError::file(
-            format!(
-                "cannot create a file in {}",
-                crate::cleanup::dir_of(output).display()
-            ),
-            e,
-        )
-    })?;
+    let tmp = temp_beside(output)?;
     let mut out = BufWriter::with_capacity(1 << 20, tmp.as_file());
     let err = |e: csv::Error| CliError::file(format!("writing {}", output.display()), e);
     let ioerr = |e: std::io::Error| CliError::file(format!("writing {}", output.display()), e);
