@@ -146,12 +146,13 @@ struct P2 {
     t2: Fe2,
 }
 
-/// R3: `(X+Y, Y−X, Z, T)`.
+/// R3: `(X+Y, Y−X, Z, T)`, `Z` borrowed from the point it was made from (a copy of it would
+/// be a 10-vector `memcpy` in every ladder step).
 #[derive(Clone, Copy)]
-struct P3 {
+struct P3<'a> {
     xy: Fe2,
     yx: Fe2,
-    z: Fe2,
+    z: &'a Fe2,
     t: Fe2,
 }
 
@@ -208,11 +209,11 @@ impl P1 {
 
     enable! {
         #[inline]
-        fn to_r3(self) -> P3 {
+        fn to_r3(&self) -> P3<'_> {
             P3 {
                 xy: self.x.add(&self.y),
                 yx: self.y.sub(&self.x),
-                z: self.z,
+                z: &self.z,
                 t: self.ta.mul(&self.tb),
             }
         }
@@ -272,9 +273,9 @@ impl P1 {
 enable! {
     /// `P + Q`, `P` in R2 and `Q` in R3 (FourQlib `eccadd_core`): `8M`.
     #[inline]
-    fn add_core(p: &P2, q: &P3) -> P1 {
+    fn add_core(p: &P2, q: &P3<'_>) -> P1 {
         let c = p.t2.mul(&q.t);
-        let d = p.z2.mul(&q.z);
+        let d = p.z2.mul(q.z);
         let b = p.xy.mul(&q.xy);
         let a = p.yx.mul(&q.yx);
         let f = d.sub(&c);
