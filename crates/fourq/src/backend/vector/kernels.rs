@@ -209,7 +209,7 @@ impl P1 {
 
     enable! {
         #[inline]
-        fn to_r3(&self) -> P3<'_> {
+        fn in_r3(&self) -> P3<'_> {
             P3 {
                 xy: self.x.add(&self.y),
                 yx: self.y.sub(&self.x),
@@ -257,11 +257,11 @@ impl P1 {
         #[inline]
         fn mul_by_cofactor(&self, d2: &Fe2) -> P1 {
             let q = self.to_r2(d2);
-            let mut p = add_core(&q, &self.double().to_r3());
+            let mut p = add_core(&q, &self.double().in_r3());
             for _ in 0..4 {
                 p = p.double();
             }
-            p = add_core(&q, &p.to_r3());
+            p = add_core(&q, &p.in_r3());
             for _ in 0..3 {
                 p = p.double();
             }
@@ -424,9 +424,9 @@ enable! {
         let phi = p.phi();
         let psi_phi = phi.psi();
         let psi = p.psi();
-        let q = phi.to_r3();
-        let r = psi.to_r3();
-        let s = psi_phi.to_r3();
+        let q = phi.in_r3();
+        let r = psi.in_r3();
+        let s = psi_phi.in_r3();
         let t0 = p.to_r2(d2);
         let t1 = add_core(&t0, &q).to_r2(d2);
         let t2 = add_core(&t0, &r).to_r2(d2);
@@ -522,7 +522,7 @@ enable! {
         };
         for i in (0..64).rev() {
             let s = lookup(table, digits[i], negate[i]);
-            q = add_core(&s, &q.double().to_r3());
+            q = add_core(&s, &q.double().in_r3());
         }
         q
     }
