@@ -421,6 +421,9 @@ pub struct Figure {
     pub note: String,
     /// The size measured (before any projection), where the row has one.
     pub n: Option<u64>,
+    /// The date stamp of the side-by-side invocation behind a CLI figure ([`ours_cli`]), so
+    /// that [`reference`] can take the reference system's run of that same invocation.
+    pub date: Option<String>,
 }
 
 /// Converts seconds per iteration (with `elements` per iteration) into `unit`.
@@ -502,6 +505,7 @@ pub fn ours(row: &Row, all: &Measurements) -> Option<Figure> {
         bytes: m.bytes.map(|b| b as f64 * scale),
         note,
         n: measured_n,
+        date: None,
     })
 }
 
@@ -548,6 +552,7 @@ pub fn ours_cli(row: &Row, anchors: &Anchors) -> Option<Figure> {
         bytes: run.bytes.map(|b| b as f64 * scale),
         note,
         n: Some(n),
+        date: Some(latest.to_string()),
     })
 }
 
@@ -561,12 +566,16 @@ pub fn ours_best(row: &Row, all: &Measurements, anchors: &Anchors) -> Option<Fig
     }
 }
 
-/// The reference system's figure for a row, from the runs on this machine: the fastest run
-/// at the row's size or, failing that, at the largest size run, projected linearly.
+/// The reference system's figure for a row, from the runs on this machine: at the size our
+/// figure was measured at (`prefer_n`) where the reference ran it, else at the row's size or
+/// the largest size run, projected linearly; of the runs at that size, the one of our CLI
+/// figure's side-by-side invocation (`prefer_date`: same machine speed, as in the side-by-side
+/// section), else the fastest.
 pub fn reference(
     row: &Row,
     anchors: &Anchors,
     prefer_n: Option<u64>,
+    prefer_date: Option<&str>,
 ) -> Option<(Figure, &'static str)> {
     match row.reference? {
         Reference::Psi {
@@ -590,22 +599,30 @@ pub fn reference(
                 Some(p) if runs.iter().any(|r| r.n == p) => p,
                 _ => pick_size(runs.iter().map(|r| r.n), doc_n)?,
             };
-            let best = runs
-                .iter()
-                .filter(|r| r.n == n)
-                .min_by(|a, b| a.wall_s.total_cmp(&b.wall_s))?;
+            let at_n = runs.iter().filter(|r| r.n == n);
+            let same_run = prefer_date.and_then(|d| at_n.clone().find(|r| r.date == d));
+            let best = match same_run {
+                Some(r) => r,
+                None => at_n.min_by(|a, b| a.wall_s.total_cmp(&b.wall_s))?,
+            };
             let scale = doc_n as f64 / n as f64;
-            let note = if n == doc_n {
+            let mut note = if n == doc_n {
                 format!("n = {}", fmt_n(n))
             } else {
                 format!("n = {}, projected linearly", fmt_n(n))
             };
+            note.push_str(if same_run.is_some() {
+                ", same run"
+            } else {
+                ", fastest run"
+            });
             Some((
                 Figure {
                     value: in_unit(row.unit, best.wall_s * scale, None),
                     bytes: best.bytes.map(|b| b as f64 * scale),
                     note,
                     n: Some(n),
+                    date: Some(best.date.clone()),
                 },
                 "SecretFlow",
             ))
@@ -632,6 +649,7 @@ pub fn reference(
                     bytes: None,
                     note: best.lib.clone(),
                     n: None,
+                    date: None,
                 },
                 "python-phe",
             ))
@@ -1235,7 +1253,12 @@ fn row_line(
         );
     }
     let ours = ours_best(row, &inp.ours, anchors);
-    let refr = reference(row, anchors, ours.as_ref().and_then(|f| f.n));
+    let refr = reference(
+        row,
+        anchors,
+        ours.as_ref().and_then(|f| f.n),
+        ours.as_ref().and_then(|f| f.date.as_deref()),
+    );
     let (o, vs_pub, per_core, traffic, how) = match &ours {
         None => (
             "not measured".to_string(),
@@ -2075,7 +2098,7 @@ not json"#;
     fn reference_figures() {
         let row = row_by_label("KKRT16, 1e7 per side, LAN");
         let mut a = Anchors::default();
-        assert!(reference(&row, &a, None).is_none());
+        assert!(reference(&row, &a, None, None).is_none());
         parse_anchor_lines(
             "{\"protocol\":\"PROTOCOL_KKRT\",\"n\":1000000,\"wall_s\":9.2,\"bytes_sent\":115000000}\n\
              {\"protocol\":\"PROTOCOL_KKRT\",\"n\":1000000,\"wall_s\":7.5}\n\
@@ -2083,7 +2106,7 @@ not json"#;
              {\"system\":\"obliv\",\"protocol\":\"kkrt\",\"n\":1000000,\"wall_s\":1.0}",
             &mut a,
         );
-        let (f, who) = reference(&row, &a, None).unwrap();
+        let (f, who) = reference(&row, &a, None, None).unwrap();
         assert_eq!(who, "SecretFlow");
         // Fastest run at the largest size (1e6), times 10.
         assert!((f.value - 75.0).abs() < 1e-9);
@@ -2094,10 +2117,10 @@ not json"#;
              {\"lib\":\"python-phe x2 processes\",\"scheme\":\"paillier\",\"bits\":2048,\"op\":\"encrypt\",\"s_per_op\":0.005}",
             &mut a,
         );
-        let (f, _) = reference(&he, &a, None).unwrap();
+        let (f, _) = reference(&he, &a, None, None).unwrap();
         assert!((f.value - 100.0).abs() < 1e-9, "1 / 0.01 s = 100 /s");
         let pool = row_by_label("Paillier-2048 encryption, every core (i5-8250U, 7 processes)");
-        assert!((reference(&pool, &a, None).unwrap().0.value - 200.0).abs() < 1e-9);
+        assert!((reference(&pool, &a, None, None).unwrap().0.value - 200.0).abs() < 1e-9);
     }
 
     #[test]
@@ -2126,9 +2149,21 @@ not json"#;
         assert_eq!(f.n, Some(1_000_000));
         assert!((f.value - 20.0).abs() < 1e-9, "2.0 s x 10 = {}", f.value);
         // The reference is taken at the same size as ours when it ran there.
-        let (r, _) = reference(&row, &a, Some(65536)).unwrap();
+        let (r, _) = reference(&row, &a, Some(65536), None).unwrap();
         assert!((r.value - 0.6 * 1e7 / 65536.0).abs() < 1e-6);
-        let (r, _) = reference(&row, &a, f.n).unwrap();
+        let (r, _) = reference(&row, &a, f.n, f.date.as_deref()).unwrap();
+        assert!((r.value - 80.0).abs() < 1e-9);
+        assert!(r.note.ends_with("fastest run"), "{}", r.note);
+        // A reference run of the CLI figure's invocation is taken over a faster one of
+        // another: the host's speed drifts between runs.
+        parse_anchor_lines(
+            "{\"protocol\":\"PROTOCOL_KKRT\",\"n\":1000000,\"wall_s\":9.0,\"date\":\"2026-01-02T10:00Z\"}",
+            &mut a,
+        );
+        let (r, _) = reference(&row, &a, f.n, f.date.as_deref()).unwrap();
+        assert!((r.value - 90.0).abs() < 1e-9, "{}", r.value);
+        assert!(r.note.ends_with("same run"), "{}", r.note);
+        let (r, _) = reference(&row, &a, f.n, None).unwrap();
         assert!((r.value - 80.0).abs() < 1e-9);
         // Without CLI runs the criterion figure stands.
         let f = ours_best(&row, &all, &Anchors::default()).unwrap();
