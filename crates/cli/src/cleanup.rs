@@ -14,6 +14,9 @@
 //! handler keeps it from the first removal until the process exits: a file is either renamed
 //! into place complete or removed, and nothing is registered after the handler has looked.
 //!
+//! The temporary files of obliv-psi's unbalanced-PSI key and cache writers are registered too,
+//! through the hook [`install`] gives that crate ([`psi_temp_hook`]).
+//!
 //! Not covered: SIGKILL, a crash of the machine, and a program that uses this crate as a
 //! library without calling [`install`] (it may call [`remove_registered`] from its own signal
 //! handling). A leftover of that kind is a `.tmp*` file of mode 0600 in the target's directory.
@@ -74,6 +77,10 @@ pub fn remove_registered() -> usize {
 /// When a handler is installed already (by an earlier call or another library) or the
 /// operating system refuses one.
 pub fn install() -> io::Result<()> {
+    // The unbalanced-PSI key and cache writers of obliv-psi announce their temporary files
+    // (a cache's partial body, a key's copy); registered, an interrupt removes them as well.
+    // A hook installed before (by a program embedding this crate) stays.
+    let _ = obliv_psi::unbalanced::set_temp_hook(psi_temp_hook);
     ctrlc::set_handler(|| {
         // Keep the lock until exit: nothing is created, renamed or dropped after this.
         let mut list = registry();
@@ -84,6 +91,17 @@ pub fn install() -> io::Result<()> {
         std::process::exit(INTERRUPTED_EXIT);
     })
     .map_err(io::Error::other)
+}
+
+/// The [`obliv_psi::unbalanced::TempHook`] that [`install`] sets: a temporary file of the
+/// unbalanced-PSI key or cache writer is registered from its creation until it is renamed into
+/// place or deleted.
+pub fn psi_temp_hook(path: &Path, event: obliv_psi::unbalanced::TempEvent) {
+    let mut list = registry();
+    match event {
+        obliv_psi::unbalanced::TempEvent::Created => list.push((path.to_path_buf(), false)),
+        obliv_psi::unbalanced::TempEvent::Gone => unregister(&mut list, path),
+    }
 }
 
 /// A temporary file of mode 0600 beside an output, registered for removal on interrupt
@@ -279,6 +297,16 @@ mod tests {
         let tmp = TempOutput::new_in(dir.path()).unwrap();
         let mode = tmp.as_file().metadata().unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn psi_temp_files_are_registered_while_they_exist() {
+        use obliv_psi::unbalanced::TempEvent;
+        let path = Path::new("/nonexistent/.obliv-cache-test");
+        psi_temp_hook(path, TempEvent::Created);
+        assert!(registered(path));
+        psi_temp_hook(path, TempEvent::Gone);
+        assert!(!registered(path));
     }
 
     #[test]

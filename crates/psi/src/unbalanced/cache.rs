@@ -299,7 +299,7 @@ impl CacheBuilder {
     ) -> Result<Cache> {
         let rec = self.w + self.pos_bytes;
         let dir = self.dir().to_path_buf();
-        let tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io_err(&dir))?;
+        let tmp = super::temp::Announced::new_in(&dir, ".obliv-cache-").map_err(io_err(&dir))?;
         let mut out = BufWriter::with_capacity(1 << 20, tmp.as_file());
         out.write_all(&[0u8; HEADER_LEN]).map_err(io_err(&dir))?;
         let mut hasher = blake3::Hasher::new();
@@ -388,7 +388,7 @@ impl CacheBuilder {
         }
         tmp.persist(&self.path).map_err(|e| Error::Io {
             path: self.path.display().to_string(),
-            source: e.error,
+            source: e,
         })?;
         Cache::open(&self.path)
     }

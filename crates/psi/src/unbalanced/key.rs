@@ -219,10 +219,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".obliv-key-")
-        .tempfile_in(&dir)
-        .map_err(io)?;
+    let tmp = super::temp::Announced::new_in(&dir, ".obliv-key-").map_err(io)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -230,10 +227,10 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
             .set_permissions(std::fs::Permissions::from_mode(0o600))
             .map_err(io)?;
     }
-    tmp.write_all(bytes).map_err(io)?;
+    tmp.as_file().write_all(bytes).map_err(io)?;
     tmp.as_file().sync_all().map_err(io)?;
-    // On failure the temporary file is removed when `tmp` (inside the error) drops.
-    tmp.persist(path).map_err(|e| io(e.error))?;
+    // On failure the temporary file is removed.
+    tmp.persist(path).map_err(io)?;
     #[cfg(unix)]
     if let Ok(d) = std::fs::File::open(&dir) {
         // Makes the rename durable; a directory that cannot be synced is not an error.

@@ -41,6 +41,10 @@
 //! changed, moved or reordered — so that the positions of `server_get_result` are never
 //! mapped back onto items the cache does not hold.
 //!
+//! The key and the cache are written under a temporary name beside their file and renamed
+//! into place once complete; a program that cleans up after an interrupt learns of those
+//! names through [`set_temp_hook`].
+//!
 //! # Query budget
 //!
 //! Every item a client queries in an online phase is one OPRF evaluation `F_k(x)`, which it
@@ -105,11 +109,13 @@ mod items;
 mod key;
 mod set;
 mod shuffle;
+mod temp;
 
 pub use cache::Cache;
 pub use items::ItemList;
 pub use key::ServerKey;
 pub use set::ServerSet;
+pub use temp::{TempEvent, TempHook, set_temp_hook};
 
 use cache::{CacheBuilder, MAX_POSITIONS, POS_BYTES};
 
