@@ -367,22 +367,40 @@ impl Acc {
     }
 }
 
+/// The body of [`Fe2::mul`] and [`Fe2::mul_into`], an expression of type `Fe2` (a macro, so
+/// that `mul_into` stores the result straight into its destination).
+macro_rules! fe2_mul {
+    ($a:expr, $b:expr) => {{
+        let (a, b): (&Fe2, &Fe2) = ($a, $b);
+        let nb1 = b.a1.neg_wide();
+        let mut c0 = Acc::new();
+        c0.mac(&a.a0, &b.a0);
+        c0.mac(&a.a1, &nb1);
+        let mut c1 = Acc::new();
+        c1.mac(&a.a0, &b.a1);
+        c1.mac(&a.a1, &b.a0);
+        Fe2 {
+            a0: c0.reduce(),
+            a1: c1.reduce(),
+        }
+    }};
+}
+
 impl Fe2 {
     enable! {
         /// Schoolbook: `c0 = a0·b0 + a1·(128p − b1)`, `c1 = a0·b1 + a1·b0`, one reduction each.
         #[inline]
         fn mul(&self, b: &Fe2) -> Fe2 {
-            let nb1 = b.a1.neg_wide();
-            let mut c0 = Acc::new();
-            c0.mac(&self.a0, &b.a0);
-            c0.mac(&self.a1, &nb1);
-            let mut c1 = Acc::new();
-            c1.mac(&self.a0, &b.a1);
-            c1.mac(&self.a1, &b.a0);
-            Fe2 {
-                a0: c0.reduce(),
-                a1: c1.reduce(),
-            }
+            fe2_mul!(self, b)
+        }
+    }
+
+    enable! {
+        /// `*out = a·b`: [`Fe2::mul`] storing into a place of the caller (a field of a point
+        /// being built), where assigning `mul`'s result there goes through a copy.
+        #[inline]
+        fn mul_into(&self, b: &Fe2, out: &mut Fe2) {
+            *out = fe2_mul!(self, b);
         }
     }
 

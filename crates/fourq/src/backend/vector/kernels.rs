@@ -186,23 +186,36 @@ impl P1 {
     }
 
     enable! {
-        /// `2P` (dbl-2008-hwcd, `a = −1`), reading `X, Y, Z`: `4M + 3S`.
+        /// `2P` into `out` (dbl-2008-hwcd, `a = −1`), reading `X, Y, Z`: `4M + 3S`. Written
+        /// into a buffer of the caller: `T_a` and `T_b` are computed into `out` and the
+        /// products read them there, where a returned `P1` was assembled from temporaries by
+        /// a `memcpy` per call.
         #[inline]
-        fn double(&self) -> P1 {
+        fn double_into(&self, out: &mut P1) {
             let x2 = self.x.square();
             let y2 = self.y.square();
             let xy = self.x.add(&self.y);
-            let tb = x2.add(&y2); // X² + Y²
+            out.tb = x2.add(&y2); // X² + Y²
             let t1 = y2.sub(&x2); // Y² − X²
-            let ta = xy.square().sub(&tb); // 2XY
+            out.ta = xy.square().sub(&out.tb); // 2XY
             // 2Z² − (Y² − X²), written so that the subtrahend is a normal-form value.
             let t2 = self.z.square().double().add(&x2).sub(&y2);
+            out.ta.mul_into(&t2, &mut out.x);
+            t1.mul_into(&out.tb, &mut out.y);
+            t1.mul_into(&t2, &mut out.z);
+        }
+    }
+
+    enable! {
+        /// The identity's coordinates all zero: a buffer for the `_into` functions.
+        #[inline]
+        fn zero() -> P1 {
             P1 {
-                x: ta.mul(&t2),
-                y: t1.mul(&tb),
-                z: t1.mul(&t2),
-                ta,
-                tb,
+                x: Fe2::zero(),
+                y: Fe2::zero(),
+                z: Fe2::zero(),
+                ta: Fe2::zero(),
+                tb: Fe2::zero(),
             }
         }
     }
@@ -257,14 +270,18 @@ impl P1 {
         #[inline]
         fn mul_by_cofactor(&self, d2: &Fe2) -> P1 {
             let q = self.to_r2(d2);
-            let mut p = add_core(&q, &self.double().in_r3());
-            for _ in 0..4 {
-                p = p.double();
+            // Two buffers in turn: each step reads one and writes the other.
+            let (mut p, mut t) = (P1::zero(), P1::zero());
+            self.double_into(&mut t);
+            add_core_into(&q, &t.in_r3(), &mut p);
+            for _ in 0..2 {
+                p.double_into(&mut t);
+                t.double_into(&mut p);
             }
-            p = add_core(&q, &p.in_r3());
-            for _ in 0..3 {
-                p = p.double();
-            }
+            add_core_into(&q, &p.in_r3(), &mut t);
+            t.double_into(&mut p);
+            p.double_into(&mut t);
+            t.double_into(&mut p);
             p
         }
     }
@@ -274,21 +291,27 @@ enable! {
     /// `P + Q`, `P` in R2 and `Q` in R3 (FourQlib `eccadd_core`): `8M`.
     #[inline]
     fn add_core(p: &P2, q: &P3<'_>) -> P1 {
+        let mut out = P1::zero();
+        add_core_into(p, q, &mut out);
+        out
+    }
+}
+
+enable! {
+    /// [`add_core`] written into `out` (see [`P1::double_into`]).
+    #[inline]
+    fn add_core_into(p: &P2, q: &P3<'_>, out: &mut P1) {
         let c = p.t2.mul(&q.t);
         let d = p.z2.mul(q.z);
         let b = p.xy.mul(&q.xy);
         let a = p.yx.mul(&q.yx);
         let f = d.sub(&c);
         let g = d.add(&c);
-        let e = b.sub(&a);
-        let h = b.add(&a);
-        P1 {
-            x: e.mul(&f),
-            y: g.mul(&h),
-            z: f.mul(&g),
-            ta: h,
-            tb: e,
-        }
+        out.tb = b.sub(&a); // e
+        out.ta = b.add(&a); // h
+        out.tb.mul_into(&f, &mut out.x);
+        g.mul_into(&out.ta, &mut out.y);
+        f.mul_into(&g, &mut out.z);
     }
 }
 
@@ -520,9 +543,11 @@ enable! {
             ta: Fe2::zero(),
             tb: Fe2::zero(),
         };
+        let mut doubled = P1::zero();
         for i in (0..64).rev() {
             let s = lookup(table, digits[i], negate[i]);
-            q = add_core(&s, &q.double().in_r3());
+            q.double_into(&mut doubled);
+            add_core_into(&s, &doubled.in_r3(), &mut q);
         }
         q
     }

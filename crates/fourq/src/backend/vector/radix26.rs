@@ -355,6 +355,27 @@ impl Acc {
     }
 }
 
+/// The body of [`Fe2::mul`] and [`Fe2::mul_into`], an expression of type `Fe2` (a macro, so
+/// that each is compiled with its backend's features and `mul_into` stores the result straight
+/// into its destination).
+macro_rules! fe2_mul {
+    ($a:expr, $b:expr) => {{
+        let (a, b): (&Fe2, &Fe2) = ($a, $b);
+        for x in [&a.a0, &a.a1, &b.a0, &b.a1] {
+            x.check(8);
+        }
+        let t0 = Acc::product(&a.a0, &b.a0).0;
+        let t1 = Acc::product(&a.a1, &b.a1).0;
+        let t2 = Acc::product(&a.a0.add(&a.a1), &b.a0.add(&b.a1)).0;
+        let add = |x, y| v_add(x, y);
+        let sub = |x, y| v_sub(x, y);
+        Fe2 {
+            a0: Fe::carry(core::array::from_fn(|k| sub(add(t0[k], splat(BIG[k])), t1[k]))),
+            a1: Fe::carry(core::array::from_fn(|k| sub(t2[k], add(t0[k], t1[k])))),
+        }
+    }};
+}
+
 impl Fe2 {
     enable! {
         /// Karatsuba in columns: `t0 = a0·b0`, `t1 = a1·b1`, `t2 = (a0 + a1)(b0 + b1)`, then
@@ -364,18 +385,16 @@ impl Fe2 {
         /// never negative).
         #[inline]
         fn mul(&self, b: &Fe2) -> Fe2 {
-            for x in [&self.a0, &self.a1, &b.a0, &b.a1] {
-                x.check(8);
-            }
-            let t0 = Acc::product(&self.a0, &b.a0).0;
-            let t1 = Acc::product(&self.a1, &b.a1).0;
-            let t2 = Acc::product(&self.a0.add(&self.a1), &b.a0.add(&b.a1)).0;
-            let add = |x, y| v_add(x, y);
-            let sub = |x, y| v_sub(x, y);
-            Fe2 {
-                a0: Fe::carry(core::array::from_fn(|k| sub(add(t0[k], splat(BIG[k])), t1[k]))),
-                a1: Fe::carry(core::array::from_fn(|k| sub(t2[k], add(t0[k], t1[k])))),
-            }
+            fe2_mul!(self, b)
+        }
+    }
+
+    enable! {
+        /// `*out = a·b`: [`Fe2::mul`] storing into a place of the caller (a field of a point
+        /// being built), where assigning `mul`'s result there goes through a copy.
+        #[inline]
+        fn mul_into(&self, b: &Fe2, out: &mut Fe2) {
+            *out = fe2_mul!(self, b);
         }
     }
 
