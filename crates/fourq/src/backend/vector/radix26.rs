@@ -145,13 +145,14 @@ enable! {
     #[inline]
     fn unpack_entry(e: &[V; ENTRY_WORDS]) -> [V; 8 * LIMBS] {
         let low = splat(u64::from(u32::MAX));
-        core::array::from_fn(|j| {
-            if j < ENTRY_WORDS {
-                v_and(e[j], low)
-            } else {
-                v_shr32(e[j - ENTRY_WORDS])
-            }
-        })
+        // Two straight passes (one `from_fn` choosing per word compiled to a loop with a
+        // branch in it).
+        let mut w = [v_zero(); 8 * LIMBS];
+        for j in 0..ENTRY_WORDS {
+            w[j] = v_and(e[j], low);
+            w[j + ENTRY_WORDS] = v_shr32(e[j]);
+        }
+        w
     }
 }
 
