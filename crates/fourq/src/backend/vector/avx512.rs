@@ -58,6 +58,21 @@ enable! {
         _mm512_sub_epi64(a, b)
     }
 
+    /// `v` unchanged, through an empty `asm!` block, so that the optimiser knows nothing of
+    /// its bits. A loop that carries limbs in registers (the squarings of an exponentiation)
+    /// passes them through this: otherwise LLVM proves them below 2³², drops the masks of
+    /// `v_mul32`, and instruction selection, which looks at one loop iteration, no longer sees
+    /// that they fit and emits a full 64-bit product (three `vpmuludq` and shifts) for each.
+    #[inline]
+    fn v_opaque(mut v: V) -> V {
+        // SAFETY: an empty template that reads and writes one vector register: no memory,
+        // stack or flags touched.
+        unsafe {
+            core::arch::asm!("/* {0} */", inout(zmm_reg) v, options(pure, nomem, nostack, preserves_flags));
+        }
+        v
+    }
+
     /// The low 32 bits of `a` times the low 32 bits of `b`, per lane.
     #[inline]
     fn v_mul32(a: V, b: V) -> V {

@@ -643,7 +643,8 @@ impl H {
         fn square_n(&self, k: u32) -> H {
             let mut r = *self;
             for _ in 0..k {
-                r = r.square();
+                // `opaque` keeps the products `vpmuludq`s (see the backends' `v_opaque`).
+                r = r.square().opaque();
             }
             r
         }

@@ -421,6 +421,15 @@ struct H(Fe);
 
 impl H {
     enable! {
+        /// The same value, its limbs opaque to the optimiser ([`v_opaque`]): for loops that
+        /// carry an element from one iteration to the next.
+        #[inline]
+        fn opaque(self) -> H {
+            H(Fe(self.0.0.map(|v| v_opaque(v))))
+        }
+    }
+
+    enable! {
         /// The canonical representative in `[0, p − 1]`, every limb within its width.
         #[inline]
         fn canonical(&self) -> [V; LIMBS] {
