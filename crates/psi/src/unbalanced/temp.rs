@@ -118,7 +118,10 @@ mod tests {
     fn every_temporary_file_is_announced_created_then_gone() {
         // Other tests of the crate may write keys and caches meanwhile: only this test's
         // paths are looked at.
-        assert!(set_temp_hook(record).is_ok(), "no other test installs a hook");
+        assert!(
+            set_temp_hook(record).is_ok(),
+            "no other test installs a hook"
+        );
         let dir = tempfile::tempdir().unwrap();
 
         let kept = Announced::new_in(dir.path(), ".t-").unwrap();
@@ -128,19 +131,28 @@ mod tests {
         let target = dir.path().join("out");
         kept.persist(&target).unwrap();
         assert!(target.exists() && !kept_path.exists());
-        assert_eq!(events_for(&kept_path), [TempEvent::Created, TempEvent::Gone]);
+        assert_eq!(
+            events_for(&kept_path),
+            [TempEvent::Created, TempEvent::Gone]
+        );
 
         let dropped = Announced::new_in(dir.path(), ".t-").unwrap();
         let dropped_path = dropped.path.clone();
         drop(dropped);
         assert!(!dropped_path.exists());
-        assert_eq!(events_for(&dropped_path), [TempEvent::Created, TempEvent::Gone]);
+        assert_eq!(
+            events_for(&dropped_path),
+            [TempEvent::Created, TempEvent::Gone]
+        );
 
         // A failed rename (into a missing directory) deletes the file and says so too.
         let failed = Announced::new_in(dir.path(), ".t-").unwrap();
         let failed_path = failed.path.clone();
         assert!(failed.persist(&dir.path().join("missing/out")).is_err());
         assert!(!failed_path.exists());
-        assert_eq!(events_for(&failed_path), [TempEvent::Created, TempEvent::Gone]);
+        assert_eq!(
+            events_for(&failed_path),
+            [TempEvent::Created, TempEvent::Gone]
+        );
     }
 }
