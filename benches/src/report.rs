@@ -422,7 +422,7 @@ pub struct Figure {
     /// The size measured (before any projection), where the row has one.
     pub n: Option<u64>,
     /// The date stamp of the side-by-side invocation behind a CLI figure ([`ours_cli`]), so
-    /// that [`reference`] can take the reference system's run of that same invocation.
+    /// that [`reference()`] can take the reference system's run of that same invocation.
     pub date: Option<String>,
 }
 
