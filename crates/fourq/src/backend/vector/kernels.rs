@@ -207,7 +207,7 @@ impl P1 {
     }
 
     enable! {
-        /// The identity's coordinates all zero: a buffer for the `_into` functions.
+        /// Every coordinate zero (not a point): a buffer for the `_into` functions to write.
         #[inline]
         fn zero() -> P1 {
             P1 {
