@@ -502,6 +502,11 @@ impl CtPow {
         }
     }
 
+    /// Whether this is the 64-bit Montgomery backend (no vector path for this CPU or size).
+    pub(crate) fn is_montgomery(&self) -> bool {
+        matches!(self, Self::Mont(_))
+    }
+
     /// Whether the vector path is in use.
     #[cfg(test)]
     pub(crate) fn is_ifma(&self) -> bool {

@@ -1,11 +1,13 @@
 //! Big integers of our own: [`Integer`] (signed, arbitrary precision, variable-time generic
 //! arithmetic), the constant-time Montgomery backend (`monty`: portable `u128` and x86-64
-//! BMI2/ADX kernels), probable primes (`prime`), and the helpers the schemes share: uniform
+//! BMI2/ADX kernels), exponentiation modulo `p²` on base-`p` digits (`padic`), probable
+//! primes (`prime`), and the helpers the schemes share: uniform
 //! sampling from a CSPRNG, byte and hex conversion, wiping, serde, and fixed-base tables read
 //! with a constant-time scan.
 
 mod integer;
 pub(crate) mod monty;
+pub(crate) mod padic;
 pub(crate) mod prime;
 pub(crate) mod safegcd;
 

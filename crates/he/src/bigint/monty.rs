@@ -35,7 +35,7 @@ use zeroize::Zeroize;
 use super::integer::addmul_1;
 use super::{Integer, limbs_of};
 
-const WINDOW: u32 = 5;
+pub(crate) const WINDOW: u32 = 5;
 
 /// A row kernel: `r += a·b` over `r.len() == a.len()` limbs, returning the carry limb.
 /// Implementations are constant time. A value of the type is the proof that the CPU can run it.
@@ -64,10 +64,65 @@ pub(crate) trait Kernel: Copy {
         }
     }
 
+    /// As [`Self::redc_rows`], also writing each row's `q` to `q[i]`: afterwards
+    /// `q = t·(−N^{−1}) mod R` for the `t` on entry.
+    #[inline(always)]
+    fn redc_rows_q(self, t: &mut [u64], n: &[u64], n0: u64, q: &mut [u64]) {
+        let l = n.len();
+        for i in 0..l {
+            let qi = t[i].wrapping_mul(n0);
+            q[i] = qi;
+            let c = self.addmul_1(&mut t[i..i + l], n, qi);
+            t[i] = c;
+        }
+    }
+
     /// `t[0..2L] = a²` for `a` of `L` limbs (`t` of `2L` limbs, overwritten).
     #[inline(always)]
     fn sqr_rows(self, t: &mut [u64], a: &[u64]) {
         sqr_rows_generic(self, t, a);
+    }
+
+    /// `r = a − b` over equal lengths, returning the borrow.
+    #[inline(always)]
+    fn sub_n(self, r: &mut [u64], a: &[u64], b: &[u64]) -> u64 {
+        let mut borrow = 0u64;
+        for ((x, &y), &z) in r.iter_mut().zip(a).zip(b) {
+            let (d, b1) = y.overflowing_sub(z);
+            let (d, b2) = d.overflowing_sub(borrow);
+            *x = d;
+            borrow = u64::from(b1 | b2);
+        }
+        borrow
+    }
+
+    /// `t = 2t + u + cin` over equal lengths (`cin ∈ {0, 1}`), returning what overflows
+    /// (0, 1 or 2).
+    #[inline(always)]
+    fn double_add_n(self, t: &mut [u64], u: &[u64], cin: u64) -> u64 {
+        double_add_u128(t, u, cin)
+    }
+
+    /// `t = t + u + w + cin` over equal lengths (`cin ∈ {0, 1}`), returning what overflows
+    /// (0, 1 or 2).
+    #[inline(always)]
+    fn add2_n(self, t: &mut [u64], u: &[u64], w: &[u64], cin: u64) -> u64 {
+        add2_u128(t, u, w, cin)
+    }
+
+    /// `out = a + b` and `d = out + nm + 1` (that is `out − m` for `nm = !m`) over equal
+    /// lengths, returning the carries of both (the second is 1 when `out ≥ m`, ignoring the
+    /// first sum's carry).
+    #[inline(always)]
+    fn add_sub_n(
+        self,
+        out: &mut [u64],
+        d: &mut [u64],
+        a: &[u64],
+        b: &[u64],
+        nm: &[u64],
+    ) -> (u64, u64) {
+        add_sub_u128(out, d, a, b, nm)
     }
 }
 
@@ -95,6 +150,45 @@ fn sqr_rows_generic<K: Kernel>(k: K, t: &mut [u64], a: &[u64]) {
         t[2 * i + 1] = s1 as u64;
         carry = (s1 >> 64) as u64;
     }
+}
+
+/// [`Kernel::double_add_n`] on `u128` arithmetic.
+#[inline(always)]
+fn double_add_u128(t: &mut [u64], u: &[u64], cin: u64) -> u64 {
+    let mut carry = u128::from(cin);
+    for (x, &y) in t.iter_mut().zip(u) {
+        let v = (u128::from(*x) << 1) + u128::from(y) + carry;
+        *x = v as u64;
+        carry = v >> 64;
+    }
+    carry as u64
+}
+
+/// [`Kernel::add2_n`] on `u128` arithmetic.
+#[inline(always)]
+fn add2_u128(t: &mut [u64], u: &[u64], w: &[u64], cin: u64) -> u64 {
+    let mut carry = u128::from(cin);
+    for ((x, &y), &z) in t.iter_mut().zip(u).zip(w) {
+        let v = u128::from(*x) + u128::from(y) + u128::from(z) + carry;
+        *x = v as u64;
+        carry = v >> 64;
+    }
+    carry as u64
+}
+
+/// [`Kernel::add_sub_n`] on `u128` arithmetic.
+#[inline(always)]
+fn add_sub_u128(out: &mut [u64], d: &mut [u64], a: &[u64], b: &[u64], nm: &[u64]) -> (u64, u64) {
+    let (mut c1, mut c2) = (0u64, 1u64);
+    for i in 0..out.len() {
+        let v = u128::from(a[i]) + u128::from(b[i]) + u128::from(c1);
+        out[i] = v as u64;
+        c1 = (v >> 64) as u64;
+        let w = u128::from(v as u64) + u128::from(nm[i]) + u128::from(c2);
+        d[i] = w as u64;
+        c2 = (w >> 64) as u64;
+    }
+    (c1, c2)
 }
 
 /// The `u128` kernel.
@@ -178,7 +272,9 @@ mod adx {
         fn mul_rows(self, t: &mut [u64], a: &[u64], b: &[u64]) {
             let l = a.len();
             assert!(b.len() == l && t.len() == 2 * l);
-            t.fill(0);
+            // Row i adds into t[i..i+L] and assigns its carry to t[i+L], so only t[0..L] is
+            // read before it is written.
+            t[..l].fill(0);
             if l == 0 || !l.is_multiple_of(4) {
                 for i in 0..l {
                     t[i + l] = self.addmul_1(&mut t[i..i + l], a, b[i]);
@@ -204,6 +300,116 @@ mod adx {
             }
             // SAFETY: as in `mul_rows`: row i touches t[i..i+L] and n[0..L].
             unsafe { redc_rows_asm(t.as_mut_ptr(), n.as_ptr(), l, n0) }
+        }
+
+        #[inline(always)]
+        fn sub_n(self, r: &mut [u64], a: &[u64], b: &[u64]) -> u64 {
+            assert!(r.len() == a.len() && r.len() == b.len() && !r.is_empty());
+            // SAFETY: three valid buffers of `len` limbs.
+            unsafe { sub_n_asm(r.as_mut_ptr(), a.as_ptr(), b.as_ptr(), r.len()) }
+        }
+
+        #[inline(always)]
+        fn double_add_n(self, t: &mut [u64], u: &[u64], cin: u64) -> u64 {
+            assert!(t.len() == u.len());
+            if t.is_empty() || !t.len().is_multiple_of(4) {
+                return super::double_add_u128(t, u, cin);
+            }
+            // SAFETY: both buffers valid for `len` limbs, a positive multiple of 4.
+            unsafe { two_chain_asm::<true>(t.as_mut_ptr(), u.as_ptr(), u.as_ptr(), t.len(), cin) }
+        }
+
+        #[inline(always)]
+        fn add2_n(self, t: &mut [u64], u: &[u64], w: &[u64], cin: u64) -> u64 {
+            assert!(t.len() == u.len() && t.len() == w.len());
+            if t.is_empty() || !t.len().is_multiple_of(4) {
+                return super::add2_u128(t, u, w, cin);
+            }
+            // SAFETY: three buffers valid for `len` limbs, a positive multiple of 4.
+            unsafe { two_chain_asm::<false>(t.as_mut_ptr(), u.as_ptr(), w.as_ptr(), t.len(), cin) }
+        }
+
+        #[inline(always)]
+        fn add_sub_n(
+            self,
+            out: &mut [u64],
+            d: &mut [u64],
+            a: &[u64],
+            b: &[u64],
+            nm: &[u64],
+        ) -> (u64, u64) {
+            let n = out.len();
+            assert!(d.len() == n && a.len() == n && b.len() == n && nm.len() == n);
+            if n == 0 || !n.is_multiple_of(4) {
+                return super::add_sub_u128(out, d, a, b, nm);
+            }
+            let (c1, c2): (u64, u64);
+            // SAFETY: five buffers valid for `n` limbs, `n` a positive multiple of 4; accesses
+            // at `end + 8·i`, i ∈ [−n, −1]. Two carry chains: CF (adcx) for a + b, OF (adox,
+            // set to 1 first) for out + nm; four limbs per round.
+            unsafe {
+                core::arch::asm!(
+                    "mov {x:e}, 0x7f",
+                    "add {x:l}, 1", // OF = 1, CF = 0
+                    "2:",
+                    "mov {x}, qword ptr [{ap} + 8*rcx]",
+                    "adcx {x}, qword ptr [{bp} + 8*rcx]",
+                    "mov qword ptr [{op} + 8*rcx], {x}",
+                    "adox {x}, qword ptr [{mp} + 8*rcx]",
+                    "mov qword ptr [{dp} + 8*rcx], {x}",
+                    "mov {x}, qword ptr [{ap} + 8*rcx + 8]",
+                    "adcx {x}, qword ptr [{bp} + 8*rcx + 8]",
+                    "mov qword ptr [{op} + 8*rcx + 8], {x}",
+                    "adox {x}, qword ptr [{mp} + 8*rcx + 8]",
+                    "mov qword ptr [{dp} + 8*rcx + 8], {x}",
+                    "mov {x}, qword ptr [{ap} + 8*rcx + 16]",
+                    "adcx {x}, qword ptr [{bp} + 8*rcx + 16]",
+                    "mov qword ptr [{op} + 8*rcx + 16], {x}",
+                    "adox {x}, qword ptr [{mp} + 8*rcx + 16]",
+                    "mov qword ptr [{dp} + 8*rcx + 16], {x}",
+                    "mov {x}, qword ptr [{ap} + 8*rcx + 24]",
+                    "adcx {x}, qword ptr [{bp} + 8*rcx + 24]",
+                    "mov qword ptr [{op} + 8*rcx + 24], {x}",
+                    "adox {x}, qword ptr [{mp} + 8*rcx + 24]",
+                    "mov qword ptr [{dp} + 8*rcx + 24], {x}",
+                    "lea rcx, [rcx + 4]",
+                    "jrcxz 3f",
+                    "jmp 2b",
+                    "3:",
+                    "mov {c1:e}, 0",
+                    "adcx {c1}, {c1}",
+                    "mov {c2:e}, 0",
+                    "adox {c2}, {c2}",
+                    ap = in(reg) a.as_ptr().add(n),
+                    bp = in(reg) b.as_ptr().add(n),
+                    mp = in(reg) nm.as_ptr().add(n),
+                    op = in(reg) out.as_mut_ptr().add(n),
+                    dp = in(reg) d.as_mut_ptr().add(n),
+                    inout("rcx") n.wrapping_neg() => _,
+                    x = out(reg) _,
+                    c1 = out(reg) c1,
+                    c2 = out(reg) c2,
+                    options(nostack),
+                );
+            }
+            (c1, c2)
+        }
+
+        #[inline(always)]
+        fn redc_rows_q(self, t: &mut [u64], n: &[u64], n0: u64, q: &mut [u64]) {
+            let l = n.len();
+            assert!(t.len() == 2 * l && q.len() == l);
+            if l == 0 || !l.is_multiple_of(4) {
+                for i in 0..l {
+                    let qi = t[i].wrapping_mul(n0);
+                    q[i] = qi;
+                    let c = self.addmul_1(&mut t[i..i + l], n, qi);
+                    t[i] = c;
+                }
+                return;
+            }
+            // SAFETY: as in `redc_rows`, and row i writes q[i] (q has L limbs).
+            unsafe { redc_rows_q_asm(t.as_mut_ptr(), n.as_ptr(), l, n0, q.as_mut_ptr()) }
         }
 
         #[inline(always)]
@@ -581,6 +787,195 @@ mod adx {
         }
     }
 
+    /// [`redc_rows_asm`] that also stores row `i`'s multiplier in `q[i]` (`q`: `l` limbs).
+    #[inline(always)]
+    unsafe fn redc_rows_q_asm(t: *mut u64, n: *const u64, l: usize, n0: u64, q: *mut u64) {
+        // SAFETY: the caller guarantees the CPU features and the buffer sizes.
+        unsafe {
+            core::arch::asm!(
+                "2:",
+                "mov rdx, qword ptr [{tp}]",
+                "imul rdx, {n0}",
+                "mov qword ptr [{qp}], rdx",
+                "lea {qp}, [{qp} + 8]",
+                "lea {rend}, [{tp} + {lbytes}]",
+                "mov rcx, {lbytes}",
+                "shr rcx, 3",
+                "neg rcx",
+                "xor {hi:e}, {hi:e}",
+                "3:",
+                "mulx {h2}, {lo}, qword ptr [{nend} + 8*rcx]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{rend} + 8*rcx]",
+                "mov qword ptr [{rend} + 8*rcx], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{nend} + 8*rcx + 8]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{rend} + 8*rcx + 8]",
+                "mov qword ptr [{rend} + 8*rcx + 8], {lo}",
+                "mulx {h2}, {lo}, qword ptr [{nend} + 8*rcx + 16]",
+                "adcx {lo}, {hi}",
+                "adox {lo}, qword ptr [{rend} + 8*rcx + 16]",
+                "mov qword ptr [{rend} + 8*rcx + 16], {lo}",
+                "mulx {hi}, {lo}, qword ptr [{nend} + 8*rcx + 24]",
+                "adcx {lo}, {h2}",
+                "adox {lo}, qword ptr [{rend} + 8*rcx + 24]",
+                "mov qword ptr [{rend} + 8*rcx + 24], {lo}",
+                "lea rcx, [rcx + 4]",
+                "jrcxz 4f",
+                "jmp 3b",
+                "4:",
+                "mov {lo:e}, 0",
+                "adcx {hi}, {lo}",
+                "adox {hi}, {lo}",
+                "mov qword ptr [{tp}], {hi}",
+                "lea {tp}, [{tp} + 8]",
+                "dec {cnt}",
+                "jnz 2b",
+                tp = inout(reg) t => _,
+                nend = in(reg) n.add(l),
+                lbytes = in(reg) 8 * l,
+                n0 = in(reg) n0,
+                qp = inout(reg) q => _,
+                cnt = inout(reg) l => _,
+                rend = out(reg) _,
+                hi = out(reg) _,
+                h2 = out(reg) _,
+                lo = out(reg) _,
+                out("rcx") _,
+                out("rdx") _,
+                options(nostack),
+            );
+        }
+    }
+
+    /// Two carry chains over `n` limbs, `n` a positive multiple of 4 (four per round),
+    /// returning what overflows (0, 1 or 2): with
+    /// `DOUBLE`, `t = 2t + u + cin` (CF chain: `t + t`; OF chain: `+ u`), otherwise
+    /// `t = t + u + w + cin` (CF: `+ u`; OF: `+ w`). OF starts at `cin`, CF at 0 (an 8-bit
+    /// `0x7f + cin` sets exactly that); `lea` and `jrcxz` leave both flags alone.
+    #[inline(always)]
+    unsafe fn two_chain_asm<const DOUBLE: bool>(
+        t: *mut u64,
+        u: *const u64,
+        w: *const u64,
+        n: usize,
+        cin: u64,
+    ) -> u64 {
+        let (c1, c2): (u64, u64);
+        // SAFETY: the caller guarantees `n` valid limbs behind each pointer, `n` a positive
+        // multiple of 4; accesses are at `end + 8·i` for `i ∈ [−n, −1]`.
+        unsafe {
+            if DOUBLE {
+                core::arch::asm!(
+                    "mov {x:e}, 0x7f",
+                    "add {x:l}, {c:l}",
+                    "2:",
+                    "mov {x}, qword ptr [{tp} + 8*rcx]",
+                    "adcx {x}, {x}",
+                    "adox {x}, qword ptr [{up} + 8*rcx]",
+                    "mov qword ptr [{tp} + 8*rcx], {x}",
+                    "mov {x}, qword ptr [{tp} + 8*rcx + 8]",
+                    "adcx {x}, {x}",
+                    "adox {x}, qword ptr [{up} + 8*rcx + 8]",
+                    "mov qword ptr [{tp} + 8*rcx + 8], {x}",
+                    "mov {x}, qword ptr [{tp} + 8*rcx + 16]",
+                    "adcx {x}, {x}",
+                    "adox {x}, qword ptr [{up} + 8*rcx + 16]",
+                    "mov qword ptr [{tp} + 8*rcx + 16], {x}",
+                    "mov {x}, qword ptr [{tp} + 8*rcx + 24]",
+                    "adcx {x}, {x}",
+                    "adox {x}, qword ptr [{up} + 8*rcx + 24]",
+                    "mov qword ptr [{tp} + 8*rcx + 24], {x}",
+                    "lea rcx, [rcx + 4]",
+                    "jrcxz 3f",
+                    "jmp 2b",
+                    "3:",
+                    "mov {c:e}, 0",
+                    "adcx {c}, {c}",
+                    "mov {o:e}, 0",
+                    "adox {o}, {o}",
+                    tp = in(reg) t.add(n),
+                    up = in(reg) u.add(n),
+                    inout("rcx") n.wrapping_neg() => _,
+                    x = out(reg) _,
+                    c = inout(reg) cin => c1,
+                    o = out(reg) c2,
+                    options(nostack),
+                );
+            } else {
+                core::arch::asm!(
+                    "mov {x:e}, 0x7f",
+                    "add {x:l}, {c:l}",
+                    "2:",
+                    "mov {x}, qword ptr [{tp} + 8*rcx]",
+                    "adcx {x}, qword ptr [{up} + 8*rcx]",
+                    "adox {x}, qword ptr [{wp} + 8*rcx]",
+                    "mov qword ptr [{tp} + 8*rcx], {x}",
+                    "mov {x}, qword ptr [{tp} + 8*rcx + 8]",
+                    "adcx {x}, qword ptr [{up} + 8*rcx + 8]",
+                    "adox {x}, qword ptr [{wp} + 8*rcx + 8]",
+                    "mov qword ptr [{tp} + 8*rcx + 8], {x}",
+                    "mov {x}, qword ptr [{tp} + 8*rcx + 16]",
+                    "adcx {x}, qword ptr [{up} + 8*rcx + 16]",
+                    "adox {x}, qword ptr [{wp} + 8*rcx + 16]",
+                    "mov qword ptr [{tp} + 8*rcx + 16], {x}",
+                    "mov {x}, qword ptr [{tp} + 8*rcx + 24]",
+                    "adcx {x}, qword ptr [{up} + 8*rcx + 24]",
+                    "adox {x}, qword ptr [{wp} + 8*rcx + 24]",
+                    "mov qword ptr [{tp} + 8*rcx + 24], {x}",
+                    "lea rcx, [rcx + 4]",
+                    "jrcxz 3f",
+                    "jmp 2b",
+                    "3:",
+                    "mov {c:e}, 0",
+                    "adcx {c}, {c}",
+                    "mov {o:e}, 0",
+                    "adox {o}, {o}",
+                    tp = in(reg) t.add(n),
+                    up = in(reg) u.add(n),
+                    wp = in(reg) w.add(n),
+                    inout("rcx") n.wrapping_neg() => _,
+                    x = out(reg) _,
+                    c = inout(reg) cin => c1,
+                    o = out(reg) c2,
+                    options(nostack),
+                );
+            }
+        }
+        c1 + c2
+    }
+
+    /// `r = a − b` over `n ≥ 1` limbs, returning the borrow; `r` may be `a` or `b` (limb i
+    /// of both is read before limb i of `r` is written). The index counts from `−n` up to 0
+    /// with `inc`, which leaves CF alone.
+    #[inline(always)]
+    unsafe fn sub_n_asm(r: *mut u64, a: *const u64, b: *const u64, n: usize) -> u64 {
+        let borrow: u64;
+        // SAFETY: the caller guarantees `n ≥ 1` valid limbs behind each pointer; accesses are
+        // at `end + 8·i` for `i ∈ [−n, −1]`.
+        unsafe {
+            core::arch::asm!(
+                "clc",
+                "2:",
+                "mov {x}, qword ptr [{ap} + 8*rcx]",
+                "sbb {x}, qword ptr [{bp} + 8*rcx]",
+                "mov qword ptr [{rp} + 8*rcx], {x}",
+                "inc rcx",
+                "jnz 2b",
+                "mov {c:e}, 0",
+                "adc {c}, 0",
+                ap = in(reg) a.add(n),
+                bp = in(reg) b.add(n),
+                rp = in(reg) r.add(n),
+                inout("rcx") n.wrapping_neg() => _,
+                c = out(reg) borrow,
+                x = out(reg) _,
+                options(nostack),
+            );
+        }
+        borrow
+    }
+
     /// `r[0..n] += a[0..n]·b`, returns the carry; `n` a positive multiple of 4. Two carry
     /// chains: CF (adcx) adds the previous high word to the low word, OF (adox) adds the old
     /// `r[j]`; the index counts from `−n` up to 0 with `lea` and `jrcxz`, which leave both flags
@@ -700,7 +1095,7 @@ impl Drop for Monty {
 }
 
 /// Bits `[pos, pos + WINDOW)` of the little-endian limbs `e` (public positions).
-fn window_digit(e: &[u64], pos: u32) -> u32 {
+pub(crate) fn window_digit(e: &[u64], pos: u32) -> u32 {
     let mut d = 0u32;
     for k in 0..WINDOW {
         let i = (pos + k) as usize;
@@ -712,7 +1107,7 @@ fn window_digit(e: &[u64], pos: u32) -> u32 {
 }
 
 /// `out = table[d]` for entries of `out.len()` limbs, reading every entry.
-fn ct_select(out: &mut [u64], table: &[u64], d: u32) {
+pub(crate) fn ct_select(out: &mut [u64], table: &[u64], d: u32) {
     let l = out.len();
     out.fill(0);
     for (j, entry) in (0u32..).zip(table.chunks_exact(l)) {

@@ -12,7 +12,10 @@
 //!   `p²` and `q²` from two half-size tables and recombined by CRT.
 //! * **Decryption** by CRT (\[Pai99, §7\]): `m_p = L_p(c^{p−1} mod p²) · h_p mod p` with
 //!   `L_p(x) = (x − 1)/p`, `h_p = L_p(g^{p−1} mod p²)^{−1} mod p`, the same modulo `q`, and
-//!   Garner's recombination. A ciphertext outside `Z*_{n²}` is rejected.
+//!   Garner's recombination. A ciphertext outside `Z*_{n²}` is rejected. Without AVX-512
+//!   IFMA, `c^{p−1} mod p²` runs on base-`p` digits (`bigint::padic`: five half-size limb
+//!   products per multiplication instead of eight, three and a half per squaring instead of
+//!   six), whose second digit is `L_p` itself; with IFMA, modulo `p²` on 52-bit lanes.
 //! * **Homomorphic operations**: `E(a)·E(b) = E(a + b)`, `E(a)·E(b)^{−1} = E(a − b)`,
 //!   `E(a)·(1 + k·n) = E(a + k)`, `E(a)^k = E(k·a)`, `E(a)^{−1} = E(−a)`,
 //!   `E(a)·h_s^r = E(a)` re-randomised; all modulo `n`.
@@ -39,8 +42,9 @@
 //! ## Constant time
 //! Decryption runs in time independent of the secret key and the plaintext: the reductions
 //! `c mod p²`, `c mod q²` are Montgomery reductions, the exponentiations by `p − 1`, `q − 1`
-//! are fixed-window Montgomery ladders (64-bit limbs with the ADX or `u128` kernel, or AVX-512
-//! IFMA) with masked table scans, `L_p` is an exact division by multiplication with
+//! are fixed-window Montgomery ladders with masked table scans (on base-`p` digits with the
+//! ADX or `u128` kernel, or modulo `p²` with AVX-512 IFMA; the choice depends on the CPU
+//! only), `L_p` is the second digit or an exact division by multiplication with
 //! `p^{−1} mod 2^{64k}`, and Garner's recombination uses Montgomery multiplications and masked
 //! modular subtraction. Encryption reads the fixed-base tables for the secret randomness `r`
 //! by a full masked scan and multiplies by `1 + m·n` with a Montgomery multiplication.
@@ -75,6 +79,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::bigint::monty::Monty;
+use crate::bigint::padic::Padic;
 use crate::bigint::prime::{
     ADVERSARIAL_ROUNDS, has_small_factor, is_probable_prime, random_prime_3mod4,
 };
@@ -631,6 +636,10 @@ struct CrtConstants {
     /// Constant-time exponentiation modulo `p²` and `q²` (AVX-512 IFMA or 64-bit Montgomery).
     ct_p: CtPow,
     ct_q: CtPow,
+    /// Decryption's `c^{p−1} mod p²` on base-`p` digits, where that is the faster path: no
+    /// IFMA, and a prime that fills its top limb (every key of a size multiple of 128 bits).
+    digits_p: Option<Padic>,
+    digits_q: Option<Padic>,
     /// Montgomery contexts for the constant-time reductions and products.
     mont_p: Monty,
     mont_q: Monty,
@@ -693,6 +702,8 @@ fn derive_constants(p: &Integer, q: &Integer) -> CrtConstants {
     wipe(&mut p_inv_q);
     let q2_inv_p2 = inv(&q2, &p2);
     let word_inv = |x: &Integer| bigint::inverse_mod_word_power(x, x.as_limbs().len());
+    let (ct_p, ct_q) = (ct(&p2), ct(&q2));
+    let digits = |x: &Integer, sq: &CtPow| sq.is_montgomery().then(|| Padic::new(x)).flatten();
     CrtConstants {
         p_minus_1: p - 1u32,
         q_minus_1: q - 1u32,
@@ -702,8 +713,10 @@ fn derive_constants(p: &Integer, q: &Integer) -> CrtConstants {
         q2_inv_p2,
         p_inv_word: word_inv(p),
         q_inv_word: word_inv(q),
-        ct_p: ct(&p2),
-        ct_q: ct(&q2),
+        digits_p: digits(p, &ct_p),
+        digits_q: digits(q, &ct_q),
+        ct_p,
+        ct_q,
         mont_p2: ctx(&p2),
         mont_q2: ctx(&q2),
         mont_p,
@@ -1035,6 +1048,7 @@ impl SecretKey {
             || {
                 self.half(
                     &self.crt.ct_p,
+                    self.crt.digits_p.as_ref(),
                     &self.crt.mont_p,
                     &cp,
                     &self.crt.p_minus_1,
@@ -1045,6 +1059,7 @@ impl SecretKey {
             || {
                 self.half(
                     &self.crt.ct_q,
+                    self.crt.digits_q.as_ref(),
                     &self.crt.mont_q,
                     &cq,
                     &self.crt.q_minus_1,
@@ -1056,19 +1071,32 @@ impl SecretKey {
         Ok(self.recombine(&mp, &mq))
     }
 
-    /// `L_p(c^{p−1} mod p²)·h_p mod p`, with `L_p(x) = (x − 1)/p` computed as
+    /// `L_p(c^{p−1} mod p²)·h_p mod p` for `c < p²` a unit, with `L_p(x) = (x − 1)/p`.
+    ///
+    /// On base-`p` digits, `c^{p−1} mod p² = 1 + L·p` is the pair `(1, L)` and `L_p` is its
+    /// second digit. Modulo `p²` (IFMA or Montgomery), `L_p` is computed as
     /// `(x − 1)·p^{−1} mod 2^(64k)` (exact, as `p` divides `x − 1` and the quotient is below `p`).
+    #[allow(clippy::too_many_arguments)] // one prime's constants, named at the two call sites
     fn half(
         &self,
         ct: &CtPow,
+        digits: Option<&Padic>,
         mont_p: &Monty,
         c: &Integer,
         pm1: &Integer,
         p_inv_word: &Integer,
         hp: &Integer,
     ) -> Integer {
-        let x = ct.pow(c, pm1, pm1.significant_bits());
-        let l = bigint::mul_low(&(x - 1u32), p_inv_word, mont_p.limbs());
+        let bits = pm1.significant_bits();
+        let l = if let Some(d) = digits {
+            let (mut one, l) = d.pow_digits(c, pm1, bits);
+            debug_assert!(one == 1u32, "c^(p−1) ≡ 1 (mod p) for a unit c");
+            wipe(&mut one);
+            l
+        } else {
+            let x = ct.pow(c, pm1, bits);
+            bigint::mul_low(&(x - 1u32), p_inv_word, mont_p.limbs())
+        };
         mont_p.mul_mod_lt(&l, hp)
     }
 

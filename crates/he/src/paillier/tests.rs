@@ -908,3 +908,41 @@ fn clone_copies_the_constants() {
     assert_eq!(c.crt.hp, sk.crt.hp);
     assert_eq!(c.crt.q2_inv_p2, sk.crt.q2_inv_p2);
 }
+
+/// Decryption on base-`p` digits and modulo `p²` (IFMA or Montgomery) give the same
+/// plaintexts, whichever path this CPU would pick; the digits are chosen exactly when the
+/// exponentiation modulo `p²` would be the 64-bit Montgomery backend.
+#[test]
+fn digit_and_square_decryption_paths_agree() {
+    let mut rng = rand::rng();
+    for bits in [512u32, 1024, 1030] {
+        let k = Keypair::generate_insecure_for_tests(bits).expect("test size");
+        assert_eq!(
+            k.secret.crt.digits_p.is_some(),
+            k.secret.crt.ct_p.is_montgomery()
+        );
+        assert_eq!(
+            k.secret.crt.digits_q.is_some(),
+            k.secret.crt.ct_q.is_montgomery()
+        );
+        let (p, q) = k.secret.primes();
+        let mut digits = k.secret.clone();
+        digits.crt.digits_p = Padic::new(p);
+        digits.crt.digits_q = Padic::new(q);
+        let mut square = k.secret.clone();
+        square.crt.digits_p = None;
+        square.crt.digits_q = None;
+        let n = k.public.n().clone();
+        for m in [
+            Integer::new(),
+            Integer::from(1u32),
+            &n - 1u32,
+            bigint::random_below(&mut rng, &n),
+            bigint::random_below(&mut rng, &n),
+        ] {
+            let ct = k.public.encrypt(&m).expect("in range");
+            assert_eq!(digits.decrypt(&ct).expect("unit"), m, "{bits}");
+            assert_eq!(square.decrypt(&ct).expect("unit"), m, "{bits}");
+        }
+    }
+}

@@ -261,3 +261,127 @@ fn adx_square_matches_portable_and_mul() {
     }
     println!("skipped: the CPU lacks BMI2 + ADX (or the build is portable)");
 }
+
+/// The limb-chain helpers and REDC's recorded multiplier, every kernel against integer
+/// arithmetic, at every length up to 40 limbs, with random and all-ones operands and both
+/// carry-ins.
+#[test]
+fn chain_helpers_and_redc_multiplier_match_integers() {
+    let mut rng = rand::rng();
+    let big = |v: &[u64]| Integer::from_limbs(v);
+    let pow2 = |limbs: usize| Integer::from(1u32) << u32::try_from(64 * limbs).expect("small");
+    for n in 1..=40usize {
+        for round in 0..6 {
+            let draw = |rng: &mut rand::rngs::ThreadRng| -> Vec<u64> {
+                if round == 0 {
+                    vec![u64::MAX; n]
+                } else {
+                    (0..n).map(|_| rng.next_u64()).collect()
+                }
+            };
+            let (a, b, c) = (draw(&mut rng), draw(&mut rng), draw(&mut rng));
+            let cin = u64::from(round % 2 == 1);
+            for backend in backends() {
+                let run = |f: &mut dyn FnMut(&dyn KernelOps)| match backend {
+                    Backend::Portable => f(&Portable),
+                    #[cfg(obliv_x86_simd)]
+                    Backend::Adx(k) => f(&k),
+                };
+                run(&mut |k| {
+                    // t = 2t + u + cin
+                    let mut t = a.clone();
+                    let over = k.double_add_n(&mut t, &b, cin);
+                    let want = &(&big(&a) * 2u32 + &big(&b)) + cin;
+                    assert_eq!(&big(&t) + &(&pow2(n) * over), want, "double_add {n}");
+                    // t = t + u + w + cin
+                    let mut t = a.clone();
+                    let over = k.add2_n(&mut t, &b, &c, cin);
+                    let want = &(&big(&a) + &big(&b) + &big(&c)) + cin;
+                    assert_eq!(&big(&t) + &(&pow2(n) * over), want, "add2 {n}");
+                    // out = a + b, d = out − c (as out + !c + 1)
+                    let nc: Vec<u64> = c.iter().map(|&w| !w).collect();
+                    let (mut out, mut d) = (vec![0; n], vec![0; n]);
+                    let (c1, c2) = k.add_sub_n(&mut out, &mut d, &a, &b, &nc);
+                    assert_eq!(
+                        &big(&out) + &(&pow2(n) * c1),
+                        &big(&a) + &big(&b),
+                        "add {n}"
+                    );
+                    assert_eq!(c2 == 1, big(&out) >= big(&c), "no-borrow flag {n}");
+                    let diff = (&big(&out) + &pow2(n) - &big(&c)).modulo(&pow2(n));
+                    assert_eq!(big(&d), diff, "sub {n}");
+                    // r = a − b
+                    let mut r = vec![0; n];
+                    let borrow = k.sub_n(&mut r, &a, &b);
+                    assert_eq!(borrow == 1, big(&a) < big(&b), "borrow {n}");
+                    assert_eq!(big(&r), (&big(&a) + &pow2(n) - &big(&b)).modulo(&pow2(n)));
+                });
+                // REDC's multiplier: q = t·(−N⁻¹) mod R, and the rows match redc_rows.
+                let m = random_odd_modulus(&mut rng, n);
+                let ml = limbs_of(&m, n);
+                let ctx = Monty::new(&m).expect("odd");
+                let t0: Vec<u64> = (0..2 * n).map(|_| rng.next_u64()).collect();
+                let (mut t1, mut t2, mut q) = (t0.clone(), t0.clone(), vec![0u64; n]);
+                let n0 = ctx.n0;
+                match backend {
+                    Backend::Portable => {
+                        Portable.redc_rows_q(&mut t1, &ml, n0, &mut q);
+                        Portable.redc_rows(&mut t2, &ml, n0);
+                    }
+                    #[cfg(obliv_x86_simd)]
+                    Backend::Adx(k) => {
+                        k.redc_rows_q(&mut t1, &ml, n0, &mut q);
+                        k.redc_rows(&mut t2, &ml, n0);
+                    }
+                }
+                assert_eq!(t1, t2, "redc_rows_q rows {n}");
+                let low = big(&t0[..n]);
+                let want =
+                    (&(&pow2(n) - &low.modulo(&pow2(n))) * &bigint_inv(&m, n)).modulo(&pow2(n));
+                assert_eq!(big(&q), want, "multiplier {n}");
+            }
+        }
+    }
+}
+
+/// The object-safe view of a kernel's chain helpers, for running one test body on each.
+trait KernelOps {
+    fn double_add_n(&self, t: &mut [u64], u: &[u64], cin: u64) -> u64;
+    fn add2_n(&self, t: &mut [u64], u: &[u64], w: &[u64], cin: u64) -> u64;
+    fn add_sub_n(
+        &self,
+        o: &mut [u64],
+        d: &mut [u64],
+        a: &[u64],
+        b: &[u64],
+        nm: &[u64],
+    ) -> (u64, u64);
+    fn sub_n(&self, r: &mut [u64], a: &[u64], b: &[u64]) -> u64;
+}
+
+impl<K: Kernel> KernelOps for K {
+    fn double_add_n(&self, t: &mut [u64], u: &[u64], cin: u64) -> u64 {
+        Kernel::double_add_n(*self, t, u, cin)
+    }
+    fn add2_n(&self, t: &mut [u64], u: &[u64], w: &[u64], cin: u64) -> u64 {
+        Kernel::add2_n(*self, t, u, w, cin)
+    }
+    fn add_sub_n(
+        &self,
+        o: &mut [u64],
+        d: &mut [u64],
+        a: &[u64],
+        b: &[u64],
+        nm: &[u64],
+    ) -> (u64, u64) {
+        Kernel::add_sub_n(*self, o, d, a, b, nm)
+    }
+    fn sub_n(&self, r: &mut [u64], a: &[u64], b: &[u64]) -> u64 {
+        Kernel::sub_n(*self, r, a, b)
+    }
+}
+
+/// `m⁻¹ mod 2^(64n)`.
+fn bigint_inv(m: &Integer, n: usize) -> Integer {
+    crate::bigint::inverse_mod_word_power(m, n)
+}

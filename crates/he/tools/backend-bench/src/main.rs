@@ -1,7 +1,8 @@
 //! obliv-he's Paillier-2048 encryption and CRT decryption (the real `Keypair` operations) with
 //! each of its backends — AVX-512 IFMA, 64-bit Montgomery with the BMI2/ADX kernel, the
 //! portable `u128` kernel — against the same operations on GMP 6.3 (rug 1.30): decryption with
-//! `mpz_powm_sec` (the side-channel-silent exponentiation) and encryption with GMP
+//! `mpz_powm_sec` (the side-channel-silent exponentiation) and with `mpz_powm` (the
+//! variable-time one, which gmpy2 and so python-phe use), and encryption with GMP
 //! multiplication and division over the same fixed-base table, or with `mpz_powm_sec`.
 //!
 //! Everything runs on one thread (a one-thread rayon pool, so `decrypt`'s two CRT halves run
@@ -157,9 +158,15 @@ fn run(iters: usize) {
     let (hp, hq) = (hfn(&p, &p2, &pm1), hfn(&q, &q2, &qm1));
     let q_inv_p = q.clone().invert(&p).unwrap();
     let cg = gmp(c.as_integer());
-    let gmp_decrypt = |c: &Gmp| -> Gmp {
+    // `sec`: mpz_powm_sec (side-channel silent); otherwise mpz_powm, the variable-time
+    // sliding window that gmpy2 and so python-phe call.
+    let gmp_decrypt_with = |c: &Gmp, sec: bool| -> Gmp {
         let half = |pr: &Gmp, pr2: &Gmp, pm1: &Gmp, h: &Gmp| {
-            let x = Gmp::from(c % pr2).secure_pow_mod(pm1, pr2);
+            let x = if sec {
+                Gmp::from(c % pr2).secure_pow_mod(pm1, pr2)
+            } else {
+                Gmp::from(c % pr2).pow_mod(pm1, pr2).unwrap()
+            };
             let mut l = (x - 1u32) / pr;
             l *= h;
             l %= pr;
@@ -171,6 +178,8 @@ fn run(iters: usize) {
         d = d.modulo(&p);
         d * &q + mq
     };
+    let gmp_decrypt = |c: &Gmp| gmp_decrypt_with(c, true);
+    assert_eq!(gmp_decrypt_with(&cg, false), gmp(&m));
     assert_eq!(gmp_decrypt(&cg), gmp(&m));
     let r_bits = pk.randomness_bits();
     let table = GmpFixedBase::new(&hs, &n2, r_bits);
@@ -209,6 +218,13 @@ fn run(iters: usize) {
         iters,
         || {
             std::hint::black_box(gmp_decrypt(&cg));
+        },
+    );
+    let gv = bench(
+        "GMP Paillier-2048 CRT decryption (mpz_powm, variable time)",
+        iters,
+        || {
+            std::hint::black_box(gmp_decrypt_with(&cg, false));
         },
     );
     let ge = bench(
@@ -281,8 +297,9 @@ fn run(iters: usize) {
             },
         );
         println!(
-            "  -> {label}: decryption {:.2}x GMP mpz_powm_sec, public-key encryption {:.2}x GMP (>1 = faster)",
+            "  -> {label}: decryption {:.2}x GMP mpz_powm_sec, {:.2}x GMP mpz_powm, public-key encryption {:.2}x GMP (>1 = faster)",
             gd / d,
+            gv / d,
             ge / e
         );
     }
