@@ -150,8 +150,8 @@ impl Padic {
         for i in 0..=k {
             twice[i] = (p1[i] << 1) | if i > 0 { p1[i - 1] >> 63 } else { 0 };
         }
+        // p² by its trimmed limbs (as `ct_pow2_mod` takes a modulus).
         let p2 = p.square();
-        let p2l = limbs_of(&p2, 2 * k);
         let bits = u32::try_from(64 * k).ok()?;
         let mut ctx = Self {
             n0: inv.wrapping_neg(),
@@ -170,12 +170,15 @@ impl Padic {
             backend,
             p: pl,
         };
-        let mut r = super::ct_pow2_mod(bits, &p2l);
-        let mut rr = super::ct_pow2_mod(bits.checked_mul(2)?, &p2l);
+        let mut r = super::ct_pow2_mod(bits, p2.as_limbs());
+        let mut rr = super::ct_pow2_mod(bits.checked_mul(2)?, p2.as_limbs());
+        r.resize(2 * k, 0);
+        rr.resize(2 * k, 0);
         ctx.one = ctx.split(&r);
         ctx.r2 = ctx.split(&rr);
         r.zeroize();
         rr.zeroize();
+        twice.zeroize();
         Some(ctx)
     }
 
