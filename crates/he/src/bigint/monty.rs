@@ -729,15 +729,16 @@ mod adx {
         }
     }
 
-    /// The REDC rows (see [`Kernel::redc_rows`]) for `l` a positive multiple of 4.
-    #[inline(always)]
-    unsafe fn redc_rows_asm(t: *mut u64, n: *const u64, l: usize, n0: u64) {
-        // SAFETY: the caller guarantees the CPU features and the buffer sizes.
-        unsafe {
+    /// The REDC row loop shared by [`redc_rows_asm`] and [`redc_rows_q_asm`]: the template
+    /// lines after `imul` (storing the row's multiplier, or nothing) and their operands are
+    /// the arguments.
+    macro_rules! redc_rows_loop {
+        ([$($after_q:literal),*], $($extra:tt)*) => {
             core::arch::asm!(
                 "2:",
                 "mov rdx, qword ptr [{tp}]",
                 "imul rdx, {n0}",
+                $($after_q,)*
                 "lea {rend}, [{tp} + {lbytes}]",
                 "mov rcx, {lbytes}",
                 "shr rcx, 3",
@@ -771,11 +772,7 @@ mod adx {
                 "lea {tp}, [{tp} + 8]",
                 "dec {cnt}",
                 "jnz 2b",
-                tp = inout(reg) t => _,
-                nend = in(reg) n.add(l),
-                lbytes = in(reg) 8 * l,
-                n0 = in(reg) n0,
-                cnt = inout(reg) l => _,
+                $($extra)*
                 rend = out(reg) _,
                 hi = out(reg) _,
                 h2 = out(reg) _,
@@ -783,6 +780,22 @@ mod adx {
                 out("rcx") _,
                 out("rdx") _,
                 options(nostack),
+            )
+        };
+    }
+
+    /// The REDC rows (see [`Kernel::redc_rows`]) for `l` a positive multiple of 4.
+    #[inline(always)]
+    unsafe fn redc_rows_asm(t: *mut u64, n: *const u64, l: usize, n0: u64) {
+        // SAFETY: the caller guarantees the CPU features and the buffer sizes.
+        unsafe {
+            redc_rows_loop!(
+                [],
+                tp = inout(reg) t => _,
+                nend = in(reg) n.add(l),
+                lbytes = in(reg) 8 * l,
+                n0 = in(reg) n0,
+                cnt = inout(reg) l => _,
             );
         }
     }
@@ -792,58 +805,14 @@ mod adx {
     unsafe fn redc_rows_q_asm(t: *mut u64, n: *const u64, l: usize, n0: u64, q: *mut u64) {
         // SAFETY: the caller guarantees the CPU features and the buffer sizes.
         unsafe {
-            core::arch::asm!(
-                "2:",
-                "mov rdx, qword ptr [{tp}]",
-                "imul rdx, {n0}",
-                "mov qword ptr [{qp}], rdx",
-                "lea {qp}, [{qp} + 8]",
-                "lea {rend}, [{tp} + {lbytes}]",
-                "mov rcx, {lbytes}",
-                "shr rcx, 3",
-                "neg rcx",
-                "xor {hi:e}, {hi:e}",
-                "3:",
-                "mulx {h2}, {lo}, qword ptr [{nend} + 8*rcx]",
-                "adcx {lo}, {hi}",
-                "adox {lo}, qword ptr [{rend} + 8*rcx]",
-                "mov qword ptr [{rend} + 8*rcx], {lo}",
-                "mulx {hi}, {lo}, qword ptr [{nend} + 8*rcx + 8]",
-                "adcx {lo}, {h2}",
-                "adox {lo}, qword ptr [{rend} + 8*rcx + 8]",
-                "mov qword ptr [{rend} + 8*rcx + 8], {lo}",
-                "mulx {h2}, {lo}, qword ptr [{nend} + 8*rcx + 16]",
-                "adcx {lo}, {hi}",
-                "adox {lo}, qword ptr [{rend} + 8*rcx + 16]",
-                "mov qword ptr [{rend} + 8*rcx + 16], {lo}",
-                "mulx {hi}, {lo}, qword ptr [{nend} + 8*rcx + 24]",
-                "adcx {lo}, {h2}",
-                "adox {lo}, qword ptr [{rend} + 8*rcx + 24]",
-                "mov qword ptr [{rend} + 8*rcx + 24], {lo}",
-                "lea rcx, [rcx + 4]",
-                "jrcxz 4f",
-                "jmp 3b",
-                "4:",
-                "mov {lo:e}, 0",
-                "adcx {hi}, {lo}",
-                "adox {hi}, {lo}",
-                "mov qword ptr [{tp}], {hi}",
-                "lea {tp}, [{tp} + 8]",
-                "dec {cnt}",
-                "jnz 2b",
+            redc_rows_loop!(
+                ["mov qword ptr [{qp}], rdx", "lea {qp}, [{qp} + 8]"],
                 tp = inout(reg) t => _,
                 nend = in(reg) n.add(l),
                 lbytes = in(reg) 8 * l,
                 n0 = in(reg) n0,
-                qp = inout(reg) q => _,
                 cnt = inout(reg) l => _,
-                rend = out(reg) _,
-                hi = out(reg) _,
-                h2 = out(reg) _,
-                lo = out(reg) _,
-                out("rcx") _,
-                out("rdx") _,
-                options(nostack),
+                qp = inout(reg) q => _,
             );
         }
     }
@@ -1095,7 +1064,7 @@ impl Drop for Monty {
 }
 
 /// Bits `[pos, pos + WINDOW)` of the little-endian limbs `e` (public positions).
-pub(crate) fn window_digit(e: &[u64], pos: u32) -> u32 {
+fn window_digit(e: &[u64], pos: u32) -> u32 {
     let mut d = 0u32;
     for k in 0..WINDOW {
         let i = (pos + k) as usize;
@@ -1107,7 +1076,7 @@ pub(crate) fn window_digit(e: &[u64], pos: u32) -> u32 {
 }
 
 /// `out = table[d]` for entries of `out.len()` limbs, reading every entry.
-pub(crate) fn ct_select(out: &mut [u64], table: &[u64], d: u32) {
+fn ct_select(out: &mut [u64], table: &[u64], d: u32) {
     let l = out.len();
     out.fill(0);
     for (j, entry) in (0u32..).zip(table.chunks_exact(l)) {
@@ -1116,6 +1085,50 @@ pub(crate) fn ct_select(out: &mut [u64], table: &[u64], d: u32) {
             *o |= t & mask;
         }
     }
+}
+
+/// The low `e_bits` bits of `e` as little-endian limbs (at least one limb).
+pub(crate) fn exponent_limbs(e: &Integer, e_bits: u32) -> Vec<u64> {
+    let mut el = limbs_of(e, e_bits.div_ceil(64).max(1) as usize);
+    if !e_bits.is_multiple_of(64)
+        && let Some(top) = el.last_mut()
+    {
+        *top &= (1u64 << (e_bits % 64)) - 1;
+    }
+    el
+}
+
+/// The fixed-window ladder over a built table of `2^WINDOW` entries of `len` limbs each:
+/// `acc = table[top digit]`, then per lower window `WINDOW` squarings and a product with the
+/// entry of its digit, each entry read by [`ct_select`]. `sqr(out, a, s)` and
+/// `mul(out, a, b, s)` are the representation's operations on scratch `s`. Returns `acc`.
+#[inline(always)]
+pub(crate) fn window_ladder<S>(
+    table: &[u64],
+    len: usize,
+    e: &[u64],
+    e_bits: u32,
+    s: &mut S,
+    sqr: impl Fn(&mut [u64], &[u64], &mut S),
+    mul: impl Fn(&mut [u64], &[u64], &[u64], &mut S),
+) -> Vec<u64> {
+    let windows = e_bits.div_ceil(WINDOW).max(1);
+    let mut acc = vec![0u64; len];
+    let mut tmp = vec![0u64; len];
+    let mut sel = vec![0u64; len];
+    ct_select(&mut acc, table, window_digit(e, (windows - 1) * WINDOW));
+    for w in (0..windows - 1).rev() {
+        for _ in 0..WINDOW {
+            sqr(&mut tmp, &acc, s);
+            core::mem::swap(&mut acc, &mut tmp);
+        }
+        ct_select(&mut sel, table, window_digit(e, w * WINDOW));
+        mul(&mut tmp, &acc, &sel, s);
+        core::mem::swap(&mut acc, &mut tmp);
+    }
+    tmp.zeroize();
+    sel.zeroize();
+    acc
 }
 
 impl Monty {
@@ -1266,29 +1279,24 @@ impl Monty {
                 &mut t,
             );
         }
-        let windows = e_bits.div_ceil(WINDOW).max(1);
-        let mut acc = vec![0u64; l];
-        let mut tmp = vec![0u64; l];
-        let mut sel = vec![0u64; l];
-        ct_select(&mut acc, &table, window_digit(e, (windows - 1) * WINDOW));
-        for w in (0..windows - 1).rev() {
-            for _ in 0..WINDOW {
-                self.mont_sqr(k, &mut tmp, &acc, &mut t);
-                core::mem::swap(&mut acc, &mut tmp);
-            }
-            ct_select(&mut sel, &table, window_digit(e, w * WINDOW));
-            self.mont_mul(k, &mut tmp, &acc, &sel, &mut t);
-            core::mem::swap(&mut acc, &mut tmp);
-        }
+        let mut acc = window_ladder(
+            &table,
+            l,
+            e,
+            e_bits,
+            &mut t,
+            |out, a, t| self.mont_sqr(k, out, a, t),
+            |out, a, b, t| self.mont_mul(k, out, a, b, t),
+        );
         // Out of Montgomery form: REDC(acc).
+        let mut out = vec![0u64; l];
         t.fill(0);
         t[..l].copy_from_slice(&acc);
-        self.redc(k, &mut tmp, &mut t);
+        self.redc(k, &mut out, &mut t);
         table.zeroize();
         t.zeroize();
         acc.zeroize();
-        sel.zeroize();
-        tmp
+        out
     }
 
     /// `a·b mod N` for `a, b < N`: two Montgomery multiplications (`a·b·R^{−1}`, then by `R²`).
@@ -1335,12 +1343,7 @@ impl Monty {
     /// `base` is reduced first, in time depending on its length only).
     pub(crate) fn pow(&self, base: &Integer, e: &Integer, e_bits: u32) -> Integer {
         let b = self.reduce_limbs(base);
-        let mut el = limbs_of(e, e_bits.div_ceil(64).max(1) as usize);
-        if !e_bits.is_multiple_of(64)
-            && let Some(top) = el.last_mut()
-        {
-            *top &= (1u64 << (e_bits % 64)) - 1;
-        }
+        let mut el = exponent_limbs(e, e_bits);
         let mut r = match self.backend {
             Backend::Portable => self.pow_with(Portable, &b, &el, e_bits),
             #[cfg(obliv_x86_simd)]

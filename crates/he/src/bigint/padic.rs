@@ -35,7 +35,7 @@
 
 use zeroize::Zeroize;
 
-use super::monty::{Backend, Kernel, Monty, Portable, WINDOW, ct_select, window_digit};
+use super::monty::{Backend, Kernel, Monty, Portable, WINDOW, exponent_limbs, window_ladder};
 use super::{Integer, limbs_of};
 
 /// Exponentiation modulo `p²` on base-`p` digits (see the module docs).
@@ -310,29 +310,24 @@ impl Padic {
                 &mut s,
             );
         }
-        let windows = e_bits.div_ceil(WINDOW).max(1);
-        let mut acc = vec![0u64; 2 * k];
-        let mut tmp = vec![0u64; 2 * k];
-        let mut sel = vec![0u64; 2 * k];
-        ct_select(&mut acc, &table, window_digit(e, (windows - 1) * WINDOW));
-        for w in (0..windows - 1).rev() {
-            for _ in 0..WINDOW {
-                self.sqr(kern, &mut tmp, &acc, &mut s);
-                core::mem::swap(&mut acc, &mut tmp);
-            }
-            ct_select(&mut sel, &table, window_digit(e, w * WINDOW));
-            self.mul(kern, &mut tmp, &acc, &sel, &mut s);
-            core::mem::swap(&mut acc, &mut tmp);
-        }
+        let mut acc = window_ladder(
+            &table,
+            2 * k,
+            e,
+            e_bits,
+            &mut s,
+            |out, a, s| self.sqr(kern, out, a, s),
+            |out, a, b, s| self.mul(kern, out, a, b, s),
+        );
         // Out of Montgomery form: a product with the plain 1 = (1, 0).
-        sel.fill(0);
-        sel[0] = 1;
-        self.mul(kern, &mut tmp, &acc, &sel, &mut s);
+        let mut one = vec![0u64; 2 * k];
+        one[0] = 1;
+        let mut out = vec![0u64; 2 * k];
+        self.mul(kern, &mut out, &acc, &one, &mut s);
         table.zeroize();
         acc.zeroize();
-        sel.zeroize();
         s.wipe();
-        tmp
+        out
     }
 
     /// `base^e mod p²` in constant time for `0 ≤ base < p²` and the low `e_bits` bits of
@@ -346,12 +341,7 @@ impl Padic {
         let k = self.p.len();
         debug_assert!(base.as_limbs().len() <= 2 * k);
         let mut b = self.split(&limbs_of(base, 2 * k));
-        let mut el = limbs_of(e, e_bits.div_ceil(64).max(1) as usize);
-        if !e_bits.is_multiple_of(64)
-            && let Some(top) = el.last_mut()
-        {
-            *top &= (1u64 << (e_bits % 64)) - 1;
-        }
+        let mut el = exponent_limbs(e, e_bits);
         let mut r = match self.backend {
             Backend::Portable => self.pow_with(Portable, &b, &el, e_bits),
             #[cfg(obliv_x86_simd)]
