@@ -94,8 +94,9 @@ struct Scratch {
     u: Vec<u64>,
     /// The second digit's addend `[!m, (p − 1) | c]`: `2k` limbs, the high half set once.
     a: Vec<u64>,
-    /// The second digit before and after its normalisation: `k + 1` limbs each.
+    /// The second digit being normalised: `k + 1` limbs.
     v: Vec<u64>,
+    /// A trial subtraction (`w − p`, `v − 2p`, `v − p`): `k + 1` limbs.
     d: Vec<u64>,
 }
 
