@@ -315,8 +315,11 @@ mod adx {
             if t.is_empty() || !t.len().is_multiple_of(4) {
                 return super::double_add_u128(t, u, cin);
             }
+            // 2t + u = t + t + u: the same loop with `t` as its first addend too (limb i is read
+            // from both before it is written).
+            let tp = t.as_mut_ptr();
             // SAFETY: both buffers valid for `len` limbs, a positive multiple of 4.
-            unsafe { two_chain_asm::<true>(t.as_mut_ptr(), u.as_ptr(), u.as_ptr(), t.len(), cin) }
+            unsafe { two_chain_asm(tp, tp, u.as_ptr(), t.len(), cin) }
         }
 
         #[inline(always)]
@@ -326,7 +329,7 @@ mod adx {
                 return super::add2_u128(t, u, w, cin);
             }
             // SAFETY: three buffers valid for `len` limbs, a positive multiple of 4.
-            unsafe { two_chain_asm::<false>(t.as_mut_ptr(), u.as_ptr(), w.as_ptr(), t.len(), cin) }
+            unsafe { two_chain_asm(t.as_mut_ptr(), u.as_ptr(), w.as_ptr(), t.len(), cin) }
         }
 
         #[inline(always)]
@@ -818,98 +821,53 @@ mod adx {
     }
 
     /// Two carry chains over `n` limbs, `n` a positive multiple of 4 (four per round),
-    /// returning what overflows (0, 1 or 2): with
-    /// `DOUBLE`, `t = 2t + u + cin` (CF chain: `t + t`; OF chain: `+ u`), otherwise
-    /// `t = t + u + w + cin` (CF: `+ u`; OF: `+ w`). OF starts at `cin`, CF at 0 (an 8-bit
-    /// `0x7f + cin` sets exactly that); `lea` and `jrcxz` leave both flags alone.
+    /// returning what overflows (0, 1 or 2): `t = t + u + w + cin` (CF chain: `+ u`; OF
+    /// chain: `+ w`); `u` may be `t` (limb i is read from both before it is written). OF
+    /// starts at `cin`, CF at 0 (an 8-bit `0x7f + cin` sets exactly that); `lea` and `jrcxz`
+    /// leave both flags alone.
     #[inline(always)]
-    unsafe fn two_chain_asm<const DOUBLE: bool>(
-        t: *mut u64,
-        u: *const u64,
-        w: *const u64,
-        n: usize,
-        cin: u64,
-    ) -> u64 {
+    unsafe fn two_chain_asm(t: *mut u64, u: *const u64, w: *const u64, n: usize, cin: u64) -> u64 {
         let (c1, c2): (u64, u64);
         // SAFETY: the caller guarantees `n` valid limbs behind each pointer, `n` a positive
         // multiple of 4; accesses are at `end + 8·i` for `i ∈ [−n, −1]`.
         unsafe {
-            if DOUBLE {
-                core::arch::asm!(
-                    "mov {x:e}, 0x7f",
-                    "add {x:l}, {c:l}",
-                    "2:",
-                    "mov {x}, qword ptr [{tp} + 8*rcx]",
-                    "adcx {x}, {x}",
-                    "adox {x}, qword ptr [{up} + 8*rcx]",
-                    "mov qword ptr [{tp} + 8*rcx], {x}",
-                    "mov {x}, qword ptr [{tp} + 8*rcx + 8]",
-                    "adcx {x}, {x}",
-                    "adox {x}, qword ptr [{up} + 8*rcx + 8]",
-                    "mov qword ptr [{tp} + 8*rcx + 8], {x}",
-                    "mov {x}, qword ptr [{tp} + 8*rcx + 16]",
-                    "adcx {x}, {x}",
-                    "adox {x}, qword ptr [{up} + 8*rcx + 16]",
-                    "mov qword ptr [{tp} + 8*rcx + 16], {x}",
-                    "mov {x}, qword ptr [{tp} + 8*rcx + 24]",
-                    "adcx {x}, {x}",
-                    "adox {x}, qword ptr [{up} + 8*rcx + 24]",
-                    "mov qword ptr [{tp} + 8*rcx + 24], {x}",
-                    "lea rcx, [rcx + 4]",
-                    "jrcxz 3f",
-                    "jmp 2b",
-                    "3:",
-                    "mov {c:e}, 0",
-                    "adcx {c}, {c}",
-                    "mov {o:e}, 0",
-                    "adox {o}, {o}",
-                    tp = in(reg) t.add(n),
-                    up = in(reg) u.add(n),
-                    inout("rcx") n.wrapping_neg() => _,
-                    x = out(reg) _,
-                    c = inout(reg) cin => c1,
-                    o = out(reg) c2,
-                    options(nostack),
-                );
-            } else {
-                core::arch::asm!(
-                    "mov {x:e}, 0x7f",
-                    "add {x:l}, {c:l}",
-                    "2:",
-                    "mov {x}, qword ptr [{tp} + 8*rcx]",
-                    "adcx {x}, qword ptr [{up} + 8*rcx]",
-                    "adox {x}, qword ptr [{wp} + 8*rcx]",
-                    "mov qword ptr [{tp} + 8*rcx], {x}",
-                    "mov {x}, qword ptr [{tp} + 8*rcx + 8]",
-                    "adcx {x}, qword ptr [{up} + 8*rcx + 8]",
-                    "adox {x}, qword ptr [{wp} + 8*rcx + 8]",
-                    "mov qword ptr [{tp} + 8*rcx + 8], {x}",
-                    "mov {x}, qword ptr [{tp} + 8*rcx + 16]",
-                    "adcx {x}, qword ptr [{up} + 8*rcx + 16]",
-                    "adox {x}, qword ptr [{wp} + 8*rcx + 16]",
-                    "mov qword ptr [{tp} + 8*rcx + 16], {x}",
-                    "mov {x}, qword ptr [{tp} + 8*rcx + 24]",
-                    "adcx {x}, qword ptr [{up} + 8*rcx + 24]",
-                    "adox {x}, qword ptr [{wp} + 8*rcx + 24]",
-                    "mov qword ptr [{tp} + 8*rcx + 24], {x}",
-                    "lea rcx, [rcx + 4]",
-                    "jrcxz 3f",
-                    "jmp 2b",
-                    "3:",
-                    "mov {c:e}, 0",
-                    "adcx {c}, {c}",
-                    "mov {o:e}, 0",
-                    "adox {o}, {o}",
-                    tp = in(reg) t.add(n),
-                    up = in(reg) u.add(n),
-                    wp = in(reg) w.add(n),
-                    inout("rcx") n.wrapping_neg() => _,
-                    x = out(reg) _,
-                    c = inout(reg) cin => c1,
-                    o = out(reg) c2,
-                    options(nostack),
-                );
-            }
+            core::arch::asm!(
+                "mov {x:e}, 0x7f",
+                "add {x:l}, {c:l}",
+                "2:",
+                "mov {x}, qword ptr [{tp} + 8*rcx]",
+                "adcx {x}, qword ptr [{up} + 8*rcx]",
+                "adox {x}, qword ptr [{wp} + 8*rcx]",
+                "mov qword ptr [{tp} + 8*rcx], {x}",
+                "mov {x}, qword ptr [{tp} + 8*rcx + 8]",
+                "adcx {x}, qword ptr [{up} + 8*rcx + 8]",
+                "adox {x}, qword ptr [{wp} + 8*rcx + 8]",
+                "mov qword ptr [{tp} + 8*rcx + 8], {x}",
+                "mov {x}, qword ptr [{tp} + 8*rcx + 16]",
+                "adcx {x}, qword ptr [{up} + 8*rcx + 16]",
+                "adox {x}, qword ptr [{wp} + 8*rcx + 16]",
+                "mov qword ptr [{tp} + 8*rcx + 16], {x}",
+                "mov {x}, qword ptr [{tp} + 8*rcx + 24]",
+                "adcx {x}, qword ptr [{up} + 8*rcx + 24]",
+                "adox {x}, qword ptr [{wp} + 8*rcx + 24]",
+                "mov qword ptr [{tp} + 8*rcx + 24], {x}",
+                "lea rcx, [rcx + 4]",
+                "jrcxz 3f",
+                "jmp 2b",
+                "3:",
+                "mov {c:e}, 0",
+                "adcx {c}, {c}",
+                "mov {o:e}, 0",
+                "adox {o}, {o}",
+                tp = in(reg) t.add(n),
+                up = in(reg) u.add(n),
+                wp = in(reg) w.add(n),
+                inout("rcx") n.wrapping_neg() => _,
+                x = out(reg) _,
+                c = inout(reg) cin => c1,
+                o = out(reg) c2,
+                options(nostack),
+            );
         }
         c1 + c2
     }
