@@ -10,15 +10,16 @@
 //! Wire format: each message of sub-channel `id` is two frames of the inner channel, the id
 //! (4 bytes, little-endian) and then the payload, written together under one lock. Frames for
 //! an id not opened yet wait in its queue. The id [`Mux::CREDIT_ID`] (`u32::MAX`) is the
-//! multiplexer's own: its payload (12 bytes) names a sub-channel and how many bytes this side
-//! took from that queue, which lets the peer send more there (see
+//! multiplexer's own: its first message (8 bytes) announces this side's
+//! [`MuxOptions::max_queued_per_sub`], and every later one (12 bytes) names a sub-channel and
+//! how many bytes this side took from that queue, which lets the peer send more there (see
 //! [`Mux`](Mux#flow-control)). All queues together hold at most
 //! [`MuxOptions::max_queued`] bytes (plus one frame), each queued frame counted as its length
 //! plus [`QUEUED_FRAME_OVERHEAD`](crate::QUEUED_FRAME_OVERHEAD) (so empty frames count too);
 //! beyond that the demultiplexer stops reading, which pushes back on the peer. One
 //! sub-channel's queue holds at most [`MuxOptions::max_queued_per_sub`] bytes (plus one
 //! frame into an empty queue): a sending sub-channel waits for credit rather than send more
-//! than that ahead of what the peer has taken, and a peer that overfills a queue anyway fails
+//! than the smaller of the two sides' settings ahead of what the peer has taken, and a peer that overfills a queue anyway fails
 //! the whole `Mux` with [`Error::SubChannelOverflow`] (see [`Mux`](Mux#flooding)).
 //!
 //! Sends may stay buffered in the inner channel until some sub-channel flushes, receives or is
@@ -69,10 +70,11 @@ pub struct MuxOptions {
     pub max_queued: usize,
     /// Bytes one sub-channel's queue may hold (counted as for `max_queued`; a frame into an
     /// empty queue is always taken, so one frame of up to the transport's frame limit fits).
-    /// It is also the window of this side's sends ([`Mux`](Mux#flow-control)): a send waits
-    /// for credit rather than have more than this in flight on its sub-channel. A peer that
-    /// sends more to one sub-channel than that while this side does not take it breaks the
-    /// protocol: the demultiplexer stops with [`Error::SubChannelOverflow`], which every
+    /// Each side announces it to the other, and the smaller of the two is the window of both
+    /// sides' sends ([`Mux`](Mux#flow-control)): a send waits for credit rather than have
+    /// more than that in flight on its sub-channel, so the two sides may set different
+    /// values. A peer that sends more to one sub-channel than this side's value while this
+    /// side does not take it breaks the protocol: the demultiplexer stops with [`Error::SubChannelOverflow`], which every
     /// sub-channel reports (see [`Mux`](Mux#flooding)). Default 16 MiB.
     pub max_queued_per_sub: usize,
     /// Most sub-channel ids with a queue at a time (see [`Mux`](Mux#limits-and-deadlines)).
@@ -123,16 +125,22 @@ impl Default for MuxOptions {
 /// Each sub-channel has its own credit. A send counts its message (length plus
 /// [`QUEUED_FRAME_OVERHEAD`]) as in flight until the peer's sub-channel takes it from its
 /// queue, when the peer returns that much credit (a message on [`Mux::CREDIT_ID`], flushed at
-/// once). A send goes at once when nothing of its sub-channel is in flight, or when the
-/// message fits with what is in flight within [`MuxOptions::max_queued_per_sub`]; otherwise
-/// it first flushes the shared sender, then waits for credit: until the sub-channel's deadline,
+/// once). The window is the smaller of the two sides' [`MuxOptions::max_queued_per_sub`]:
+/// [`Mux::new`] sends this side's value as its first message (on [`Mux::CREDIT_ID`], 8
+/// bytes, flushed at once, without waiting for the peer's), and a second announcement from
+/// the peer stops the demultiplexer with [`Error::Handshake`]. A send goes at once when
+/// nothing of its sub-channel is in flight, or when the message fits with what is in flight
+/// within the window (never before the peer's announcement has arrived); otherwise it first
+/// flushes the shared sender, then waits for credit: until the sub-channel's deadline,
 /// [`Error::Timeout`] once the connection has delivered nothing for
 /// [`MuxOptions::recv_timeout`], or the demultiplexer's error. So a sub-protocol may stream any
-/// amount to a peer that is busy elsewhere without overfilling its queue, and a sub-channel
-/// waiting for credit holds up no other. The window is the sender's own `max_queued_per_sub`:
-/// give both sides the same. Two sides that each send more than that on one sub-channel
-/// before receiving there wait for each other until the timeout; the protocols of this
-/// workspace interleave their sends and receives (or send from one side at a time).
+/// amount to a peer that is busy elsewhere without overfilling its queue, whatever either
+/// side set, and a sub-channel waiting for credit holds up no other. A peer that announces a
+/// tiny window only slows this side's sends to one message in flight at a time; a large one
+/// does not take this side's window beyond its own setting. Two sides that each send more
+/// than the window on one sub-channel before receiving there wait for each other until the
+/// timeout; the protocols of this workspace interleave their sends and receives (or send from
+/// one side at a time).
 ///
 /// # Flooding
 ///
@@ -143,9 +151,9 @@ impl Default for MuxOptions {
 /// peer, and the demultiplexer stops with [`Error::SubChannelOverflow`]. Every sub-channel
 /// reports that error once its queue is drained, at once if it is waiting already, so a peer
 /// flooding one sub-channel cannot leave the others waiting for frames that never come.
-/// Credit messages are not queued: one that is not 12 bytes long stops the demultiplexer
-/// with [`Error::UnexpectedLength`], and credit for a sub-channel with nothing in flight is
-/// ignored.
+/// Messages on the credit id are not queued: one that is neither a credit (12 bytes) nor the
+/// window announcement (8 bytes) stops the demultiplexer with [`Error::UnexpectedLength`], and
+/// credit for a sub-channel with nothing in flight is ignored.
 ///
 /// Below that, [`MuxOptions::max_queued`] bounds all queues together: when it is reached the
 /// demultiplexer stops reading until a sub-channel takes a frame, which pushes back on the
@@ -211,11 +219,20 @@ struct DemuxState {
     cv: Condvar,
     /// When the connection last delivered a frame, for any sub-channel.
     progress: Progress,
-    /// Per sub-channel id, the bytes this side sent there that the peer has not yet taken
-    /// from its queue (charged as [`charge`] does; see [`Mux`](Mux#flow-control)).
-    in_flight: Mutex<HashMap<u32, usize>>,
-    /// Signalled when credit arrives or the demultiplexer stops.
+    /// What this side's sends may have in flight, per sub-channel.
+    credit_state: Mutex<Credit>,
+    /// Signalled when credit or the peer's window arrives, or the demultiplexer stops.
     credit: Condvar,
+}
+
+/// The sending side of the flow control ([`Mux`](Mux#flow-control)).
+#[derive(Default)]
+struct Credit {
+    /// Per sub-channel id, the bytes this side sent there that the peer has not yet taken
+    /// from its queue (charged as [`charge`] does).
+    in_flight: HashMap<u32, usize>,
+    /// The peer's [`MuxOptions::max_queued_per_sub`], once its announcement has arrived.
+    peer_window: Option<usize>,
 }
 
 /// The time of the connection's last received frame, as nanoseconds since `epoch`.
@@ -305,15 +322,17 @@ impl<S: FrameSender> SenderState<S> {
         }
     }
 
-    /// Writes and flushes a credit message; see [`SubChannel::return_credit`].
-    fn credit(&mut self, credit: &[u8; CREDIT_LEN]) {
+    /// Writes and flushes a message of the multiplexer's own on [`CREDIT_ID`]: a credit
+    /// (see [`SubChannel::return_credit`]) or this side's window announcement. Best effort: a
+    /// peer that has gone marks the sender `peer_gone`, any other failure breaks it.
+    fn control(&mut self, payload: &[u8]) {
         if self.broken || self.peer_gone {
             return;
         }
         let sent = self
             .tx
             .send(&CREDIT_ID.to_le_bytes())
-            .and_then(|()| self.tx.send(credit))
+            .and_then(|()| self.tx.send(payload))
             .and_then(|()| self.tx.flush());
         match sent {
             Ok(()) => self.unflushed = false,
@@ -364,6 +383,10 @@ pub(crate) const CREDIT_ID: u32 = u32::MAX;
 /// Length of a credit message's payload: the sub-channel id and the bytes taken.
 const CREDIT_LEN: usize = 12;
 
+/// Length of the window announcement's payload: the sender's
+/// [`MuxOptions::max_queued_per_sub`] (see [`Mux`](Mux#flow-control)).
+const WINDOW_LEN: usize = 8;
+
 /// What a queued frame of `len` bytes counts against [`MuxOptions::max_queued`].
 fn charge(len: usize) -> usize {
     len.saturating_add(QUEUED_FRAME_OVERHEAD)
@@ -411,6 +434,9 @@ impl<S: FrameSender + 'static> Mux<S> {
             interrupt: rx.interrupter(),
         });
         let max_frame_len = shared.max_frame_len;
+        // The first message of this side: how much one sub-channel's queue here holds, which
+        // is the peer's sending window (never above its own setting).
+        lock(&shared.sender).control(&len64(opts.max_queued_per_sub).to_le_bytes());
         thread::Builder::new()
             .name("obliv-net-mux".into())
             .spawn(move || demux(rx, &demux_state, &opts, max_frame_len))
@@ -468,7 +494,7 @@ fn demux<R: FrameReceiver>(mut rx: R, st: &DemuxState, opts: &MuxOptions, max_fr
         st.progress.mark();
         let id = u32::from_le_bytes(id);
         if id == CREDIT_ID {
-            match take_credit(st, &v) {
+            match take_control(st, &v) {
                 Ok(()) => continue,
                 Err(e) => break e,
             }
@@ -505,16 +531,35 @@ fn demux<R: FrameReceiver>(mut rx: R, st: &DemuxState, opts: &MuxOptions, max_fr
             r.tx = None;
         }
     }
-    // Senders waiting for credit see the end (they take `in_flight`, then `routes`).
-    let _in_flight = lock(&st.in_flight);
+    // Senders waiting for credit see the end (they take `credit_state`, then `routes`).
+    let _credit = lock(&st.credit_state);
     st.credit.notify_all();
 }
 
-/// Applies a credit message from the peer: `payload` is the sub-channel id (4 bytes) and the
-/// bytes the peer took from that queue (8 bytes), both little-endian. Credit for an id this
-/// side has nothing in flight on is ignored (so a peer cannot make this side keep entries),
-/// and credit beyond what is in flight only empties the account.
-fn take_credit(st: &DemuxState, payload: &[u8]) -> Result<()> {
+/// Applies a message of the peer's multiplexer ([`CREDIT_ID`]).
+///
+/// A credit message (12 bytes) is the sub-channel id (4 bytes) and the bytes the peer took
+/// from that queue (8 bytes), both little-endian. Credit for an id this side has nothing in
+/// flight on is ignored (so a peer cannot make this side keep entries), and credit beyond what
+/// is in flight only empties the account.
+///
+/// The window announcement (8 bytes, little-endian) is the peer's
+/// [`MuxOptions::max_queued_per_sub`], sent once, first; a second one is a protocol error
+/// ([`Error::Handshake`]). Any other length stops the demultiplexer with
+/// [`Error::UnexpectedLength`].
+fn take_control(st: &DemuxState, payload: &[u8]) -> Result<()> {
+    let mut credit = lock(&st.credit_state);
+    if let Ok(window) = <[u8; WINDOW_LEN]>::try_from(payload) {
+        if credit.peer_window.is_some() {
+            return Err(Error::Handshake {
+                reason: "the peer's multiplexer announced its window twice".into(),
+            });
+        }
+        let window = usize::try_from(u64::from_le_bytes(window)).unwrap_or(usize::MAX);
+        credit.peer_window = Some(window);
+        st.credit.notify_all();
+        return Ok(());
+    }
     if payload.len() != CREDIT_LEN {
         return Err(Error::UnexpectedLength {
             expected: len64(CREDIT_LEN),
@@ -525,8 +570,7 @@ fn take_credit(st: &DemuxState, payload: &[u8]) -> Result<()> {
     let id = u32::from_le_bytes(id.try_into().unwrap_or_default());
     let taken = u64::from_le_bytes(taken.try_into().unwrap_or_default());
     let taken = usize::try_from(taken).unwrap_or(usize::MAX);
-    let mut in_flight = lock(&st.in_flight);
-    if let Some(n) = in_flight.get_mut(&id) {
+    if let Some(n) = credit.in_flight.get_mut(&id) {
         *n = n.saturating_sub(taken);
         st.credit.notify_all();
     }
@@ -623,47 +667,52 @@ impl<S: FrameSender> SubChannel<S> {
         let mut credit = [0u8; CREDIT_LEN];
         credit[..4].copy_from_slice(&self.id.to_le_bytes());
         credit[4..].copy_from_slice(&len64(cost).to_le_bytes());
-        self.sender().credit(&credit);
+        self.sender().control(&credit);
     }
 
     /// Waits until the peer's queue of this sub-channel has room for a message of `len`
     /// bytes (nothing of this sub-channel in flight, or in flight plus this message within
-    /// [`MuxOptions::max_queued_per_sub`]), then counts the message as in flight. Before
+    /// the window: the smaller of this side's and the peer's announced
+    /// [`MuxOptions::max_queued_per_sub`]; no room until the announcement has arrived), then
+    /// counts the message as in flight. Before
     /// waiting it flushes the shared sender: what the peer needs in order to take its queue
     /// (this side's messages and credit) must reach it. The wait ends with this sub-channel's
     /// deadline, with [`Error::Timeout`] once the connection has delivered nothing for
     /// [`MuxOptions::recv_timeout`], or with the demultiplexer's error.
     fn wait_for_credit(&self, len: usize) -> Result<()> {
         let st = &self.shared.demux;
-        let window = self.shared.opts.max_queued_per_sub;
+        let own = self.shared.opts.max_queued_per_sub;
         let cost = charge(len);
         let timeout = self.shared.opts.recv_timeout;
         let started = Instant::now();
         let mut flushed = false;
-        let mut in_flight = lock(&st.in_flight);
+        let mut credit = lock(&st.credit_state);
         loop {
-            let now = in_flight.get(&self.id).copied().unwrap_or(0);
-            if now == 0 || now.saturating_add(cost) <= window {
-                in_flight.insert(self.id, now.saturating_add(cost));
+            let now = credit.in_flight.get(&self.id).copied().unwrap_or(0);
+            let fits = credit
+                .peer_window
+                .is_some_and(|peer| now.saturating_add(cost) <= own.min(peer));
+            if now == 0 || fits {
+                credit.in_flight.insert(self.id, now.saturating_add(cost));
                 return Ok(());
             }
             if let Some(e) = &lock(&st.routes).ended {
                 return Err(e.clone_lossy());
             }
             if !flushed {
-                drop(in_flight);
+                drop(credit);
                 self.sender().flush()?;
                 flushed = true;
-                in_flight = lock(&st.in_flight);
+                credit = lock(&st.credit_state);
                 continue;
             }
             self.deadline.check()?;
             let wait = self.deadline.bound(Some(timeout)).unwrap_or(timeout);
             let (guard, result) = st
                 .credit
-                .wait_timeout(in_flight, wait)
+                .wait_timeout(credit, wait)
                 .unwrap_or_else(PoisonError::into_inner);
-            in_flight = guard;
+            credit = guard;
             if result.timed_out() {
                 let idle = st.progress.idle().min(started.elapsed());
                 if let Some(e) = self.deadline.after_wait(idle, Some(timeout)) {
@@ -920,7 +969,9 @@ mod tests {
             };
             let (a, mut b) = TcpChannel::loopback_pair(o).unwrap();
             demux_ends_promptly_on_drop(Mux::new(a).unwrap());
-            // The peer sees the end of the stream.
+            // The peer sees the window announcement, then the end of the stream.
+            assert_eq!(b.recv().unwrap(), u32::MAX.to_le_bytes());
+            assert_eq!(b.recv().unwrap().len(), WINDOW_LEN);
             assert!(matches!(b.recv(), Err(Error::PeerDisconnected)));
         }
     }
@@ -1061,6 +1112,136 @@ mod tests {
         assert_eq!(b1.recv().unwrap(), vec![1u8; 200 << 10]);
         assert_eq!(b1.recv().unwrap(), vec![2u8; 200 << 10]);
         sender.join().unwrap().unwrap();
+    }
+
+    /// Two sides with different `max_queued_per_sub` both keep to the smaller: the side with
+    /// the larger setting, streaming while its peer is busy, stops at the peer's bound instead
+    /// of overfilling its queue (which failed the whole Mux before the windows were
+    /// announced), and the side with the smaller setting keeps to its own.
+    #[test]
+    fn each_side_keeps_to_the_smaller_window() {
+        let (a, b) = mem_pair();
+        let (large, small) = (1 << 20, 64 << 10);
+        let with = |per_sub| MuxOptions {
+            max_queued_per_sub: per_sub,
+            ..MuxOptions::default()
+        };
+        let (ma, mb) = (
+            Mux::with_options(a, with(large)).unwrap(),
+            Mux::with_options(b, with(small)).unwrap(),
+        );
+        let message = |i: u32| i.to_le_bytes().repeat(2048);
+        for (from, to) in [(&ma, &mb), (&mb, &ma)] {
+            let (mut tx, mut rx) = (from.sub(1).unwrap(), to.sub(1).unwrap());
+            let sender = thread::spawn(move || {
+                for i in 0..100u32 {
+                    tx.send(&message(i))?;
+                }
+                tx.flush()
+            });
+            thread::sleep(Duration::from_millis(300));
+            let (_, queued) = load(to);
+            assert!(queued <= small, "{queued} queued, smaller bound {small}");
+            assert!(
+                queued > small / 2,
+                "{queued} queued: the sender stopped early"
+            );
+            assert!(!sender.is_finished());
+            for i in 0..100u32 {
+                assert_eq!(rx.recv().unwrap(), message(i), "message {i}");
+            }
+            sender.join().unwrap().unwrap();
+        }
+    }
+
+    /// The first message of a Mux announces its `max_queued_per_sub` on the credit id; the
+    /// peer's announcement is taken once, and a second one stops the demultiplexer with a
+    /// typed error.
+    #[test]
+    fn the_window_is_announced_first_and_only_once() {
+        let (mut raw, b) = mem_pair();
+        let opts = MuxOptions {
+            max_queued_per_sub: 12_345,
+            ..MuxOptions::default()
+        };
+        let mux = Mux::with_options(b, opts).unwrap();
+        assert_eq!(raw.recv().unwrap(), u32::MAX.to_le_bytes());
+        assert_eq!(raw.recv().unwrap(), 12_345u64.to_le_bytes());
+        raw.send(&u32::MAX.to_le_bytes()).unwrap();
+        raw.send(&(1u64 << 20).to_le_bytes()).unwrap();
+        raw.flush().unwrap();
+        let mut s1 = mux.sub(1).unwrap();
+        // Within the smaller window (this side's): both go without credit.
+        s1.send(&[1u8; 4000]).unwrap();
+        s1.send(&[2u8; 4000]).unwrap();
+        s1.flush().unwrap();
+        for byte in [1u8, 2] {
+            assert_eq!(raw.recv().unwrap(), 1u32.to_le_bytes());
+            assert_eq!(raw.recv().unwrap(), vec![byte; 4000]);
+        }
+        raw.send(&u32::MAX.to_le_bytes()).unwrap();
+        raw.send(&7u64.to_le_bytes()).unwrap();
+        raw.flush().unwrap();
+        let e = s1.recv().unwrap_err();
+        assert!(matches!(e, Error::Handshake { .. }), "{e:?}");
+    }
+
+    /// Until the peer's announcement arrives, a sub-channel sends only with nothing in
+    /// flight: the second message waits, here until the idle timeout, and goes at once when
+    /// the announcement comes.
+    #[test]
+    fn sends_beyond_the_first_wait_for_the_peers_window() {
+        let (mut raw, b) = mem_pair();
+        let opts = MuxOptions {
+            recv_timeout: Duration::from_millis(300),
+            ..MuxOptions::default()
+        };
+        let mux = Mux::with_options(b, opts).unwrap();
+        let mut s1 = mux.sub(1).unwrap();
+        s1.send(b"first").unwrap();
+        let t0 = Instant::now();
+        let e = s1.send(b"second").unwrap_err();
+        assert!(matches!(e, Error::Timeout { .. }), "{e:?}");
+        assert!(
+            t0.elapsed() >= Duration::from_millis(250),
+            "{:?}",
+            t0.elapsed()
+        );
+        let mut s2 = mux.sub(2).unwrap();
+        s2.send(b"one").unwrap();
+        let waiter = thread::spawn(move || s2.send(b"two").map(|()| s2));
+        thread::sleep(Duration::from_millis(50));
+        assert!(!waiter.is_finished());
+        raw.send(&u32::MAX.to_le_bytes()).unwrap();
+        raw.send(&(1u64 << 20).to_le_bytes()).unwrap();
+        raw.flush().unwrap();
+        let mut s2 = waiter.join().unwrap().unwrap();
+        s2.flush().unwrap();
+        let mut got = Vec::new();
+        while let Ok(m) = raw.recv() {
+            got.push(m);
+            if got.len() == 8 {
+                break;
+            }
+        }
+        assert_eq!(
+            got[..2],
+            [
+                u32::MAX.to_le_bytes().to_vec(),
+                (16u64 << 20).to_le_bytes().to_vec()
+            ][..]
+        );
+        assert_eq!(
+            got[2..],
+            [
+                1u32.to_le_bytes().to_vec(),
+                b"first".to_vec(),
+                2u32.to_le_bytes().to_vec(),
+                b"one".to_vec(),
+                2u32.to_le_bytes().to_vec(),
+                b"two".to_vec(),
+            ][..]
+        );
     }
 
     /// Credit is kept per sub-channel: a sender waiting for room on one sub-channel does not

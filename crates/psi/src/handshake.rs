@@ -8,9 +8,9 @@ use crate::error::{Error, Result};
 /// Magic bytes at the start of every handshake.
 const MAGIC: [u8; 4] = *b"OBPS";
 /// Version of the wire formats in this crate (and of `obliv-net`'s `Mux` under the bucket
-/// driver, whose per-sub-channel credit messages came with version 3); bumped on any
-/// incompatible change.
-pub const WIRE_VERSION: u16 = 3;
+/// driver, whose per-sub-channel credit messages came with version 3 and its window
+/// announcement with version 4); bumped on any incompatible change.
+pub const WIRE_VERSION: u16 = 4;
 /// Encoded length of a [`Hello`].
 const HELLO_LEN: usize = 4 + 2 + 1 + 1 + 1 + 1 + 4 + 8 + 8;
 
