@@ -1,4 +1,5 @@
-//! One way for every obliv crate to declare, detect and enter a SIMD backend.
+//! One way for every obliv crate to declare, detect and enter a SIMD backend; and the
+//! constant-time checks' markings ([`ctgrind`]).
 //!
 //! A backend is compiled with some CPU features enabled (`#[target_feature(enable = ...)]`) and
 //! may only run on a CPU that has all of them: calling it after checking fewer is undefined
@@ -54,7 +55,12 @@
 //! whole process runs the next backend down. Benchmarks use it to measure the paths a CPU without, say, AVX-512
 //! IFMA runs (`OBLIV_CPU_DISABLE=avx512ifma`), and tests use it to run every protocol through
 //! the fallbacks. It can only take features away, never claim one the CPU lacks.
-#![forbid(unsafe_code)]
+// No unsafe code but the Valgrind client request of `ctgrind` (inline assembly that only the
+// checked build compiles in).
+#![deny(unsafe_code)]
+
+#[allow(unsafe_code)]
+pub mod ctgrind;
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};

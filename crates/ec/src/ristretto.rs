@@ -102,7 +102,10 @@ impl Ristretto255 {
         crate::assert_out_len(points.len(), out.len());
         // [k]P = [2]([k/2]P): dalek encodes doubled points in a batch with one inversion.
         let half = SecretScalar(k.0 * Scalar::from_bytes_mod_order(INV_TWO));
-        let halves: Vec<RistrettoPoint> = points.iter().map(|p| p * half.0).collect();
+        let mut halves: Vec<RistrettoPoint> = points.iter().map(|p| p * half.0).collect();
+        // The output, public from here on (for the constant-time checks: the batch
+        // inversion's nonzero check).
+        obliv_cpu::ctgrind::public(&mut halves[..]);
         let enc = RistrettoPoint::double_and_compress_batch(&halves);
         for (o, e) in out.iter_mut().zip(enc) {
             *o = e.to_bytes();

@@ -135,7 +135,10 @@ macro_rules! impl_weierstrass {
                     return;
                 }
             }
-            let prod: Vec<Self::Point> = points.iter().map(|p| p * &k.0).collect();
+            let mut prod: Vec<Self::Point> = points.iter().map(|p| p * &k.0).collect();
+            // The products are this call's output, public from here on (for the constant-time
+            // checks: the normalisation's nonzero check and the encoding's identity test).
+            obliv_cpu::ctgrind::public(&mut prod[..]);
             let mut aff = vec![<$krate::AffinePoint as Default>::default(); prod.len()];
             <$krate::ProjectivePoint as group::Curve>::batch_normalize(&prod, &mut aff);
             for (o, a) in out.iter_mut().zip(&aff) {

@@ -157,7 +157,8 @@ impl Point {
                         let bad = r.is_identity() | r.z.is_zero();
                         let replace = bad | k_zero | subtle::Choice::from(u8::from(d.is_err()));
                         r.conditional_assign(&Point::IDENTITY, replace);
-                        bool::from(bad)
+                        // Public: `R = O` only when the input's prime-order part is (k' ≠ 0).
+                        bool::from(obliv_cpu::ctgrind::declassify(bad))
                     })
                     .collect();
                 let enc = Point::batch_to_bytes(&rs);

@@ -254,7 +254,7 @@ mod imp {
                 borrow = (d >> 63) & 1;
             }
             // borrow = 1 ⇔ r < M: keep r; else take t.
-            let keep = 0u64.wrapping_sub(borrow);
+            let keep = crate::bigint::ct_mask(borrow);
             for i in 0..8 * N {
                 let v = (r.limb(i) & keep) | (t.limb(i) & !keep);
                 *r.limb_mut(i) = v;
@@ -472,7 +472,9 @@ impl CtPow {
     pub(crate) fn new(m: &Integer) -> Option<Self> {
         #[cfg(obliv_x86_simd)]
         {
-            let bits = m.significant_bits();
+            // The size class follows the limb count of the (secret) modulus, not its bit
+            // length.
+            let bits = u32::try_from(64 * m.as_limbs().len()).unwrap_or(u32::MAX);
             let ctx = if bits + 2 <= 52 * 40 {
                 IfmaModulus::<5>::new(m).map(|c| Self::Ifma5(Box::new(c)))
             } else if bits + 2 <= 52 * 64 {

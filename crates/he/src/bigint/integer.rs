@@ -67,10 +67,20 @@ impl std::error::Error for ParseIntegerError {}
 // ---------------------------------------------------------------------------------------------
 // Magnitude helpers on little-endian limb slices.
 
+/// Drops the leading zero limbs. The new length is found by a pass over every limb that does
+/// not branch on them (a mask per limb, hidden from the optimiser so that it stays arithmetic),
+/// because the limbs may be secret; the length itself is not secret by design (a value whose
+/// top limbs are zero is stored shorter, see the crate's README), and test builds tell the
+/// constant-time checks so ([`obliv_cpu::ctgrind::declassify`]).
 fn trim(v: &mut Vec<u64>) {
-    while v.last() == Some(&0) {
-        v.pop();
+    let mut len = 0usize;
+    for (i, &w) in v.iter().enumerate() {
+        // All ones when w ≠ 0.
+        let nonzero =
+            core::hint::black_box(0usize.wrapping_sub(((w | w.wrapping_neg()) >> 63) as usize));
+        len ^= (len ^ (i + 1)) & nonzero;
     }
+    v.truncate(obliv_cpu::ctgrind::declassify(len));
 }
 
 pub(crate) fn cmp_mag(a: &[u64], b: &[u64]) -> Ordering {
@@ -95,7 +105,8 @@ fn add_mag(a: &[u64], b: &[u64]) -> Vec<u64> {
         out.push(s);
         carry = u64::from(c1) + u64::from(c2);
     }
-    if carry != 0 {
+    // Whether the sum needs one more limb: its length, public by design (see `trim`).
+    if obliv_cpu::ctgrind::declassify(carry) != 0 {
         out.push(carry);
     }
     out
@@ -284,6 +295,12 @@ impl Integer {
         trim(&mut mag);
         let neg = neg && !mag.is_empty();
         Self { neg, mag }
+    }
+
+    /// The limbs, writable, for the constant-time checks' marking of secrets (tests only).
+    #[cfg(test)]
+    pub(crate) fn limbs_mut(&mut self) -> &mut [u64] {
+        &mut self.mag
     }
 
     /// The non-negative integer with these little-endian 64-bit limbs.
@@ -537,7 +554,10 @@ impl Integer {
     /// or when the inverse does not exist (the only fact about the value the time reveals).
     #[must_use]
     pub(crate) fn invert_secret(&self, m: &Self) -> Option<Self> {
-        if m.neg || m.is_even() || cmp_mag(&m.mag, &[1]) != Ordering::Greater {
+        // The verdict on the (secret) modulus is public: it is an odd prime for every caller.
+        if obliv_cpu::ctgrind::declassify(
+            m.neg | m.is_even() | (cmp_mag(&m.mag, &[1]) != Ordering::Greater),
+        ) {
             return None;
         }
         super::safegcd::invert_odd(self, m, super::safegcd::Mode::ConstantTime)

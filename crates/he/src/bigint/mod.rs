@@ -138,7 +138,7 @@ fn ct_double_add_mod(acc: &mut [u64], bit: u64, m: &[u64], t: &mut [u64]) {
     }
     // The value c·2^(64·len) + acc is at least m iff it carried out or the subtraction did not
     // borrow; then it is below 2m and one subtraction suffices.
-    let take = 0u64.wrapping_sub(c | (borrow ^ 1));
+    let take = ct_mask(c | (borrow ^ 1));
     for (a, &d) in acc.iter_mut().zip(t.iter()) {
         *a = (*a & !take) | (d & take);
     }
@@ -231,6 +231,15 @@ pub(crate) mod ct_trace {
     pub(crate) fn take() -> Trace {
         TRACE.with(|t| t.replace((0, 0, 0)))
     }
+}
+
+/// All ones when `bit` is 1, zero when it is 0, hidden from the optimiser: a mask it can
+/// prove to be 0 or all ones lets it turn `(a & m) | (b & !m)` into a branch or two loops
+/// chosen by a jump, which the constant-time checks under memcheck caught it doing
+/// (`obliv_cpu::ctgrind`). Every mask over secret data is made here.
+#[inline(always)]
+pub(crate) fn ct_mask(bit: u64) -> u64 {
+    core::hint::black_box(0u64.wrapping_sub(bit))
 }
 
 /// Overwrites the limbs of `x` with zeros and sets it to zero (dropping does the same).

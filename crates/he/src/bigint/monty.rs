@@ -1038,7 +1038,7 @@ fn ct_select(out: &mut [u64], table: &[u64], d: u32) {
     let l = out.len();
     out.fill(0);
     for (j, entry) in (0u32..).zip(table.chunks_exact(l)) {
-        let mask = 0u64.wrapping_sub(u64::from(j.ct_eq(&d).unwrap_u8()));
+        let mask = super::ct_mask(u64::from(j.ct_eq(&d).unwrap_u8()));
         for (o, &t) in out.iter_mut().zip(entry) {
             *o |= t & mask;
         }
@@ -1112,7 +1112,9 @@ impl Monty {
     }
 
     fn setup(m: &Integer, backend: Backend, secret: bool) -> Option<Self> {
-        if m.is_negative() || m.is_even() || *m <= 1u32 {
+        // The verdict is public (a secret modulus is an odd prime); it is computed without
+        // short-circuiting on the modulus's parity.
+        if obliv_cpu::ctgrind::declassify(m.is_negative() | m.is_even() | (*m <= 1u32)) {
             return None;
         }
         let n = m.as_limbs().to_vec();
@@ -1188,7 +1190,7 @@ impl Monty {
             t[i] = d;
             borrow = u64::from(b1 | b2);
         }
-        let keep = 0u64.wrapping_sub((carry ^ 1) & borrow);
+        let keep = super::ct_mask((carry ^ 1) & borrow);
         for i in 0..l {
             out[i] = (out[i] & keep) | (t[i] & !keep);
         }
@@ -1381,7 +1383,7 @@ impl Monty {
             borrow = u64::from(b1 | b2);
         }
         // Add N back under the mask of the borrow.
-        let mask = 0u64.wrapping_sub(borrow);
+        let mask = super::ct_mask(borrow);
         let mut carry = 0u64;
         for i in 0..l {
             let s = u128::from(a[i]) + u128::from(self.n[i] & mask) + u128::from(carry);

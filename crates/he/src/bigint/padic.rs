@@ -80,7 +80,7 @@ impl Drop for Padic {
 /// `r = d` where `take` is 1, unchanged where it is 0, by masks.
 #[inline(always)]
 fn select(r: &mut [u64], d: &[u64], take: u64) {
-    let mask = 0u64.wrapping_sub(take);
+    let mask = super::ct_mask(take);
     for (x, &y) in r.iter_mut().zip(d) {
         *x = (y & mask) | (*x & !mask);
     }
@@ -136,7 +136,7 @@ impl Padic {
 
     /// As [`Self::new`], with a chosen kernel.
     pub(crate) fn with_backend(p: &Integer, backend: Backend) -> Option<Self> {
-        if p.is_negative() || p.is_even() || *p <= 1u32 {
+        if obliv_cpu::ctgrind::declassify(p.is_negative() | p.is_even() | (*p <= 1u32)) {
             return None;
         }
         let pl = p.as_limbs().to_vec();

@@ -60,7 +60,7 @@ fn divsteps_62(mut delta: i64, f0: u64, g0: u64) -> (i64, Trans) {
     let (mut f, mut g) = (f0, g0);
     let (mut u, mut v, mut q, mut r) = (1i64, 0i64, 0i64, 1i64);
     for _ in 0..LIMB_BITS {
-        let odd = 0u64.wrapping_sub(g & 1); // all ones iff g is odd
+        let odd = super::ct_mask(g & 1); // all ones iff g is odd
         let positive = (delta.wrapping_neg() >> 63) as u64; // all ones iff δ > 0
         let swap = odd & positive;
         let swap_i = swap as i64;
@@ -199,6 +199,8 @@ fn carry(a: &mut [i64]) {
 
 /// `a += M` where `mask` is all ones (branch-free), then carried.
 fn add_masked(a: &mut [i64], m: &[i64], mask: i64) {
+    // Hidden from the optimiser, which would otherwise branch on it (see `super::ct_mask`).
+    let mask = core::hint::black_box(mask);
     for (x, &y) in a.iter_mut().zip(m) {
         *x = x.wrapping_add(y & mask);
     }
@@ -257,7 +259,12 @@ impl Drop for Outcome {
 /// Runs the divsteps on `f = M` (odd, `> 1`), `g = x mod M` until `g = 0`.
 fn run(x: &Integer, m: &Integer, mode: Mode) -> Outcome {
     debug_assert!(m.is_odd() && !m.is_negative());
-    let bits = u64::from(m.significant_bits());
+    // Constant time: the bound of a modulus filling its limbs, so that the number of steps and
+    // the lengths follow the limb count of a secret M and not its bit length.
+    let bits = match mode {
+        Mode::ConstantTime => 64 * m.as_limbs().len() as u64,
+        Mode::VarTime => u64::from(m.significant_bits()),
+    };
     // Room for M, the sign, and d, e ∈ (−2M, M) with the carries of the updates.
     let len = (bits as usize + 2).div_ceil(LIMB_BITS as usize) + 1;
     // x mod M: for secrets by binary long division (time set by the lengths); for public
@@ -268,7 +275,7 @@ fn run(x: &Integer, m: &Integer, mode: Mode) -> Outcome {
             // A negative x: M − r, or 0 when r = 0, under a mask (the sign is not secret here:
             // every secret caller passes a non-negative value).
             if x.is_negative() {
-                let nonzero = 0u64.wrapping_sub(u64::from(r.iter().fold(0, |a, &w| a | w) != 0));
+                let nonzero = super::ct_mask(u64::from(r.iter().fold(0, |a, &w| a | w) != 0));
                 let mut borrow = 0u64;
                 for (w, &n) in r.iter_mut().zip(m.as_limbs()) {
                     let (d, b1) = (n & nonzero).overflowing_sub(*w);
@@ -354,7 +361,7 @@ pub(crate) fn invert_odd(x: &Integer, m: &Integer, mode: Mode) -> Option<Integer
     normalize(&mut out.d, f_negative, &m62);
     let inv = from_signed62(&out.d);
     // Only whether an inverse exists is revealed (a branch on the public verdict).
-    (unit != 0).then_some(inv)
+    (obliv_cpu::ctgrind::declassify(unit) != 0).then_some(inv)
 }
 
 /// `gcd(x, M)` for odd `M > 1` (variable time).

@@ -1087,7 +1087,9 @@ impl SecretKey {
         p_inv_word: &Integer,
         hp: &Integer,
     ) -> Integer {
-        let bits = pm1.significant_bits();
+        // Every bit of p's limbs, so that the number of windows follows the limb count of p
+        // and not its bit length (the exponent's top bits are then zero).
+        let bits = u32::try_from(64 * pm1.as_limbs().len()).unwrap_or(u32::MAX);
         let l = if let Some(d) = digits {
             let (mut one, l) = d.pow_digits(c, pm1, bits);
             debug_assert!(one == 1u32, "c^(p−1) ≡ 1 (mod p) for a unit c");

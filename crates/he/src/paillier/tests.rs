@@ -946,3 +946,32 @@ fn digit_and_square_decryption_paths_agree() {
         }
     }
 }
+
+/// Constant time under memcheck (`.ci/ctgrind`, see `obliv_cpu::ctgrind`): the primes are
+/// marked secret before the CRT constants are derived from them, so the derivation and every
+/// decryption (on base-`p` digits and modulo `p²`) are checked for branches and addresses that
+/// depend on `p`, `q` or anything computed from them. Natively it checks the plaintexts only.
+#[test]
+#[ignore = "run under valgrind by .ci/ctgrind"]
+fn ctgrind_crt_derivation_and_decryption() {
+    use obliv_cpu::ctgrind::{public, secret};
+    let k = Keypair::generate_insecure_for_tests(1024).expect("test size");
+    let (p, q) = k.secret.primes();
+    let (p, q) = (p.clone(), q.clone());
+    let n = k.public.n().clone();
+    let m = bigint::random_below(&mut rand::rng(), &n);
+    let ct = k.public.encrypt(&m).expect("in range");
+    for digits in [true, false] {
+        let (mut p, mut q) = (p.clone(), q.clone());
+        secret(p.limbs_mut());
+        secret(q.limbs_mut());
+        let mut key = SecretKey::derive(k.public.clone(), p, q);
+        if !digits {
+            key.crt.digits_p = None;
+            key.crt.digits_q = None;
+        }
+        let mut got = key.decrypt(&ct).expect("a unit");
+        public(got.limbs_mut());
+        assert_eq!(got, m, "digits: {digits}");
+    }
+}
