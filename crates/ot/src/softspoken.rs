@@ -60,7 +60,7 @@ use obliv_core::transpose::transpose_128_rows;
 use obliv_core::{AesRng, Block, Prg};
 use obliv_net::{Channel, ChannelExt};
 use rand_core::{CryptoRng, SeedableRng};
-use subtle::{Choice, ConstantTimeEq};
+use subtle::{Choice, ConditionallySelectable, ConstantTimeEq};
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 use crate::base::{self, ReceiverBaseOts, SenderBaseOts};
@@ -119,25 +119,34 @@ fn full_tree(root: Block, k: usize) -> (Vec<Block>, Vec<[Block; 2]>) {
 
 /// The sender's punctured tree: all leaves except `p` (which is left as zero).
 /// `off[d]` = XOR of the level-`d` children on the side off the path to `p`.
+///
+/// `p` is a chunk of Δ, so nothing branches on it or indexes by it: every node is expanded
+/// (the one on the path holds zero, its children are discarded under a mask), the side off the
+/// path is picked by masks, and the sibling of the path node is written into every position
+/// under the mask of its own.
 fn punctured_tree(p: usize, k: usize, off: &[Block]) -> Vec<Block> {
     // level d holds 2^d nodes; the node on the path is at index p >> (k - d).
     let mut level = vec![Block::ZERO; 1];
     for (d, off_sum) in off.iter().enumerate().take(k) {
         let mut next = vec![Block::ZERO; level.len() * 2];
         let path = p >> (k - d); // path node at level d (unknown)
-        let branch = (p >> (k - d - 1)) & 1; // side of the path at level d+1
+        // The side off the path at level d+1 (1 − the branch the path takes).
+        let off_side = Choice::from(u8::from((p >> (k - d - 1)) & 1 == 0));
         let mut acc = *off_sum;
         for (i, n) in level.iter().enumerate() {
-            if i == path {
-                continue;
-            }
+            let on_path = i.ct_eq(&path);
             let c = expand(*n);
-            next[2 * i] = c[0];
-            next[2 * i + 1] = c[1];
-            acc ^= c[1 - branch];
+            let keep = |b: Block| Block::conditional_select(&b, &Block::ZERO, on_path);
+            next[2 * i] = keep(c[0]);
+            next[2 * i + 1] = keep(c[1]);
+            // acc ^= the child off the path's side (nothing for the path node itself).
+            acc ^= keep(Block::conditional_select(&c[0], &c[1], off_side));
         }
-        // The sibling of the path node at level d+1.
-        next[2 * path + (1 - branch)] = acc;
+        // The sibling of the path node at level d+1: position 2·path + off_side.
+        let sibling = 2 * path + usize::from(off_side.unwrap_u8());
+        for (j, x) in next.iter_mut().enumerate() {
+            x.conditional_assign(&acc, j.ct_eq(&sibling));
+        }
         level.zeroize();
         level = next;
     }
@@ -254,8 +263,11 @@ impl Sender {
             let mut off = Vec::with_capacity(kl);
             for d in 0..kl {
                 let j = j0 + kl - 1 - d;
-                let c = usize::from(base.choices[j]); // = ¬branch: the side off the path
-                off.push(masked[j][c] ^ base.messages[j]);
+                // The side off the path (= ¬branch), a bit of ¬Δ: picked by a mask.
+                let c = Choice::from(u8::from(base.choices[j]));
+                off.push(
+                    Block::conditional_select(&masked[j][0], &masked[j][1], c) ^ base.messages[j],
+                );
             }
             let mut tree = punctured_tree(p, kl, &off);
             leaves.push(tree.iter().map(|&s| Prg::new(s)).collect());
@@ -568,6 +580,31 @@ mod tests {
     use super::*;
     use crate::iknp::random_bits;
     use obliv_net::mem_pair;
+
+    /// Constant time under memcheck (`.ci/ctgrind`, see `obliv_cpu::ctgrind`): the base OTs'
+    /// choice bits (`¬Δ`) and messages are marked secret before the sender's GGM puncturing
+    /// at every group size, so a branch or a memory address that depends on Δ fails it.
+    #[test]
+    #[ignore = "run under valgrind by .ci/ctgrind"]
+    fn ctgrind_sender_puncturing_does_not_depend_on_delta() {
+        use obliv_cpu::ctgrind::secret;
+        let mut prg = Prg::new(Block(77));
+        for k in 2..=8 {
+            let mut choices: Vec<bool> = (0..KAPPA).map(|_| prg.next_block().lsb()).collect();
+            let mut messages = prg.blocks(KAPPA);
+            secret(&mut choices[..]);
+            secret(&mut messages[..]);
+            let base = ReceiverBaseOts { choices, messages };
+            let (mut a, mut b) = mem_pair();
+            let masked: Vec<[Block; 2]> = (0..KAPPA)
+                .map(|_| [prg.next_block(), prg.next_block()])
+                .collect();
+            b.send_pod(&masked).unwrap();
+            b.flush().unwrap();
+            let s = Sender::new_with_base(&mut a, &base, k).unwrap();
+            assert_eq!(s.sizes.iter().sum::<usize>(), KAPPA);
+        }
+    }
 
     fn run(k: usize, n: usize, cheat: bool) -> Result<()> {
         let (bs, br) = base::insecure_dealer(
