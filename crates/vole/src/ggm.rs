@@ -422,4 +422,46 @@ mod tests {
             }
         }
     }
+
+    /// Constant time under memcheck (`.ci/ctgrind`, see `obliv_cpu::ctgrind`): the punctured
+    /// leaves `α` (the noise positions) and the received sums are marked secret before the
+    /// receiver's expansion, so a branch or a memory address that depends on them fails it;
+    /// natively the leaves are checked against the full expansion.
+    #[test]
+    #[ignore = "run under valgrind by .ci/ctgrind"]
+    fn ctgrind_punctured_expansion_does_not_depend_on_alpha() {
+        use obliv_cpu::ctgrind::{public, secret};
+        for (trees, size_per) in [(3, 5), (5, 64), (2, 1500)] {
+            let shape = TreeShape::new(trees, size_per);
+            let mut prg = Prg::new(Block(size_per as u128 + 1));
+            let roots = prg.blocks(trees);
+            let mut out = vec![Block::ZERO; shape.leaves()];
+            let sums = expand_full(&shape, &roots, &mut out);
+            let mut alpha: Vec<usize> = (0..trees).map(|i| (i * 31 + 7) % size_per).collect();
+            let mut keys = vec![Block::ZERO; trees * shape.depth];
+            for tree in 0..trees {
+                for l in 1..=shape.depth {
+                    let bit = (alpha[tree] >> (shape.depth - l)) & 1;
+                    keys[tree * shape.depth + l - 1] = sums[tree * shape.depth + l - 1][bit ^ 1];
+                }
+            }
+            let want_alpha = alpha.clone();
+            secret(&mut alpha[..]);
+            secret(&mut keys[..]);
+            let mut rout = vec![Block::ZERO; shape.leaves()];
+            let (mut fixes, _) = expand_punctured(&shape, &alpha, &keys, &mut rout);
+            public(&mut rout[..]);
+            public(&mut fixes[..]);
+            for tree in 0..trees {
+                let region = &mut rout[tree * size_per..(tree + 1) * size_per];
+                let (c, d) = fixes[tree];
+                if c < size_per {
+                    region[c] ^= d;
+                }
+                for j in (0..size_per).filter(|&j| j != want_alpha[tree]) {
+                    assert_eq!(region[j], out[tree * size_per + j], "tree {tree} leaf {j}");
+                }
+            }
+        }
+    }
 }
