@@ -142,6 +142,39 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Constant time under memcheck (`.ci/ctgrind`, see `obliv_cpu::ctgrind`): GF(2^128)
+    /// products and inversion, the portable carry-less multiplication, AES under a secret key
+    /// and the PRG from a secret seed, on secret operands; a branch or a memory address that
+    /// depends on them fails it (under Valgrind: PCLMULQDQ and AES-NI).
+    #[test]
+    #[ignore = "run under valgrind by .ci/ctgrind"]
+    fn ctgrind_field_aes_and_prg() {
+        use obliv_cpu::ctgrind::{public, secret};
+        let (a0, b0) = (
+            Block(0x0123_4567_89ab_cdef_0011_2233_4455_6677),
+            Block(0xfeed_f00d),
+        );
+        let (mut a, mut b) = (a0, b0);
+        secret(&mut a);
+        secret(&mut b);
+        let mut got = [
+            mul(a, b),
+            invert(a),
+            Block(crate::backend::clmul64_portable(a.0 as u64, b.0 as u64)),
+            crate::Aes::new(a).encrypt_block(b),
+            crate::Prg::new(a).next_block(),
+        ];
+        public(&mut got[..]);
+        let want = [
+            mul(a0, b0),
+            invert(a0),
+            Block(crate::backend::clmul64(a0.0 as u64, b0.0 as u64)),
+            crate::Aes::new(a0).encrypt_block(b0),
+            crate::Prg::new(a0).next_block(),
+        ];
+        assert_eq!(got, want);
+    }
+
     /// Bit-by-bit reference: schoolbook multiply-and-reduce, the textbook algorithm.
     fn mul_reference(a: u128, b: u128) -> u128 {
         let mut acc = 0u128;
