@@ -83,6 +83,23 @@ fn trim(v: &mut Vec<u64>) {
     v.truncate(obliv_cpu::ctgrind::declassify(len));
 }
 
+/// Whether the magnitude `a` is below `b`, for a secret `a` or `b`: lengths decide when they
+/// differ (they are public by design, see [`trim`]); otherwise the borrow of `a − b` over
+/// every limb, with no early exit. The verdict is returned (declassified for the
+/// constant-time checks: it is the caller's public range check).
+pub(crate) fn ct_lt_mag(a: &[u64], b: &[u64]) -> bool {
+    if a.len() != b.len() {
+        return a.len() < b.len();
+    }
+    let mut borrow = 0u64;
+    for (&x, &y) in a.iter().zip(b) {
+        let (d, b1) = x.overflowing_sub(y);
+        let (_, b2) = d.overflowing_sub(borrow);
+        borrow = u64::from(b1 | b2);
+    }
+    obliv_cpu::ctgrind::declassify(borrow) == 1
+}
+
 pub(crate) fn cmp_mag(a: &[u64], b: &[u64]) -> Ordering {
     if a.len() != b.len() {
         return a.len().cmp(&b.len());
@@ -295,6 +312,12 @@ impl Integer {
         trim(&mut mag);
         let neg = neg && !mag.is_empty();
         Self { neg, mag }
+    }
+
+    /// `0 ≤ self < m` for `m > 0`, in time that depends on the limb counts only (a range check
+    /// of a secret value, such as a plaintext).
+    pub(crate) fn ct_in_range(&self, m: &Self) -> bool {
+        !self.neg && ct_lt_mag(&self.mag, &m.mag)
     }
 
     /// The limbs, writable, for the constant-time checks' marking of secrets (tests only).

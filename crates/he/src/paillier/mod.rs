@@ -358,8 +358,9 @@ impl PublicKey {
         Ok(())
     }
 
+    /// `0 ≤ m < n`, without branching on the (secret) plaintext's limbs.
     fn check_plaintext(&self, m: &Integer) -> Result<()> {
-        if *m < 0u32 || *m >= self.inner.n {
+        if !m.ct_in_range(&self.inner.n) {
             return Err(Error::PlaintextOutOfRange);
         }
         Ok(())
