@@ -36,38 +36,22 @@ fn check<G: PrimeGroup>() {
     assert_eq!(got, want, "{}", G::NAME);
 }
 
-#[test]
-#[ignore = "run under valgrind by .ci/ctgrind"]
-fn ctgrind_fourq() {
-    check::<FourQ>();
+/// One ignored test per group (run under valgrind by `.ci/ctgrind`).
+macro_rules! ctgrind_tests {
+    ($($name:ident: $group:ty),* $(,)?) => {$(
+        #[test]
+        #[ignore = "run under valgrind by .ci/ctgrind"]
+        fn $name() {
+            check::<$group>();
+        }
+    )*};
 }
 
-#[test]
-#[ignore = "run under valgrind by .ci/ctgrind"]
-fn ctgrind_x25519() {
-    check::<X25519>();
-}
-
-#[test]
-#[ignore = "run under valgrind by .ci/ctgrind"]
-fn ctgrind_ristretto255() {
-    check::<Ristretto255>();
-}
-
-#[test]
-#[ignore = "run under valgrind by .ci/ctgrind"]
-fn ctgrind_p256() {
-    check::<P256>();
-}
-
-#[test]
-#[ignore = "run under valgrind by .ci/ctgrind"]
-fn ctgrind_sm2() {
-    check::<Sm2>();
-}
-
-#[test]
-#[ignore = "run under valgrind by .ci/ctgrind"]
-fn ctgrind_secp256k1() {
-    check::<Secp256k1>();
+ctgrind_tests! {
+    ctgrind_fourq: FourQ,
+    ctgrind_x25519: X25519,
+    ctgrind_ristretto255: Ristretto255,
+    ctgrind_p256: P256,
+    ctgrind_sm2: Sm2,
+    ctgrind_secp256k1: Secp256k1,
 }
