@@ -383,7 +383,9 @@ impl FixedBaseTable {
     pub(crate) fn new(base: &Integer, modulus: &Integer, exp_bits: u32, window: u32) -> Self {
         #[cfg(obliv_x86_simd)]
         {
-            let bits = modulus.significant_bits();
+            // The size class follows the limb count of the (possibly secret) modulus, not its
+            // bit length.
+            let bits = u32::try_from(64 * modulus.as_limbs().len()).unwrap_or(u32::MAX);
             if bits + 2 <= 52 * 40 {
                 if let Some(t) =
                     crate::ifma::IfmaFixedBase::<5>::new(base, modulus, exp_bits, window)

@@ -1007,3 +1007,50 @@ fn ctgrind_public_key_encryption() {
     assert_eq!(c, want);
     assert_eq!(k.secret.decrypt(&Ciphertext { c }).expect("a unit"), m0);
 }
+
+/// An RNG whose every output is marked secret for memcheck (`obliv_cpu::ctgrind`): the
+/// randomness a secret-key encryption draws inside.
+struct SecretRng<R>(R);
+
+impl<R: rand_core::TryRng> rand_core::TryRng for SecretRng<R> {
+    type Error = R::Error;
+    fn try_next_u32(&mut self) -> core::result::Result<u32, Self::Error> {
+        let mut v = self.0.try_next_u32()?;
+        obliv_cpu::ctgrind::secret(&mut v);
+        Ok(v)
+    }
+    fn try_next_u64(&mut self) -> core::result::Result<u64, Self::Error> {
+        let mut v = self.0.try_next_u64()?;
+        obliv_cpu::ctgrind::secret(&mut v);
+        Ok(v)
+    }
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> core::result::Result<(), Self::Error> {
+        self.0.try_fill_bytes(dst)?;
+        obliv_cpu::ctgrind::secret(dst);
+        Ok(())
+    }
+}
+
+impl<R: rand_core::TryCryptoRng> rand_core::TryCryptoRng for SecretRng<R> {}
+
+/// Constant time under memcheck (`.ci/ctgrind`): secret-key encryption (the CRT tables
+/// modulo `p²` and `q²` and Garner's recombination) with `p`, `q`, the plaintext and the
+/// randomness marked secret.
+#[test]
+#[ignore = "run under valgrind by .ci/ctgrind"]
+fn ctgrind_secret_key_encryption() {
+    use obliv_cpu::ctgrind::{public, secret};
+    let k = key1024();
+    let (p, q) = k.secret.primes();
+    let (mut p, mut q) = (p.clone(), q.clone());
+    secret(p.limbs_mut());
+    secret(q.limbs_mut());
+    let key = SecretKey::derive(k.public.clone(), p, q);
+    let m0 = bigint::random_below(&mut rand::rng(), k.public.n());
+    let mut m = m0.clone();
+    secret(m.limbs_mut());
+    let mut rng = SecretRng(rand_core::UnwrapErr(rand::rng()));
+    let mut c = key.encrypt_with_rng(&m, &mut rng).expect("in range").c;
+    public(c.limbs_mut());
+    assert_eq!(k.secret.decrypt(&Ciphertext { c }).expect("a unit"), m0);
+}
