@@ -82,8 +82,9 @@ impl Point {
         crate::backend::vector::backend().unwrap_or("serial")
     }
 
-    /// The compiled copy of the serial code that [`Point::mul`] and the inversion of
-    /// [`Point::to_bytes`] run on this CPU: `"avx2"` (compiled with BMI2, ADX and AVX2) or
+    /// The serial code that [`Point::mul`] and the inversion of [`Point::to_bytes`] run on
+    /// this CPU: `"avx2"` (a copy compiled with BMI2, ADX and AVX2, with GF(p²) products in
+    /// `mulx` assembly), `"mulx"` (the portable code with those products: BMI2 without ADX) or
     /// `"portable"`.
     pub fn serial_backend() -> &'static str {
         crate::backend::serial::x86::serial_backend()

@@ -14,11 +14,40 @@ use zeroize::Zeroize;
 
 pub(crate) use crate::backend::serial::u64::fp::Fp;
 
-/// An element `a0 + a1·i` of GF(p^2).
+/// An element `a0 + a1·i` of GF(p^2). (`repr(C)`, so that the assembly products see the limbs
+/// `a0.lo, a0.hi, a1.lo, a1.hi` in this order.)
 #[derive(Clone, Copy, Default, Debug)]
+#[repr(C)]
 pub(crate) struct Fp2 {
     pub(crate) a0: Fp,
     pub(crate) a1: Fp,
+}
+
+/// How the point formulas form GF(p²) products: [`Portable`] (the `u128` code of [`Fp2::mul`]
+/// and [`Fp2::square`], any CPU) or, on x86-64 CPUs with BMI2, the `mulx` assembly of
+/// `backend::serial::u64::fp2_mulx::Mulx`. A zero-sized token passed down from the entry point
+/// that chose it; both give the same result in `[0, p]` for inputs in `[0, p]`.
+pub(crate) trait Fp2Mul: Copy {
+    /// `a·b`.
+    fn mul(self, a: &Fp2, b: &Fp2) -> Fp2;
+    /// `a²`.
+    fn square(self, a: &Fp2) -> Fp2;
+}
+
+/// The portable GF(p²) products ([`Fp2::mul`], [`Fp2::square`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Portable;
+
+impl Fp2Mul for Portable {
+    #[inline(always)]
+    fn mul(self, a: &Fp2, b: &Fp2) -> Fp2 {
+        a.mul(b)
+    }
+
+    #[inline(always)]
+    fn square(self, a: &Fp2) -> Fp2 {
+        a.square()
+    }
 }
 
 impl Fp2 {

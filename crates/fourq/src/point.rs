@@ -25,7 +25,7 @@ use subtle::{Choice, ConditionallyNegatable, ConditionallySelectable, ConstantTi
 use zeroize::Zeroize;
 
 use crate::constants::*;
-use crate::field::Fp2;
+use crate::field::{Fp2, Fp2Mul, Portable};
 
 /// A point of FourQ, in extended twisted Edwards coordinates `(X : Y : Z : Ta·Tb)`.
 ///
@@ -111,18 +111,18 @@ impl Point {
 
     /// `2P` (dbl-2008-hwcd with `a = −1`): `4M + 3S`. Reads `X, Y, Z` only.
     #[inline(always)]
-    pub(crate) fn double_r1(&self) -> Point {
-        let t1 = self.x.square(); // X²
-        let t2 = self.y.square(); // Y²
+    pub(crate) fn double_r1<M: Fp2Mul>(&self, m: M) -> Point {
+        let t1 = m.square(&self.x); // X²
+        let t2 = m.square(&self.y); // Y²
         let xy = self.x.add(&self.y);
         let tb = t1.add(&t2); // X² + Y²
         let t1 = t2.sub(&t1); // Y² − X²
-        let ta = xy.square().sub(&tb); // 2XY
-        let t2 = self.z.square().double().sub(&t1); // 2Z² − (Y² − X²)
+        let ta = m.square(&xy).sub(&tb); // 2XY
+        let t2 = m.square(&self.z).double().sub(&t1); // 2Z² − (Y² − X²)
         Point {
-            x: ta.mul(&t2),
-            y: t1.mul(&tb),
-            z: t1.mul(&t2),
+            x: m.mul(&ta, &t2),
+            y: m.mul(&t1, &tb),
+            z: m.mul(&t1, &t2),
             ta,
             tb,
         }
@@ -130,68 +130,69 @@ impl Point {
 
     /// `(X+Y, Y−X, 2Z, 2d·T)`.
     #[inline(always)]
-    pub(crate) fn to_r2(self) -> PointR2 {
+    pub(crate) fn to_r2<M: Fp2Mul>(self, m: M) -> PointR2 {
         PointR2 {
             xy: self.x.add(&self.y),
             yx: self.y.sub(&self.x),
             z2: self.z.double(),
-            t2: self.ta.double().mul(&self.tb).mul(&D),
+            t2: m.mul(&m.mul(&self.ta.double(), &self.tb), &D),
         }
     }
 
     /// `(X+Y, Y−X, Z, T)`.
     #[inline(always)]
-    pub(crate) fn to_r3(self) -> PointR3 {
+    pub(crate) fn to_r3<M: Fp2Mul>(self, m: M) -> PointR3 {
         PointR3 {
             xy: self.x.add(&self.y),
             yx: self.y.sub(&self.x),
             z: self.z,
-            t: self.ta.mul(&self.tb),
+            t: m.mul(&self.ta, &self.tb),
         }
     }
 
     /// `P + Q` with `Q` in R2: `9M` (add-2008-hwcd-3 with the `2d` folded into Q).
     #[inline(always)]
-    pub(crate) fn add_r2(&self, q: &PointR2) -> Point {
-        add_core(q, &self.to_r3())
+    pub(crate) fn add_r2<M: Fp2Mul>(&self, q: &PointR2, m: M) -> Point {
+        add_core(q, &self.to_r3(m), m)
     }
 
     /// `P + Q` with `Q` affine in R5 (`Z_Q = 1`): `7M` (mixed addition, FourQlib `eccmadd`).
     #[inline(always)]
-    pub(crate) fn add_r5(&self, q: &AffineR5) -> Point {
-        let c = self.ta.mul(&self.tb).mul(&q.t2); // 2d·T1·t2
+    pub(crate) fn add_r5<M: Fp2Mul>(&self, q: &AffineR5, m: M) -> Point {
+        let c = m.mul(&m.mul(&self.ta, &self.tb), &q.t2); // 2d·T1·t2
         let d = self.z.double(); // 2Z1
-        let a = self.y.sub(&self.x).mul(&q.yx); // (Y1−X1)(y2−x2)
-        let b = self.x.add(&self.y).mul(&q.xy); // (X1+Y1)(x2+y2)
-        finish_add(a, b, c, d)
+        let a = m.mul(&self.y.sub(&self.x), &q.yx); // (Y1−X1)(y2−x2)
+        let b = m.mul(&self.x.add(&self.y), &q.xy); // (X1+Y1)(x2+y2)
+        finish_add(a, b, c, d, m)
     }
 
     /// `ψ(P)`: `τ̂ ∘ δψδ⁻¹ ∘ τ` ([CL15, §3]). Reads `X, Y, Z`.
     #[inline(always)]
-    pub(crate) fn psi(&self) -> Point {
-        let (x, y, z) = tau(self);
-        let (x, y, z) = delta_psi_delta(x, y, z);
-        tau_dual(x, y, z)
+    pub(crate) fn psi<M: Fp2Mul>(&self, m: M) -> Point {
+        let (x, y, z) = tau(self, m);
+        let (x, y, z) = delta_psi_delta(x, y, z, m);
+        tau_dual(x, y, z, m)
     }
 
     /// `φ(P)`: `τ̂ ∘ δφδ⁻¹ ∘ τ` ([CL15, §3]). Reads `X, Y, Z`.
     #[inline(always)]
-    pub(crate) fn phi(&self) -> Point {
-        let (x, y, z) = tau(self);
-        let (x, y, z) = delta_phi_delta(x, y, z);
-        tau_dual(x, y, z)
+    pub(crate) fn phi<M: Fp2Mul>(&self, m: M) -> Point {
+        let (x, y, z) = tau(self, m);
+        let (x, y, z) = delta_phi_delta(x, y, z, m);
+        tau_dual(x, y, z, m)
     }
 
     /// `[392]P`, FourQlib's `cofactor_clearing` chain: `3P`, `48P`, `49P`, `392P`.
     pub(crate) fn mul_by_cofactor(&self) -> Point {
-        let q = self.to_r2();
-        let mut p = self.double_r1().add_r2(&q); // 3P
+        let m = Portable;
+        let q = self.to_r2(m);
+        let mut p = self.double_r1(m).add_r2(&q, m); // 3P
         for _ in 0..4 {
-            p = p.double_r1(); // 48P
+            p = p.double_r1(m); // 48P
         }
-        p = p.add_r2(&q); // 49P
+        p = p.add_r2(&q, m); // 49P
         for _ in 0..3 {
-            p = p.double_r1(); // 392P
+            p = p.double_r1(m); // 392P
         }
         p
     }
@@ -330,7 +331,7 @@ impl Point {
 
     /// `2P`.
     pub fn double(&self) -> Point {
-        self.double_r1()
+        self.double_r1(Portable)
     }
 
     /// Constant-time table-free check that the point is on the curve (for tests and callers
@@ -342,26 +343,26 @@ impl Point {
 
 /// `P + Q` from `P` in R2 and `Q` in R3: FourQlib's `eccadd_core`, `8M`.
 #[inline(always)]
-pub(crate) fn add_core(p: &PointR2, q: &PointR3) -> Point {
-    let c = p.t2.mul(&q.t); // 2d·T1·T2
-    let d = p.z2.mul(&q.z); // 2·Z1·Z2
-    let b = p.xy.mul(&q.xy); // (X1+Y1)(X2+Y2)
-    let a = p.yx.mul(&q.yx); // (Y1−X1)(Y2−X2)
-    finish_add(a, b, c, d)
+pub(crate) fn add_core<M: Fp2Mul>(p: &PointR2, q: &PointR3, m: M) -> Point {
+    let c = m.mul(&p.t2, &q.t); // 2d·T1·T2
+    let d = m.mul(&p.z2, &q.z); // 2·Z1·Z2
+    let b = m.mul(&p.xy, &q.xy); // (X1+Y1)(X2+Y2)
+    let a = m.mul(&p.yx, &q.yx); // (Y1−X1)(Y2−X2)
+    finish_add(a, b, c, d, m)
 }
 
 /// Common tail of the additions: `E = B − A`, `F = D − C`, `G = D + C`, `H = B + A`,
 /// `(X3, Y3, Z3, T3) = (E·F, G·H, F·G, E·H)` with `T3` kept as `Ta = H`, `Tb = E`.
 #[inline(always)]
-fn finish_add(a: Fp2, b: Fp2, c: Fp2, d: Fp2) -> Point {
+fn finish_add<M: Fp2Mul>(a: Fp2, b: Fp2, c: Fp2, d: Fp2, m: M) -> Point {
     let f = d.sub(&c);
     let g = d.add(&c);
     let e = b.sub(&a);
     let h = b.add(&a);
     Point {
-        x: e.mul(&f),
-        y: g.mul(&h),
-        z: f.mul(&g),
+        x: m.mul(&e, &f),
+        y: m.mul(&g, &h),
+        z: m.mul(&f, &g),
         ta: h,
         tb: e,
     }
@@ -369,30 +370,34 @@ fn finish_add(a: Fp2, b: Fp2, c: Fp2, d: Fp2) -> Point {
 
 /// τ: E → Ê, `(X, Y, Z) ↦ (ctau1·XY(Y²−X²), (X²+Y²)(2Z²−(Y²−X²)), (X²+Y²)(Y²−X²))`.
 #[inline(always)]
-fn tau(p: &Point) -> (Fp2, Fp2, Fp2) {
-    let t0 = p.x.square();
-    let t1 = p.y.square();
-    let xy = p.x.mul(&p.y);
+fn tau<M: Fp2Mul>(p: &Point, m: M) -> (Fp2, Fp2, Fp2) {
+    let t0 = m.square(&p.x);
+    let t1 = m.square(&p.y);
+    let xy = m.mul(&p.x, &p.y);
     let z = t0.add(&t1);
     let t0 = t1.sub(&t0);
-    let y = p.z.square().double().sub(&t0);
-    (xy.mul(&t0).mul(&CTAU1), y.mul(&z), z.mul(&t0))
+    let y = m.square(&p.z).double().sub(&t0);
+    (
+        m.mul(&m.mul(&xy, &t0), &CTAU1),
+        m.mul(&y, &z),
+        m.mul(&z, &t0),
+    )
 }
 
 /// τ̂: Ê → E, returning R1 with `Ta = Y²−X²`-type factors as in FourQlib's `ecc_tau_dual`.
 #[inline(always)]
-fn tau_dual(x: Fp2, y: Fp2, z: Fp2) -> Point {
-    let t0 = x.square();
-    let z2 = z.square();
-    let t1 = y.square();
+fn tau_dual<M: Fp2Mul>(x: Fp2, y: Fp2, z: Fp2, m: M) -> Point {
+    let t0 = m.square(&x);
+    let z2 = m.square(&z);
+    let t1 = m.square(&y);
     let ta = t1.sub(&t0); // Y² − X²
     let t0 = t0.add(&t1); // X² + Y²
     let zz = z2.double().sub(&ta); // 2Z² − (Y² − X²)
-    let tb = x.mul(&y).mul(&CTAUDUAL1);
+    let tb = m.mul(&m.mul(&x, &y), &CTAUDUAL1);
     Point {
-        x: tb.mul(&t0),
-        y: zz.mul(&ta),
-        z: zz.mul(&t0),
+        x: m.mul(&tb, &t0),
+        y: m.mul(&zz, &ta),
+        z: m.mul(&zz, &t0),
         ta,
         tb,
     }
@@ -400,46 +405,46 @@ fn tau_dual(x: Fp2, y: Fp2, z: Fp2) -> Point {
 
 /// δ∘φ_W∘δ⁻¹ on Ê ([CL15, App. A]; FourQlib `ecc_delphidel`).
 #[inline(always)]
-fn delta_phi_delta(x: Fp2, y: Fp2, z: Fp2) -> (Fp2, Fp2, Fp2) {
-    let t4 = z.square();
-    let t3 = y.mul(&z);
-    let t2 = y.square();
-    let t0 = t4.mul(&CPHI4).add(&t2);
-    let t1 = t3.mul(&CPHI3);
+fn delta_phi_delta<M: Fp2Mul>(x: Fp2, y: Fp2, z: Fp2, m: M) -> (Fp2, Fp2, Fp2) {
+    let t4 = m.square(&z);
+    let t3 = m.mul(&y, &z);
+    let t2 = m.square(&y);
+    let t0 = m.mul(&t4, &CPHI4).add(&t2);
+    let t1 = m.mul(&t3, &CPHI3);
     let t5 = t0.sub(&t1);
-    let t0 = t0.add(&t1).mul(&z).mul(&t5);
-    let t1 = t3.mul(&CPHI1);
-    let t5 = t2.add(&t4.mul(&CPHI2));
-    let t6 = t1.sub(&t5).mul(&t1.add(&t5)).mul(&CPHI0);
-    let x = x.mul(&t6);
-    let t6 = t2.square();
-    let t2 = t3.square();
-    let t3 = t4.square();
-    let t1 = t2.mul(&CPHI8).add(&t6).add(&t3.mul(&CPHI9)).mul(&y);
-    let t2 = t2.mul(&CPHI6).add(&t3.mul(&CPHI7));
-    let yy = t6.add(&t2).mul(&CPHI5);
-    let x = x.mul(&t1).conj();
-    let yy = yy.mul(&z).mul(&t0).conj();
-    let zz = t0.mul(&t1).conj();
+    let t0 = m.mul(&m.mul(&t0.add(&t1), &z), &t5);
+    let t1 = m.mul(&t3, &CPHI1);
+    let t5 = t2.add(&m.mul(&t4, &CPHI2));
+    let t6 = m.mul(&m.mul(&t1.sub(&t5), &t1.add(&t5)), &CPHI0);
+    let x = m.mul(&x, &t6);
+    let t6 = m.square(&t2);
+    let t2 = m.square(&t3);
+    let t3 = m.square(&t4);
+    let t1 = m.mul(&m.mul(&t2, &CPHI8).add(&t6).add(&m.mul(&t3, &CPHI9)), &y);
+    let t2 = m.mul(&t2, &CPHI6).add(&m.mul(&t3, &CPHI7));
+    let yy = m.mul(&t6.add(&t2), &CPHI5);
+    let x = m.mul(&x, &t1).conj();
+    let yy = m.mul(&m.mul(&yy, &z), &t0).conj();
+    let zz = m.mul(&t0, &t1).conj();
     (x, yy, zz)
 }
 
 /// δ∘ψ_W∘δ⁻¹ on Ê ([CL15, App. A]; FourQlib `ecc_delpsidel`).
 #[inline(always)]
-fn delta_psi_delta(x: Fp2, y: Fp2, z: Fp2) -> (Fp2, Fp2, Fp2) {
+fn delta_psi_delta<M: Fp2Mul>(x: Fp2, y: Fp2, z: Fp2, m: M) -> (Fp2, Fp2, Fp2) {
     let x = x.conj();
     let z = z.conj();
     let y = y.conj();
-    let t2 = z.square();
-    let t0 = x.square();
-    let x = x.mul(&t2);
-    let zz = t0.add(&t2.mul(&CPSI2));
-    let t1 = t0.add(&t2.mul(&CPSI3));
-    let t2 = t0.add(&t2.mul(&CPSI4)).neg();
-    let zz = zz.mul(&y);
-    let x = x.mul(&t2).mul(&CPSI1);
-    let y = t1.mul(&zz);
-    let z = zz.mul(&t2);
+    let t2 = m.square(&z);
+    let t0 = m.square(&x);
+    let x = m.mul(&x, &t2);
+    let zz = t0.add(&m.mul(&t2, &CPSI2));
+    let t1 = t0.add(&m.mul(&t2, &CPSI3));
+    let t2 = t0.add(&m.mul(&t2, &CPSI4)).neg();
+    let zz = m.mul(&zz, &y);
+    let x = m.mul(&m.mul(&x, &t2), &CPSI1);
+    let y = m.mul(&t1, &zz);
+    let z = m.mul(&zz, &t2);
     (x, y, z)
 }
 
@@ -609,14 +614,14 @@ impl Zeroize for Point {
 impl core::ops::Add<&Point> for &Point {
     type Output = Point;
     fn add(self, rhs: &Point) -> Point {
-        self.add_r2(&rhs.to_r2())
+        self.add_r2(&rhs.to_r2(Portable), Portable)
     }
 }
 
 impl core::ops::Sub<&Point> for &Point {
     type Output = Point;
     fn sub(self, rhs: &Point) -> Point {
-        self.add_r2(&(-rhs).to_r2())
+        self.add_r2(&(-rhs).to_r2(Portable), Portable)
     }
 }
 
@@ -713,7 +718,7 @@ pub(crate) mod tests {
     fn kat_1000_doublings() {
         let mut p = Point::generator();
         for _ in 0..1000 {
-            p = p.double_r1();
+            p = p.double_r1(Portable);
         }
         let (x, y) = words(&p);
         assert_eq!(
@@ -742,7 +747,7 @@ pub(crate) mod tests {
     fn kat_1000_additions() {
         let mut p = Point::generator();
         for _ in 0..1000 {
-            p = p.add_r2(&p.to_r2());
+            p = p.add_r2(&p.to_r2(Portable), Portable);
         }
         let (x, y) = words(&p);
         assert_eq!(
@@ -765,10 +770,10 @@ pub(crate) mod tests {
         );
 
         let g = Point::generator();
-        let q = g.to_r2();
-        let mut p = g.double_r1();
+        let q = g.to_r2(Portable);
+        let mut p = g.double_r1(Portable);
         for _ in 0..1000 {
-            p = p.add_r2(&q);
+            p = p.add_r2(&q, Portable);
         }
         let (x, y) = words(&p);
         assert_eq!(
@@ -796,7 +801,7 @@ pub(crate) mod tests {
     fn kat_psi() {
         let mut p = Point::generator();
         for _ in 0..1000 {
-            p = p.psi();
+            p = p.psi(Portable);
         }
         let (x, y) = words(&p);
         assert_eq!(
@@ -825,7 +830,7 @@ pub(crate) mod tests {
     fn kat_phi() {
         let mut p = Point::generator();
         for _ in 0..1000 {
-            let q = p.phi();
+            let q = p.phi(Portable);
             let (x, y) = q.to_affine();
             p = Point::from_affine(x, y);
         }
@@ -861,8 +866,8 @@ pub(crate) mod tests {
         assert!((g + (-g)).is_identity_vartime());
         assert_eq!((g + g2) + g, g + (g2 + g));
         let m = AffineR5::from_point(&g2);
-        assert_eq!(g.add_r5(&m), g + g2);
-        assert!(g.psi().is_valid() && g.phi().is_valid());
+        assert_eq!(g.add_r5(&m, Portable), g + g2);
+        assert!(g.psi(Portable).is_valid() && g.phi(Portable).is_valid());
     }
 
     /// A point with `Z = 0` (what φ/ψ give on the small-order points where they degenerate,

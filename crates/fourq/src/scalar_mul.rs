@@ -29,7 +29,10 @@ use std::sync::OnceLock;
 use subtle::{Choice, ConditionallySelectable, ConstantTimeEq};
 use zeroize::Zeroize;
 
+#[cfg(obliv_x86_simd)]
+use crate::backend::serial::u64::fp2_mulx::Mulx;
 use crate::constants::*;
+use crate::field::{Fp2Mul, Portable};
 use crate::point::{AffineR5, Point, PointR2, add_core};
 
 /// `⌊k·ℓ / 2^256⌋ mod 2^64` for 256-bit `k` and `ℓ` (a full 4×4-word product; word 4).
@@ -158,22 +161,22 @@ pub(crate) fn recode_u256(k: &[u64; 4]) -> Recoded {
 
 /// FourQlib's `ecc_precomp`: `T[v] = P + [v&1]φ(P) + [v>>1&1]ψ(P) + [v>>2]ψ(φ(P))` in R2.
 #[inline(always)]
-pub(crate) fn precompute(p: &Point) -> [PointR2; 8] {
-    let phi = p.phi();
-    let psi_phi = phi.psi();
-    let psi = p.psi();
-    let q = phi.to_r3();
-    let r = psi.to_r3();
-    let s = psi_phi.to_r3();
+pub(crate) fn precompute<M: Fp2Mul>(p: &Point, m: M) -> [PointR2; 8] {
+    let phi = p.phi(m);
+    let psi_phi = phi.psi(m);
+    let psi = p.psi(m);
+    let q = phi.to_r3(m);
+    let r = psi.to_r3(m);
+    let s = psi_phi.to_r3(m);
     let mut t = [PointR2::default(); 8];
-    t[0] = p.to_r2();
-    t[1] = add_core(&t[0], &q).to_r2();
-    t[2] = add_core(&t[0], &r).to_r2();
-    t[3] = add_core(&t[1], &r).to_r2();
-    t[4] = add_core(&t[0], &s).to_r2();
-    t[5] = add_core(&t[1], &s).to_r2();
-    t[6] = add_core(&t[2], &s).to_r2();
-    t[7] = add_core(&t[3], &s).to_r2();
+    t[0] = p.to_r2(m);
+    t[1] = add_core(&t[0], &q, m).to_r2(m);
+    t[2] = add_core(&t[0], &r, m).to_r2(m);
+    t[3] = add_core(&t[1], &r, m).to_r2(m);
+    t[4] = add_core(&t[0], &s, m).to_r2(m);
+    t[5] = add_core(&t[1], &s, m).to_r2(m);
+    t[6] = add_core(&t[2], &s, m).to_r2(m);
+    t[7] = add_core(&t[3], &s, m).to_r2(m);
     t
 }
 
@@ -253,12 +256,12 @@ pub(crate) fn table_words(t: &[PointR2; 8]) -> [[u64; 16]; 8] {
 
 /// The main loop of [CL15, Alg. 2] for a precomputed table and a recoded scalar.
 #[inline(always)]
-pub(crate) fn mul_endo_with(table: &[PointR2; 8], rec: &Recoded) -> Point {
+pub(crate) fn mul_endo_with<M: Fp2Mul>(table: &[PointR2; 8], rec: &Recoded, m: M) -> Point {
     let mut words = table_words(table);
     let mut q = lookup8(&words, rec.digits[64], 0).to_r1_for_doubling();
     for i in (0..64).rev() {
         let s = lookup8(&words, rec.digits[i], rec.negate[i]);
-        q = q.double_r1().add_r2(&s);
+        q = q.double_r1(m).add_r2(&s, m);
     }
     // The table's limbs (multiples of P, a hashed private item on the hash paths): 1 KiB of
     // stores once per multiplication, against 64 doublings and additions.
@@ -279,12 +282,12 @@ pub(crate) fn mul_endo(p: &Point, k: &[u64; 4]) -> Point {
     crate::backend::serial::x86::mul_recoded(p, &rec)
 }
 
-/// `[k]P` for a recoded `k`, in portable code, inlined into each compiled copy: the table of
-/// `P` and the main loop.
+/// `[k]P` for a recoded `k` with the GF(p²) products `m`, inlined into each compiled copy:
+/// the table of `P` and the main loop.
 #[inline(always)]
-pub(crate) fn mul_recoded_portable(p: &Point, rec: &Recoded) -> Point {
-    let mut table = precompute(p);
-    let q = mul_endo_with(&table, rec);
+pub(crate) fn mul_recoded_with<M: Fp2Mul>(p: &Point, rec: &Recoded, m: M) -> Point {
+    let mut table = precompute(p, m);
+    let q = mul_endo_with(&table, rec, m);
     table.zeroize();
     q
 }
@@ -316,20 +319,21 @@ fn abs_sign(e: i8) -> (u8, Choice) {
 /// `P, 2P, …, 8P`, 63 × 4 doublings and 64 additions, every look-up a full scan.
 /// Works for any point of the curve (no endomorphisms involved).
 pub(crate) fn mul_fixed_window(p: &Point, k: &[u64; 4]) -> Point {
+    let m = Portable;
     let mut table = [PointR2::default(); 8];
     let mut mult = *p;
-    let base = mult.to_r2();
+    let base = mult.to_r2(m);
     table[0] = base;
     for t in table.iter_mut().skip(1) {
-        mult = mult.add_r2(&base);
-        *t = mult.to_r2();
+        mult = mult.add_r2(&base, m);
+        *t = mult.to_r2(m);
     }
     let mut e = radix16(k);
-    let identity = Point::IDENTITY.to_r2();
+    let identity = Point::IDENTITY.to_r2(m);
     let mut q = Point::IDENTITY;
     for i in (0..64).rev() {
         for _ in 0..4 {
-            q = q.double_r1();
+            q = q.double_r1(m);
         }
         let (abs, neg) = abs_sign(e[i]);
         let mut s = identity;
@@ -338,7 +342,7 @@ pub(crate) fn mul_fixed_window(p: &Point, k: &[u64; 4]) -> Point {
             s.conditional_assign(t, abs.ct_eq(&((j + 1) as u8)));
         }
         s.conditional_negate(neg);
-        q = q.add_r2(&s);
+        q = q.add_r2(&s, m);
     }
     e.zeroize();
     table.zeroize();
@@ -360,7 +364,7 @@ fn base_table() -> &'static BaseTable {
                 m += b;
             }
             for _ in 0..8 {
-                b = b.double_r1();
+                b = b.double_r1(Portable);
             }
         }
         t
@@ -374,8 +378,18 @@ pub(crate) fn init_base_table() {
 
 /// `[k]G` for the generator `G`, `k < 2^255`, constant time: signed radix-16 digits `e_i`,
 /// `Σ_{i odd} e_i·16^i·G` (32 mixed additions), ×16, `+ Σ_{i even} e_i·16^i·G`
-/// (32 more); each addend read from a row of 8 affine points by a full scan.
+/// (32 more); each addend read from a row of 8 affine points by a full scan. The GF(p²)
+/// products are the `mulx` assembly where the CPU has BMI2.
 pub(crate) fn mul_base(k: &[u64; 4]) -> Point {
+    #[cfg(obliv_x86_simd)]
+    if let Some(m) = Mulx::detect() {
+        return mul_base_with(k, m);
+    }
+    mul_base_with(k, Portable)
+}
+
+/// [`mul_base`] with the GF(p²) products `m`.
+fn mul_base_with<M: Fp2Mul>(k: &[u64; 4], m: M) -> Point {
     let table = base_table();
     let mut e = radix16(k);
     let select = |row: &[AffineR5; 8], digit: i8| {
@@ -390,13 +404,13 @@ pub(crate) fn mul_base(k: &[u64; 4]) -> Point {
     };
     let mut q = Point::IDENTITY;
     for i in (1..64).step_by(2) {
-        q = q.add_r5(&select(&table[i / 2], e[i]));
+        q = q.add_r5(&select(&table[i / 2], e[i]), m);
     }
     for _ in 0..4 {
-        q = q.double_r1();
+        q = q.double_r1(m);
     }
     for i in (0..64).step_by(2) {
-        q = q.add_r5(&select(&table[i / 2], e[i]));
+        q = q.add_r5(&select(&table[i / 2], e[i]), m);
     }
     e.zeroize();
     q
@@ -451,24 +465,25 @@ fn naf_vartime(k: &[u64; 4], w: u32) -> [i8; 257] {
 
 /// Odd multiples `P, 3P, …, (2^(w−1) − 1)P` in R2.
 fn odd_multiples(p: &Point, count: usize) -> Vec<PointR2> {
-    let p2 = p.double_r1().to_r2();
+    let m = Portable;
+    let p2 = p.double_r1(m).to_r2(m);
     let mut out = Vec::with_capacity(count);
     let mut acc = *p;
-    out.push(acc.to_r2());
+    out.push(acc.to_r2(m));
     for _ in 1..count {
-        acc = acc.add_r2(&p2);
-        out.push(acc.to_r2());
+        acc = acc.add_r2(&p2, m);
+        out.push(acc.to_r2(m));
     }
     out
 }
 
 fn add_signed_vartime(q: Point, table: &[PointR2], d: i8) -> Point {
     if d > 0 {
-        q.add_r2(&table[(d as usize) / 2])
+        q.add_r2(&table[(d as usize) / 2], Portable)
     } else if d < 0 {
         let mut s = table[((-d) as usize) / 2];
         s.conditional_negate(Choice::from(1));
-        q.add_r2(&s)
+        q.add_r2(&s, Portable)
     } else {
         q
     }
@@ -483,7 +498,7 @@ pub(crate) fn mul_vartime_u256(p: &Point, k: &[u64; 4]) -> Point {
     let table = odd_multiples(p, 8);
     let mut q = Point::IDENTITY;
     for i in (0..257).rev() {
-        q = q.double_r1();
+        q = q.double_r1(Portable);
         q = add_signed_vartime(q, &table, naf[i]);
     }
     q
@@ -500,7 +515,7 @@ pub(crate) fn double_mul_vartime(a: &[u64; 4], p: &Point, b: &[u64; 4]) -> Point
     let mut q = Point::IDENTITY;
     if let Some(top) = top {
         for i in (0..=top).rev() {
-            q = q.double_r1();
+            q = q.double_r1(Portable);
             q = add_signed_vartime(q, &tg, na[i]);
             q = add_signed_vartime(q, &tp, nb[i]);
         }
@@ -705,7 +720,7 @@ mod tests {
     #[test]
     fn scratch_tables_wipe_to_zero() {
         let p = Point::generator();
-        let mut table = precompute(&p);
+        let mut table = precompute(&p, Portable);
         table.zeroize();
         assert!(table.iter().all(|e| e.to_words() == [0u64; 16]));
         let mut rec = recode_u256(&[u64::MAX, 5, 7, 1 << 60]);

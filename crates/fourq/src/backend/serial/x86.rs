@@ -8,14 +8,19 @@
 //! inlined multiplication to compile, and what the copy gains is mostly the `mulx`/`adcx`
 //! products.)
 //!
-//! Nothing changes in the arithmetic: the functions below call the very same
-//! `#[inline(always)]` code as the portable path, so LLVM may use `mulx`/`adcx` for the
-//! `u64 × u64 → u128` products and vector registers for the full-scan table look-up (which
-//! still reads and masks every entry). Results are bit-identical; on a CPU without these
-//! features the portable code runs. All of these instructions run in data-independent time.
+//! The copy forms its GF(p²) products with the `mulx` assembly of
+//! [`crate::backend::serial::u64::fp2_mulx`]; the rest is the very same `#[inline(always)]`
+//! code as the portable path, so LLVM may use `mulx`/`adcx` for the remaining
+//! `u64 × u64 → u128` products (the inversion's GF(p) chain) and vector registers for the
+//! full-scan table look-up (which still reads and masks every entry). A CPU with BMI2 but
+//! not the whole set (Haswell has no ADX) runs the portable code with the assembly products;
+//! one without BMI2 the portable code throughout. Results are bit-identical. All of these
+//! instructions run in data-independent time.
 #![allow(unsafe_code)]
 
-use crate::field::Fp2;
+#[cfg(obliv_x86_simd)]
+use crate::backend::serial::u64::fp2_mulx::Mulx;
+use crate::field::{Fp2, Portable};
 use crate::point::Point;
 use crate::scalar_mul::Recoded;
 
@@ -26,13 +31,13 @@ obliv_cpu::feature_set! {
 
 #[cfg(obliv_x86_simd)]
 mod copies {
-    use crate::field::Fp2;
+    use crate::field::{Fp2, Fp2Mul};
     use crate::point::Point;
     use crate::scalar_mul::Recoded;
 
     crate::backend::serial::x86::avx2::enable! {
-        pub(super) fn mul_recoded_avx2(p: &Point, rec: &Recoded) -> Point {
-            crate::scalar_mul::mul_recoded_portable(p, rec)
+        pub(super) fn mul_recoded_avx2<M: Fp2Mul>(p: &Point, rec: &Recoded, m: M) -> Point {
+            crate::scalar_mul::mul_recoded_with(p, rec, m)
         }
 
         pub(super) fn invert_avx2(a: &Fp2) -> Fp2 {
@@ -41,21 +46,32 @@ mod copies {
     }
 }
 
-/// Which compiled copy of the serial code [`mul_recoded`] and [`invert`] run on this CPU:
-/// `"avx2"` (BMI2, ADX, AVX2) or `"portable"`.
+/// Which serial code [`mul_recoded`] and [`invert`] run on this CPU: `"avx2"` (the copy
+/// compiled for BMI2, ADX and AVX2, with the `mulx` GF(p²) products), `"mulx"` (the portable
+/// code with the `mulx` products: BMI2 without the rest of the set) or `"portable"`.
 pub(crate) fn serial_backend() -> &'static str {
-    if avx2::detected() { "avx2" } else { "portable" }
+    if avx2::detected() {
+        return "avx2";
+    }
+    #[cfg(obliv_x86_simd)]
+    if Mulx::detect().is_some() {
+        return "mulx";
+    }
+    "portable"
 }
 
-/// `[k]P` for a recoded `k` with the CL15 method
-/// ([`crate::scalar_mul::mul_recoded_portable`]), on the fastest compiled copy this CPU runs.
+/// `[k]P` for a recoded `k` with the CL15 method ([`crate::scalar_mul::mul_recoded_with`]),
+/// on the fastest code this CPU runs.
 pub(crate) fn mul_recoded(p: &Point, rec: &Recoded) -> Point {
     #[cfg(obliv_x86_simd)]
-    if avx2::detected() {
-        // SAFETY: `avx2::detected()` confirmed every feature the copy is compiled with.
-        return unsafe { copies::mul_recoded_avx2(p, rec) };
+    if let Some(m) = Mulx::detect() {
+        if avx2::detected() {
+            // SAFETY: `avx2::detected()` confirmed every feature the copy is compiled with.
+            return unsafe { copies::mul_recoded_avx2(p, rec, m) };
+        }
+        return crate::scalar_mul::mul_recoded_with(p, rec, m);
     }
-    crate::scalar_mul::mul_recoded_portable(p, rec)
+    crate::scalar_mul::mul_recoded_with(p, rec, Portable)
 }
 
 /// `a^−1` in GF(p²) (0 for 0), on the fastest compiled copy this CPU runs.
@@ -88,15 +104,20 @@ mod tests {
             let k = Scalar::from_bytes_mod_order(&kb).limbs();
             let rec = crate::scalar_mul::recode_u256(&k);
             let p = Point::hash_to_curve(&pb);
-            let want = crate::scalar_mul::mul_recoded_portable(&p, &rec).to_bytes();
+            let want = crate::scalar_mul::mul_recoded_with(&p, &rec, Portable).to_bytes();
             prop_assert_eq!(mul_recoded(&p, &rec).to_bytes(), want);
             let z = p.x;
             let want_inv = limbs(&z.invert_portable());
             prop_assert_eq!(limbs(&invert(&z)), want_inv);
             #[cfg(obliv_x86_simd)]
-            if avx2::detected() {
+            if let Some(m) = Mulx::detect() {
+                let got = crate::scalar_mul::mul_recoded_with(&p, &rec, m);
+                prop_assert_eq!(got.to_bytes(), want);
+            }
+            #[cfg(obliv_x86_simd)]
+            if let (true, Some(m)) = (avx2::detected(), Mulx::detect()) {
                 // SAFETY: detected just above.
-                let got = unsafe { copies::mul_recoded_avx2(&p, &rec) };
+                let got = unsafe { copies::mul_recoded_avx2(&p, &rec, m) };
                 prop_assert_eq!(got.to_bytes(), want);
                 // SAFETY: detected just above.
                 prop_assert_eq!(limbs(&unsafe { copies::invert_avx2(&z) }), want_inv);
@@ -104,10 +125,56 @@ mod tests {
         }
     }
 
+    /// `[k]P` on each serial code this CPU runs, alternated in one process, best of 15 rounds
+    /// of 2,000: `cargo test --release -p obliv-fourq --lib serial_timing -- --ignored
+    /// --nocapture`.
+    #[test]
+    #[ignore = "timing"]
+    fn serial_timing() {
+        let p = Point::hash_to_curve(b"timing");
+        let rec = crate::scalar_mul::recode_u256(&Scalar::from_bytes_mod_order(&[7; 32]).limbs());
+        let time = |f: &dyn Fn() -> Point| {
+            let t = std::time::Instant::now();
+            for _ in 0..2000 {
+                std::hint::black_box(f());
+            }
+            t.elapsed().as_secs_f64() / 2000.0 * 1e6
+        };
+        let mut best = [f64::MAX; 4];
+        for _ in 0..15 {
+            best[0] = best[0].min(time(&|| {
+                crate::scalar_mul::mul_recoded_with(std::hint::black_box(&p), &rec, Portable)
+            }));
+            #[cfg(obliv_x86_simd)]
+            if let Some(m) = Mulx::detect() {
+                best[1] = best[1].min(time(&|| {
+                    crate::scalar_mul::mul_recoded_with(std::hint::black_box(&p), &rec, m)
+                }));
+                if avx2::detected() {
+                    best[2] = best[2].min(time(&|| {
+                        // SAFETY: detected just above.
+                        unsafe {
+                            copies::mul_recoded_avx2(std::hint::black_box(&p), &rec, Portable)
+                        }
+                    }));
+                    best[3] = best[3].min(time(&|| {
+                        // SAFETY: detected just above.
+                        unsafe { copies::mul_recoded_avx2(std::hint::black_box(&p), &rec, m) }
+                    }));
+                }
+            }
+        }
+        eprintln!(
+            "[k]P, µs: portable {:.2}, portable with mulx products {:.2}, avx2 copy {:.2}, avx2 \
+             copy with mulx products {:.2} (f64::MAX: not on this CPU)",
+            best[0], best[1], best[2], best[3]
+        );
+    }
+
     #[test]
     fn reports_a_backend() {
         let b = serial_backend();
         eprintln!("obliv-fourq serial copy on this CPU: {b}");
-        assert!(["avx2", "portable"].contains(&b));
+        assert!(["avx2", "mulx", "portable"].contains(&b));
     }
 }

@@ -20,6 +20,7 @@ const M127: u128 = (1u128 << 127) - 1;
 
 /// An element of GF(2^127 − 1), weakly reduced to `[0, p]`.
 #[derive(Clone, Copy, Default)]
+#[repr(transparent)]
 pub(crate) struct Fp(pub(crate) [u64; 2]);
 
 impl Fp {
