@@ -90,11 +90,35 @@ macro_rules! reduce {
     };
 }
 
+/// Assembly text of a 128 × 128-bit product `(r0, r1, r2, r3) = x·y`: `$x0`, `$x1` are the
+/// limbs of `x` as `mulx` operands (registers or memory), `$load_y0`, `$load_y1` the code that
+/// puts each limb of `y` into `rdx`; `{t0}`, `{t1}` are clobbered.
+#[rustfmt::skip] // one instruction per line
+macro_rules! product {
+    ([$r0:literal, $r1:literal, $r2:literal, $r3:literal], [$x0:expr, $x1:expr], [$load_y0:expr, $load_y1:expr]) => {
+        concat!(
+            $load_y0, "\n",
+            "mulx ", $r1, ", ", $r0, ", ", $x0, "\n",
+            "mulx ", $r2, ", {t0}, ", $x1, "\n",
+            "add ", $r1, ", {t0}\n",
+            "adc ", $r2, ", 0\n",
+            $load_y1, "\n",
+            "mulx ", $r3, ", {t0}, ", $x1, "\n",
+            "add ", $r2, ", {t0}\n",
+            "adc ", $r3, ", 0\n",
+            "mulx {t1}, {t0}, ", $x0, "\n",
+            "add ", $r1, ", {t0}\n",
+            "adc ", $r2, ", {t1}\n",
+            "adc ", $r3, ", 0\n",
+        )
+    };
+}
+
 /// `x·y + u·v mod p` for `GF(p)` operands in memory at the given offsets of `a` and `b`, as
-/// one assembly block: `(lo, hi, z2, z3) = x·y`, then `+= u·v` product by product (the sum
-/// stays below `2p²`, so no carry leaves `z3`), then [`reduce!`]. `$not_v` is empty, or
-/// `"not rdx", "not rdx\nbtr rdx, 63"` to use `p − v` instead of `v` (`¬v.lo`, `¬v.hi` with bit
-/// 63 cleared, as `v ≤ p`).
+/// one assembly block: [`product!`]s `x·y` into `(lo, hi, z2, z3)` and `u·v` into
+/// `(w0, w1, w2, w3)`, their sum (below `2p²`, so no carry leaves `z3`), then [`reduce!`].
+/// `$not_lo`, `$not_hi` are empty, or `"not rdx"`, `"not rdx\nbtr rdx, 63"` to use `p − v`
+/// instead of `v` (`¬v.lo`, `¬v.hi` with bit 63 cleared, as `v ≤ p`).
 macro_rules! sum_of_products {
     ($a:expr, $b:expr, [$x:literal, $y:literal], [$u:literal, $v:literal], [$not_lo:literal, $not_hi:literal]) => {{
         let (lo, hi): (u64, u64);
@@ -102,34 +126,19 @@ macro_rules! sum_of_products {
         // BMI2.
         unsafe {
             core::arch::asm!(
-                concat!("mov rdx, [{b} + ", $y, "]"),
-                concat!("mulx {hi}, {lo}, [{a} + ", $x, "]"),
-                concat!("mulx {z2}, {t0}, [{a} + ", $x, " + 8]"),
-                "add {hi}, {t0}",
-                "adc {z2}, 0",
-                concat!("mov rdx, [{b} + ", $y, " + 8]"),
-                concat!("mulx {z3}, {t0}, [{a} + ", $x, " + 8]"),
-                "add {z2}, {t0}",
-                "adc {z3}, 0",
-                concat!("mulx {t1}, {t0}, [{a} + ", $x, "]"),
-                "add {hi}, {t0}",
-                "adc {z2}, {t1}",
-                "adc {z3}, 0",
-                concat!("mov rdx, [{b} + ", $v, "]"),
-                $not_lo,
-                concat!("mulx {w1}, {w0}, [{a} + ", $u, "]"),
-                concat!("mulx {w2}, {t0}, [{a} + ", $u, " + 8]"),
-                "add {w1}, {t0}",
-                "adc {w2}, 0",
-                concat!("mov rdx, [{b} + ", $v, " + 8]"),
-                $not_hi,
-                concat!("mulx {w3}, {t0}, [{a} + ", $u, " + 8]"),
-                "add {w2}, {t0}",
-                "adc {w3}, 0",
-                concat!("mulx {t1}, {t0}, [{a} + ", $u, "]"),
-                "add {w1}, {t0}",
-                "adc {w2}, {t1}",
-                "adc {w3}, 0",
+                product!(
+                    ["{lo}", "{hi}", "{z2}", "{z3}"],
+                    [concat!("[{a} + ", $x, "]"), concat!("[{a} + ", $x, " + 8]")],
+                    [concat!("mov rdx, [{b} + ", $y, "]"), concat!("mov rdx, [{b} + ", $y, " + 8]")]
+                ),
+                product!(
+                    ["{w0}", "{w1}", "{w2}", "{w3}"],
+                    [concat!("[{a} + ", $u, "]"), concat!("[{a} + ", $u, " + 8]")],
+                    [
+                        concat!("mov rdx, [{b} + ", $v, "]\n", $not_lo),
+                        concat!("mov rdx, [{b} + ", $v, " + 8]\n", $not_hi)
+                    ]
+                ),
                 "add {lo}, {w0}",
                 "adc {hi}, {w1}",
                 "adc {z2}, {w2}",
@@ -205,19 +214,11 @@ unsafe fn square(a: &Fp2) -> Fp2 {
             "adc {v0}, 0",
             "adc {v1}, 0",
             // c0 = u·v into (lo, hi, z2, z3), reduced.
-            "mov rdx, {v0}",
-            "mulx {hi}, {lo}, {u0}",
-            "mulx {z2}, {t0}, {u1}",
-            "add {hi}, {t0}",
-            "adc {z2}, 0",
-            "mov rdx, {v1}",
-            "mulx {z3}, {t0}, {u1}",
-            "add {z2}, {t0}",
-            "adc {z3}, 0",
-            "mulx {t1}, {t0}, {u0}",
-            "add {hi}, {t0}",
-            "adc {z2}, {t1}",
-            "adc {z3}, 0",
+            product!(
+                ["{lo}", "{hi}", "{z2}", "{z3}"],
+                ["{u0}", "{u1}"],
+                ["mov rdx, {v0}", "mov rdx, {v1}"]
+            ),
             reduce!(),
             a = in(reg) a,
             u0 = out(reg) _,
@@ -239,19 +240,11 @@ unsafe fn square(a: &Fp2) -> Fp2 {
             "mov {u1}, [{a} + 8]",
             "add {u0}, {u0}",
             "adc {u1}, {u1}",
-            "mov rdx, [{a} + 16]",
-            "mulx {hi}, {lo}, {u0}",
-            "mulx {z2}, {t0}, {u1}",
-            "add {hi}, {t0}",
-            "adc {z2}, 0",
-            "mov rdx, [{a} + 24]",
-            "mulx {z3}, {t0}, {u1}",
-            "add {z2}, {t0}",
-            "adc {z3}, 0",
-            "mulx {t1}, {t0}, {u0}",
-            "add {hi}, {t0}",
-            "adc {z2}, {t1}",
-            "adc {z3}, 0",
+            product!(
+                ["{lo}", "{hi}", "{z2}", "{z3}"],
+                ["{u0}", "{u1}"],
+                ["mov rdx, [{a} + 16]", "mov rdx, [{a} + 24]"]
+            ),
             reduce!(),
             a = in(reg) a,
             u0 = out(reg) _,
