@@ -5,9 +5,20 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output};
 
-/// The `obliv` binary under test.
+/// The `obliv` binary under test, started through `OBLIV_TEST_RUNNER` when that is set (a
+/// program and its arguments, split at spaces, e.g. `valgrind --error-exitcode=1 -q`: the
+/// memcheck stage of `.ci/memcheck` runs the end-to-end tests this way).
 pub(crate) fn obliv() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_obliv"))
+    let bin = env!("CARGO_BIN_EXE_obliv");
+    match std::env::var("OBLIV_TEST_RUNNER") {
+        Ok(runner) if !runner.trim().is_empty() => {
+            let mut words = runner.split_whitespace();
+            let mut c = Command::new(words.next().unwrap());
+            c.args(words).arg(bin);
+            c
+        }
+        _ => Command::new(bin),
+    }
 }
 
 /// Two distinct free loopback ports, released just before the parties bind them.
