@@ -2,7 +2,8 @@
 //! bucket driver): two processes on loopback TCP run their buckets side by side and write
 //! exactly the output of the one-worker run; a run killed mid-way resumes from its
 //! checkpoint with another worker count; parties that disagree on the worker count stop in
-//! the job handshake; counts out of range are refused.
+//! the job handshake; counts out of range are refused; a bucket that overflows its public
+//! bound stops both parties at once.
 #![allow(clippy::unwrap_used)] // test helpers unwrap like the tests do
 
 use std::path::Path;
@@ -218,4 +219,77 @@ fn killed_concurrent_run_resumes_from_its_checkpoint() {
         .unwrap();
     assert!((1..16).contains(&resumed), "{report}");
     assert_eq!(std::fs::read(d.join("res0.csv")).unwrap(), reference);
+}
+
+/// Writes `psi_{file}.csv` with an `id` column and the given keys.
+fn write_keys(dir: &Path, file: usize, keys: &[String]) {
+    let mut csv = String::from("id\n");
+    for k in keys {
+        csv.push_str(k);
+        csv.push('\n');
+    }
+    std::fs::write(dir.join(format!("psi_{file}.csv")), csv).unwrap();
+}
+
+/// A bucket that holds more distinct keys than the public bound, in a run of two workers: the
+/// party that finds it stops with exit code 3 naming the bucket, its peer stops too with a
+/// typed error, both by themselves and long before the step timeout (the overflowing worker
+/// must stop the other worker and the peer, not leave them waiting), and neither writes an
+/// output. The input is made to overflow: the bucket hash is public and keyless, so keys of
+/// one bucket are found by trying candidates.
+#[test]
+fn an_overflowing_bucket_stops_both_parties_of_a_two_worker_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rows = 4000usize;
+    let plan = obliv_cli::plan::BucketPlan::new(&[rows as u64; 2], 1, 375, 2).unwrap();
+    let buckets = usize::try_from(plan.buckets).unwrap();
+    let bound = usize::try_from(plan.bound(0)).unwrap();
+    assert!(buckets >= 4 && bound < rows / 2, "{plan:?}");
+    // Party 0: `bound + 1` keys of the last bucket (a later bucket of the second worker), the
+    // rest anywhere.
+    let target = buckets - 1;
+    let in_target = |k: &str| {
+        let mut enc = Vec::new();
+        obliv_cli::csvio::push_key_field(&mut enc, k.as_bytes());
+        obliv_cli::bucket::bucket_of(&enc, buckets) == target
+    };
+    let mut keys: Vec<String> = (0u64..)
+        .map(|i| format!("over{i}"))
+        .filter(|k| in_target(k))
+        .take(bound + 1)
+        .collect();
+    keys.extend((0..rows - keys.len()).map(|i| format!("any{i}")));
+    write_keys(d, 1, &keys);
+    let theirs: Vec<String> = (0..rows).map(|i| format!("any{}", 2 * i)).collect();
+    write_keys(d, 2, &theirs);
+
+    let extra = args(&["--workers", "2", "--step-timeout", "120"]);
+    let start = Instant::now();
+    let (o0, o1) = run_pair(d, "rr22", "out", [&extra, &extra]);
+    let seconds = start.elapsed().as_secs_f64();
+    let (e0, e1) = (
+        String::from_utf8_lossy(&o0.stderr),
+        String::from_utf8_lossy(&o1.stderr),
+    );
+    assert_eq!(o0.status.code(), Some(3), "{e0}");
+    assert!(
+        e0.contains(&format!("bucket {target} holds")) && e0.contains("public bound"),
+        "{e0}"
+    );
+    // The peer hears of it as a protocol error (exit code 5): its worker's sub-channel closed.
+    assert_eq!(o1.status.code(), Some(5), "{e1}");
+    for e in [&e0, &e1] {
+        assert!(!e.contains("panicked"), "{e}");
+    }
+    assert!(
+        seconds < 60.0,
+        "{seconds:.1} s: a party waited for the step timeout\n{e0}\n{e1}"
+    );
+    for rank in 0..2 {
+        assert!(
+            !d.join(format!("out{rank}.csv")).exists(),
+            "output {rank} left"
+        );
+    }
 }
