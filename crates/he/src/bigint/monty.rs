@@ -283,7 +283,13 @@ mod adx {
             }
             // SAFETY: BMI2 and ADX are present (`self` exists); `t` has 2L limbs, `a` and `b`
             // L, with L a positive multiple of 4: row i touches t[i..=i+L], a[0..L], b[i].
-            unsafe { mul_rows_asm(t.as_mut_ptr(), a.as_ptr(), b.as_ptr(), l) }
+            unsafe {
+                if l == 16 {
+                    mul_rows16_asm(t.as_mut_ptr(), a.as_ptr(), b.as_ptr());
+                } else {
+                    mul_rows_asm(t.as_mut_ptr(), a.as_ptr(), b.as_ptr(), l);
+                }
+            }
         }
 
         #[inline(always)]
@@ -299,7 +305,13 @@ mod adx {
                 return;
             }
             // SAFETY: as in `mul_rows`: row i touches t[i..i+L] and n[0..L].
-            unsafe { redc_rows_asm(t.as_mut_ptr(), n.as_ptr(), l, n0) }
+            unsafe {
+                if l == 16 {
+                    redc_rows16_asm(t.as_mut_ptr(), n.as_ptr(), n0);
+                } else {
+                    redc_rows_asm(t.as_mut_ptr(), n.as_ptr(), l, n0);
+                }
+            }
         }
 
         #[inline(always)]
@@ -412,7 +424,13 @@ mod adx {
                 return;
             }
             // SAFETY: as in `redc_rows`, and row i writes q[i] (q has L limbs).
-            unsafe { redc_rows_q_asm(t.as_mut_ptr(), n.as_ptr(), l, n0, q.as_mut_ptr()) }
+            unsafe {
+                if l == 16 {
+                    redc_rows_q16_asm(t.as_mut_ptr(), n.as_ptr(), n0, q.as_mut_ptr());
+                } else {
+                    redc_rows_q_asm(t.as_mut_ptr(), n.as_ptr(), l, n0, q.as_mut_ptr());
+                }
+            }
         }
 
         #[inline(always)]
@@ -430,7 +448,11 @@ mod adx {
             // with L a positive multiple of 4: row i of the triangle touches t[2i+1..=i+L] and
             // a[i..L], the diagonal pass t[0..2L] and a[0..L].
             unsafe {
-                sqr_triangle_asm(t.as_mut_ptr(), a.as_ptr(), l);
+                if l == 16 {
+                    sqr_triangle16_asm(t.as_mut_ptr(), a.as_ptr());
+                } else {
+                    sqr_triangle_asm(t.as_mut_ptr(), a.as_ptr(), l);
+                }
                 sqr_diag_asm(t.as_mut_ptr(), a.as_ptr(), l);
             }
         }
@@ -666,6 +688,387 @@ mod adx {
                 lo = out(reg) _,
                 t0 = out(reg) _,
                 t1 = out(reg) _,
+                out("rdx") _,
+                options(nostack),
+            );
+        }
+    }
+
+    /// One product of an unrolled row: `lo(m[moff]·rdx)` plus the previous high word `$src`
+    /// (CF chain, `adcx`) plus the old `t[toff]` (OF chain, `adox`) into `t[toff]`, the new high
+    /// word into `$dst` (byte offsets; `{tp}`/`{t}` is `t`).
+    macro_rules! row_step {
+        ($dst:literal, $src:literal, $m:literal, $moff:literal, $toff:literal) => {
+            concat!(
+                "mulx ",
+                $dst,
+                ", {lo}, qword ptr [",
+                $m,
+                " + ",
+                $moff,
+                "]\n",
+                "adcx {lo}, ",
+                $src,
+                "\n",
+                "adox {lo}, qword ptr [{tp} + ",
+                $toff,
+                "]\n",
+                "mov qword ptr [{tp} + ",
+                $toff,
+                "], {lo}\n",
+            )
+        };
+    }
+
+    /// A whole 16-limb row, unrolled: `t[0..16] += m[0..16]·rdx` over both carry chains
+    /// (cleared first), the row's carry left in `{hi}`. The 16-limb kernels below are the
+    /// loop kernels with their four-limb inner loop written out: on AMD Zen 3 the loop and its
+    /// row set-up cost as much as the products (about 1.7× slower rows), on the Intel cores
+    /// measured little.
+    macro_rules! row16 {
+        ($m:literal) => {
+            concat!(
+                "xor {hi:e}, {hi:e}\n",
+                row_step!("{h2}", "{hi}", $m, 0, 0),
+                row_step!("{hi}", "{h2}", $m, 8, 8),
+                row_step!("{h2}", "{hi}", $m, 16, 16),
+                row_step!("{hi}", "{h2}", $m, 24, 24),
+                row_step!("{h2}", "{hi}", $m, 32, 32),
+                row_step!("{hi}", "{h2}", $m, 40, 40),
+                row_step!("{h2}", "{hi}", $m, 48, 48),
+                row_step!("{hi}", "{h2}", $m, 56, 56),
+                row_step!("{h2}", "{hi}", $m, 64, 64),
+                row_step!("{hi}", "{h2}", $m, 72, 72),
+                row_step!("{h2}", "{hi}", $m, 80, 80),
+                row_step!("{hi}", "{h2}", $m, 88, 88),
+                row_step!("{h2}", "{hi}", $m, 96, 96),
+                row_step!("{hi}", "{h2}", $m, 104, 104),
+                row_step!("{h2}", "{hi}", $m, 112, 112),
+                row_step!("{hi}", "{h2}", $m, 120, 120),
+                "mov {lo:e}, 0\n",
+                "adcx {hi}, {lo}\n",
+                "adox {hi}, {lo}\n",
+            )
+        };
+    }
+
+    /// [`mul_rows_asm`] for `l = 16`, each row unrolled ([`row16!`]).
+    #[inline(always)]
+    unsafe fn mul_rows16_asm(t: *mut u64, a: *const u64, b: *const u64) {
+        // SAFETY: the caller guarantees the CPU features and the buffer sizes (`t` 32 limbs,
+        // `a` and `b` 16); row i touches t[i..=i+16], a[0..16] and b[i].
+        unsafe {
+            core::arch::asm!(
+                "2:",
+                "mov rdx, qword ptr [{bp}]",
+                row16!("{a}"),
+                "mov qword ptr [{tp} + 128], {hi}",
+                "lea {tp}, [{tp} + 8]",
+                "lea {bp}, [{bp} + 8]",
+                "dec {cnt}",
+                "jnz 2b",
+                tp = inout(reg) t => _,
+                bp = inout(reg) b => _,
+                a = in(reg) a,
+                cnt = inout(reg) 16usize => _,
+                hi = out(reg) _,
+                h2 = out(reg) _,
+                lo = out(reg) _,
+                out("rdx") _,
+                options(nostack),
+            );
+        }
+    }
+
+    /// [`redc_rows_asm`] (and, with the `mov`/`lea` of the row multiplier as `$after_q`,
+    /// [`redc_rows_q_asm`]) for `l = 16`, each row unrolled ([`row16!`]).
+    macro_rules! redc_rows16 {
+        ([$($after_q:literal),*], $($extra:tt)*) => {
+            core::arch::asm!(
+                "2:",
+                "mov rdx, qword ptr [{tp}]",
+                "imul rdx, {n0}",
+                $($after_q,)*
+                row16!("{n}"),
+                "mov qword ptr [{tp}], {hi}",
+                "lea {tp}, [{tp} + 8]",
+                "dec {cnt}",
+                "jnz 2b",
+                $($extra)*
+                cnt = inout(reg) 16usize => _,
+                hi = out(reg) _,
+                h2 = out(reg) _,
+                lo = out(reg) _,
+                out("rdx") _,
+                options(nostack),
+            )
+        };
+    }
+
+    /// [`redc_rows_asm`] for `l = 16`.
+    #[inline(always)]
+    unsafe fn redc_rows16_asm(t: *mut u64, n: *const u64, n0: u64) {
+        // SAFETY: the caller guarantees the CPU features and the buffer sizes (`t` 32 limbs,
+        // `n` 16); row i touches t[i..i+16] and n[0..16].
+        unsafe { redc_rows16!([], tp = inout(reg) t => _, n = in(reg) n, n0 = in(reg) n0,) }
+    }
+
+    /// [`redc_rows_q_asm`] for `l = 16`.
+    #[inline(always)]
+    unsafe fn redc_rows_q16_asm(t: *mut u64, n: *const u64, n0: u64, q: *mut u64) {
+        // SAFETY: as in `redc_rows16_asm`, and row i writes q[i] (`q` 16 limbs).
+        unsafe {
+            redc_rows16!(
+                ["mov qword ptr [{qp}], rdx", "lea {qp}, [{qp} + 8]"],
+                tp = inout(reg) t => _,
+                n = in(reg) n,
+                n0 = in(reg) n0,
+                qp = inout(reg) q => _,
+            )
+        }
+    }
+
+    /// [`sqr_triangle_asm`] for `l = 16`, unrolled: row `i` adds `a[i]·a[i+1..16]` into
+    /// `t[2i+1..i+16]` and writes its carry to `t[i+16]` (same entry conditions).
+    #[rustfmt::skip]
+    #[inline(always)]
+    unsafe fn sqr_triangle16_asm(t: *mut u64, a: *const u64) {
+        // SAFETY: the caller guarantees the CPU features and the buffer sizes (`t` 32 limbs,
+        // `a` 16).
+        unsafe {
+            core::arch::asm!(
+                // row 0: a[0]·a[1..16] into t[1..16], carry to t[16]
+                "mov rdx, qword ptr [{a} + 0]",
+                "xor {hi:e}, {hi:e}",
+                row_step!("{h2}", "{hi}", "{a}", 8, 8),
+                row_step!("{hi}", "{h2}", "{a}", 16, 16),
+                row_step!("{h2}", "{hi}", "{a}", 24, 24),
+                row_step!("{hi}", "{h2}", "{a}", 32, 32),
+                row_step!("{h2}", "{hi}", "{a}", 40, 40),
+                row_step!("{hi}", "{h2}", "{a}", 48, 48),
+                row_step!("{h2}", "{hi}", "{a}", 56, 56),
+                row_step!("{hi}", "{h2}", "{a}", 64, 64),
+                row_step!("{h2}", "{hi}", "{a}", 72, 72),
+                row_step!("{hi}", "{h2}", "{a}", 80, 80),
+                row_step!("{h2}", "{hi}", "{a}", 88, 88),
+                row_step!("{hi}", "{h2}", "{a}", 96, 96),
+                row_step!("{h2}", "{hi}", "{a}", 104, 104),
+                row_step!("{hi}", "{h2}", "{a}", 112, 112),
+                row_step!("{h2}", "{hi}", "{a}", 120, 120),
+                "mov {lo:e}, 0",
+                "adcx {h2}, {lo}",
+                "adox {h2}, {lo}",
+                "mov qword ptr [{tp} + 128], {h2}",
+                // row 1: a[1]·a[2..16] into t[3..17], carry to t[17]
+                "mov rdx, qword ptr [{a} + 8]",
+                "xor {hi:e}, {hi:e}",
+                row_step!("{h2}", "{hi}", "{a}", 16, 24),
+                row_step!("{hi}", "{h2}", "{a}", 24, 32),
+                row_step!("{h2}", "{hi}", "{a}", 32, 40),
+                row_step!("{hi}", "{h2}", "{a}", 40, 48),
+                row_step!("{h2}", "{hi}", "{a}", 48, 56),
+                row_step!("{hi}", "{h2}", "{a}", 56, 64),
+                row_step!("{h2}", "{hi}", "{a}", 64, 72),
+                row_step!("{hi}", "{h2}", "{a}", 72, 80),
+                row_step!("{h2}", "{hi}", "{a}", 80, 88),
+                row_step!("{hi}", "{h2}", "{a}", 88, 96),
+                row_step!("{h2}", "{hi}", "{a}", 96, 104),
+                row_step!("{hi}", "{h2}", "{a}", 104, 112),
+                row_step!("{h2}", "{hi}", "{a}", 112, 120),
+                row_step!("{hi}", "{h2}", "{a}", 120, 128),
+                "mov {lo:e}, 0",
+                "adcx {hi}, {lo}",
+                "adox {hi}, {lo}",
+                "mov qword ptr [{tp} + 136], {hi}",
+                // row 2: a[2]·a[3..16] into t[5..18], carry to t[18]
+                "mov rdx, qword ptr [{a} + 16]",
+                "xor {hi:e}, {hi:e}",
+                row_step!("{h2}", "{hi}", "{a}", 24, 40),
+                row_step!("{hi}", "{h2}", "{a}", 32, 48),
+                row_step!("{h2}", "{hi}", "{a}", 40, 56),
+                row_step!("{hi}", "{h2}", "{a}", 48, 64),
+                row_step!("{h2}", "{hi}", "{a}", 56, 72),
+                row_step!("{hi}", "{h2}", "{a}", 64, 80),
+                row_step!("{h2}", "{hi}", "{a}", 72, 88),
+                row_step!("{hi}", "{h2}", "{a}", 80, 96),
+                row_step!("{h2}", "{hi}", "{a}", 88, 104),
+                row_step!("{hi}", "{h2}", "{a}", 96, 112),
+                row_step!("{h2}", "{hi}", "{a}", 104, 120),
+                row_step!("{hi}", "{h2}", "{a}", 112, 128),
+                row_step!("{h2}", "{hi}", "{a}", 120, 136),
+                "mov {lo:e}, 0",
+                "adcx {h2}, {lo}",
+                "adox {h2}, {lo}",
+                "mov qword ptr [{tp} + 144], {h2}",
+                // row 3: a[3]·a[4..16] into t[7..19], carry to t[19]
+                "mov rdx, qword ptr [{a} + 24]",
+                "xor {hi:e}, {hi:e}",
+                row_step!("{h2}", "{hi}", "{a}", 32, 56),
+                row_step!("{hi}", "{h2}", "{a}", 40, 64),
+                row_step!("{h2}", "{hi}", "{a}", 48, 72),
+                row_step!("{hi}", "{h2}", "{a}", 56, 80),
+                row_step!("{h2}", "{hi}", "{a}", 64, 88),
+                row_step!("{hi}", "{h2}", "{a}", 72, 96),
+                row_step!("{h2}", "{hi}", "{a}", 80, 104),
+                row_step!("{hi}", "{h2}", "{a}", 88, 112),
+                row_step!("{h2}", "{hi}", "{a}", 96, 120),
+                row_step!("{hi}", "{h2}", "{a}", 104, 128),
+                row_step!("{h2}", "{hi}", "{a}", 112, 136),
+                row_step!("{hi}", "{h2}", "{a}", 120, 144),
+                "mov {lo:e}, 0",
+                "adcx {hi}, {lo}",
+                "adox {hi}, {lo}",
+                "mov qword ptr [{tp} + 152], {hi}",
+                // row 4: a[4]·a[5..16] into t[9..20], carry to t[20]
+                "mov rdx, qword ptr [{a} + 32]",
+                "xor {hi:e}, {hi:e}",
+                row_step!("{h2}", "{hi}", "{a}", 40, 72),
+                row_step!("{hi}", "{h2}", "{a}", 48, 80),
+                row_step!("{h2}", "{hi}", "{a}", 56, 88),
+                row_step!("{hi}", "{h2}", "{a}", 64, 96),
+                row_step!("{h2}", "{hi}", "{a}", 72, 104),
+                row_step!("{hi}", "{h2}", "{a}", 80, 112),
+                row_step!("{h2}", "{hi}", "{a}", 88, 120),
+                row_step!("{hi}", "{h2}", "{a}", 96, 128),
+                row_step!("{h2}", "{hi}", "{a}", 104, 136),
+                row_step!("{hi}", "{h2}", "{a}", 112, 144),
+                row_step!("{h2}", "{hi}", "{a}", 120, 152),
+                "mov {lo:e}, 0",
+                "adcx {h2}, {lo}",
+                "adox {h2}, {lo}",
+                "mov qword ptr [{tp} + 160], {h2}",
+                // row 5: a[5]·a[6..16] into t[11..21], carry to t[21]
+                "mov rdx, qword ptr [{a} + 40]",
+                "xor {hi:e}, {hi:e}",
+                row_step!("{h2}", "{hi}", "{a}", 48, 88),
+                row_step!("{hi}", "{h2}", "{a}", 56, 96),
+                row_step!("{h2}", "{hi}", "{a}", 64, 104),
+                row_step!("{hi}", "{h2}", "{a}", 72, 112),
+                row_step!("{h2}", "{hi}", "{a}", 80, 120),
+                row_step!("{hi}", "{h2}", "{a}", 88, 128),
+                row_step!("{h2}", "{hi}", "{a}", 96, 136),
+                row_step!("{hi}", "{h2}", "{a}", 104, 144),
+                row_step!("{h2}", "{hi}", "{a}", 112, 152),
+                row_step!("{hi}", "{h2}", "{a}", 120, 160),
+                "mov {lo:e}, 0",
+                "adcx {hi}, {lo}",
+                "adox {hi}, {lo}",
+                "mov qword ptr [{tp} + 168], {hi}",
+                // row 6: a[6]·a[7..16] into t[13..22], carry to t[22]
+                "mov rdx, qword ptr [{a} + 48]",
+                "xor {hi:e}, {hi:e}",
+                row_step!("{h2}", "{hi}", "{a}", 56, 104),
+                row_step!("{hi}", "{h2}", "{a}", 64, 112),
+                row_step!("{h2}", "{hi}", "{a}", 72, 120),
+                row_step!("{hi}", "{h2}", "{a}", 80, 128),
+                row_step!("{h2}", "{hi}", "{a}", 88, 136),
+                row_step!("{hi}", "{h2}", "{a}", 96, 144),
+                row_step!("{h2}", "{hi}", "{a}", 104, 152),
+                row_step!("{hi}", "{h2}", "{a}", 112, 160),
+                row_step!("{h2}", "{hi}", "{a}", 120, 168),
+                "mov {lo:e}, 0",
+                "adcx {h2}, {lo}",
+                "adox {h2}, {lo}",
+                "mov qword ptr [{tp} + 176], {h2}",
+                // row 7: a[7]·a[8..16] into t[15..23], carry to t[23]
+                "mov rdx, qword ptr [{a} + 56]",
+                "xor {hi:e}, {hi:e}",
+                row_step!("{h2}", "{hi}", "{a}", 64, 120),
+                row_step!("{hi}", "{h2}", "{a}", 72, 128),
+                row_step!("{h2}", "{hi}", "{a}", 80, 136),
+                row_step!("{hi}", "{h2}", "{a}", 88, 144),
+                row_step!("{h2}", "{hi}", "{a}", 96, 152),
+                row_step!("{hi}", "{h2}", "{a}", 104, 160),
+                row_step!("{h2}", "{hi}", "{a}", 112, 168),
+                row_step!("{hi}", "{h2}", "{a}", 120, 176),
+                "mov {lo:e}, 0",
+                "adcx {hi}, {lo}",
+                "adox {hi}, {lo}",
+                "mov qword ptr [{tp} + 184], {hi}",
+                // row 8: a[8]·a[9..16] into t[17..24], carry to t[24]
+                "mov rdx, qword ptr [{a} + 64]",
+                "xor {hi:e}, {hi:e}",
+                row_step!("{h2}", "{hi}", "{a}", 72, 136),
+                row_step!("{hi}", "{h2}", "{a}", 80, 144),
+                row_step!("{h2}", "{hi}", "{a}", 88, 152),
+                row_step!("{hi}", "{h2}", "{a}", 96, 160),
+                row_step!("{h2}", "{hi}", "{a}", 104, 168),
+                row_step!("{hi}", "{h2}", "{a}", 112, 176),
+                row_step!("{h2}", "{hi}", "{a}", 120, 184),
+                "mov {lo:e}, 0",
+                "adcx {h2}, {lo}",
+                "adox {h2}, {lo}",
+                "mov qword ptr [{tp} + 192], {h2}",
+                // row 9: a[9]·a[10..16] into t[19..25], carry to t[25]
+                "mov rdx, qword ptr [{a} + 72]",
+                "xor {hi:e}, {hi:e}",
+                row_step!("{h2}", "{hi}", "{a}", 80, 152),
+                row_step!("{hi}", "{h2}", "{a}", 88, 160),
+                row_step!("{h2}", "{hi}", "{a}", 96, 168),
+                row_step!("{hi}", "{h2}", "{a}", 104, 176),
+                row_step!("{h2}", "{hi}", "{a}", 112, 184),
+                row_step!("{hi}", "{h2}", "{a}", 120, 192),
+                "mov {lo:e}, 0",
+                "adcx {hi}, {lo}",
+                "adox {hi}, {lo}",
+                "mov qword ptr [{tp} + 200], {hi}",
+                // row 10: a[10]·a[11..16] into t[21..26], carry to t[26]
+                "mov rdx, qword ptr [{a} + 80]",
+                "xor {hi:e}, {hi:e}",
+                row_step!("{h2}", "{hi}", "{a}", 88, 168),
+                row_step!("{hi}", "{h2}", "{a}", 96, 176),
+                row_step!("{h2}", "{hi}", "{a}", 104, 184),
+                row_step!("{hi}", "{h2}", "{a}", 112, 192),
+                row_step!("{h2}", "{hi}", "{a}", 120, 200),
+                "mov {lo:e}, 0",
+                "adcx {h2}, {lo}",
+                "adox {h2}, {lo}",
+                "mov qword ptr [{tp} + 208], {h2}",
+                // row 11: a[11]·a[12..16] into t[23..27], carry to t[27]
+                "mov rdx, qword ptr [{a} + 88]",
+                "xor {hi:e}, {hi:e}",
+                row_step!("{h2}", "{hi}", "{a}", 96, 184),
+                row_step!("{hi}", "{h2}", "{a}", 104, 192),
+                row_step!("{h2}", "{hi}", "{a}", 112, 200),
+                row_step!("{hi}", "{h2}", "{a}", 120, 208),
+                "mov {lo:e}, 0",
+                "adcx {hi}, {lo}",
+                "adox {hi}, {lo}",
+                "mov qword ptr [{tp} + 216], {hi}",
+                // row 12: a[12]·a[13..16] into t[25..28], carry to t[28]
+                "mov rdx, qword ptr [{a} + 96]",
+                "xor {hi:e}, {hi:e}",
+                row_step!("{h2}", "{hi}", "{a}", 104, 200),
+                row_step!("{hi}", "{h2}", "{a}", 112, 208),
+                row_step!("{h2}", "{hi}", "{a}", 120, 216),
+                "mov {lo:e}, 0",
+                "adcx {h2}, {lo}",
+                "adox {h2}, {lo}",
+                "mov qword ptr [{tp} + 224], {h2}",
+                // row 13: a[13]·a[14..16] into t[27..29], carry to t[29]
+                "mov rdx, qword ptr [{a} + 104]",
+                "xor {hi:e}, {hi:e}",
+                row_step!("{h2}", "{hi}", "{a}", 112, 216),
+                row_step!("{hi}", "{h2}", "{a}", 120, 224),
+                "mov {lo:e}, 0",
+                "adcx {hi}, {lo}",
+                "adox {hi}, {lo}",
+                "mov qword ptr [{tp} + 232], {hi}",
+                // row 14: a[14]·a[15..16] into t[29..30], carry to t[30]
+                "mov rdx, qword ptr [{a} + 112]",
+                "xor {hi:e}, {hi:e}",
+                row_step!("{h2}", "{hi}", "{a}", 120, 232),
+                "mov {lo:e}, 0",
+                "adcx {h2}, {lo}",
+                "adox {h2}, {lo}",
+                "mov qword ptr [{tp} + 240], {h2}",
+                // row 15 has no products
+                "mov qword ptr [{tp} + 248], 0",
+                tp = in(reg) t,
+                a = in(reg) a,
+                hi = out(reg) _,
+                h2 = out(reg) _,
+                lo = out(reg) _,
                 out("rdx") _,
                 options(nostack),
             );

@@ -203,6 +203,48 @@ fn secret_setup_trace_depends_on_the_length_only() {
     assert!(traces.iter().all(|t| *t == traces[0]));
 }
 
+/// The ADX row kernels (`mul_rows`, `redc_rows`, `redc_rows_q`; unrolled at `L = 16`, the
+/// digit size of Paillier-2048, looped at the other multiples of 4) against the portable
+/// kernel, limb for limb, on random and all-ones inputs (every carry maximal).
+#[test]
+fn adx_rows_match_portable_at_every_kernel_size() {
+    #[cfg(obliv_x86_simd)]
+    if let Some(k) = Adx::detect() {
+        let mut rng = rand::rng();
+        for l in [4usize, 12, 16, 20, 32] {
+            let mut inputs: Vec<(Vec<u64>, Vec<u64>)> =
+                vec![(vec![u64::MAX; l], vec![u64::MAX; l])];
+            for _ in 0..32 {
+                inputs.push((
+                    (0..l).map(|_| rng.next_u64()).collect(),
+                    (0..l).map(|_| rng.next_u64()).collect(),
+                ));
+            }
+            // The rows compute the same limbs for any modulus limbs and any `n0`.
+            let n: Vec<u64> = (0..l).map(|_| rng.next_u64() | 1).collect();
+            let n0 = rng.next_u64();
+            for (a, b) in &inputs {
+                let mut want = vec![0u64; 2 * l];
+                Portable.mul_rows(&mut want, a, b);
+                let mut got = vec![u64::MAX; 2 * l];
+                k.mul_rows(&mut got, a, b);
+                assert_eq!(got, want, "mul_rows, l = {l}");
+                let mut t_want = want.clone();
+                Portable.redc_rows(&mut t_want, &n, n0);
+                let mut t_got = want.clone();
+                k.redc_rows(&mut t_got, &n, n0);
+                assert_eq!(t_got, t_want, "redc_rows, l = {l}");
+                let (mut q_want, mut q_got) = (vec![0u64; l], vec![0u64; l]);
+                let mut t_want = want.clone();
+                Portable.redc_rows_q(&mut t_want, &n, n0, &mut q_want);
+                let mut t_got = want.clone();
+                k.redc_rows_q(&mut t_got, &n, n0, &mut q_got);
+                assert_eq!((t_got, q_got), (t_want, q_want), "redc_rows_q, l = {l}");
+            }
+        }
+    }
+}
+
 /// The ADX square (`sqr_rows`: triangle and diagonal in assembly for `L` a multiple of 4)
 /// against the portable kernel and an `Integer` square, and its Montgomery square against
 /// `mont_mul(a, a)` and the portable one, on random and edge inputs.
