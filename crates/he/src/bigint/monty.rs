@@ -15,7 +15,9 @@
 //!   same list is the `target_feature` set of the entry points that run it). For `L` a
 //!   multiple of 4 it also runs whole passes in assembly: the product rows, the REDC rows and
 //!   the square (the off-diagonal triangle in one routine, then doubling and diagonal fused
-//!   into one pass, in the manner of GMP's `sqr_basecase` and `sqr_diag_addlsh1`).
+//!   into one pass, in the manner of GMP's `sqr_basecase` and `sqr_diag_addlsh1`). At
+//!   `L = 16` (the digits of Paillier-2048's CRT decryption) the rows and the triangle are
+//!   unrolled, with no inner loop.
 //!
 //! Exponentiation is a fixed 5-bit window over all `e_bits` bits of the exponent; each table
 //! entry is chosen by reading all 32 entries and keeping one by masks. [`MontFixedBase`] is the
