@@ -292,6 +292,15 @@ pub(crate) fn mul_recoded_with<M: Fp2Mul>(p: &Point, rec: &Recoded, m: M) -> Poi
     q
 }
 
+/// `[k]P` for a recoded `k` on the portable code throughout: one compiled instance, shared by
+/// the dispatch's fallback and the tests that compare every other copy against it. Kept out of
+/// line because every inlined instance of the portable multiplication is one more very large
+/// function for LLVM to optimise.
+#[inline(never)]
+pub(crate) fn mul_recoded_portable(p: &Point, rec: &Recoded) -> Point {
+    mul_recoded_with(p, rec, Portable)
+}
+
 /// Signed radix-16 digits `e_i ∈ [−8, 8)` (the last in `[−8, 8]`) with `k = Σ e_i·16^i`,
 /// for `k < 2^255`. Branch-free.
 fn radix16(k: &[u64; 4]) -> [i8; 64] {

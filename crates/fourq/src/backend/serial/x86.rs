@@ -20,7 +20,7 @@
 
 #[cfg(obliv_x86_simd)]
 use crate::backend::serial::u64::fp2_mulx::Mulx;
-use crate::field::{Fp2, Portable};
+use crate::field::Fp2;
 use crate::point::Point;
 use crate::scalar_mul::Recoded;
 
@@ -31,12 +31,13 @@ obliv_cpu::feature_set! {
 
 #[cfg(obliv_x86_simd)]
 mod copies {
-    use crate::field::{Fp2, Fp2Mul};
+    use crate::backend::serial::u64::fp2_mulx::Mulx;
+    use crate::field::Fp2;
     use crate::point::Point;
     use crate::scalar_mul::Recoded;
 
     crate::backend::serial::x86::avx2::enable! {
-        pub(super) fn mul_recoded_avx2<M: Fp2Mul>(p: &Point, rec: &Recoded, m: M) -> Point {
+        pub(super) fn mul_recoded_avx2(p: &Point, rec: &Recoded, m: Mulx) -> Point {
             crate::scalar_mul::mul_recoded_with(p, rec, m)
         }
 
@@ -71,7 +72,7 @@ pub(crate) fn mul_recoded(p: &Point, rec: &Recoded) -> Point {
         }
         return crate::scalar_mul::mul_recoded_with(p, rec, m);
     }
-    crate::scalar_mul::mul_recoded_with(p, rec, Portable)
+    crate::scalar_mul::mul_recoded_portable(p, rec)
 }
 
 /// `a^−1` in GF(p²) (0 for 0), on the fastest compiled copy this CPU runs.
@@ -104,7 +105,7 @@ mod tests {
             let k = Scalar::from_bytes_mod_order(&kb).limbs();
             let rec = crate::scalar_mul::recode_u256(&k);
             let p = Point::hash_to_curve(&pb);
-            let want = crate::scalar_mul::mul_recoded_with(&p, &rec, Portable).to_bytes();
+            let want = crate::scalar_mul::mul_recoded_portable(&p, &rec).to_bytes();
             prop_assert_eq!(mul_recoded(&p, &rec).to_bytes(), want);
             let z = p.x;
             let want_inv = limbs(&z.invert_portable());
@@ -140,10 +141,10 @@ mod tests {
             }
             t.elapsed().as_secs_f64() / 2000.0 * 1e6
         };
-        let mut best = [f64::MAX; 4];
+        let mut best = [f64::MAX; 3];
         for _ in 0..15 {
             best[0] = best[0].min(time(&|| {
-                crate::scalar_mul::mul_recoded_with(std::hint::black_box(&p), &rec, Portable)
+                crate::scalar_mul::mul_recoded_portable(std::hint::black_box(&p), &rec)
             }));
             #[cfg(obliv_x86_simd)]
             if let Some(m) = Mulx::detect() {
@@ -153,21 +154,15 @@ mod tests {
                 if avx2::detected() {
                     best[2] = best[2].min(time(&|| {
                         // SAFETY: detected just above.
-                        unsafe {
-                            copies::mul_recoded_avx2(std::hint::black_box(&p), &rec, Portable)
-                        }
-                    }));
-                    best[3] = best[3].min(time(&|| {
-                        // SAFETY: detected just above.
                         unsafe { copies::mul_recoded_avx2(std::hint::black_box(&p), &rec, m) }
                     }));
                 }
             }
         }
         eprintln!(
-            "[k]P, µs: portable {:.2}, portable with mulx products {:.2}, avx2 copy {:.2}, avx2 \
-             copy with mulx products {:.2} (f64::MAX: not on this CPU)",
-            best[0], best[1], best[2], best[3]
+            "[k]P, µs: portable {:.2}, portable with mulx products {:.2}, avx2 copy with mulx \
+             products {:.2} (f64::MAX: not on this CPU)",
+            best[0], best[1], best[2]
         );
     }
 
