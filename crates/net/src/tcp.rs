@@ -8,7 +8,7 @@
 //! the read-ahead thread that feeds the receiving half, and connect/accept share the private
 //! reader, socket and frame types defined here, and the timeout, deadline and frame-limit
 //! rules have to be read together across them. Its tests are the crate's integration tests
-//! (`tests/tcp_hostile.rs`, `tests/deadlines.rs`, `tests/roundtrip.rs` and others).
+//! (`tests/it/tcp_hostile.rs`, `tests/it/deadlines.rs`, `tests/it/roundtrip.rs` and others).
 
 use std::collections::VecDeque;
 use std::fmt::Display;

@@ -16,7 +16,7 @@
 //!
 //! On this 2-core machine in memory, one worker already keeps both cores busy (the rayon pool
 //! inside each bucket), so the second worker shows its gain only where the link, not the CPU,
-//! is the bottleneck (`tests/rr22_concurrent_cost.rs` with `OBLIV_RR22_MBPS`).
+//! is the bottleneck (`tests/it/rr22_concurrent_cost.rs` with `OBLIV_RR22_MBPS`).
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! Both parties of `rr22::run_buckets` in this process: shared by the concurrent-driver
-//! figures (`tests/rr22_concurrent_cost.rs`) and its criterion bench (`benches/rr22_buckets.rs`),
-//! which include this file by path.
+//! figures (`tests/it/rr22_concurrent_cost.rs`, as `common::buckets`) and its criterion bench
+//! (`benches/rr22_buckets.rs`, which includes this file by path).
 #![allow(clippy::unwrap_used, dead_code)] // test helper
 
 use std::time::{Duration, Instant};

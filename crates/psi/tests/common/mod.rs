@@ -7,6 +7,8 @@ use obliv_psi::Error;
 use obliv_psi::ecdh::Role;
 use rand_core::SeedableRng;
 
+pub(crate) mod buckets;
+
 /// `prefix0`, `prefix1`, … for the indices in `range`, as byte strings.
 pub(crate) fn items(prefix: &str, range: std::ops::Range<usize>) -> Vec<Vec<u8>> {
     range.map(|i| format!("{prefix}{i}").into_bytes()).collect()

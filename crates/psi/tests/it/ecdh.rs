@@ -1,8 +1,7 @@
 //! Two-party ECDH-PSI against the plain intersection, over the in-memory channel and TCP.
 #![allow(clippy::unwrap_used)] // test helpers unwrap like the tests do
 
-mod common;
-use common::{Out, items, run_two};
+use crate::common::{Out, items, run_two};
 
 use obliv_core::AesRng;
 use obliv_ec::Curve;

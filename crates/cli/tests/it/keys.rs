@@ -4,8 +4,7 @@
 
 use std::process::Stdio;
 
-mod common;
-use common::{free_ports, obliv, ok};
+use crate::common::{free_ports, obliv, ok};
 
 #[test]
 fn rows_that_join_alike_are_not_in_the_intersection() {

@@ -10,8 +10,7 @@ use std::path::Path;
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-use common::{bucket_files, free_ports, gen_data, obliv, ok, on_fresh_ports};
+use crate::common::{bucket_files, free_ports, gen_data, obliv, ok, on_fresh_ports};
 
 fn parties() -> String {
     let (a, b) = free_ports();

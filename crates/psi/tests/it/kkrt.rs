@@ -2,8 +2,7 @@
 //! with several buckets; hostile peers.
 #![allow(clippy::unwrap_used)] // test helpers unwrap like the tests do
 
-mod common;
-use common::{Out, items, run_two};
+use crate::common::{Out, items, run_two};
 
 use obliv_core::AesRng;
 use obliv_net::{Channel, TcpChannel, TcpOptions, mem_pair};
@@ -387,7 +386,7 @@ fn thread_cpu() -> f64 {
 
 /// Figures at `OBLIV_KKRT_N` items per side (default 2^20), half of them common: CPU time of
 /// each party's thread, bytes each way, and the process's peak RSS (both parties).
-/// `cargo test -p obliv-psi --test kkrt -- --ignored --nocapture measure`
+/// `cargo test -p obliv-psi --test it -- --ignored --nocapture kkrt::measure`
 #[test]
 #[ignore]
 fn measure() {
@@ -456,7 +455,7 @@ fn proc_status(key: &str) -> String {
 /// One party in its own process over TCP, for per-party CPU time and peak memory:
 /// `OBLIV_KKRT_PARTY=receiver` (listens on `OBLIV_KKRT_PORT`, default 47811) and
 /// `OBLIV_KKRT_PARTY=sender` (connects), each running
-/// `cargo test -p obliv-psi --test kkrt -- --ignored --nocapture party`, `OBLIV_KKRT_N` items
+/// `cargo test -p obliv-psi --test it -- --ignored --nocapture kkrt::party`, `OBLIV_KKRT_N` items
 /// per side (default 2^20), half of them common.
 #[test]
 #[ignore]

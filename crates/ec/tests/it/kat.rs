@@ -3,7 +3,7 @@
 
 use obliv_ec::{Error, P256, PrimeGroup, Ristretto255, Secp256k1, Sm2};
 
-mod common;
+use crate::common;
 
 fn h(s: &str) -> Vec<u8> {
     hex::decode(s).unwrap()

@@ -5,8 +5,7 @@
 use std::path::Path;
 use std::process::Output;
 
-mod common;
-use common::{free_ports, obliv};
+use crate::common::{free_ports, obliv};
 
 /// `obliv psi` as party 0 of two (the learner), the peer never started.
 fn psi_alone(input: &Path, output: &Path, extra: &[&str]) -> Output {

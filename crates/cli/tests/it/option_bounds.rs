@@ -8,8 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-use common::{free_ports, obliv};
+use crate::common::{free_ports, obliv};
 
 /// The longest any refused command here may take.
 const LIMIT: Duration = Duration::from_secs(10);

@@ -1,8 +1,7 @@
 //! Three-party ECDH-PSI against the plain three-way intersection.
 #![allow(clippy::unwrap_used)] // test helpers unwrap like the tests do
 
-mod common;
-use common::items;
+use crate::common::items;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -146,7 +145,7 @@ fn curve_mismatch_and_broadcast_are_errors() {
 
 /// The cost of one three-party run at 2^14 distinct items per party on Curve25519, half of
 /// each set common to all three: wall time and bytes per party. Timing only, so ignored:
-/// `cargo test -p obliv-psi --test ecdh3 -- --ignored --nocapture cost_2_14`.
+/// `cargo test -p obliv-psi --test it -- --ignored --nocapture ecdh3::cost_2_14`.
 #[test]
 #[ignore = "timing: run by hand"]
 fn cost_2_14() {

@@ -1,10 +1,11 @@
-//! Figures for `rr22::run_buckets` (run by hand: `--ignored --nocapture`): both parties in
-//! this process over an in-memory `Mux`, `OBLIV_RR22_N` items per side (default 2^20) split
-//! into `OBLIV_RR22_BUCKETS` buckets (default 4), for 1, 2 and 3 workers: wall time, the
-//! process's CPU time (both parties, from `/proc/self/stat`), and the bytes each party sent.
-//! Repeated `OBLIV_RR22_REPS` times (default 3), workers interleaved; best wall time shown.
-//! With `OBLIV_RR22_MBPS` and `OBLIV_RR22_LATENCY_MS` the channel is a simulated link of that
-//! bandwidth and one-way latency (`obliv_net::SimLink`).
+//! Figures for `rr22::run_buckets`, run by hand and alone (the process's CPU time is measured):
+//! `cargo test -p obliv-psi --test it rr22_concurrent_cost:: -- --ignored --nocapture`. Both
+//! parties in this process over an in-memory `Mux`, `OBLIV_RR22_N` items per side (default
+//! 2^20) split into `OBLIV_RR22_BUCKETS` buckets (default 4), for 1, 2 and 3 workers: wall
+//! time, the process's CPU time (both parties, from `/proc/self/stat`), and the bytes each
+//! party sent. Repeated `OBLIV_RR22_REPS` times (default 3), workers interleaved; best wall
+//! time shown. With `OBLIV_RR22_MBPS` and `OBLIV_RR22_LATENCY_MS` the channel is a simulated
+//! link of that bandwidth and one-way latency (`obliv_net::SimLink`).
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
@@ -12,9 +13,7 @@ use std::time::Duration;
 use obliv_net::{LinkModel, SimLink, Split, mem_pair};
 use obliv_psi::rr22::{Rr22Config, Variant};
 
-#[path = "common/buckets.rs"]
-mod buckets;
-use buckets::Buckets;
+use crate::common::buckets::{self, Buckets};
 
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name)

@@ -10,8 +10,7 @@ use std::process::{Output, Stdio};
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, SanType};
 
-mod common;
-use common::obliv;
+use crate::common::{self, obliv};
 
 struct Ca {
     cert: rcgen::Certificate,
@@ -218,7 +217,7 @@ fn plaintext_across_hosts_needs_the_flag() {
 
 /// The cost of TLS: RR22 fast and KKRT at 1e6 rows per side, two processes on loopback, TLS
 /// against plaintext, alternating. Minutes, so not in the default run:
-/// `cargo test -p obliv-cli --test tls -- --ignored --nocapture tls_cost` (the test
+/// `cargo test -p obliv-cli --test it -- --ignored --nocapture tls::tls_cost` (the test
 /// profile builds the binary with opt-level 3).
 #[test]
 #[ignore = "minutes: run by hand to measure the cost of TLS"]

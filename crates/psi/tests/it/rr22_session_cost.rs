@@ -3,7 +3,7 @@
 //! VOLE are not repeated). A measurement, so `#[ignore]`d:
 //!
 //! ```text
-//! OBLIV_RR22_N=65536 OBLIV_RR22_REPS=5 cargo test -p obliv-psi --test rr22_session_cost -- --ignored --nocapture
+//! OBLIV_RR22_N=65536 OBLIV_RR22_REPS=5 cargo test -p obliv-psi --test it rr22_session_cost:: -- --ignored --nocapture
 //! ```
 //!
 //! Each party runs on its own one-thread rayon pool; the CPU time is that thread's

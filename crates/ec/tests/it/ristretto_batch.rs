@@ -9,7 +9,7 @@ use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
 use obliv_ec::{Error, PrimeGroup, Ristretto255, SecretScalar};
 
-mod common;
+use crate::common;
 use proptest::prelude::*;
 use rand::SeedableRng;
 

@@ -6,8 +6,7 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-mod common;
-use common::{bucket_files, free_ports, gen_data, obliv, ok, on_fresh_ports};
+use crate::common::{bucket_files, free_ports, gen_data, obliv, ok, on_fresh_ports};
 
 /// Runs both parties as separate processes; returns their outputs.
 fn run_pair(dir: &Path, a: &str, b: &str, keys: &str, extra: &[&str]) -> (Output, Output) {

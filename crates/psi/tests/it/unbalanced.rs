@@ -2,8 +2,7 @@
 //! tampering, `server_get_result` and appends to the server's set.
 #![allow(clippy::unwrap_used)] // test helpers unwrap like the tests do
 
-mod common;
-use common::items;
+use crate::common::items;
 
 use obliv_core::AesRng;
 use obliv_net::mem_pair;

@@ -4,8 +4,7 @@
 //! union bound.
 #![allow(clippy::unwrap_used)] // test helpers unwrap like the tests do
 
-mod common;
-use common::{items, run_two};
+use crate::common::{self, items, run_two};
 
 use std::sync::{Arc, Mutex};
 

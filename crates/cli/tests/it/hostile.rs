@@ -20,8 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-mod common;
-use common::{free_ports, gen_data, lost_its_port, obliv};
+use crate::common::{free_ports, gen_data, lost_its_port, obliv};
 
 /// What the relay does to its target frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
