@@ -306,10 +306,9 @@ struct PartyArgs {
     /// Two-party protocols: run this many buckets side by side, each on its own worker thread
     /// and sub-channel (both parties must give the same value). The default 1 runs them one
     /// after the other. On a WAN link use 8: the workers' round trips and transfers overlap,
-    /// and the plan gives each worker about four buckets (down to 2^16 keys per bucket); on
-    /// simulated 100 Mbit/s / 10 ms and 1 Gbit/s / 20 ms links this brought runs of 1e7 rows
-    /// per side from 1.4-2.3x their link's bound (bytes/bandwidth plus round trips) to
-    /// 0.9-1.3x (docs/benchmarks.md).
+    /// and the plan gives each worker about four buckets (down to 2^16 keys per bucket), which
+    /// brings a run close to its link's bound (bytes/bandwidth plus round trips); figures in
+    /// docs/benchmarks.md.
     #[arg(long, default_value_t = 1)]
     workers: usize,
     #[command(flatten)]
